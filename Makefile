@@ -1,0 +1,66 @@
+# Braid. `make run` starts the embedded broker and a demo topology;
+# `make test` is what CI runs (.ci/run). Works the same with or without CI set
+# in the environment (make passes the environment through to the tests).
+
+SHELL := bash
+.SHELLFLAGS := -euo pipefail -c
+.DEFAULT_GOAL := test
+# Steps of `make test` run in order, even under make -j.
+.NOTPARALLEL:
+
+GO ?= go
+MODULE := github.com/braidstream/braid
+TEST_FLAGS := -count=1 -p 2 -timeout 10m
+# Extra arguments for `braid bench pipe`, e.g. make bench BENCH_ARGS='--records 2000000'.
+BENCH_ARGS ?=
+
+.PHONY: run test deps fmt fmt-check vet templ-check test-go bench
+
+run:
+	$(GO) run ./cmd/braid demo
+
+bench:
+	$(GO) run ./cmd/braid bench pipe $(BENCH_ARGS)
+
+deps:
+	scripts/install-deps.sh
+
+fmt:
+	$(GO) fmt ./...
+
+# Go files outside .git and testdata (testdata may hold deliberately odd input).
+fmt-check:
+	@files=$$(find . -name '*.go' -not -path './.git/*' -not -path '*/testdata/*'); \
+	if [[ -z "$$files" ]]; then exit 0; fi; \
+	bad=$$(gofmt -l $$files); \
+	if [[ -n "$$bad" ]]; then echo "gofmt: these files need formatting (run make fmt):"; echo "$$bad"; exit 1; fi
+
+vet:
+	$(GO) vet ./...
+
+# Generated templ code must be current. Compares file contents before and after
+# `templ generate`, so it also works on a tree with uncommitted changes.
+templ-check:
+	@if [[ -z "$$(find . -name '*.templ' -not -path './.git/*' -print -quit)" ]]; then exit 0; fi; \
+	sums() { find . -name '*_templ.go' -not -path './.git/*' -print0 | sort -z | xargs -0 -r sha256sum; }; \
+	before=$$(sums); \
+	$(GO) run github.com/a-h/templ/cmd/templ generate; \
+	after=$$(sums); \
+	if [[ "$$before" != "$$after" ]]; then \
+		echo "templ: these generated files were stale (now regenerated; commit them):"; \
+		comm -3 <(echo "$$before") <(echo "$$after") | awk '{print $$NF}' | sort -u || true; \
+		exit 1; \
+	fi
+
+# runtime/... with the race detector, everything else without.
+test-go:
+	@pkgs=$$($(GO) list ./...); \
+	runtime=$$(grep -E '^$(MODULE)/runtime(/|$$)' <<<"$$pkgs" || true); \
+	others=$$(grep -vE '^$(MODULE)/runtime(/|$$)' <<<"$$pkgs" || true); \
+	if [[ -n "$$runtime" ]]; then echo "go test -race $(TEST_FLAGS) <runtime packages>"; $(GO) test -race $(TEST_FLAGS) $$runtime; fi; \
+	if [[ -n "$$others" ]]; then echo "go test $(TEST_FLAGS) <other packages>"; $(GO) test $(TEST_FLAGS) $$others; fi
+
+test:
+	@scripts/install-deps.sh || { echo "make test: FAILED (installing dependencies)"; exit 1; }
+	@$(MAKE) --no-print-directory fmt-check vet templ-check test-go || { echo "make test: FAILED"; exit 1; }
+	@echo "make test: PASSED (gofmt, vet, templ, tests)"

@@ -1,0 +1,9 @@
+// Package braid is the root of the Braid module. It holds no code; its tests
+// guard the architecture described in DESIGN.md (which package may import
+// which, package naming and documentation).
+//
+// Braid lets a person design a Kafka Streams-style topology in the browser,
+// run it as fault-tolerant tasks in Go, watch it live and export it as a Go
+// program. The engine lives in package runtime and its sub-packages; the
+// binary is cmd/braid.
+package braid

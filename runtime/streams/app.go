@@ -1,0 +1,375 @@
+package streams
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/braidstream/braid/runtime/internal/assign"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// State is the lifecycle state of an App, as in Kafka Streams.
+type State int
+
+const (
+	// Created: New returned, Run not called yet.
+	Created State = iota
+	// Rebalancing: joining the group or waiting for an assignment.
+	Rebalancing
+	// Running: tasks assigned and processing.
+	Running
+	// PendingShutdown: Run's context ended or Close was called; the App
+	// is committing and leaving the group.
+	PendingShutdown
+	// NotRunning: Run returned after a clean shutdown.
+	NotRunning
+	// Failed: Run returned an error.
+	Failed
+)
+
+func (s State) String() string {
+	switch s {
+	case Created:
+		return "CREATED"
+	case Rebalancing:
+		return "REBALANCING"
+	case Running:
+		return "RUNNING"
+	case PendingShutdown:
+		return "PENDING_SHUTDOWN"
+	case NotRunning:
+		return "NOT_RUNNING"
+	case Failed:
+		return "ERROR"
+	}
+	return fmt.Sprintf("State(%d)", int(s))
+}
+
+// App runs a Topology as one member of the application's consumer group.
+type App struct {
+	topo  *Topology
+	cfg   Config
+	log   *slog.Logger
+	hooks hookSet
+
+	// sources maps every real topic the App reads to its source node.
+	sources map[string]*graphNode
+
+	// client and produceCtx are set by Run before the client starts and
+	// are read-only afterwards.
+	client     *kgo.Client
+	produceCtx context.Context
+
+	// tasksMu guards the tasks. The processing goroutine holds it while it
+	// processes and commits; franz-go's group callbacks, which run while
+	// that goroutine waits in PollRecords (BlockRebalanceOnPoll), take it
+	// to create, commit and drop tasks.
+	tasksMu sync.Mutex
+	tasks   map[TaskID]*task
+	byTP    map[TopicPartition]*partitionQueue
+	taskOf  map[TopicPartition]*task
+
+	// produceErr keeps the first failed produce; a failed produce fails
+	// the App at the next check, before any commit could skip the record.
+	produceErrMu sync.Mutex
+	produceErr   error
+
+	// mu guards the lifecycle and the published stats, read by Stats and
+	// Close from other goroutines.
+	mu      sync.Mutex
+	state   State
+	stats   []TaskStats
+	running bool
+	cancel  context.CancelFunc
+	done    chan struct{}
+}
+
+// New checks cfg and returns an App for topo. It does not connect: Run
+// does.
+func New(topo *Topology, cfg Config) (*App, error) {
+	if topo == nil {
+		return nil, errors.New("creating app: topology is nil")
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("creating app: %w", err)
+	}
+	cfg = cfg.withDefaults()
+	a := &App{
+		topo:    topo,
+		cfg:     cfg,
+		log:     cfg.Logger.With("app", cfg.ApplicationID, "instance", cfg.InstanceID),
+		hooks:   newHookSet(cfg.Hooks),
+		sources: make(map[string]*graphNode),
+		tasks:   make(map[TaskID]*task),
+		byTP:    make(map[TopicPartition]*partitionQueue),
+		taskOf:  make(map[TopicPartition]*task),
+	}
+	for _, n := range topo.nodes {
+		if n.kind == sourceNode {
+			for _, t := range n.topics {
+				a.sources[a.realTopic(t, n.internal)] = n
+			}
+		}
+	}
+	return a, nil
+}
+
+// realTopic returns the name of a topic on the cluster: internal topics
+// carry the application id.
+func (a *App) realTopic(name string, internal bool) string {
+	if internal {
+		return a.cfg.ApplicationID + "-" + name
+	}
+	return name
+}
+
+// Run joins the group and processes until ctx ends or Close is called,
+// then commits, leaves the group and returns nil. It returns an error when
+// the topics are not usable or a task fails; processed offsets are
+// committed first in every case, so nothing processed is lost.
+func (a *App) Run(ctx context.Context) error {
+	ctx, err := a.begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer a.end()
+
+	a.setState(Rebalancing)
+	if err := a.prepareTopics(ctx); err != nil {
+		a.fail(err)
+		return err
+	}
+	if err := a.startClient(); err != nil {
+		a.fail(err)
+		return err
+	}
+	runErr := a.loop(ctx)
+	if runErr == nil {
+		a.setState(PendingShutdown)
+	} else {
+		a.fail(runErr)
+	}
+	// Commit what was processed even when failing: the failed record is
+	// not part of it, so a restart resumes exactly there.
+	closeCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := a.commit(closeCtx); err != nil {
+		err = fmt.Errorf("committing on shutdown: %w", err)
+		if runErr == nil {
+			runErr = err
+			a.fail(err)
+		} else {
+			a.log.Error("commit after failure failed", "err", err)
+		}
+	}
+	a.client.AllowRebalance()
+	a.client.Close()
+	if runErr != nil {
+		return runErr
+	}
+	a.setState(NotRunning)
+	return nil
+}
+
+func (a *App) begin(ctx context.Context) (context.Context, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.running || a.state != Created {
+		return nil, errors.New("running app: Run was already called; create a new App to run again")
+	}
+	a.running = true
+	ctx, a.cancel = context.WithCancel(ctx)
+	a.done = make(chan struct{})
+	return ctx, nil
+}
+
+func (a *App) end() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.cancel()
+	a.running = false
+	close(a.done)
+}
+
+// Close stops a running App the way ending Run's context does, and waits
+// until Run has committed, left the group and returned. It is safe to call
+// at any time and more than once.
+func (a *App) Close() error {
+	a.mu.Lock()
+	cancel, done := a.cancel, a.done
+	a.mu.Unlock()
+	if cancel == nil {
+		return nil
+	}
+	cancel()
+	<-done
+	return nil
+}
+
+// State returns the App's current state.
+func (a *App) State() State {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.state
+}
+
+func (a *App) setState(to State) {
+	a.mu.Lock()
+	from := a.state
+	a.state = to
+	a.mu.Unlock()
+	if from == to {
+		return
+	}
+	a.log.Debug("state changed", "from", from, "to", to)
+	for _, h := range a.hooks.state {
+		h.OnStateChange(StateChange{ApplicationID: a.cfg.ApplicationID, InstanceID: a.cfg.InstanceID, From: from, To: to})
+	}
+}
+
+func (a *App) fail(err error) {
+	a.log.Error("app failed", "err", err)
+	var task TaskID
+	if tf := (*TaskFailedError)(nil); errors.As(err, &tf) {
+		task = tf.Task
+	}
+	a.reportError(task, err, true)
+	a.setState(Failed)
+}
+
+func (a *App) reportError(task TaskID, err error, fatal bool) {
+	for _, h := range a.hooks.errs {
+		h.OnError(ErrorEvent{ApplicationID: a.cfg.ApplicationID, InstanceID: a.cfg.InstanceID, Task: task, Err: err, Fatal: fatal})
+	}
+}
+
+// handle applies the configured handling to a record's error: nil means
+// skip the record and go on.
+func (a *App) handle(t *task, err error, how ErrorHandling) error {
+	if how == FailOnError {
+		return &TaskFailedError{Task: t.id, Err: err}
+	}
+	t.skipped++
+	a.log.Warn("skipping record", "task", t.id.String(), "err", err)
+	a.reportError(t.id, err, false)
+	r := t.current
+	for _, h := range a.hooks.skipped {
+		h.OnRecordSkipped(SkippedRecord{Task: t.id, Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Err: err})
+	}
+	return nil
+}
+
+// loop polls and processes until ctx ends or something fails.
+func (a *App) loop(ctx context.Context) error {
+	lastCommit := time.Now()
+	for {
+		// Poll no longer than until the next commit is due, so that an
+		// idle App still commits what it processed.
+		pollCtx, cancel := context.WithDeadline(ctx, lastCommit.Add(a.cfg.CommitInterval))
+		fetches := a.client.PollRecords(pollCtx, a.cfg.MaxPollRecords)
+		cancel()
+		if ctx.Err() != nil {
+			return nil
+		}
+		if err := fetchError(fetches); err != nil {
+			a.client.AllowRebalance()
+			return err
+		}
+		err := a.processFetches(fetches)
+		a.client.AllowRebalance()
+		if err != nil {
+			return err
+		}
+		if err := a.producedError(); err != nil {
+			return err
+		}
+		if time.Since(lastCommit) >= a.cfg.CommitInterval {
+			if err := a.commit(ctx); err != nil {
+				if ctx.Err() != nil {
+					return nil
+				}
+				return err
+			}
+			lastCommit = time.Now()
+		}
+	}
+}
+
+func fetchError(fetches kgo.Fetches) error {
+	var errs []error
+	fetches.EachError(func(topic string, partition int32, err error) {
+		if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, kgo.ErrClientClosed) {
+			return
+		}
+		errs = append(errs, fmt.Errorf("fetching %s/%d: %w", topic, partition, err))
+	})
+	return errors.Join(errs...)
+}
+
+// processFetches routes fetched records to their tasks' queues and lets
+// each task process what it has.
+func (a *App) processFetches(fetches kgo.Fetches) error {
+	a.tasksMu.Lock()
+	defer a.tasksMu.Unlock()
+	var touched []*task
+	fetches.EachPartition(func(p kgo.FetchTopicPartition) {
+		tp := TopicPartition{p.Topic, p.Partition}
+		q, ok := a.byTP[tp]
+		if !ok || len(p.Records) == 0 {
+			return // revoked meanwhile; its records are fetched again by the next owner
+		}
+		q.push(p.Records)
+		t := a.taskOf[tp]
+		if len(touched) == 0 || touched[len(touched)-1] != t {
+			touched = append(touched, t)
+		}
+	})
+	for _, t := range touched {
+		if err := t.processAvailable(); err != nil {
+			a.publishStats()
+			return err
+		}
+	}
+	a.publishStats()
+	return nil
+}
+
+func (a *App) produce(r *kgo.Record) {
+	a.client.Produce(a.produceCtx, r, a.onProduced)
+}
+
+func (a *App) onProduced(r *kgo.Record, err error) {
+	if err == nil {
+		return
+	}
+	a.produceErrMu.Lock()
+	defer a.produceErrMu.Unlock()
+	if a.produceErr == nil {
+		a.produceErr = fmt.Errorf("producing to %s: %w", r.Topic, err)
+	}
+}
+
+func (a *App) producedError() error {
+	a.produceErrMu.Lock()
+	defer a.produceErrMu.Unlock()
+	return a.produceErr
+}
+
+// subtopologyInfo lists the real topics of each sub-topology for the
+// balancer.
+func (a *App) subtopologyInfo() []assign.Subtopology {
+	out := make([]assign.Subtopology, len(a.topo.subtopologies))
+	for i, st := range a.topo.subtopologies {
+		out[i].ID = st.id
+		for _, src := range st.sources {
+			for _, t := range src.topics {
+				out[i].Topics = append(out[i].Topics, a.realTopic(t, src.internal))
+			}
+		}
+	}
+	return out
+}

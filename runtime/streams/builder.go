@@ -1,0 +1,163 @@
+package streams
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Function types of the stateless operators. Returning an error sends the
+// record to the processing error handler (Config.ProcessingErrors).
+type (
+	// Predicate decides whether a record passes.
+	Predicate func(key, value any) (bool, error)
+	// KeyValueMapper maps a record to a new key and value.
+	KeyValueMapper func(key, value any) (newKey, newValue any, err error)
+	// ValueMapper maps a value to a new value; the key stays.
+	ValueMapper func(value any) (any, error)
+	// KeySelector computes a new key for a record; the value stays.
+	KeySelector func(key, value any) (any, error)
+	// FlatMapper maps a record to zero or more records.
+	FlatMapper func(key, value any) ([]KeyValue, error)
+	// ValueFlatMapper maps a value to zero or more values, each with the
+	// record's key.
+	ValueFlatMapper func(value any) ([]any, error)
+	// Action observes a record.
+	Action func(key, value any)
+)
+
+// KeyValue is one record produced by a FlatMapper.
+type KeyValue struct {
+	Key, Value any
+}
+
+// Builder describes a topology. Call its Stream method to start, chain
+// operators on the returned Stream, and call Build. A Builder collects
+// every mistake made while building and Build reports them all.
+type Builder struct {
+	nodes []*graphNode
+	// index is the counter behind generated names; like Kafka Streams'
+	// it advances once per generated name, so that the same DSL calls
+	// yield the same names as there.
+	index int
+	errs  []error
+	// sourceTopics maps a topic to the source node that reads it: a topic
+	// read by two sources would be consumed twice.
+	sourceTopics map[string]*graphNode
+	built        bool
+}
+
+// NewBuilder returns an empty Builder.
+func NewBuilder() *Builder {
+	return &Builder{sourceTopics: make(map[string]*graphNode)}
+}
+
+// Stream reads the given topics. It takes Named, WithSerdes (default: the
+// Config's default serdes) and WithTimestamps.
+func (b *Builder) Stream(topics []string, opts ...Option) *Stream {
+	o := b.resolveOptions("Stream", optName|optSerdes|optTimestamps, opts)
+	n := b.addNode(b.nameOrGenerate(o.name, "KSTREAM-SOURCE-"), sourceNode)
+	n.topics = append([]string(nil), topics...)
+	n.keySerde, n.valueSerde, n.timestamps = o.keySerde, o.valueSerde, o.timestamps
+	if len(topics) == 0 {
+		b.errorf("source %q: no topics given", n.name)
+	}
+	for _, t := range topics {
+		if err := validTopicName(t); err != nil {
+			b.errorf("source %q: %v", n.name, err)
+			continue
+		}
+		if other, ok := b.sourceTopics[t]; ok {
+			b.errorf("source %q: topic %q is already read by source %q", n.name, t, other.name)
+			continue
+		}
+		b.sourceTopics[t] = n
+	}
+	return &Stream{b: b, node: n, keySerde: o.keySerde, valueSerde: o.valueSerde}
+}
+
+// Build checks the topology and returns it, or every problem found.
+func (b *Builder) Build() (*Topology, error) {
+	if b.built {
+		return nil, errors.New("building topology: Build was already called on this Builder")
+	}
+	b.built = true
+	errs := append([]error(nil), b.errs...)
+	names := make(map[string]bool, len(b.nodes))
+	for _, n := range b.nodes {
+		if names[n.name] {
+			errs = append(errs, fmt.Errorf("operator name %q is used twice", n.name))
+		}
+		names[n.name] = true
+	}
+	if len(b.sourceTopics) == 0 && len(errs) == 0 {
+		errs = append(errs, errors.New("the topology reads no topic: call Builder.Stream"))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, fmt.Errorf("building topology: %w", err)
+	}
+	return newTopology(b.nodes), nil
+}
+
+// nameOrGenerate returns given, or a generated name when given is empty.
+// It advances the counter either way, as Kafka Streams does, so that
+// naming one operator does not rename the ones after it.
+func (b *Builder) nameOrGenerate(given, prefix string) string {
+	generated := b.newName(prefix)
+	if given == "" {
+		return generated
+	}
+	if err := validNodeName(given); err != nil {
+		b.errorf("%s", err)
+	}
+	return given
+}
+
+// addNode adds a node with a final name.
+func (b *Builder) addNode(name string, kind nodeKind) *graphNode {
+	n := &graphNode{name: name, kind: kind, order: len(b.nodes)}
+	b.nodes = append(b.nodes, n)
+	return n
+}
+
+// newName generates a name the way Kafka Streams does: a prefix and a
+// ten-digit counter shared by all generated names.
+func (b *Builder) newName(prefix string) string {
+	name := fmt.Sprintf("%s%010d", prefix, b.index)
+	b.index++
+	return name
+}
+
+func connect(parent, child *graphNode) {
+	parent.children = append(parent.children, child)
+	child.parents = append(child.parents, parent)
+}
+
+func validNodeName(name string) error {
+	if len(name) > 249 {
+		return fmt.Errorf("operator name %q is longer than 249 characters", name)
+	}
+	for _, r := range name {
+		if r < 0x20 || r == 0x7f {
+			return fmt.Errorf("operator name %q contains a control character", name)
+		}
+	}
+	return nil
+}
+
+// validTopicName applies Kafka's rules for topic names.
+func validTopicName(t string) error {
+	switch {
+	case t == "":
+		return errors.New("topic name is empty")
+	case t == "." || t == "..":
+		return fmt.Errorf("topic name %q is not allowed", t)
+	case len(t) > 249:
+		return fmt.Errorf("topic name %q is longer than 249 characters", t)
+	}
+	for _, r := range t {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '_' || r == '-') {
+			return fmt.Errorf("topic name %q contains %q; only letters, digits, '.', '_' and '-' are allowed", t, r)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,213 @@
+package streams
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// Guarantee is the processing guarantee of an App.
+type Guarantee int
+
+const (
+	// AtLeastOnce flushes outputs before committing input offsets, so no
+	// record is lost; after a failure some may be processed twice.
+	AtLeastOnce Guarantee = iota
+	// ExactlyOnce will carry outputs, changelog writes and input offsets in
+	// one Kafka transaction. Not implemented yet: Validate refuses it.
+	ExactlyOnce
+)
+
+func (g Guarantee) String() string {
+	switch g {
+	case AtLeastOnce:
+		return "at-least-once"
+	case ExactlyOnce:
+		return "exactly-once"
+	}
+	return "Guarantee(" + strconv.Itoa(int(g)) + ")"
+}
+
+// ErrorHandling says what happens to a record the App cannot decode or
+// process.
+type ErrorHandling int
+
+const (
+	// FailOnError stops the App with a *TaskFailedError. The failing
+	// record's offset is not committed, so nothing is lost: a restart meets
+	// it again.
+	FailOnError ErrorHandling = iota
+	// LogAndContinue logs the error, counts the record as skipped, calls
+	// the RecordSkippedHooks and goes on with the next record.
+	LogAndContinue
+)
+
+func (h ErrorHandling) String() string {
+	switch h {
+	case FailOnError:
+		return "fail"
+	case LogAndContinue:
+		return "log-and-continue"
+	}
+	return "ErrorHandling(" + strconv.Itoa(int(h)) + ")"
+}
+
+// Config configures an App. The zero value of every field but ApplicationID
+// and Brokers means "the default"; New fills the defaults in and validates.
+type Config struct {
+	// ApplicationID names the application: it is the consumer group id and
+	// the prefix of every internal topic. Required; letters, digits, '.',
+	// '_' and '-' only.
+	ApplicationID string
+
+	// Brokers are the bootstrap addresses. Required.
+	Brokers []string
+
+	// InstanceID names this member in logs, hooks and Stats. Default: the
+	// host name and process id.
+	InstanceID string
+
+	// StateDir is where tasks keep local state, under
+	// <StateDir>/<ApplicationID>. Default: <os.TempDir()>/braid-state.
+	StateDir string
+
+	// CommitInterval is how often processed offsets are committed. Default
+	// 30 s, as in Kafka Streams with at-least-once.
+	CommitInterval time.Duration
+
+	// ProcessingGuarantee defaults to AtLeastOnce.
+	ProcessingGuarantee Guarantee
+
+	// DefaultKeySerde and DefaultValueSerde serialize at sinks whose stream
+	// has no known serde (after a Map, say) and To was given none.
+	// Default: Bytes.
+	DefaultKeySerde, DefaultValueSerde Serde
+
+	// DeserializationErrors and ProcessingErrors say what to do with a
+	// record that cannot be decoded, or that a processor fails on.
+	// Default: FailOnError.
+	DeserializationErrors ErrorHandling
+	ProcessingErrors      ErrorHandling
+
+	// MaxPollRecords bounds the records one poll hands to the tasks.
+	// Default 0: whatever the client has buffered.
+	MaxPollRecords int
+
+	// SessionTimeout is the group session timeout: how long the group
+	// waits for a silent member before moving its tasks. Default 10 s.
+	SessionTimeout time.Duration
+
+	// ReplicationFactor of the internal topics the App creates. Default -1:
+	// the broker's default.
+	ReplicationFactor int
+
+	// Hooks receive the App's events; see Hook.
+	Hooks []Hook
+
+	// Logger receives the App's log. Default: slog.Default().
+	Logger *slog.Logger
+
+	// ClientOptions are extra franz-go options for the App's client, for
+	// TLS, SASL and the like. Options that the App sets itself (group,
+	// topics, balancer, offsets) are overridden.
+	ClientOptions []kgo.Opt
+}
+
+var applicationIDPattern = regexp.MustCompile(`^[a-zA-Z0-9._-]+$`)
+
+// withDefaults returns a copy of c with every unset field at its default.
+func (c Config) withDefaults() Config {
+	if c.InstanceID == "" {
+		host, _ := os.Hostname()
+		c.InstanceID = fmt.Sprintf("%s-%d", host, os.Getpid())
+	}
+	if c.StateDir == "" {
+		c.StateDir = filepath.Join(os.TempDir(), "braid-state")
+	}
+	if c.CommitInterval == 0 {
+		c.CommitInterval = 30 * time.Second
+	}
+	if c.DefaultKeySerde == nil {
+		c.DefaultKeySerde = Bytes
+	}
+	if c.DefaultValueSerde == nil {
+		c.DefaultValueSerde = Bytes
+	}
+	if c.SessionTimeout == 0 {
+		c.SessionTimeout = 10 * time.Second
+	}
+	if c.ReplicationFactor == 0 {
+		c.ReplicationFactor = -1
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	return c
+}
+
+// Validate reports every problem of the configuration at once, joined with
+// errors.Join, after filling in defaults. It returns nil when the
+// configuration is usable.
+func (c Config) Validate() error {
+	c = c.withDefaults()
+	var errs []error
+	bad := func(field, format string, args ...any) {
+		errs = append(errs, fmt.Errorf("config %s: %s", field, fmt.Sprintf(format, args...)))
+	}
+	switch {
+	case c.ApplicationID == "":
+		bad("ApplicationID", "is required")
+	case len(c.ApplicationID) > 200:
+		bad("ApplicationID", "is %d characters long, at most 200 fit in topic names", len(c.ApplicationID))
+	case !applicationIDPattern.MatchString(c.ApplicationID):
+		bad("ApplicationID", "%q may contain only letters, digits, '.', '_' and '-'", c.ApplicationID)
+	}
+	if len(c.Brokers) == 0 {
+		bad("Brokers", "at least one bootstrap address is required")
+	}
+	for i, b := range c.Brokers {
+		if b == "" {
+			bad("Brokers", "address %d is empty", i)
+		}
+	}
+	if c.CommitInterval < 0 {
+		bad("CommitInterval", "%v is negative", c.CommitInterval)
+	}
+	switch c.ProcessingGuarantee {
+	case AtLeastOnce:
+	case ExactlyOnce:
+		errs = append(errs, fmt.Errorf("config ProcessingGuarantee: %w", ErrNotExactlyOnceYet))
+	default:
+		bad("ProcessingGuarantee", "unknown value %d", int(c.ProcessingGuarantee))
+	}
+	for _, h := range []struct {
+		field string
+		value ErrorHandling
+	}{{"DeserializationErrors", c.DeserializationErrors}, {"ProcessingErrors", c.ProcessingErrors}} {
+		if h.value != FailOnError && h.value != LogAndContinue {
+			bad(h.field, "unknown value %d", int(h.value))
+		}
+	}
+	if c.MaxPollRecords < 0 {
+		bad("MaxPollRecords", "%d is negative", c.MaxPollRecords)
+	}
+	if c.SessionTimeout < 0 {
+		bad("SessionTimeout", "%v is negative", c.SessionTimeout)
+	}
+	if c.ReplicationFactor < -1 || c.ReplicationFactor > 32767 {
+		bad("ReplicationFactor", "%d is out of range (-1 for the broker default, or 1 to 32767)", c.ReplicationFactor)
+	}
+	for i, h := range c.Hooks {
+		if !implementsAny(h) {
+			bad("Hooks", "hook %d (%T) implements no hook interface", i, h)
+		}
+	}
+	return errors.Join(errs...)
+}

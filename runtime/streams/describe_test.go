@@ -1,0 +1,105 @@
+package streams_test
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/braidstream/braid/runtime/streams"
+)
+
+func pass(any, any) (bool, error) { return true, nil }
+
+func identityValue(v any) (any, error) { return v, nil }
+
+func valueAsKey(_, v any) (any, error) { return v, nil }
+
+// describeCases builds, with Braid's DSL, the topologies whose Kafka
+// Streams describe() texts are in testdata/describe; each file starts with
+// the Java code it was printed from.
+var describeCases = map[string]func(b *streams.Builder){
+	"stateless": func(b *streams.Builder) {
+		b.Stream([]string{"input"}).Filter(pass).MapValues(identityValue).To("output")
+	},
+	"all-stateless-ops": func(b *streams.Builder) {
+		b.Stream([]string{"input"}).
+			FilterNot(func(any, any) (bool, error) { return false, nil }).
+			Map(func(k, v any) (any, any, error) { return k, v, nil }).
+			FlatMap(func(k, v any) ([]streams.KeyValue, error) { return []streams.KeyValue{{Key: k, Value: v}}, nil }).
+			FlatMapValues(func(v any) ([]any, error) { return []any{v}, nil }).
+			SelectKey(func(k, _ any) (any, error) { return k, nil }).
+			Peek(func(any, any) {}).
+			MapValues(identityValue).
+			To("output")
+	},
+	"named": func(b *streams.Builder) {
+		b.Stream([]string{"input"}, streams.Named("orders-source")).
+			Filter(pass, streams.Named("only-big")).
+			MapValues(identityValue, streams.Named("to-upper")).
+			To("output", streams.Named("out-sink"))
+	},
+	"merge": func(b *streams.Builder) {
+		a := b.Stream([]string{"a"})
+		a.Merge(b.Stream([]string{"b"})).To("out")
+	},
+	"multi-topic-source": func(b *streams.Builder) {
+		b.Stream([]string{"a", "b"}).To("out")
+	},
+	"branch": func(b *streams.Builder) {
+		branches := b.Stream([]string{"input"}).Branch([]streams.Branch{
+			{Name: "big", Predicate: pass},
+			{Name: "small", Predicate: pass},
+			{Name: "rest"},
+		}, streams.Named("split-"))
+		branches["split-big"].To("out-big")
+		branches["split-small"].To("out-small")
+		branches["split-rest"].To("out-rest")
+	},
+	"repartition": func(b *streams.Builder) {
+		b.Stream([]string{"input"}).SelectKey(valueAsKey).Repartition().Filter(pass).To("output")
+	},
+	"repartition-named": func(b *streams.Builder) {
+		b.Stream([]string{"input"}).SelectKey(valueAsKey).
+			Repartition(streams.Named("by-customer")).MapValues(identityValue).To("output")
+	},
+	"two-repartitions": func(b *streams.Builder) {
+		b.Stream([]string{"input"}).SelectKey(valueAsKey).Repartition(streams.Named("first")).
+			SelectKey(valueAsKey).Repartition(streams.Named("second")).To("output")
+	},
+	"two-sources": func(b *streams.Builder) {
+		b.Stream([]string{"a"}).To("x")
+		b.Stream([]string{"b"}).To("y")
+	},
+}
+
+func TestDescribeMatchesKafkaStreams(t *testing.T) {
+	for name, build := range describeCases {
+		t.Run(name, func(t *testing.T) {
+			want := readDescribeGolden(t, name)
+			b := streams.NewBuilder()
+			build(b)
+			topo, err := b.Build()
+			if err != nil {
+				t.Fatalf("Build: %v", err)
+			}
+			if got := topo.Describe(); got != want {
+				t.Errorf("Describe() differs from Kafka Streams' text\n--- got\n%s--- want\n%s", got, want)
+			}
+		})
+	}
+}
+
+// readDescribeGolden returns the text after the "---" line of a golden file.
+func readDescribeGolden(t *testing.T, name string) string {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join("testdata", "describe", name+".txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, text, ok := strings.Cut(string(raw), "\n---\n")
+	if !ok {
+		t.Fatalf("%s.txt has no --- line", name)
+	}
+	return text
+}

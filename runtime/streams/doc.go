@@ -1,0 +1,23 @@
+// Package streams is Braid's stream-processing engine: a builder DSL close to
+// Kafka Streams' that describes a topology, and an App that runs it as tasks
+// in a Kafka consumer group.
+//
+// A topology is a graph of sources, processors and sinks. Build splits it
+// into sub-topologies at repartition topics; at run time each sub-topology
+// becomes one task per input partition, named "<subtopology>_<partition>".
+// A task takes the record with the lowest timestamp next from its input
+// partitions and tracks its stream time, the largest timestamp it has seen.
+//
+// An App is one member of the application's consumer group (the group id is
+// the application id). Start as many Apps, in as many processes or machines,
+// as you like: the group's assignor spreads the tasks over them and moves
+// them when members come and go. Every Config.CommitInterval the App flushes
+// what it produced and then commits the offsets of what it processed, so a
+// record is never lost: after a failure it may be processed again
+// (at-least-once).
+//
+// Everything the App does is observable through hooks (see Hook), and Stats
+// returns a copy of its current state. The runtime imports franz-go and the
+// standard library only; the designer, the compiler and the web server are
+// built on top of it, and exported Go programs use exactly this API.
+package streams

@@ -1,0 +1,83 @@
+package streams
+
+import (
+	"errors"
+	"fmt"
+)
+
+// ErrNotExactlyOnceYet is returned by Config.Validate when exactly-once is
+// asked for: it is designed for (see the package documentation of Config)
+// but not implemented in this version.
+var ErrNotExactlyOnceYet = errors.New("exactly-once processing is not implemented yet; use AtLeastOnce")
+
+// DeserializationError says a consumed record's key or value could not be
+// decoded, or its timestamp could not be extracted. It names the record
+// exactly so that it can be found with any Kafka tool.
+type DeserializationError struct {
+	Task      TaskID
+	Topic     string
+	Partition int32
+	Offset    int64
+	// Part is "key", "value" or "timestamp".
+	Part string
+	Err  error
+}
+
+func (e *DeserializationError) Error() string {
+	return fmt.Sprintf("task %s: decoding %s of record %s/%d@%d: %v", e.Task, e.Part, e.Topic, e.Partition, e.Offset, e.Err)
+}
+
+func (e *DeserializationError) Unwrap() error { return e.Err }
+
+// ProcessingError says a processor (a user function or a sink's serde)
+// failed on a record. Node is the processor's name in the topology.
+type ProcessingError struct {
+	Task      TaskID
+	Node      string
+	Topic     string
+	Partition int32
+	Offset    int64
+	Err       error
+}
+
+func (e *ProcessingError) Error() string {
+	return fmt.Sprintf("task %s: processor %q on record %s/%d@%d: %v", e.Task, e.Node, e.Topic, e.Partition, e.Offset, e.Err)
+}
+
+func (e *ProcessingError) Unwrap() error { return e.Err }
+
+// TaskFailedError is what Run returns when a task failed and the configured
+// handler said to fail. Err is a *DeserializationError, a *ProcessingError
+// or a produce error.
+type TaskFailedError struct {
+	Task TaskID
+	Err  error
+}
+
+func (e *TaskFailedError) Error() string { return fmt.Sprintf("task %s failed: %v", e.Task, e.Err) }
+
+func (e *TaskFailedError) Unwrap() error { return e.Err }
+
+// MissingSourceTopicError says a topic the topology reads does not exist.
+// The App does not create source topics: a typo would otherwise silently
+// read nothing.
+type MissingSourceTopicError struct {
+	Topic string
+}
+
+func (e *MissingSourceTopicError) Error() string {
+	return fmt.Sprintf("source topic %q does not exist", e.Topic)
+}
+
+// InternalTopicError says an internal (repartition) topic exists with a
+// layout the topology cannot use.
+type InternalTopicError struct {
+	Topic              string
+	Partitions         int
+	ExpectedPartitions int
+}
+
+func (e *InternalTopicError) Error() string {
+	return fmt.Sprintf("internal topic %q has %d partitions, the topology needs %d; delete it or reset the application",
+		e.Topic, e.Partitions, e.ExpectedPartitions)
+}

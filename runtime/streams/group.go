@@ -1,0 +1,232 @@
+package streams
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/braidstream/braid/runtime/internal/assign"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// startClient creates the App's franz-go client: one client consumes as a
+// group member and produces, so that a commit can flush exactly what the
+// processed records produced.
+func (a *App) startClient() error {
+	topics := slices.Sorted(maps.Keys(a.sources))
+	opts := append(slices.Clone(a.cfg.ClientOptions),
+		kgo.SeedBrokers(a.cfg.Brokers...),
+		kgo.ConsumerGroup(a.cfg.ApplicationID),
+		kgo.ConsumeTopics(topics...),
+		kgo.Balancers(assign.New(a.subtopologyInfo(), a.cfg.InstanceID)),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.DisableAutoCommit(),
+		kgo.BlockRebalanceOnPoll(),
+		kgo.SessionTimeout(a.cfg.SessionTimeout),
+		kgo.OnPartitionsAssigned(a.onAssigned),
+		kgo.OnPartitionsRevoked(a.onRevoked),
+		kgo.OnPartitionsLost(a.onLost),
+		kgo.WithLogger(kgoLogger{a.log}),
+		// Outputs of one commit interval should leave in large batches,
+		// but a record must not wait long: the live view shows latency.
+		kgo.ProducerLinger(5*time.Millisecond),
+		kgo.ProducerBatchMaxBytes(1<<20),
+		kgo.MaxBufferedRecords(1<<20),
+		kgo.FetchMaxBytes(64<<20),
+		kgo.FetchMaxPartitionBytes(16<<20),
+		kgo.RecordPartitioner(kgo.StickyKeyPartitioner(nil)),
+	)
+	cl, err := kgo.NewClient(opts...)
+	if err != nil {
+		return fmt.Errorf("creating client: %w", err)
+	}
+	a.client = cl
+	a.produceCtx = context.Background()
+	return nil
+}
+
+// onAssigned creates the tasks of the newly assigned partitions.
+func (a *App) onAssigned(_ context.Context, _ *kgo.Client, assigned map[string][]int32) {
+	a.tasksMu.Lock()
+	var added []*task
+	for _, topic := range slices.Sorted(maps.Keys(assigned)) {
+		src, ok := a.sources[topic]
+		if !ok {
+			continue
+		}
+		st := a.topo.subtopologies[src.subtopology]
+		for _, p := range assigned[topic] {
+			id := TaskID{Subtopology: st.id, Partition: p}
+			t, ok := a.tasks[id]
+			if !ok {
+				t = a.newTask(st, id)
+				a.tasks[id] = t
+				added = append(added, t)
+			}
+			tp := TopicPartition{topic, p}
+			t.addPartition(tp, t.sources[src])
+			a.byTP[tp] = t.queues[len(t.queues)-1]
+			a.taskOf[tp] = t
+		}
+	}
+	a.publishStats()
+	a.tasksMu.Unlock()
+	for _, t := range added {
+		a.log.Info("task assigned", "task", t.id.String(), "partitions", fmt.Sprint(t.partitions()))
+		a.taskEvent(a.hooks.assigned, t, true)
+	}
+	a.setState(Running)
+}
+
+func (a *App) taskEvent(hooks any, t *task, clean bool) {
+	ev := TaskEvent{ApplicationID: a.cfg.ApplicationID, InstanceID: a.cfg.InstanceID, Task: t.id, Partitions: t.partitions(), Clean: clean}
+	switch hs := hooks.(type) {
+	case []TaskAssignedHook:
+		for _, h := range hs {
+			h.OnTaskAssigned(ev)
+		}
+	case []TaskRevokedHook:
+		for _, h := range hs {
+			h.OnTaskRevoked(ev)
+		}
+	}
+}
+
+// onRevoked commits what the revoked tasks processed, then drops them.
+// The protocol is eager: every rebalance revokes everything first.
+func (a *App) onRevoked(ctx context.Context, _ *kgo.Client, _ map[string][]int32) {
+	a.enterRebalancing()
+	if err := a.commit(ctx); err != nil {
+		// The next owner reprocesses from the last commit: duplicates,
+		// never loss.
+		a.log.Warn("committing before revocation failed", "err", err)
+		a.reportError(TaskID{}, fmt.Errorf("committing before revocation: %w", err), false)
+	}
+	a.dropTasks(true)
+}
+
+// onLost drops the tasks without committing: another member may own them
+// already, and its commits must not be overwritten.
+func (a *App) onLost(_ context.Context, _ *kgo.Client, _ map[string][]int32) {
+	a.enterRebalancing()
+	a.dropTasks(false)
+}
+
+func (a *App) dropTasks(clean bool) {
+	a.tasksMu.Lock()
+	dropped := slices.SortedFunc(maps.Values(a.tasks), func(x, y *task) int {
+		return compareTaskIDs(x.id, y.id)
+	})
+	clear(a.tasks)
+	clear(a.byTP)
+	clear(a.taskOf)
+	a.publishStats()
+	a.tasksMu.Unlock()
+	for _, t := range dropped {
+		a.log.Info("task revoked", "task", t.id.String(), "clean", clean)
+		a.taskEvent(a.hooks.revoked, t, clean)
+	}
+}
+
+func compareTaskIDs(x, y TaskID) int {
+	if x.Subtopology != y.Subtopology {
+		return x.Subtopology - y.Subtopology
+	}
+	return int(x.Partition - y.Partition)
+}
+
+// newTask instantiates sub-topology st's processors for one task.
+func (a *App) newTask(st *subtopology, id TaskID) *task {
+	t := &task{id: id, app: a, streamTime: -1, sources: make(map[*graphNode]*sourceProc)}
+	procs := instantiate(st, func(n *graphNode, next []processor) processor {
+		keySerde, valueSerde := n.keySerde, n.valueSerde
+		if keySerde == nil {
+			keySerde = a.cfg.DefaultKeySerde
+		}
+		if valueSerde == nil {
+			valueSerde = a.cfg.DefaultValueSerde
+		}
+		if n.kind == sourceNode {
+			return &sourceProc{name: n.name, keySerde: keySerde, valueSerde: valueSerde, timestamps: n.timestamps, next: next}
+		}
+		return &sinkProc{name: n.name, topic: a.realTopic(n.topic, n.internal), keySerde: keySerde, valueSerde: valueSerde}
+	})
+	for _, src := range st.sources {
+		t.sources[src] = procs[src].(*sourceProc)
+	}
+	return t
+}
+
+// commit flushes everything produced so far and then commits the offsets
+// processed since the last commit. Order matters: an offset is committed
+// only once the outputs of the records before it are acknowledged.
+func (a *App) commit(ctx context.Context) error {
+	a.tasksMu.Lock()
+	defer a.tasksMu.Unlock()
+	offsets := make(map[string]map[int32]kgo.EpochOffset)
+	var queues []*partitionQueue
+	for _, q := range a.byTP {
+		if q.next.Offset > q.committed {
+			if offsets[q.tp.Topic] == nil {
+				offsets[q.tp.Topic] = make(map[int32]kgo.EpochOffset)
+			}
+			offsets[q.tp.Topic][q.tp.Partition] = q.next
+			queues = append(queues, q)
+		}
+	}
+	if len(queues) == 0 {
+		return nil
+	}
+	start := time.Now()
+	if err := a.client.Flush(ctx); err != nil {
+		return fmt.Errorf("flushing produced records: %w", err)
+	}
+	if err := a.producedError(); err != nil {
+		return err
+	}
+	var commitErr error
+	a.client.CommitOffsetsSync(ctx, offsets, func(_ *kgo.Client, _ *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse, err error) {
+		if err != nil {
+			commitErr = err
+			return
+		}
+		var errs []error
+		for _, t := range resp.Topics {
+			for _, p := range t.Partitions {
+				if err := kerr.ErrorForCode(p.ErrorCode); err != nil {
+					errs = append(errs, fmt.Errorf("%s/%d: %w", t.Topic, p.Partition, err))
+				}
+			}
+		}
+		commitErr = errors.Join(errs...)
+	})
+	if commitErr != nil {
+		return fmt.Errorf("committing offsets: %w", commitErr)
+	}
+	committed := make(map[TopicPartition]int64, len(queues))
+	for _, q := range queues {
+		q.committed = q.next.Offset
+		committed[q.tp] = q.next.Offset
+	}
+	ev := CommitEvent{ApplicationID: a.cfg.ApplicationID, InstanceID: a.cfg.InstanceID, Offsets: committed, Took: time.Since(start)}
+	for _, h := range a.hooks.commit {
+		h.OnCommit(ev)
+	}
+	return nil
+}
+
+// enterRebalancing marks a rebalance, unless the revocation is the App
+// leaving the group on shutdown.
+func (a *App) enterRebalancing() {
+	a.mu.Lock()
+	leaving := a.state == PendingShutdown || a.state == Failed
+	a.mu.Unlock()
+	if !leaving {
+		a.setState(Rebalancing)
+	}
+}

@@ -1,0 +1,166 @@
+package streams_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/braidstream/braid/runtime/broker"
+	"github.com/braidstream/braid/runtime/streams"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// startBroker starts an in-memory embedded broker for one test.
+func startBroker(t testing.TB) *broker.Broker {
+	t.Helper()
+	b, err := broker.Start(broker.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	return b
+}
+
+func newClient(t testing.TB, b *broker.Broker, opts ...kgo.Opt) *kgo.Client {
+	t.Helper()
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(b.Addrs()...)}, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	return cl
+}
+
+func createTopic(t testing.TB, b *broker.Broker, topic string, partitions int32) {
+	t.Helper()
+	adm := kadm.NewClient(newClient(t, b))
+	resp, err := adm.CreateTopic(context.Background(), partitions, 1, nil, topic)
+	if err == nil {
+		err = resp.Err
+	}
+	if err != nil {
+		t.Fatalf("creating topic %s: %v", topic, err)
+	}
+}
+
+// produce writes records synchronously.
+func produce(t testing.TB, b *broker.Broker, recs ...*kgo.Record) {
+	t.Helper()
+	cl := newClient(t, b, kgo.ProducerLinger(0))
+	if err := cl.ProduceSync(context.Background(), recs...).FirstErr(); err != nil {
+		t.Fatalf("producing: %v", err)
+	}
+}
+
+// consumeN reads n records from topic, failing after timeout.
+func consumeN(t testing.TB, b *broker.Broker, topic string, n int, timeout time.Duration) []*kgo.Record {
+	t.Helper()
+	cl := newClient(t, b, kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	var out []*kgo.Record
+	for len(out) < n {
+		fs := cl.PollFetches(ctx)
+		if ctx.Err() != nil {
+			t.Fatalf("consuming %s: got %d records of %d before the timeout", topic, len(out), n)
+		}
+		fs.EachError(func(topic string, p int32, err error) { t.Fatalf("consuming %s/%d: %v", topic, p, err) })
+		out = append(out, fs.Records()...)
+	}
+	return out
+}
+
+// runApp runs app in the background and returns a function that stops it
+// and returns Run's error.
+func runApp(t testing.TB, app *streams.App) (stop func() error) {
+	t.Helper()
+	errc := make(chan error, 1)
+	go func() { errc <- app.Run(context.Background()) }()
+	var once sync.Once
+	var err error
+	stop = func() error {
+		once.Do(func() {
+			app.Close()
+			err = <-errc
+		})
+		return err
+	}
+	t.Cleanup(func() { stop() })
+	return stop
+}
+
+// waitFor polls cond until it holds or the timeout passes.
+func waitFor(t testing.TB, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s", timeout, what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func testLogger() *slog.Logger {
+	if os.Getenv("BRAID_TEST_LOG") != "" {
+		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	return slog.New(slog.NewTextHandler(io.Discard, nil))
+}
+
+func testConfig(b *broker.Broker, app string) streams.Config {
+	return streams.Config{
+		ApplicationID:  app,
+		Brokers:        b.Addrs(),
+		CommitInterval: 100 * time.Millisecond,
+		SessionTimeout: 6 * time.Second,
+		Logger:         testLogger(),
+	}
+}
+
+// recorder is a hook that keeps every event, for assertions.
+type recorder struct {
+	mu       sync.Mutex
+	assigned []streams.TaskEvent
+	revoked  []streams.TaskEvent
+	commits  []streams.CommitEvent
+	states   []streams.StateChange
+	errs     []streams.ErrorEvent
+	skipped  []streams.SkippedRecord
+}
+
+func (r *recorder) OnTaskAssigned(e streams.TaskEvent) { r.mu.Lock(); r.assigned = append(r.assigned, e); r.mu.Unlock() }
+func (r *recorder) OnTaskRevoked(e streams.TaskEvent)  { r.mu.Lock(); r.revoked = append(r.revoked, e); r.mu.Unlock() }
+func (r *recorder) OnCommit(e streams.CommitEvent)     { r.mu.Lock(); r.commits = append(r.commits, e); r.mu.Unlock() }
+func (r *recorder) OnStateChange(e streams.StateChange) {
+	r.mu.Lock()
+	r.states = append(r.states, e)
+	r.mu.Unlock()
+}
+func (r *recorder) OnError(e streams.ErrorEvent) { r.mu.Lock(); r.errs = append(r.errs, e); r.mu.Unlock() }
+func (r *recorder) OnRecordSkipped(e streams.SkippedRecord) {
+	r.mu.Lock()
+	r.skipped = append(r.skipped, e)
+	r.mu.Unlock()
+}
+
+func (r *recorder) stateNames() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []string
+	for _, s := range r.states {
+		out = append(out, s.To.String())
+	}
+	return out
+}
+
+var errBoom = errors.New("boom")
+
+func key(i int) []byte { return []byte(fmt.Sprintf("key-%03d", i)) }

@@ -1,0 +1,114 @@
+package streams
+
+import (
+	"context"
+	"log/slog"
+	"slices"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// Stats is a snapshot of an App, deep-copied: the caller may keep and
+// change it.
+type Stats struct {
+	ApplicationID string
+	InstanceID    string
+	State         State
+	Tasks         []TaskStats
+}
+
+// TaskStats is a snapshot of one active task.
+type TaskStats struct {
+	ID TaskID
+	// StreamTime is the largest record timestamp the task has processed,
+	// in milliseconds since the epoch; -1 before its first record.
+	StreamTime int64
+	// Processed counts records taken from the task's inputs, Skipped
+	// those of them that the error handlers skipped.
+	Processed, Skipped int64
+	Partitions         []PartitionStats
+}
+
+// PartitionStats is one input partition of a task.
+type PartitionStats struct {
+	TopicPartition
+	// Position is the next offset to process; Committed the last offset
+	// committed, -1 when nothing was committed by this instance.
+	Position, Committed int64
+	// Buffered counts fetched records not processed yet.
+	Buffered int
+}
+
+// Stats returns a copy of the App's current state. It is updated after
+// every processed batch of records and every task change.
+func (a *App) Stats() Stats {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	s := Stats{ApplicationID: a.cfg.ApplicationID, InstanceID: a.cfg.InstanceID, State: a.state}
+	s.Tasks = make([]TaskStats, len(a.stats))
+	for i, ts := range a.stats {
+		ts.Partitions = slices.Clone(ts.Partitions)
+		s.Tasks[i] = ts
+	}
+	return s
+}
+
+// publishStats copies the tasks' counters into the snapshot Stats reads.
+// The caller holds tasksMu.
+func (a *App) publishStats() {
+	snap := a.snapshotTasks()
+	a.mu.Lock()
+	a.stats = snap
+	a.mu.Unlock()
+}
+
+func (a *App) snapshotTasks() []TaskStats {
+	out := make([]TaskStats, 0, len(a.tasks))
+	for _, t := range a.tasks {
+		ts := TaskStats{ID: t.id, StreamTime: t.streamTime, Processed: t.processed, Skipped: t.skipped}
+		for _, q := range t.queues {
+			ps := PartitionStats{TopicPartition: q.tp, Position: q.next.Offset, Committed: q.committed}
+			for i, b := range q.batches {
+				if i == 0 {
+					ps.Buffered += len(b) - q.pos
+				} else {
+					ps.Buffered += len(b)
+				}
+			}
+			ts.Partitions = append(ts.Partitions, ps)
+		}
+		out = append(out, ts)
+	}
+	slices.SortFunc(out, func(x, y TaskStats) int { return compareTaskIDs(x.ID, y.ID) })
+	return out
+}
+
+// kgoLogger sends franz-go's log to slog, one level down: franz-go's info
+// messages are about connections and group steps, debugging material for
+// a streams application.
+type kgoLogger struct{ l *slog.Logger }
+
+func (k kgoLogger) Level() kgo.LogLevel {
+	switch {
+	case k.l.Enabled(context.Background(), slog.LevelDebug-4):
+		return kgo.LogLevelDebug
+	case k.l.Enabled(context.Background(), slog.LevelDebug):
+		return kgo.LogLevelInfo
+	}
+	return kgo.LogLevelWarn
+}
+
+func (k kgoLogger) Log(level kgo.LogLevel, msg string, keyvals ...any) {
+	var l slog.Level
+	switch level {
+	case kgo.LogLevelError:
+		l = slog.LevelError
+	case kgo.LogLevelWarn:
+		l = slog.LevelWarn
+	case kgo.LogLevelInfo:
+		l = slog.LevelDebug
+	default:
+		l = slog.LevelDebug - 4
+	}
+	k.l.Log(context.Background(), l, msg, append(keyvals, "component", "kafka-client")...)
+}

@@ -1,0 +1,244 @@
+package streams
+
+import (
+	"fmt"
+	"strconv"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// TaskID names a task: the sub-topology it runs and the input partition
+// it owns. Its text form is "<subtopology>_<partition>", as in Kafka
+// Streams.
+type TaskID struct {
+	Subtopology int
+	Partition   int32
+}
+
+func (id TaskID) String() string {
+	return strconv.Itoa(id.Subtopology) + "_" + strconv.Itoa(int(id.Partition))
+}
+
+// TopicPartition names one partition of a topic.
+type TopicPartition struct {
+	Topic     string
+	Partition int32
+}
+
+func (tp TopicPartition) String() string { return fmt.Sprintf("%s/%d", tp.Topic, tp.Partition) }
+
+// sourceProc decodes records of one source node's topics.
+type sourceProc struct {
+	name                 string
+	keySerde, valueSerde Serde
+	timestamps           TimestampExtractor
+	next                 []processor
+}
+
+// partitionQueue holds the fetched, not yet processed records of one input
+// partition of a task, and what the task has processed of it.
+type partitionQueue struct {
+	tp  TopicPartition
+	src *sourceProc
+
+	batches [][]*kgo.Record
+	pos     int // index of the head in batches[0]
+
+	// The head record, decoded once and kept until it is processed, so
+	// that choosing the next partition by timestamp costs no decoding.
+	head      record
+	headErr   error
+	headPart  string
+	headReady bool
+
+	// next is the offset to commit: one past the last processed record.
+	next      kgo.EpochOffset
+	committed int64
+}
+
+func (q *partitionQueue) empty() bool { return len(q.batches) == 0 }
+
+func (q *partitionQueue) push(recs []*kgo.Record) {
+	if len(recs) > 0 {
+		q.batches = append(q.batches, recs)
+	}
+}
+
+func (q *partitionQueue) peekRaw() *kgo.Record { return q.batches[0][q.pos] }
+
+// decodeHead decodes the head record's key, value and timestamp.
+func (q *partitionQueue) decodeHead() {
+	if q.headReady {
+		return
+	}
+	q.headReady = true
+	raw := q.peekRaw()
+	q.head = record{timestamp: raw.Timestamp.UnixMilli(), headers: raw.Headers}
+	q.headErr, q.headPart = nil, ""
+	var err error
+	if q.head.key, err = q.src.keySerde.Deserialize(raw.Topic, raw.Key); err != nil {
+		q.headErr, q.headPart = err, "key"
+		return
+	}
+	if q.head.value, err = q.src.valueSerde.Deserialize(raw.Topic, raw.Value); err != nil {
+		q.headErr, q.headPart = err, "value"
+		return
+	}
+	if q.src.timestamps != nil {
+		ts, err := q.src.timestamps(q.head.key, q.head.value, q.head.timestamp)
+		if err != nil {
+			q.headErr, q.headPart = err, "timestamp"
+			return
+		}
+		q.head.timestamp = ts
+	}
+	if q.head.timestamp < 0 {
+		q.headErr, q.headPart = fmt.Errorf("timestamp %d is negative", q.head.timestamp), "timestamp"
+	}
+}
+
+// pop drops the head.
+func (q *partitionQueue) pop() {
+	q.headReady = false
+	q.head = record{}
+	q.pos++
+	if q.pos == len(q.batches[0]) {
+		q.batches[0] = nil
+		q.batches = q.batches[1:]
+		q.pos = 0
+	}
+}
+
+// task runs one sub-topology for one partition number. It is used by the
+// App's processing goroutine only.
+type task struct {
+	id     TaskID
+	app    *App
+	queues []*partitionQueue
+	// sources holds the task's instantiated source processors by node.
+	sources map[*graphNode]*sourceProc
+
+	// streamTime is the largest timestamp processed, -1 before the first.
+	streamTime int64
+	processed  int64
+	skipped    int64
+
+	// current is the raw record being processed, for error context.
+	current *kgo.Record
+}
+
+// addPartition adds an input partition read by source node src.
+func (t *task) addPartition(tp TopicPartition, src *sourceProc) {
+	t.queues = append(t.queues, &partitionQueue{tp: tp, src: src, committed: -1})
+}
+
+// nextQueue returns the queue whose head has the lowest timestamp, or nil
+// when all are empty. Undecodable heads come first so that they are
+// handled at once.
+func (t *task) nextQueue() *partitionQueue {
+	if len(t.queues) == 1 {
+		if q := t.queues[0]; !q.empty() {
+			q.decodeHead()
+			return q
+		}
+		return nil
+	}
+	var best *partitionQueue
+	for _, q := range t.queues {
+		if q.empty() {
+			continue
+		}
+		q.decodeHead()
+		if q.headErr != nil {
+			return q
+		}
+		if best == nil || q.head.timestamp < best.head.timestamp {
+			best = q
+		}
+	}
+	return best
+}
+
+// processAvailable processes every buffered record, lowest timestamp first.
+// It returns a *TaskFailedError when a record fails and the handler says to
+// fail; the failing record is then left unprocessed and uncommitted.
+func (t *task) processAvailable() error {
+	for q := t.nextQueue(); q != nil; q = t.nextQueue() {
+		raw := q.peekRaw()
+		t.current = raw
+		var err error
+		if q.headErr != nil {
+			err = &DeserializationError{Task: t.id, Topic: raw.Topic, Partition: raw.Partition, Offset: raw.Offset, Part: q.headPart, Err: q.headErr}
+			err = t.app.handle(t, err, t.app.cfg.DeserializationErrors)
+		} else {
+			if q.head.timestamp > t.streamTime {
+				t.streamTime = q.head.timestamp
+			}
+			if err = forward(t, q.src.next, q.head); err != nil {
+				err = t.app.handle(t, err, t.app.cfg.ProcessingErrors)
+			}
+		}
+		if err != nil {
+			return err
+		}
+		q.next = kgo.EpochOffset{Epoch: raw.LeaderEpoch, Offset: raw.Offset + 1}
+		t.processed++
+		q.pop()
+	}
+	t.current = nil
+	return nil
+}
+
+// processingError wraps err, returned by processor node, with the record
+// being processed.
+func (t *task) processingError(node string, err error) error {
+	pe := &ProcessingError{Task: t.id, Node: node, Err: err}
+	if r := t.current; r != nil {
+		pe.Topic, pe.Partition, pe.Offset = r.Topic, r.Partition, r.Offset
+	}
+	return pe
+}
+
+func (t *task) produce(r *kgo.Record) { t.app.produce(r) }
+
+// partitions lists the task's input partitions.
+func (t *task) partitions() []TopicPartition {
+	out := make([]TopicPartition, len(t.queues))
+	for i, q := range t.queues {
+		out[i] = q.tp
+	}
+	return out
+}
+
+// instantiate builds the processors of st's nodes below its sources,
+// sharing one processor per node (a merge has several parents).
+func instantiate(st *subtopology, resolve func(n *graphNode, next []processor) processor) map[*graphNode]processor {
+	made := make(map[*graphNode]processor, len(st.nodes))
+	var build func(n *graphNode) processor
+	build = func(n *graphNode) processor {
+		if p, ok := made[n]; ok {
+			return p
+		}
+		next := make([]processor, len(n.children))
+		for i, c := range n.children {
+			next[i] = build(c)
+		}
+		var p processor
+		switch n.kind {
+		case sourceNode, sinkNode:
+			p = resolve(n, next)
+		default:
+			p = n.makeProcessor(n.name, next)
+		}
+		made[n] = p
+		return p
+	}
+	for _, src := range st.sources {
+		build(src)
+	}
+	return made
+}
+
+// process makes sourceProc a processor so that instantiate can treat all
+// nodes alike; records enter a task through its queues, never this way.
+func (s *sourceProc) process(t *task, r record) error { return forward(t, s.next, r) }

@@ -1,0 +1,90 @@
+package streams
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// prepareTopics checks that every source topic exists and creates the
+// internal topics, each with the partition count of the sub-topology that
+// writes it, so that a repartition preserves the parallelism upstream.
+func (a *App) prepareTopics(ctx context.Context) error {
+	cl, err := kgo.NewClient(append(a.cfg.ClientOptions, kgo.SeedBrokers(a.cfg.Brokers...))...)
+	if err != nil {
+		return fmt.Errorf("creating admin client: %w", err)
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+
+	partitions, err := a.sourcePartitions(ctx, adm)
+	if err != nil {
+		return err
+	}
+	for _, it := range a.topo.internalTopics() {
+		n := it.partitions
+		if n == 0 {
+			for _, src := range it.writer.sources {
+				for _, t := range src.topics {
+					n = max(n, partitions[t])
+				}
+			}
+		}
+		if err := a.ensureInternalTopic(ctx, adm, a.realTopic(it.name, true), n); err != nil {
+			return err
+		}
+		partitions[it.name] = n
+	}
+	return nil
+}
+
+// sourcePartitions returns the partition count of every user source topic,
+// keyed by name, or every missing topic as a *MissingSourceTopicError.
+func (a *App) sourcePartitions(ctx context.Context, adm *kadm.Client) (map[string]int, error) {
+	topics := a.topo.SourceTopics()
+	details, err := adm.ListTopics(ctx, topics...)
+	if err != nil {
+		return nil, fmt.Errorf("listing source topics: %w", err)
+	}
+	out := make(map[string]int, len(topics))
+	var errs []error
+	for _, t := range topics {
+		d, ok := details[t]
+		switch {
+		case !ok || errors.Is(d.Err, kerr.UnknownTopicOrPartition):
+			errs = append(errs, &MissingSourceTopicError{Topic: t})
+		case d.Err != nil:
+			errs = append(errs, fmt.Errorf("describing source topic %q: %w", t, d.Err))
+		default:
+			out[t] = len(d.Partitions)
+		}
+	}
+	return out, errors.Join(errs...)
+}
+
+func (a *App) ensureInternalTopic(ctx context.Context, adm *kadm.Client, topic string, partitions int) error {
+	configs := map[string]*string{"cleanup.policy": kadm.StringPtr("delete")}
+	resp, err := adm.CreateTopic(ctx, int32(partitions), int16(a.cfg.ReplicationFactor), configs, topic)
+	if err == nil {
+		err = resp.Err
+	}
+	if err == nil {
+		a.log.Info("created internal topic", "topic", topic, "partitions", partitions)
+		return nil
+	}
+	if !errors.Is(err, kerr.TopicAlreadyExists) {
+		return fmt.Errorf("creating internal topic %q: %w", topic, err)
+	}
+	details, err := adm.ListTopics(ctx, topic)
+	if err != nil {
+		return fmt.Errorf("describing internal topic %q: %w", topic, err)
+	}
+	if have := len(details[topic].Partitions); have != partitions {
+		return &InternalTopicError{Topic: topic, Partitions: have, ExpectedPartitions: partitions}
+	}
+	return nil
+}
