@@ -58,8 +58,11 @@ var rules = []rule{
 	{pkg: module + "/static/...", allowed: []string{std, module + "/static/..."}},
 	{pkg: module + "/web/...", allowed: []string{anything}},
 	{pkg: module + "/bench/...", allowed: []string{std, module + "/runtime/...", module + "/bench/...", "github.com/twmb/franz-go/..."}},
-	// e2e drives the built binary and a browser from outside: black-box.
-	{pkg: module + "/e2e/...", allowed: []string{anything}, forbidden: []string{module + "/..."}},
+	// e2e drives the built binary, real external clients and a browser
+	// from outside; like an exported program it may use the public
+	// runtime API (to start the embedded broker in-process), nothing else
+	// of ours.
+	{pkg: module + "/e2e/...", allowed: []string{anything}, forbidden: []string{module + "/designer/...", module + "/compiler/...", module + "/monitor/...", module + "/web/...", module + "/templates/...", module + "/static/...", module + "/cmd/...", module + "/bench/...", module + "/runtime/internal/..."}},
 }
 
 // forbiddenEverywhere applies to every package in the module.

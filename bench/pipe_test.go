@@ -57,6 +57,9 @@ func TestRunPipe(t *testing.T) {
 	if rep.Variants[1].Out != BraidOutputTopic+"-2" {
 		t.Errorf("second variant writes to %s", rep.Variants[1].Out)
 	}
+	if rep.WarmUp.Records != records || rep.WarmUp.OutRecords != records {
+		t.Errorf("warm-up: %d records processed, %d in its output", rep.WarmUp.Records, rep.WarmUp.OutRecords)
+	}
 	if rep.Ratio <= 0 {
 		t.Errorf("ratio = %v", rep.Ratio)
 	}
@@ -64,6 +67,7 @@ func TestRunPipe(t *testing.T) {
 	text := out.String()
 	for _, re := range []string{
 		`(?m)^bench pipe: 20000 records, 10000 keys, 4 partitions, commit every 200ms, GOMAXPROCS=\d+`,
+		`(?m)^warm-up \(raw pipe\) +20000 records +\d+\.\d\ds +\(not measured\)$`,
 		`(?m)^raw franz-go pipe +20000 records +\d+\.\d\ds +[\d,]+ rec/s$`,
 		`(?m)^stand-in \(bytes\) +20000 records`,
 		`(?m)^stand-in \(json\) +20000 records`,
@@ -104,6 +108,14 @@ func TestSeedAndRawPipe(t *testing.T) {
 		t.Errorf("seeding with the wrong partition count: err = %v", err)
 	}
 
+	adm, err := newAdmin(brokers)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer adm.Close()
+	if err := EnsureTopic(ctx, adm, "out", 3); err != nil {
+		t.Fatal(err)
+	}
 	res, err := RawPipe(ctx, brokers, "in", "out", "g", records, 50*time.Millisecond)
 	if err != nil {
 		t.Fatal(err)
@@ -163,11 +175,6 @@ func TestSeedAndRawPipe(t *testing.T) {
 		delete(seen, string(r.Value))
 	}
 
-	adm, err := newAdmin(brokers)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer adm.Close()
 	committed, err := adm.FetchOffsets(ctx, "g")
 	if err != nil {
 		t.Fatal(err)
@@ -213,5 +220,24 @@ func TestThousands(t *testing.T) {
 		if got := thousands(v); got != want {
 			t.Errorf("thousands(%v) = %q, want %q", v, got, want)
 		}
+	}
+}
+
+// TestRunPipeCatchesLostRecords: a variant that claims its records but
+// writes none fails the run instead of producing a figure.
+func TestRunPipeCatchesLostRecords(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	liar := func(ctx context.Context, _ []string, _, _ string, records int) (Result, error) {
+		time.Sleep(5 * time.Millisecond)
+		return Result{Records: records, Elapsed: time.Millisecond}, nil
+	}
+	var out bytes.Buffer
+	_, err := RunPipe(ctx, PipeOptions{Records: 1000, NoWarmUp: true, Out: &out}, []Variant{{Name: "liar", Run: liar}})
+	if err == nil || !strings.Contains(err.Error(), "holds 0 records, want at least 1000") {
+		t.Errorf("err = %v", err)
+	}
+	if strings.Contains(out.String(), "RESULT") || strings.Contains(out.String(), "warm-up") {
+		t.Errorf("output:\n%s", out.String())
 	}
 }

@@ -115,8 +115,9 @@ type Config struct {
 	Logger *slog.Logger
 
 	// ClientOptions are extra franz-go options for the App's client, for
-	// TLS, SASL and the like. Options that the App sets itself (group,
-	// topics, balancer, offsets) are overridden.
+	// TLS, SASL, compression and tuning; they override the App's tuning
+	// defaults (fetch sizes, linger, batch size). Options the App relies
+	// on (group, topics, balancer, offsets, callbacks) cannot be changed.
 	ClientOptions []kgo.Opt
 }
 

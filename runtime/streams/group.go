@@ -19,7 +19,22 @@ import (
 // processed records produced.
 func (a *App) startClient() error {
 	topics := slices.Sorted(maps.Keys(a.sources))
-	opts := append(slices.Clone(a.cfg.ClientOptions),
+	// Tuning first, so that Config.ClientOptions can change it; what
+	// the App relies on last, so that nothing can.
+	opts := []kgo.Opt{
+		// A fetch brings tens of thousands of records per partition, so
+		// polls are large and round trips few.
+		kgo.FetchMaxBytes(64 << 20),
+		kgo.FetchMaxPartitionBytes(16 << 20),
+		// No linger: while a produce request is in flight the next batch
+		// fills anyway, and lingering only delays the flush of a commit.
+		kgo.ProducerLinger(0),
+		kgo.ProducerBatchMaxBytes(1_000_000),
+		// A whole poll's outputs fit in the buffer without blocking.
+		kgo.MaxBufferedRecords(250_000),
+	}
+	opts = append(opts, a.cfg.ClientOptions...)
+	opts = append(opts,
 		kgo.SeedBrokers(a.cfg.Brokers...),
 		kgo.ConsumerGroup(a.cfg.ApplicationID),
 		kgo.ConsumeTopics(topics...),
@@ -32,13 +47,8 @@ func (a *App) startClient() error {
 		kgo.OnPartitionsRevoked(a.onRevoked),
 		kgo.OnPartitionsLost(a.onLost),
 		kgo.WithLogger(kgoLogger{a.log}),
-		// Outputs of one commit interval should leave in large batches,
-		// but a record must not wait long: the live view shows latency.
-		kgo.ProducerLinger(5*time.Millisecond),
-		kgo.ProducerBatchMaxBytes(1<<20),
-		kgo.MaxBufferedRecords(1<<20),
-		kgo.FetchMaxBytes(64<<20),
-		kgo.FetchMaxPartitionBytes(16<<20),
+		// Kafka's default partitioner (murmur2 of the key), so that
+		// repartition topics agree with every other Kafka client.
 		kgo.RecordPartitioner(kgo.StickyKeyPartitioner(nil)),
 	)
 	cl, err := kgo.NewClient(opts...)

@@ -136,15 +136,31 @@ type recorder struct {
 	skipped  []streams.SkippedRecord
 }
 
-func (r *recorder) OnTaskAssigned(e streams.TaskEvent) { r.mu.Lock(); r.assigned = append(r.assigned, e); r.mu.Unlock() }
-func (r *recorder) OnTaskRevoked(e streams.TaskEvent)  { r.mu.Lock(); r.revoked = append(r.revoked, e); r.mu.Unlock() }
-func (r *recorder) OnCommit(e streams.CommitEvent)     { r.mu.Lock(); r.commits = append(r.commits, e); r.mu.Unlock() }
+func (r *recorder) OnTaskAssigned(e streams.TaskEvent) {
+	r.mu.Lock()
+	r.assigned = append(r.assigned, e)
+	r.mu.Unlock()
+}
+func (r *recorder) OnTaskRevoked(e streams.TaskEvent) {
+	r.mu.Lock()
+	r.revoked = append(r.revoked, e)
+	r.mu.Unlock()
+}
+func (r *recorder) OnCommit(e streams.CommitEvent) {
+	r.mu.Lock()
+	r.commits = append(r.commits, e)
+	r.mu.Unlock()
+}
 func (r *recorder) OnStateChange(e streams.StateChange) {
 	r.mu.Lock()
 	r.states = append(r.states, e)
 	r.mu.Unlock()
 }
-func (r *recorder) OnError(e streams.ErrorEvent) { r.mu.Lock(); r.errs = append(r.errs, e); r.mu.Unlock() }
+func (r *recorder) OnError(e streams.ErrorEvent) {
+	r.mu.Lock()
+	r.errs = append(r.errs, e)
+	r.mu.Unlock()
+}
 func (r *recorder) OnRecordSkipped(e streams.SkippedRecord) {
 	r.mu.Lock()
 	r.skipped = append(r.skipped, e)

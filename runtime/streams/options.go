@@ -33,6 +33,8 @@ type operatorOptions struct {
 	valueSerde Serde
 	timestamps TimestampExtractor
 	partitions int
+	// partitionsSet tells WithPartitions(0) from no WithPartitions.
+	partitionsSet bool
 }
 
 // Named gives an operator its name in the topology and in Describe. Without
@@ -58,7 +60,7 @@ func WithTimestamps(ex TimestampExtractor) Option {
 // WithPartitions sets the partition count of a repartition topic. Default:
 // the partition count of the upstream sub-topology's input topics.
 func WithPartitions(n int) Option {
-	return Option{kind: optPartitions, apply: func(o *operatorOptions) { o.partitions = n }}
+	return Option{kind: optPartitions, apply: func(o *operatorOptions) { o.partitions, o.partitionsSet = n, true }}
 }
 
 // resolveOptions applies opts for the operator op, recording an error in
@@ -76,7 +78,7 @@ func (b *Builder) resolveOptions(op string, allowed optionKind, opts []Option) o
 		}
 		opt.apply(&o)
 	}
-	if allowed&optPartitions != 0 && o.partitions < 0 {
+	if o.partitionsSet && o.partitions <= 0 {
 		b.errorf("%s: WithPartitions(%d): the partition count must be positive", op, o.partitions)
 	}
 	return o

@@ -3,6 +3,7 @@ package streams
 import (
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
 )
 
@@ -131,7 +132,19 @@ func (jsonSerde) Serialize(topic string, v any) ([]byte, error) {
 	if v == nil {
 		return nil, nil
 	}
-	if raw, ok := v.(json.RawMessage); ok {
+	// Bytes are taken as JSON already encoded (a stream read with the
+	// bytes serde), not as a binary blob to base64.
+	var raw []byte
+	switch v := v.(type) {
+	case json.RawMessage:
+		raw = v
+	case []byte:
+		raw = v
+	}
+	if raw != nil {
+		if !json.Valid(raw) {
+			return nil, &SerdeError{Serde: "json", Topic: topic, Err: errors.New("bytes are not valid JSON")}
+		}
 		return raw, nil
 	}
 	b, err := json.Marshal(v)

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"time"
 )
 
@@ -29,6 +30,11 @@ func JSONTimestamp(field string) TimestampExtractor {
 		}
 		switch v := v.(type) {
 		case float64:
+			// Beyond ±2^63 the conversion is undefined; fractions of a
+			// millisecond are cut off.
+			if math.IsNaN(v) || v < -(1<<63) || v >= 1<<63 {
+				return 0, fmt.Errorf("timestamp field %q: %v is out of range for milliseconds since the epoch", field, v)
+			}
 			return int64(v), nil
 		case json.Number:
 			return v.Int64()

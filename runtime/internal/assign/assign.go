@@ -40,6 +40,7 @@ func (t Task) String() string { return fmt.Sprintf("%d_%d", t.Subtopology, t.Par
 // Balancer implements kgo.GroupBalancer for one topology.
 type Balancer struct {
 	subtopologies []Subtopology
+	byID          map[int]Subtopology
 	bySource      map[string]int
 	instance      string
 }
@@ -49,8 +50,9 @@ var _ kgo.GroupBalancer = (*Balancer)(nil)
 // New returns a balancer for the given sub-topologies; instance names the
 // member in its join metadata.
 func New(subtopologies []Subtopology, instance string) *Balancer {
-	b := &Balancer{subtopologies: subtopologies, bySource: make(map[string]int), instance: instance}
+	b := &Balancer{subtopologies: subtopologies, byID: make(map[int]Subtopology), bySource: make(map[string]int), instance: instance}
 	for _, st := range subtopologies {
+		b.byID[st.ID] = st
 		for _, t := range st.Topics {
 			b.bySource[t] = st.ID
 		}
@@ -128,7 +130,7 @@ func (b *Balancer) Balance(cb *kgo.ConsumerBalancer, partitions map[string]int32
 	for i := range cb.Members() {
 		m, _ := cb.MemberAt(i)
 		for _, task := range assigned[m.MemberID] {
-			for _, topic := range b.subtopologies[task.Subtopology].Topics {
+			for _, topic := range b.byID[task.Subtopology].Topics {
 				if task.Partition < partitions[topic] {
 					plan.AddPartition(m, topic, task.Partition)
 				}
@@ -190,8 +192,9 @@ func Assign(members []Member, tasks []Task) map[string][]Task {
 		}
 	}
 
-	// Hand out the rest to the least loaded member that has room. Sorting
-	// by partition first spreads one sub-topology's tasks over members.
+	// Hand out the rest to the least loaded member that has room, one
+	// sub-topology after another, so that each sub-topology's tasks spread
+	// over the members.
 	var rest []Task
 	for _, t := range tasks {
 		if !taken[t] {
@@ -199,7 +202,7 @@ func Assign(members []Member, tasks []Task) map[string][]Task {
 		}
 	}
 	slices.SortFunc(rest, func(a, b Task) int {
-		return cmp.Or(cmp.Compare(a.Partition, b.Partition), cmp.Compare(a.Subtopology, b.Subtopology))
+		return cmp.Or(cmp.Compare(a.Subtopology, b.Subtopology), cmp.Compare(a.Partition, b.Partition))
 	})
 	for _, t := range rest {
 		best := -1

@@ -1,0 +1,82 @@
+// Command braid runs Braid: the embedded Kafka-compatible broker, a demo
+// topology, and benchmarks against a hand-written franz-go pipe. It only
+// parses flags and wires packages; the work lives in them.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+// command is one subcommand: its name, a line of help, and its runner.
+type command struct {
+	name    string
+	summary string
+	run     func(ctx context.Context, args []string, stdout io.Writer) error
+}
+
+func commands() []command {
+	return []command{
+		{"broker", "run the embedded Kafka-compatible broker", runBroker},
+		{"demo", "run the embedded broker and a demo topology fed by a generator", runDemo},
+		{"bench", "measure Braid against baselines (braid bench pipe)", runBench},
+	}
+}
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	if errors.Is(err, flag.ErrHelp) {
+		return
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "braid:", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	slog.SetDefault(slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo})))
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		usage(stdout)
+		if len(args) == 0 {
+			return errors.New("no command given")
+		}
+		return flag.ErrHelp
+	}
+	for _, c := range commands() {
+		if c.name == args[0] {
+			return c.run(ctx, args[1:], stdout)
+		}
+	}
+	usage(stderr)
+	return fmt.Errorf("unknown command %q", args[0])
+}
+
+func usage(w io.Writer) {
+	fmt.Fprintln(w, "Braid: design, run and watch fault-tolerant Kafka Streams-style topologies.")
+	fmt.Fprintln(w, "\nUsage: braid <command> [flags]\n\nCommands:")
+	for _, c := range commands() {
+		fmt.Fprintf(w, "  %-8s %s\n", c.name, c.summary)
+	}
+	fmt.Fprintln(w, "\nRun 'braid <command> --help' for a command's flags.")
+}
+
+// newFlagSet returns a flag set that prints its usage to stdout on --help.
+func newFlagSet(name, synopsis string, stdout io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(stdout)
+	fs.Usage = func() {
+		fmt.Fprintf(stdout, "Usage: %s\n\nFlags:\n", synopsis)
+		fs.PrintDefaults()
+	}
+	return fs
+}

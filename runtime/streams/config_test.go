@@ -1,0 +1,232 @@
+package streams_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/braidstream/braid/runtime/streams"
+)
+
+// configStateHook implements one hook interface.
+type configStateHook struct{}
+
+func (configStateHook) OnStateChange(streams.StateChange) {}
+
+// configNotAHook implements none.
+type configNotAHook struct{}
+
+func goodConfig() streams.Config {
+	return streams.Config{ApplicationID: "orders-app.v2_x", Brokers: []string{"127.0.0.1:9092"}}
+}
+
+func TestConfigValidate(t *testing.T) {
+	for _, tt := range []struct {
+		name   string
+		modify func(*streams.Config)
+		// want lists substrings of the error, each naming a problem;
+		// none means the config is valid.
+		want   []string
+		wantIs error
+	}{
+		{name: "minimal", modify: func(*streams.Config) {}},
+		{
+			name: "everything set",
+			modify: func(c *streams.Config) {
+				c.InstanceID = "i-1"
+				c.StateDir = t.TempDir()
+				c.CommitInterval = time.Second
+				c.ProcessingGuarantee = streams.AtLeastOnce
+				c.DefaultKeySerde, c.DefaultValueSerde = streams.String, streams.JSON
+				c.DeserializationErrors = streams.LogAndContinue
+				c.ProcessingErrors = streams.LogAndContinue
+				c.MaxPollRecords = 500
+				c.SessionTimeout = 6 * time.Second
+				c.ReplicationFactor = 3
+				c.Hooks = []streams.Hook{configStateHook{}}
+			},
+		},
+		{
+			name: "every problem at once",
+			modify: func(c *streams.Config) {
+				c.ApplicationID = ""
+				c.Brokers = nil
+				c.CommitInterval = -time.Second
+				c.ProcessingGuarantee = streams.ExactlyOnce
+				c.Hooks = []streams.Hook{configStateHook{}, configNotAHook{}}
+			},
+			want: []string{
+				"ApplicationID: is required",
+				"Brokers: at least one",
+				"CommitInterval: -1s is negative",
+				"ProcessingGuarantee: exactly-once processing is not implemented yet",
+				"Hooks: hook 1 (streams_test.configNotAHook) implements no hook interface",
+			},
+			wantIs: streams.ErrNotExactlyOnceYet,
+		},
+		{
+			name:   "exactly-once alone",
+			modify: func(c *streams.Config) { c.ProcessingGuarantee = streams.ExactlyOnce },
+			want:   []string{"ProcessingGuarantee"},
+			wantIs: streams.ErrNotExactlyOnceYet,
+		},
+		{
+			name:   "application id with a space",
+			modify: func(c *streams.Config) { c.ApplicationID = "my app" },
+			want:   []string{`ApplicationID: "my app" may contain only letters, digits`},
+		},
+		{
+			name:   "application id with a slash",
+			modify: func(c *streams.Config) { c.ApplicationID = "a/b" },
+			want:   []string{`"a/b"`},
+		},
+		{
+			name:   "application id too long",
+			modify: func(c *streams.Config) { c.ApplicationID = strings.Repeat("a", 201) },
+			want:   []string{"ApplicationID: is 201 characters long"},
+		},
+		{
+			name:   "empty broker address",
+			modify: func(c *streams.Config) { c.Brokers = []string{"127.0.0.1:9092", ""} },
+			want:   []string{"Brokers: address 1 is empty"},
+		},
+		{
+			name:   "unknown guarantee",
+			modify: func(c *streams.Config) { c.ProcessingGuarantee = 7 },
+			want:   []string{"ProcessingGuarantee: unknown value 7"},
+		},
+		{
+			name: "unknown error handling",
+			modify: func(c *streams.Config) {
+				c.DeserializationErrors = 5
+				c.ProcessingErrors = -1
+			},
+			want: []string{"DeserializationErrors: unknown value 5", "ProcessingErrors: unknown value -1"},
+		},
+		{
+			name: "negative numbers",
+			modify: func(c *streams.Config) {
+				c.MaxPollRecords = -1
+				c.SessionTimeout = -time.Millisecond
+			},
+			want: []string{"MaxPollRecords: -1 is negative", "SessionTimeout: -1ms is negative"},
+		},
+		{
+			name:   "replication factor too small",
+			modify: func(c *streams.Config) { c.ReplicationFactor = -2 },
+			want:   []string{"ReplicationFactor: -2 is out of range"},
+		},
+		{
+			name:   "replication factor too large",
+			modify: func(c *streams.Config) { c.ReplicationFactor = 40000 },
+			want:   []string{"ReplicationFactor: 40000 is out of range"},
+		},
+		{
+			name:   "replication factor default",
+			modify: func(c *streams.Config) { c.ReplicationFactor = -1 },
+		},
+		{
+			name:   "nil hook",
+			modify: func(c *streams.Config) { c.Hooks = []streams.Hook{nil} },
+			want:   []string{"hook 0 (<nil>) implements no hook interface"},
+		},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := goodConfig()
+			tt.modify(&cfg)
+			err := cfg.Validate()
+			if len(tt.want) == 0 {
+				if err != nil {
+					t.Fatalf("Validate() = %v, want nil", err)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatalf("Validate() = nil, want an error mentioning %q", tt.want)
+			}
+			for _, want := range tt.want {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("Validate() error does not mention %q:\n%v", want, err)
+				}
+			}
+			// One line per problem, so each can be read on its own.
+			if got := strings.Count(err.Error(), "\n") + 1; got != len(tt.want) {
+				t.Errorf("Validate() reported %d problems, want %d:\n%v", got, len(tt.want), err)
+			}
+			if tt.wantIs != nil && !errors.Is(err, tt.wantIs) {
+				t.Errorf("errors.Is(%v, %v) = false", err, tt.wantIs)
+			}
+
+			// New refuses the same config with the same error.
+			topo := configTestTopology(t)
+			app, newErr := streams.New(topo, cfg)
+			if newErr == nil {
+				t.Fatal("New accepted a config that Validate refuses")
+			}
+			if app != nil {
+				t.Errorf("New returned an App along with the error %v", newErr)
+			}
+			if !strings.Contains(newErr.Error(), err.Error()) {
+				t.Errorf("New error %q does not carry Validate's %q", newErr, err)
+			}
+			if tt.wantIs != nil && !errors.Is(newErr, tt.wantIs) {
+				t.Errorf("errors.Is(New error, %v) = false", tt.wantIs)
+			}
+		})
+	}
+}
+
+func TestConfigValidateDoesNotModify(t *testing.T) {
+	cfg := streams.Config{ApplicationID: "app", Brokers: []string{"b:1"}}
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if cfg.CommitInterval != 0 || cfg.Logger != nil || cfg.DefaultKeySerde != nil || cfg.InstanceID != "" {
+		t.Errorf("Validate filled defaults into the caller's config: %+v", cfg)
+	}
+}
+
+func TestNewGoodConfig(t *testing.T) {
+	app, err := streams.New(configTestTopology(t), goodConfig())
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	if got := app.State(); got != streams.Created {
+		t.Errorf("State() = %v, want %v", got, streams.Created)
+	}
+}
+
+func TestNewNilTopology(t *testing.T) {
+	if _, err := streams.New(nil, goodConfig()); err == nil || !strings.Contains(err.Error(), "topology is nil") {
+		t.Errorf("New(nil, cfg) = %v, want an error saying the topology is nil", err)
+	}
+}
+
+func TestGuaranteeAndErrorHandlingStrings(t *testing.T) {
+	for _, tt := range []struct {
+		got, want string
+	}{
+		{streams.AtLeastOnce.String(), "at-least-once"},
+		{streams.ExactlyOnce.String(), "exactly-once"},
+		{streams.Guarantee(9).String(), "Guarantee(9)"},
+		{streams.FailOnError.String(), "fail"},
+		{streams.LogAndContinue.String(), "log-and-continue"},
+		{streams.ErrorHandling(-3).String(), "ErrorHandling(-3)"},
+	} {
+		if tt.got != tt.want {
+			t.Errorf("String() = %q, want %q", tt.got, tt.want)
+		}
+	}
+}
+
+func configTestTopology(t *testing.T) *streams.Topology {
+	t.Helper()
+	b := streams.NewBuilder()
+	b.Stream([]string{"in"}).To("out")
+	topo, err := b.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return topo
+}
