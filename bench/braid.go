@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/braidstream/braid/runtime/streams"
@@ -42,7 +43,9 @@ func BraidPipe(keySerde, valueSerde streams.Serde) PipeFunc {
 		}
 		done := &commitWatcher{want: int64(records), done: make(chan time.Time, 1)}
 		app, err := streams.New(topo, streams.Config{
-			ApplicationID:  "bench-braid-" + keySerde.Name() + "-" + valueSerde.Name(),
+			// A new group each call, so that every round reads the input
+			// from the start.
+			ApplicationID:  fmt.Sprintf("bench-braid-%s-%s-%d", keySerde.Name(), valueSerde.Name(), braidRuns.Add(1)),
 			Brokers:        brokers,
 			CommitInterval: time.Second,
 			ClientOptions:  ClientOptions(),
@@ -81,6 +84,9 @@ func BraidPipe(keySerde, valueSerde streams.Serde) PipeFunc {
 		}
 	}
 }
+
+// braidRuns numbers BraidPipe calls for their application ids.
+var braidRuns atomic.Int64
 
 func processed(app *streams.App) int64 {
 	var n int64

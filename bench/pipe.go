@@ -1,12 +1,14 @@
 package bench
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"runtime"
+	"slices"
 	"strconv"
 	"time"
 
@@ -42,6 +44,10 @@ type PipeOptions struct {
 	// NoWarmUp skips the unmeasured raw pass over the input that RunPipe
 	// makes before the measured runs (see RunPipe for why it is there).
 	NoWarmUp bool
+	// Rounds is how many times the raw pipe and every variant run, in
+	// turn; each reports its median. Default 3: single runs on a shared
+	// two-core machine vary by a third.
+	Rounds int
 }
 
 func (o PipeOptions) withDefaults() PipeOptions {
@@ -59,6 +65,9 @@ func (o PipeOptions) withDefaults() PipeOptions {
 	}
 	if o.Out == nil {
 		o.Out = os.Stdout
+	}
+	if o.Rounds == 0 {
+		o.Rounds = 3
 	}
 	return o
 }
@@ -104,8 +113,9 @@ type Report struct {
 	GOMAXPROCS     int
 	Seed           time.Duration // how long seeding took (not compared)
 	WarmUp         Run           // the unmeasured pass; zero with NoWarmUp
-	Raw            Run
-	Variants       []Run // in the order given
+	Rounds         int
+	Raw            Run   // the median round of the raw pipe
+	Variants       []Run // each variant's median round, in the order given
 	// Ratio is the gated variant's records/s over the raw pipe's.
 	Ratio float64
 }
@@ -235,6 +245,9 @@ func RunPipe(ctx context.Context, opts PipeOptions, variants []Variant) (Report,
 
 	// measure runs one pipe and checks its output topic.
 	measure := func(r *Run, fn PipeFunc, warmUp bool) error {
+		if err := EnsureTopic(ctx, adm, r.Out, opts.Partitions); err != nil {
+			return fmt.Errorf("bench pipe: %w", err)
+		}
 		t := time.Now()
 		res, err := fn(ctx, brokers, PipeInputTopic, r.Out, opts.Records)
 		r.Wall = time.Since(t)
@@ -284,16 +297,31 @@ func RunPipe(ctx context.Context, opts PipeOptions, variants []Variant) (Report,
 			return rep, err
 		}
 	}
-	rep.Raw = Run{Name: "raw franz-go pipe", Out: RawOutputTopic}
-	if err := measure(&rep.Raw, raw(RawGroup), false); err != nil {
-		return rep, err
-	}
-	for i := range runs {
-		err := measure(&runs[i], variants[i].Run, false)
-		rep.Variants = append(rep.Variants, runs[i])
-		if err != nil {
+	// Rounds interleave the pipes so that a slow spell of the machine
+	// hits all of them, and medians drop the outliers.
+	rawRounds := make([]Run, opts.Rounds)
+	variantRounds := make([][]Run, len(runs))
+	for round := range opts.Rounds {
+		rawRounds[round] = Run{Name: "raw franz-go pipe", Out: RawOutputTopic}
+		if err := measure(&rawRounds[round], raw(fmt.Sprintf("%s-%d", RawGroup, round)), false); err != nil {
 			return rep, err
 		}
+		for i := range runs {
+			r := runs[i]
+			if err := measure(&r, variants[i].Run, false); err != nil {
+				return rep, err
+			}
+			variantRounds[i] = append(variantRounds[i], r)
+		}
+	}
+	rep.Rounds = opts.Rounds
+	rep.Raw = medianRun(rawRounds)
+	fmt.Fprintf(w, "medians of %d rounds:\n", opts.Rounds)
+	fmt.Fprintf(w, "  %-*s  %9s rec/s\n", width, rep.Raw.Name, thousands(rep.Raw.PerSecond()))
+	for i := range runs {
+		m := medianRun(variantRounds[i])
+		rep.Variants = append(rep.Variants, m)
+		fmt.Fprintf(w, "  %-*s  %9s rec/s  (%.3f of raw)\n", width, m.Name, thousands(m.PerSecond()), m.PerSecond()/rep.Raw.PerSecond())
 	}
 
 	g := rep.Gated()
@@ -344,4 +372,12 @@ func thousands(v float64) string {
 		b = append(b, s[i:i+3]...)
 	}
 	return string(b)
+}
+
+// medianRun returns the run with the median records/s (the lower middle
+// one for an even count).
+func medianRun(runs []Run) Run {
+	sorted := slices.Clone(runs)
+	slices.SortFunc(sorted, func(a, b Run) int { return cmp.Compare(a.PerSecond(), b.PerSecond()) })
+	return sorted[(len(sorted)-1)/2]
 }

@@ -21,10 +21,11 @@ func runBench(ctx context.Context, args []string, stdout io.Writer) error {
 	if args[0] != "pipe" {
 		return fmt.Errorf("bench: unknown benchmark %q (known: pipe)", args[0])
 	}
-	fs := newFlagSet("bench pipe", "braid bench pipe [--records N] [--keys N] [--partitions N]", stdout)
+	fs := newFlagSet("bench pipe", "braid bench pipe [--records N] [--keys N] [--partitions N] [--rounds N]", stdout)
 	records := fs.Int("records", 1_000_000, "records to seed and pipe")
 	keys := fs.Int("keys", 10_000, "distinct keys")
 	partitions := fs.Int("partitions", 4, "partitions of every topic")
+	rounds := fs.Int("rounds", 3, "rounds of every pipe; each reports its median")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
@@ -40,6 +41,6 @@ func runBench(ctx context.Context, args []string, stdout io.Writer) error {
 		}
 		defer pprof.StopCPUProfile()
 	}
-	_, err := bench.RunPipe(ctx, bench.PipeOptions{Records: *records, Keys: *keys, Partitions: *partitions, Out: stdout}, bench.BraidVariants())
+	_, err := bench.RunPipe(ctx, bench.PipeOptions{Records: *records, Keys: *keys, Partitions: *partitions, Rounds: *rounds, Out: stdout}, bench.BraidVariants())
 	return err
 }

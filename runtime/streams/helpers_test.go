@@ -180,3 +180,101 @@ func (r *recorder) stateNames() []string {
 var errBoom = errors.New("boom")
 
 func key(i int) []byte { return []byte(fmt.Sprintf("key-%03d", i)) }
+
+// admin returns an admin client on b.
+func admin(t testing.TB, b *broker.Broker) *kadm.Client {
+	t.Helper()
+	return kadm.NewClient(newClient(t, b))
+}
+
+// committedOffsets returns the offsets group has committed, per partition
+// of topic; a partition without a commit is absent.
+func committedOffsets(t testing.TB, b *broker.Broker, group, topic string) map[int32]int64 {
+	t.Helper()
+	resps, err := admin(t, b).FetchOffsets(context.Background(), group)
+	if err != nil {
+		t.Fatalf("fetching the offsets of group %s: %v", group, err)
+	}
+	out := make(map[int32]int64)
+	resps.Each(func(o kadm.OffsetResponse) {
+		if o.Err != nil {
+			t.Errorf("offset of group %s for %s/%d: %v", group, o.Topic, o.Partition, o.Err)
+			return
+		}
+		if o.Topic == topic {
+			out[o.Partition] = o.At
+		}
+	})
+	return out
+}
+
+// endOffsets returns the end offset of every partition of topic.
+func endOffsets(t testing.TB, b *broker.Broker, topic string) map[int32]int64 {
+	t.Helper()
+	listed, err := admin(t, b).ListEndOffsets(context.Background(), topic)
+	if err != nil {
+		t.Fatalf("listing the end offsets of %s: %v", topic, err)
+	}
+	out := make(map[int32]int64)
+	listed.Each(func(o kadm.ListedOffset) {
+		if o.Err != nil {
+			t.Fatalf("end offset of %s/%d: %v", o.Topic, o.Partition, o.Err)
+		}
+		out[o.Partition] = o.Offset
+	})
+	return out
+}
+
+func sum(m map[int32]int64) int64 {
+	var n int64
+	for _, v := range m {
+		n += v
+	}
+	return n
+}
+
+// runToError runs app and waits for Run to return on its own, as it does
+// when it fails; it fails the test if Run is still running after timeout.
+func runToError(t testing.TB, app *streams.App, timeout time.Duration) error {
+	t.Helper()
+	errc := make(chan error, 1)
+	go func() { errc <- app.Run(context.Background()) }()
+	t.Cleanup(func() { app.Close() })
+	select {
+	case err := <-errc:
+		return err
+	case <-time.After(timeout):
+		app.Close()
+		<-errc
+		t.Fatalf("Run did not return by itself within %v", timeout)
+		return nil
+	}
+}
+
+// taskIDs returns the IDs of the tasks in st, in Stats order.
+func taskIDs(st streams.Stats) []string {
+	var out []string
+	for _, task := range st.Tasks {
+		out = append(out, task.ID.String())
+	}
+	return out
+}
+
+// assignedTasks returns the tasks the recorder saw assigned.
+func (r *recorder) assignedTasks() []streams.TaskEvent {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]streams.TaskEvent(nil), r.assigned...)
+}
+
+func (r *recorder) errors() []streams.ErrorEvent {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]streams.ErrorEvent(nil), r.errs...)
+}
+
+func (r *recorder) skippedRecords() []streams.SkippedRecord {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]streams.SkippedRecord(nil), r.skipped...)
+}
