@@ -20,17 +20,7 @@ func TestRunPipe(t *testing.T) {
 
 	const records = 20_000
 	var out bytes.Buffer
-	// Stand-ins for Braid until the runtime can run Filter+MapValues:
-	// more raw pipes, each in its own group.
-	stand := func(group string) PipeFunc {
-		return func(ctx context.Context, brokers []string, in, out string, records int) (Result, error) {
-			return RawPipe(ctx, brokers, in, out, group, records, 200*time.Millisecond)
-		}
-	}
-	rep, err := RunPipe(ctx, PipeOptions{Records: records, CommitInterval: 200 * time.Millisecond, Out: &out}, []Variant{
-		{Name: "stand-in (bytes)", Gated: true, Run: stand("stand-in-bytes")},
-		{Name: "stand-in (json)", Run: stand("stand-in-json")},
-	})
+	rep, err := RunPipe(ctx, PipeOptions{Records: records, CommitInterval: 200 * time.Millisecond, Rounds: 2, Out: &out}, BraidVariants())
 	t.Logf("report:\n%s", out.String())
 	if err != nil {
 		t.Fatal(err)
@@ -51,10 +41,13 @@ func TestRunPipe(t *testing.T) {
 			t.Errorf("%s: output topic %s holds %d records, want %d", r.Name, r.Out, r.OutRecords, records)
 		}
 	}
-	if g := rep.Gated(); g.Name != "stand-in (bytes)" || g.Out != BraidOutputTopic {
+	if rep.Rounds != 2 {
+		t.Errorf("report has %d rounds, want 2", rep.Rounds)
+	}
+	if g := rep.Gated(); g.Name != "braid filter+mapValues (bytes serde)" || g.Out != BraidOutputTopic {
 		t.Errorf("gated run = %s writing to %s", g.Name, g.Out)
 	}
-	if rep.Variants[1].Out != BraidOutputTopic+"-2" {
+	if rep.Variants[1].Out != BraidOutputTopic+"-json" {
 		t.Errorf("second variant writes to %s", rep.Variants[1].Out)
 	}
 	if rep.WarmUp.Records != records || rep.WarmUp.OutRecords != records {
@@ -69,8 +62,9 @@ func TestRunPipe(t *testing.T) {
 		`(?m)^bench pipe: 20000 records, 10000 keys, 4 partitions, commit every 200ms, GOMAXPROCS=\d+`,
 		`(?m)^warm-up \(raw pipe\) +20000 records +\d+\.\d\ds +\(not measured\)$`,
 		`(?m)^raw franz-go pipe +20000 records +\d+\.\d\ds +[\d,]+ rec/s$`,
-		`(?m)^stand-in \(bytes\) +20000 records`,
-		`(?m)^stand-in \(json\) +20000 records`,
+		`(?m)^braid filter\+mapValues \(bytes serde\) +20000 records`,
+		`(?m)^braid filter\+mapValues \(json serde\) +20000 records`,
+		`(?m)^medians of 2 rounds:$`,
 		`RESULT pipe ratio=\d+\.\d{3} braid=\d+ raw=\d+\n$`,
 	} {
 		if !regexp.MustCompile(re).MatchString(text) {

@@ -14,6 +14,7 @@ import (
 	"github.com/braidstream/braid/runtime/broker"
 	"github.com/braidstream/braid/runtime/streams"
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -188,10 +189,14 @@ func admin(t testing.TB, b *broker.Broker) *kadm.Client {
 }
 
 // committedOffsets returns the offsets group has committed, per partition
-// of topic; a partition without a commit is absent.
+// of topic; a partition without a commit is absent, and so is a group that
+// does not exist yet.
 func committedOffsets(t testing.TB, b *broker.Broker, group, topic string) map[int32]int64 {
 	t.Helper()
 	resps, err := admin(t, b).FetchOffsets(context.Background(), group)
+	if errors.Is(err, kerr.GroupIDNotFound) {
+		return map[int32]int64{}
+	}
 	if err != nil {
 		t.Fatalf("fetching the offsets of group %s: %v", group, err)
 	}
@@ -265,6 +270,12 @@ func (r *recorder) assignedTasks() []streams.TaskEvent {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return append([]streams.TaskEvent(nil), r.assigned...)
+}
+
+func (r *recorder) revokedTasks() []streams.TaskEvent {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]streams.TaskEvent(nil), r.revoked...)
 }
 
 func (r *recorder) errors() []streams.ErrorEvent {

@@ -83,3 +83,71 @@ func TestRestartResumesFromCommit(t *testing.T) {
 		}
 	}
 }
+
+// TestIdleRestartKeepsCommittedOffsets restarts an App over input it has
+// fully processed and committed, with nothing new to read: stopping it
+// again must leave the committed offsets where they were. A task that
+// processed nothing has nothing to commit; committing offset 0 for it
+// would make the next owner reprocess the whole partition.
+func TestIdleRestartKeepsCommittedOffsets(t *testing.T) {
+	const (
+		n     = 300
+		appID = "idle-restart"
+	)
+	b := startBroker(t)
+	createTopic(t, b, "in", 3)
+	createTopic(t, b, "out", 3)
+	var recs []*kgo.Record
+	for i := range n {
+		recs = append(recs, &kgo.Record{Topic: "in", Key: key(i % 20), Value: fmt.Appendf(nil, "%d", i)})
+	}
+	produce(t, b, recs...)
+	newApp := func(hooks *recorder) *streams.App {
+		builder := streams.NewBuilder()
+		builder.Stream([]string{"in"}).To("out")
+		topo, err := builder.Build()
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg := testConfig(b, appID)
+		cfg.Hooks = []streams.Hook{hooks}
+		app, err := streams.New(topo, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return app
+	}
+
+	stop := runApp(t, newApp(&recorder{}))
+	waitFor(t, 20*time.Second, fmt.Sprintf("%d input records committed", n), func() bool {
+		return sum(committedOffsets(t, b, appID, "in")) == n
+	})
+	if err := stop(); err != nil {
+		t.Fatalf("first Run: %v", err)
+	}
+	before := committedOffsets(t, b, appID, "in")
+
+	hooks := &recorder{}
+	app := newApp(hooks)
+	stop = runApp(t, app)
+	waitFor(t, 20*time.Second, "the restarted App to run 3 tasks", func() bool {
+		st := app.Stats()
+		return st.State == streams.Running && len(st.Tasks) == 3
+	})
+	if err := stop(); err != nil {
+		t.Fatalf("second Run: %v", err)
+	}
+	after := committedOffsets(t, b, appID, "in")
+	for p, off := range before {
+		if after[p] != off {
+			t.Errorf("in/%d: committed offset %d before the idle restart, %d after; an App that processed nothing "+
+				"must not commit (task.go addPartition leaves partitionQueue.next at offset 0, and App.commit commits it "+
+				"because 0 > committed -1)", p, off, after[p])
+		}
+	}
+	hooks.mu.Lock()
+	defer hooks.mu.Unlock()
+	for _, c := range hooks.commits {
+		t.Errorf("the idle App committed %v", c.Offsets)
+	}
+}

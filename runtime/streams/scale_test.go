@@ -23,7 +23,7 @@ func TestTwoAppsShareTheWorkWithoutLoss(t *testing.T) {
 		keys       = 500
 		seqs       = 200 // per key
 		total      = keys * seqs
-		batches    = 50 // the second half is produced in this many batches
+		batches    = 100 // the second half is produced in this many batches
 	)
 	b := startBroker(t)
 	createTopic(t, b, "in", partitions)
@@ -85,6 +85,7 @@ func TestTwoAppsShareTheWorkWithoutLoss(t *testing.T) {
 	per := seqs / 2 / batches
 	pace := time.NewTicker(40 * time.Millisecond)
 	defer pace.Stop()
+	revokedAt := -1
 	for i := range batches {
 		if i == batches*4/5 {
 			waitFor(t, 20*time.Second, "app 2 to get tasks", func() bool { return len(hooks2.assignedTasks()) > 0 })
@@ -92,8 +93,12 @@ func TestTwoAppsShareTheWorkWithoutLoss(t *testing.T) {
 		}
 		from := seqs/2 + i*per
 		produceSeqs(from, from+per)
+		if revokedAt < 0 && len(hooks1.revokedTasks()) > 0 {
+			revokedAt = i
+		}
 		<-pace.C
 	}
+	t.Logf("app 1's tasks were first revoked after batch %d of %d", revokedAt, batches)
 	t.Logf("produced everything %v after the start", time.Since(start))
 
 	// Read the output until it holds every input, keeping each
@@ -191,6 +196,9 @@ func TestTwoAppsShareTheWorkWithoutLoss(t *testing.T) {
 	})
 	if err := stop2(); err != nil {
 		t.Fatalf("app 2 Run: %v", err)
+	}
+	if got := committedOffsets(t, b, "scale", "in"); sum(got) != total {
+		t.Errorf("after both Apps stopped, the committed input offsets are %v (sum %d), want them to sum to %d", got, sum(got), total)
 	}
 	t.Logf("done %v after the start", time.Since(start))
 }
