@@ -198,7 +198,11 @@ func TestTwoAppsShareTheWorkWithoutLoss(t *testing.T) {
 		t.Fatalf("app 2 Run: %v", err)
 	}
 	if got := committedOffsets(t, b, "scale", "in"); sum(got) != total {
-		t.Errorf("after both Apps stopped, the committed input offsets are %v (sum %d), want them to sum to %d", got, sum(got), total)
+		// Known bug (see TestIdleRestartKeepsCommittedOffsets): app 2's
+		// tasks created when app 1 left processed nothing, and App.commit
+		// commits their zero partitionQueue.next, rewinding the group.
+		t.Errorf("after both Apps stopped, the committed input offsets are %v (sum %d), want them to sum to %d: "+
+			"a task that processed nothing since its assignment committed offset 0", got, sum(got), total)
 	}
 	t.Logf("done %v after the start", time.Since(start))
 }
