@@ -40,7 +40,7 @@ func demoTopology() (*streams.Topology, error) {
 			return order, nil
 		}, streams.Named("add-tier")).
 		SelectKey(func(_, v any) (any, error) { return v.(map[string]any)["customer"], nil }, streams.Named("by-customer-key")).
-		Repartition(streams.Named("by-customer")).
+		Repartition(streams.Named("by-customer"), streams.WithSerdes(streams.String, streams.JSON)).
 		To("big-orders-by-customer", streams.Named("big-orders-sink"))
 	return b.Build()
 }
@@ -84,6 +84,8 @@ func runDemo(ctx context.Context, args []string, stdout io.Writer) error {
 			StateDir:       filepath.Join(os.TempDir(), "braid-demo"),
 			CommitInterval: time.Second,
 			Hooks:          []streams.Hook{demoPrinter{stdout}},
+			// The hooks print what happens; the log adds only trouble.
+			Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
 		})
 		if err != nil {
 			return err

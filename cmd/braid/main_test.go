@@ -1,0 +1,110 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"flag"
+	"io"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+func TestHelp(t *testing.T) {
+	for _, args := range [][]string{
+		{"--help"},
+		{"broker", "--help"},
+		{"demo", "--help"},
+		{"bench", "--help"},
+		{"bench", "pipe", "--help"},
+	} {
+		t.Run(strings.Join(args, " "), func(t *testing.T) {
+			var out bytes.Buffer
+			err := run(context.Background(), args, &out, io.Discard)
+			if err != nil && !errors.Is(err, flag.ErrHelp) {
+				t.Fatalf("run: %v", err)
+			}
+			if !strings.Contains(out.String(), "Usage: braid") {
+				t.Errorf("help output lacks a usage line:\n%s", out.String())
+			}
+		})
+	}
+}
+
+func TestBadInvocations(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{nil, "no command given"},
+		{[]string{"frobnicate"}, `unknown command "frobnicate"`},
+		{[]string{"bench", "nope"}, `unknown benchmark "nope"`},
+		{[]string{"broker", "--listen", "nonsense"}, `"nonsense"`},
+		{[]string{"broker", "extra"}, "unexpected arguments"},
+	} {
+		err := run(context.Background(), tc.args, io.Discard, io.Discard)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("run(%q) = %v, want an error containing %s", tc.args, err, tc.want)
+		}
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for one writer and one reader.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// TestBrokerCommand runs `braid broker`, reads the address it prints and
+// round-trips a record through it.
+func TestBrokerCommand(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	out := &syncBuffer{}
+	done := make(chan error, 1)
+	go func() { done <- run(ctx, []string{"broker", "--listen", "127.0.0.1:0", "--data-dir", t.TempDir()}, out, io.Discard) }()
+
+	addrRE := regexp.MustCompile(`listening on (127\.0\.0\.1:\d+)`)
+	var addr string
+	for deadline := time.Now().Add(10 * time.Second); addr == ""; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no address printed; output: %q", out.String())
+		}
+		if m := addrRE.FindStringSubmatch(out.String()); m != nil {
+			addr = m[1]
+		}
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.AllowAutoTopicCreation(), kgo.ConsumeTopics("t"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "t", Value: []byte("v")}).FirstErr(); err != nil {
+		t.Fatalf("producing to %s: %v", addr, err)
+	}
+	pollCtx, pollCancel := context.WithTimeout(ctx, 10*time.Second)
+	defer pollCancel()
+	if recs := cl.PollFetches(pollCtx).Records(); len(recs) != 1 || string(recs[0].Value) != "v" {
+		t.Fatalf("consumed %v, want the one record", recs)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("broker command returned %v after its context ended", err)
+	}
+}
