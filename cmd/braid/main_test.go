@@ -78,7 +78,9 @@ func TestBrokerCommand(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	out := &syncBuffer{}
 	done := make(chan error, 1)
-	go func() { done <- run(ctx, []string{"broker", "--listen", "127.0.0.1:0", "--data-dir", t.TempDir()}, out, io.Discard) }()
+	go func() {
+		done <- run(ctx, []string{"broker", "--listen", "127.0.0.1:0", "--data-dir", t.TempDir()}, out, io.Discard)
+	}()
 
 	addrRE := regexp.MustCompile(`listening on (127\.0\.0\.1:\d+)`)
 	var addr string

@@ -32,8 +32,9 @@ type TaskStats struct {
 // PartitionStats is one input partition of a task.
 type PartitionStats struct {
 	TopicPartition
-	// Position is the next offset to process; Committed the last offset
-	// committed, -1 when nothing was committed by this instance.
+	// Position is the offset after the last processed record, -1 before
+	// this instance processed one; Committed is the offset it last
+	// committed, -1 when it committed none.
 	Position, Committed int64
 	// Buffered counts fetched records not processed yet.
 	Buffered int

@@ -129,7 +129,9 @@ type task struct {
 
 // addPartition adds an input partition read by source node src.
 func (t *task) addPartition(tp TopicPartition, src *sourceProc) {
-	t.queues = append(t.queues, &partitionQueue{tp: tp, src: src, committed: -1})
+	// next starts below any offset: a task that processed nothing must
+	// commit nothing, or it would rewind the group's committed offset.
+	t.queues = append(t.queues, &partitionQueue{tp: tp, src: src, next: kgo.EpochOffset{Epoch: -1, Offset: -1}, committed: -1})
 }
 
 // nextQueue returns the queue whose head has the lowest timestamp, or nil
