@@ -63,6 +63,9 @@ type App struct {
 	// are read-only afterwards.
 	client     *kgo.Client
 	produceCtx context.Context
+	// promise is onProduced as a func value made once: a method value
+	// built per record would allocate per record.
+	promise func(*kgo.Record, error)
 
 	// tasksMu guards the tasks. The processing goroutine holds it while it
 	// processes and commits; franz-go's group callbacks, which run while
@@ -108,6 +111,7 @@ func New(topo *Topology, cfg Config) (*App, error) {
 		byTP:    make(map[TopicPartition]*partitionQueue),
 		taskOf:  make(map[TopicPartition]*task),
 	}
+	a.promise = a.onProduced
 	for _, n := range topo.nodes {
 		if n.kind == sourceNode {
 			for _, t := range n.topics {
@@ -339,7 +343,7 @@ func (a *App) processFetches(fetches kgo.Fetches) error {
 }
 
 func (a *App) produce(r *kgo.Record) {
-	a.client.Produce(a.produceCtx, r, a.onProduced)
+	a.client.Produce(a.produceCtx, r, a.promise)
 }
 
 func (a *App) onProduced(r *kgo.Record, err error) {

@@ -162,7 +162,10 @@ func (a *App) newTask(st *subtopology, id TaskID) *task {
 			valueSerde = a.cfg.DefaultValueSerde
 		}
 		if n.kind == sourceNode {
-			return &sourceProc{name: n.name, keySerde: keySerde, valueSerde: valueSerde, timestamps: n.timestamps, next: next}
+			_, rawKeys := keySerde.(bytesSerde)
+			_, rawValues := valueSerde.(bytesSerde)
+			return &sourceProc{name: n.name, keySerde: keySerde, valueSerde: valueSerde, timestamps: n.timestamps, next: next,
+				rawKeys: rawKeys, rawValues: rawValues}
 		}
 		return &sinkProc{name: n.name, topic: a.realTopic(n.topic, n.internal), keySerde: keySerde, valueSerde: valueSerde}
 	})

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strconv"
 
+	"github.com/braidstream/braid/runtime/internal/bytebox"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -33,6 +34,9 @@ type sourceProc struct {
 	keySerde, valueSerde Serde
 	timestamps           TimestampExtractor
 	next                 []processor
+	// rawKeys and rawValues mark the bytes serde, whose values the task
+	// boxes in batches instead of calling it (see package bytebox).
+	rawKeys, rawValues bool
 }
 
 // partitionQueue holds the fetched, not yet processed records of one input
@@ -66,8 +70,9 @@ func (q *partitionQueue) push(recs []*kgo.Record) {
 
 func (q *partitionQueue) peekRaw() *kgo.Record { return q.batches[0][q.pos] }
 
-// decodeHead decodes the head record's key, value and timestamp.
-func (q *partitionQueue) decodeHead() {
+// decodeHead decodes the head record's key, value and timestamp, boxing
+// raw bytes with the task's boxer.
+func (q *partitionQueue) decodeHead(boxer *bytebox.Boxer) {
 	if q.headReady {
 		return
 	}
@@ -76,11 +81,15 @@ func (q *partitionQueue) decodeHead() {
 	q.head = record{timestamp: raw.Timestamp.UnixMilli(), headers: raw.Headers}
 	q.headErr, q.headPart = nil, ""
 	var err error
-	if q.head.key, err = q.src.keySerde.Deserialize(raw.Topic, raw.Key); err != nil {
+	if q.src.rawKeys {
+		q.head.key = boxer.Box(raw.Key)
+	} else if q.head.key, err = q.src.keySerde.Deserialize(raw.Topic, raw.Key); err != nil {
 		q.headErr, q.headPart = err, "key"
 		return
 	}
-	if q.head.value, err = q.src.valueSerde.Deserialize(raw.Topic, raw.Value); err != nil {
+	if q.src.rawValues {
+		q.head.value = boxer.Box(raw.Value)
+	} else if q.head.value, err = q.src.valueSerde.Deserialize(raw.Topic, raw.Value); err != nil {
 		q.headErr, q.headPart = err, "value"
 		return
 	}
@@ -125,6 +134,7 @@ type task struct {
 
 	// current is the raw record being processed, for error context.
 	current *kgo.Record
+	boxer   bytebox.Boxer
 }
 
 // addPartition adds an input partition read by source node src.
@@ -140,7 +150,7 @@ func (t *task) addPartition(tp TopicPartition, src *sourceProc) {
 func (t *task) nextQueue() *partitionQueue {
 	if len(t.queues) == 1 {
 		if q := t.queues[0]; !q.empty() {
-			q.decodeHead()
+			q.decodeHead(&t.boxer)
 			return q
 		}
 		return nil
@@ -150,7 +160,7 @@ func (t *task) nextQueue() *partitionQueue {
 		if q.empty() {
 			continue
 		}
-		q.decodeHead()
+		q.decodeHead(&t.boxer)
 		if q.headErr != nil {
 			return q
 		}
