@@ -57,7 +57,8 @@ var rules = []rule{
 	{pkg: module + "/templates/...", allowed: []string{std, module + "/templates/...", module + "/static/...", "github.com/a-h/templ/..."}},
 	{pkg: module + "/static/...", allowed: []string{std, module + "/static/..."}},
 	{pkg: module + "/web/...", allowed: []string{anything}},
-	{pkg: module + "/bench/...", allowed: []string{std, module + "/runtime/...", module + "/bench/...", "github.com/twmb/franz-go/..."}},
+	// bench holds hand-written baselines: franz-go and pebble used directly.
+	{pkg: module + "/bench/...", allowed: []string{std, module + "/runtime/...", module + "/bench/...", "github.com/twmb/franz-go/...", "github.com/cockroachdb/pebble/..."}},
 	// e2e drives the built binary, real external clients and a browser
 	// from outside; like an exported program it may use the public
 	// runtime API (to start the embedded broker in-process), nothing else

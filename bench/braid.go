@@ -2,10 +2,7 @@ package bench
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io"
-	"log/slog"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -41,47 +38,14 @@ func BraidPipe(keySerde, valueSerde streams.Serde) PipeFunc {
 		if err != nil {
 			return Result{}, err
 		}
-		done := &commitWatcher{want: int64(records), done: make(chan time.Time, 1)}
-		app, err := streams.New(topo, streams.Config{
+		return runUntilCommitted(ctx, start, topo, streams.Config{
 			// A new group each call, so that every round reads the input
 			// from the start.
 			ApplicationID:  fmt.Sprintf("bench-braid-%s-%s-%d", keySerde.Name(), valueSerde.Name(), braidRuns.Add(1)),
 			Brokers:        brokers,
 			CommitInterval: time.Second,
 			ClientOptions:  ClientOptions(),
-			Hooks:          []streams.Hook{done},
-			Logger:         slog.New(slog.NewTextHandler(io.Discard, nil)),
-		})
-		if err != nil {
-			return Result{}, err
-		}
-		runErr := make(chan error, 1)
-		go func() { runErr <- app.Run(ctx) }()
-
-		// Like the raw pipe, finish as soon as everything is processed:
-		// Close commits at once instead of at the next interval.
-		tick := time.NewTicker(time.Millisecond)
-		defer tick.Stop()
-		for processed(app) < int64(records) {
-			select {
-			case err := <-runErr:
-				return Result{}, fmt.Errorf("braid pipe: Run returned early: %w", err)
-			case <-ctx.Done():
-				app.Close()
-				return Result{}, ctx.Err()
-			case <-tick.C:
-			}
-		}
-		app.Close()
-		if err := <-runErr; err != nil {
-			return Result{}, fmt.Errorf("braid pipe: %w", err)
-		}
-		select {
-		case end := <-done.done:
-			return Result{Records: records, Elapsed: end.Sub(start)}, nil
-		default:
-			return Result{}, errors.New("braid pipe: the App closed without committing every record")
-		}
+		}, records)
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/braidstream/braid/runtime/internal/assign"
@@ -59,9 +60,10 @@ type App struct {
 	// sources maps every real topic the App reads to its source node.
 	sources map[string]*graphNode
 
-	// client and produceCtx are set by Run before the client starts and
-	// are read-only afterwards.
-	client     *kgo.Client
+	// client is set by startClient, and by the group callbacks, which
+	// franz-go may call before NewClient has returned. produceCtx is set
+	// before the client starts.
+	client     atomic.Pointer[kgo.Client]
 	produceCtx context.Context
 	// promise is onProduced as a func value made once: a method value
 	// built per record would allocate per record.
@@ -75,6 +77,11 @@ type App struct {
 	tasks   map[TaskID]*task
 	byTP    map[TopicPartition]*partitionQueue
 	taskOf  map[TopicPartition]*task
+
+	// restored delivers finished restorations to the processing goroutine;
+	// waker cuts its poll short when one finishes.
+	restored chan *restoration
+	waker    pollWaker
 
 	// produceErr keeps the first failed produce; a failed produce fails
 	// the App at the next check, before any commit could skip the record.
@@ -102,14 +109,15 @@ func New(topo *Topology, cfg Config) (*App, error) {
 	}
 	cfg = cfg.withDefaults()
 	a := &App{
-		topo:    topo,
-		cfg:     cfg,
-		log:     cfg.Logger.With("app", cfg.ApplicationID, "instance", cfg.InstanceID),
-		hooks:   newHookSet(cfg.Hooks),
-		sources: make(map[string]*graphNode),
-		tasks:   make(map[TaskID]*task),
-		byTP:    make(map[TopicPartition]*partitionQueue),
-		taskOf:  make(map[TopicPartition]*task),
+		topo:     topo,
+		cfg:      cfg,
+		log:      cfg.Logger.With("app", cfg.ApplicationID, "instance", cfg.InstanceID),
+		hooks:    newHookSet(cfg.Hooks),
+		sources:  make(map[string]*graphNode),
+		tasks:    make(map[TaskID]*task),
+		byTP:     make(map[TopicPartition]*partitionQueue),
+		taskOf:   make(map[TopicPartition]*task),
+		restored: make(chan *restoration),
 	}
 	a.promise = a.onProduced
 	for _, n := range topo.nodes {
@@ -121,6 +129,9 @@ func New(topo *Topology, cfg Config) (*App, error) {
 	}
 	return a, nil
 }
+
+// kc returns the App's franz-go client.
+func (a *App) kc() *kgo.Client { return a.client.Load() }
 
 // realTopic returns the name of a topic on the cluster: internal topics
 // carry the application id.
@@ -170,8 +181,8 @@ func (a *App) Run(ctx context.Context) error {
 			a.log.Error("commit after failure failed", "err", err)
 		}
 	}
-	a.client.AllowRebalance()
-	a.client.Close()
+	a.kc().AllowRebalance()
+	a.kc().Close()
 	if runErr != nil {
 		return runErr
 	}
@@ -274,17 +285,23 @@ func (a *App) loop(ctx context.Context) error {
 		// Poll no longer than until the next commit is due, so that an
 		// idle App still commits what it processed.
 		pollCtx, cancel := context.WithDeadline(ctx, lastCommit.Add(a.cfg.CommitInterval))
-		fetches := a.client.PollRecords(pollCtx, a.cfg.MaxPollRecords)
+		a.waker.set(cancel)
+		fetches := a.kc().PollRecords(pollCtx, a.cfg.MaxPollRecords)
+		a.waker.set(nil)
 		cancel()
 		if ctx.Err() != nil {
 			return nil
 		}
+		if err := a.resumeRestored(); err != nil {
+			a.kc().AllowRebalance()
+			return err
+		}
 		if err := fetchError(fetches); err != nil {
-			a.client.AllowRebalance()
+			a.kc().AllowRebalance()
 			return err
 		}
 		err := a.processFetches(fetches)
-		a.client.AllowRebalance()
+		a.kc().AllowRebalance()
 		if err != nil {
 			return err
 		}
@@ -328,7 +345,7 @@ func (a *App) processFetches(fetches kgo.Fetches) error {
 		}
 		q.push(p.Records)
 		t := a.taskOf[tp]
-		if len(touched) == 0 || touched[len(touched)-1] != t {
+		if t.restoring == nil && (len(touched) == 0 || touched[len(touched)-1] != t) {
 			touched = append(touched, t)
 		}
 	})
@@ -343,7 +360,7 @@ func (a *App) processFetches(fetches kgo.Fetches) error {
 }
 
 func (a *App) produce(r *kgo.Record) {
-	a.client.Produce(a.produceCtx, r, a.promise)
+	a.kc().Produce(a.produceCtx, r, a.promise)
 }
 
 func (a *App) onProduced(r *kgo.Record, err error) {
@@ -361,6 +378,47 @@ func (a *App) producedError() error {
 	a.produceErrMu.Lock()
 	defer a.produceErrMu.Unlock()
 	return a.produceErr
+}
+
+// setAsyncError records an error met outside the processing goroutine
+// (opening a store in a group callback, say); it fails the App at the
+// next check, as a failed produce does.
+func (a *App) setAsyncError(err error) {
+	a.produceErrMu.Lock()
+	defer a.produceErrMu.Unlock()
+	if a.produceErr == nil {
+		a.produceErr = err
+	}
+}
+
+// cacheBudget is one task's share of Config.CacheMaxBytes.
+func (a *App) cacheBudget() int {
+	if a.cfg.CacheMaxBytes < 0 {
+		return 0
+	}
+	return int(a.cfg.CacheMaxBytes) / max(1, len(a.tasks))
+}
+
+// resumeRestored starts the tasks whose restore finished.
+func (a *App) resumeRestored() error {
+	for {
+		select {
+		case r := <-a.restored:
+			if r.err != nil {
+				return &TaskFailedError{Task: r.task.id, Err: r.err}
+			}
+			a.tasksMu.Lock()
+			t := r.task
+			if a.tasks[t.id] == t && t.restoring == r {
+				t.restoring = nil
+				t.streamTime = max(t.streamTime, t.checkpointStreamTime())
+				a.kc().ResumeFetchPartitions(t.partitionMap())
+			}
+			a.tasksMu.Unlock()
+		default:
+			return nil
+		}
+	}
 }
 
 // subtopologyInfo lists the real topics of each sub-topology for the

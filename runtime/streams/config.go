@@ -104,6 +104,15 @@ type Config struct {
 	// waits for a silent member before moving its tasks. Default 10 s.
 	SessionTimeout time.Duration
 
+	// CacheMaxBytes bounds the record caches of all the instance's tasks
+	// together, like Kafka Streams' statestore.cache.max.bytes. Default
+	// 10 MiB; negative turns caching off for every store.
+	CacheMaxBytes int64
+
+	// StoreBlockCacheBytes is the pebble block cache of each store.
+	// Default 16 MiB.
+	StoreBlockCacheBytes int64
+
 	// ReplicationFactor of the internal topics the App creates. Default -1:
 	// the broker's default.
 	ReplicationFactor int
@@ -146,6 +155,12 @@ func (c Config) withDefaults() Config {
 	}
 	if c.ReplicationFactor == 0 {
 		c.ReplicationFactor = -1
+	}
+	if c.CacheMaxBytes == 0 {
+		c.CacheMaxBytes = 10 << 20
+	}
+	if c.StoreBlockCacheBytes == 0 {
+		c.StoreBlockCacheBytes = 16 << 20
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
@@ -201,6 +216,9 @@ func (c Config) Validate() error {
 	}
 	if c.SessionTimeout < 0 {
 		bad("SessionTimeout", "%v is negative", c.SessionTimeout)
+	}
+	if c.StoreBlockCacheBytes < 0 {
+		bad("StoreBlockCacheBytes", "%d is negative", c.StoreBlockCacheBytes)
 	}
 	if c.ReplicationFactor < -1 || c.ReplicationFactor > 32767 {
 		bad("ReplicationFactor", "%d is out of range (-1 for the broker default, or 1 to 32767)", c.ReplicationFactor)

@@ -67,6 +67,9 @@ var describeCases = map[string]func(b *streams.Builder){
 		b.Stream([]string{"input"}).SelectKey(valueAsKey).Repartition(streams.Named("first")).
 			SelectKey(valueAsKey).Repartition(streams.Named("second")).To("output")
 	},
+	"groupby-count": func(b *streams.Builder) {
+		b.Stream([]string{"input"}).GroupBy(valueAsKey).Count()
+	},
 	"two-sources": func(b *streams.Builder) {
 		b.Stream([]string{"a"}).To("x")
 		b.Stream([]string{"b"}).To("y")

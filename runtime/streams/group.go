@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/braidstream/braid/runtime/internal/assign"
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -49,19 +50,20 @@ func (a *App) startClient() error {
 		kgo.WithLogger(kgoLogger{a.log}),
 		// Kafka's default partitioner (murmur2 of the key), so that
 		// repartition topics agree with every other Kafka client.
-		kgo.RecordPartitioner(kgo.StickyKeyPartitioner(nil)),
+		kgo.RecordPartitioner(streamsPartitioner{changelogs: a.changelogTopics()}),
 	)
+	a.produceCtx = context.Background()
 	cl, err := kgo.NewClient(opts...)
 	if err != nil {
 		return fmt.Errorf("creating client: %w", err)
 	}
-	a.client = cl
-	a.produceCtx = context.Background()
+	a.client.Store(cl)
 	return nil
 }
 
 // onAssigned creates the tasks of the newly assigned partitions.
-func (a *App) onAssigned(_ context.Context, _ *kgo.Client, assigned map[string][]int32) {
+func (a *App) onAssigned(ctx context.Context, cl *kgo.Client, assigned map[string][]int32) {
+	a.client.Store(cl)
 	a.tasksMu.Lock()
 	var added []*task
 	for _, topic := range slices.Sorted(maps.Keys(assigned)) {
@@ -74,7 +76,11 @@ func (a *App) onAssigned(_ context.Context, _ *kgo.Client, assigned map[string][
 			id := TaskID{Subtopology: st.id, Partition: p}
 			t, ok := a.tasks[id]
 			if !ok {
-				t = a.newTask(st, id)
+				var err error
+				if t, err = a.newTask(st, id); err != nil {
+					a.setAsyncError(&TaskFailedError{Task: id, Err: err})
+					continue
+				}
 				a.tasks[id] = t
 				added = append(added, t)
 			}
@@ -82,6 +88,19 @@ func (a *App) onAssigned(_ context.Context, _ *kgo.Client, assigned map[string][
 			t.addPartition(tp, t.sources[src])
 			a.byTP[tp] = t.queues[len(t.queues)-1]
 			a.taskOf[tp] = t
+		}
+	}
+	adm := kadm.NewClient(cl)
+	for _, t := range added {
+		restoring, err := a.restoreStores(ctx, t, adm)
+		if err != nil {
+			a.setAsyncError(&TaskFailedError{Task: t.id, Err: err})
+			continue
+		}
+		if restoring {
+			a.kc().PauseFetchPartitions(t.partitionMap())
+		} else {
+			t.streamTime = max(t.streamTime, t.checkpointStreamTime())
 		}
 	}
 	a.publishStats()
@@ -109,7 +128,8 @@ func (a *App) taskEvent(hooks any, t *task, clean bool) {
 
 // onRevoked commits what the revoked tasks processed, then drops them.
 // The protocol is eager: every rebalance revokes everything first.
-func (a *App) onRevoked(ctx context.Context, _ *kgo.Client, _ map[string][]int32) {
+func (a *App) onRevoked(ctx context.Context, cl *kgo.Client, _ map[string][]int32) {
+	a.client.Store(cl)
 	a.enterRebalancing()
 	if err := a.commit(ctx); err != nil {
 		// The next owner reprocesses from the last commit: duplicates,
@@ -138,6 +158,13 @@ func (a *App) dropTasks(clean bool) {
 	a.publishStats()
 	a.tasksMu.Unlock()
 	for _, t := range dropped {
+		if r := t.restoring; r != nil {
+			r.cancel()
+			<-r.done
+		}
+		t.closeStores()
+	}
+	for _, t := range dropped {
 		a.log.Info("task revoked", "task", t.id.String(), "clean", clean)
 		a.taskEvent(a.hooks.revoked, t, clean)
 	}
@@ -150,17 +177,23 @@ func compareTaskIDs(x, y TaskID) int {
 	return int(x.Partition - y.Partition)
 }
 
-// newTask instantiates sub-topology st's processors for one task.
-func (a *App) newTask(st *subtopology, id TaskID) *task {
-	t := &task{id: id, app: a, streamTime: -1, sources: make(map[*graphNode]*sourceProc)}
-	procs := instantiate(st, func(n *graphNode, next []processor) processor {
-		keySerde, valueSerde := n.keySerde, n.valueSerde
-		if keySerde == nil {
-			keySerde = a.cfg.DefaultKeySerde
+// newTask opens the stores of sub-topology st for one task and
+// instantiates its processors.
+func (a *App) newTask(st *subtopology, id TaskID) (*task, error) {
+	t := &task{id: id, app: a, streamTime: -1, sources: make(map[*graphNode]*sourceProc), stores: make(map[string]*taskStore)}
+	for _, n := range st.nodes {
+		for _, spec := range n.storeSpecs {
+			ts, err := a.openStore(spec, id)
+			if err != nil {
+				t.closeStores()
+				return nil, err
+			}
+			t.stores[spec.name] = ts
+			t.storeList = append(t.storeList, ts)
 		}
-		if valueSerde == nil {
-			valueSerde = a.cfg.DefaultValueSerde
-		}
+	}
+	procs := instantiate(st, t, func(n *graphNode, next []processor) processor {
+		keySerde, valueSerde := orDefault(n.keySerde, a.cfg.DefaultKeySerde), orDefault(n.valueSerde, a.cfg.DefaultValueSerde)
 		if n.kind == sourceNode {
 			_, rawKeys := keySerde.(bytesSerde)
 			_, rawValues := valueSerde.(bytesSerde)
@@ -172,7 +205,7 @@ func (a *App) newTask(st *subtopology, id TaskID) *task {
 	for _, src := range st.sources {
 		t.sources[src] = procs[src].(*sourceProc)
 	}
-	return t
+	return t, nil
 }
 
 // commit flushes everything produced so far and then commits the offsets
@@ -192,18 +225,43 @@ func (a *App) commit(ctx context.Context) error {
 			queues = append(queues, q)
 		}
 	}
-	if len(queues) == 0 {
+	stateful := false
+	for _, t := range a.tasks {
+		if t.restoring == nil && len(t.storeList) > 0 {
+			stateful = true
+			if err := t.flushStores(); err != nil {
+				return &TaskFailedError{Task: t.id, Err: err}
+			}
+		}
+	}
+	if len(queues) == 0 && !stateful {
 		return nil
 	}
 	start := time.Now()
-	if err := a.client.Flush(ctx); err != nil {
+	if err := a.kc().Flush(ctx); err != nil {
 		return fmt.Errorf("flushing produced records: %w", err)
 	}
 	if err := a.producedError(); err != nil {
 		return err
 	}
+	// Every changelog record is acknowledged now: the stores may apply
+	// their pending writes with the checkpoint that says so, and only
+	// then are the input offsets committed.
+	for _, t := range a.tasks {
+		if t.restoring != nil {
+			continue
+		}
+		for _, st := range t.storeList {
+			if err := st.commit(t.streamTime); err != nil {
+				return &TaskFailedError{Task: t.id, Err: err}
+			}
+		}
+	}
+	if len(queues) == 0 {
+		return nil
+	}
 	var commitErr error
-	a.client.CommitOffsetsSync(ctx, offsets, func(_ *kgo.Client, _ *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse, err error) {
+	a.kc().CommitOffsetsSync(ctx, offsets, func(_ *kgo.Client, _ *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse, err error) {
 		if err != nil {
 			commitErr = err
 			return
@@ -242,4 +300,37 @@ func (a *App) enterRebalancing() {
 	if !leaving {
 		a.setState(Rebalancing)
 	}
+}
+
+// streamsPartitioner writes changelog records to the partition of their
+// task, which each record names, and everything else by Kafka's default
+// key hash (murmur2), so that repartition topics agree with every other
+// Kafka client.
+type streamsPartitioner struct {
+	changelogs map[string]bool
+}
+
+var (
+	manualPartitioner = kgo.ManualPartitioner()
+	keyPartitioner    = kgo.StickyKeyPartitioner(nil)
+)
+
+func (p streamsPartitioner) ForTopic(topic string) kgo.TopicPartitioner {
+	if p.changelogs[topic] {
+		return manualPartitioner.ForTopic(topic)
+	}
+	return keyPartitioner.ForTopic(topic)
+}
+
+// changelogTopics returns the real names of all changelog topics.
+func (a *App) changelogTopics() map[string]bool {
+	out := make(map[string]bool)
+	for _, n := range a.topo.nodes {
+		for _, spec := range n.storeSpecs {
+			if spec.logged {
+				out[changelogTopic(a.cfg.ApplicationID, spec.name)] = true
+			}
+		}
+	}
+	return out
 }

@@ -4,7 +4,7 @@ import "time"
 
 // Hook is any value that implements one or more of the hook interfaces
 // below (TaskAssignedHook, TaskRevokedHook, CommitHook, StateChangeHook,
-// ErrorHook, RecordSkippedHook). The App calls each hook from its
+// ErrorHook, RecordSkippedHook, RestoreHook). The App calls each hook from its
 // processing goroutine, so a hook must be fast and must never block: copy
 // what you need and hand it off.
 type Hook any
@@ -99,6 +99,7 @@ type hookSet struct {
 	state    []StateChangeHook
 	errs     []ErrorHook
 	skipped  []RecordSkippedHook
+	restore  []RestoreHook
 }
 
 func newHookSet(hooks []Hook) hookSet {
@@ -122,6 +123,9 @@ func newHookSet(hooks []Hook) hookSet {
 		if h, ok := h.(RecordSkippedHook); ok {
 			s.skipped = append(s.skipped, h)
 		}
+		if h, ok := h.(RestoreHook); ok {
+			s.restore = append(s.restore, h)
+		}
 	}
 	return s
 }
@@ -129,7 +133,7 @@ func newHookSet(hooks []Hook) hookSet {
 // implementsAny reports whether h implements at least one hook interface.
 func implementsAny(h Hook) bool {
 	switch h.(type) {
-	case TaskAssignedHook, TaskRevokedHook, CommitHook, StateChangeHook, ErrorHook, RecordSkippedHook:
+	case TaskAssignedHook, TaskRevokedHook, CommitHook, StateChangeHook, ErrorHook, RecordSkippedHook, RestoreHook:
 		return true
 	}
 	return false

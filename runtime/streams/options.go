@@ -18,6 +18,7 @@ const (
 	optSerdes
 	optTimestamps
 	optPartitions
+	optStore
 )
 
 var optionNames = map[optionKind]string{
@@ -25,6 +26,7 @@ var optionNames = map[optionKind]string{
 	optSerdes:     "WithSerdes",
 	optTimestamps: "WithTimestamps",
 	optPartitions: "WithPartitions",
+	optStore:      "Materialized",
 }
 
 type operatorOptions struct {
@@ -35,6 +37,31 @@ type operatorOptions struct {
 	partitions int
 	// partitionsSet tells WithPartitions(0) from no WithPartitions.
 	partitionsSet bool
+	store         StoreOptions
+}
+
+// StoreOptions say how an aggregation or table keeps its state.
+type StoreOptions struct {
+	// Name names the store, its changelog topic
+	// ("<app-id>-<name>-changelog") and its queries. Default: generated
+	// as Kafka Streams does ("KSTREAM-AGGREGATE-STATE-STORE-0000000002").
+	Name string
+	// LoggingDisabled keeps the store without a changelog: faster, but a
+	// task that moves starts from an empty store.
+	LoggingDisabled bool
+	// CachingDisabled sends every update downstream and to the
+	// changelog; with the cache on (the default) repeated updates of one
+	// key between commits go out once.
+	CachingDisabled bool
+	// KeySerde and ValueSerde (de)serialize the store's keys and values.
+	// Defaults: the stream's key serde, and for values the operator's own
+	// (Int64 for Count) or the stream's value serde.
+	KeySerde, ValueSerde Serde
+}
+
+// Materialized sets how an aggregation or a table keeps its state.
+func Materialized(o StoreOptions) Option {
+	return Option{kind: optStore, apply: func(oo *operatorOptions) { oo.store = o }}
 }
 
 // Named gives an operator its name in the topology and in Describe. Without

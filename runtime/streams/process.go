@@ -11,8 +11,11 @@ import (
 // that processors never share one.
 type record struct {
 	key, value any
-	timestamp  int64
-	headers    []kgo.RecordHeader
+	// old is the previous value of a table row, for table operators; nil
+	// on streams and for new rows.
+	old       any
+	timestamp int64
+	headers   []kgo.RecordHeader
 }
 
 // processor is one instantiated operator of one task.
@@ -20,9 +23,10 @@ type processor interface {
 	process(t *task, r record) error
 }
 
-// processorFactory instantiates a node's processor for a task, given the
-// already instantiated children it forwards to.
-type processorFactory func(name string, next []processor) processor
+// processorFactory instantiates a node's processor for task t, given the
+// already instantiated children it forwards to. Stateful processors take
+// their stores from t.
+type processorFactory func(name string, next []processor, t *task) processor
 
 // forward hands r to every child, stopping at the first error: the task's
 // error handler then decides about the whole record.
@@ -43,7 +47,7 @@ type filterProc struct {
 }
 
 func filterFactory(pred Predicate, not bool) processorFactory {
-	return func(name string, next []processor) processor {
+	return func(name string, next []processor, _ *task) processor {
 		return &filterProc{name: name, pred: pred, not: not, next: next}
 	}
 }
@@ -66,7 +70,7 @@ type mapProc struct {
 }
 
 func mapFactory(fn KeyValueMapper) processorFactory {
-	return func(name string, next []processor) processor { return &mapProc{name, fn, next} }
+	return func(name string, next []processor, _ *task) processor { return &mapProc{name, fn, next} }
 }
 
 func (p *mapProc) process(t *task, r record) error {
@@ -85,7 +89,7 @@ type mapValuesProc struct {
 }
 
 func mapValuesFactory(fn ValueMapper) processorFactory {
-	return func(name string, next []processor) processor { return &mapValuesProc{name, fn, next} }
+	return func(name string, next []processor, _ *task) processor { return &mapValuesProc{name, fn, next} }
 }
 
 func (p *mapValuesProc) process(t *task, r record) error {
@@ -104,7 +108,7 @@ type flatMapProc struct {
 }
 
 func flatMapFactory(fn FlatMapper) processorFactory {
-	return func(name string, next []processor) processor { return &flatMapProc{name, fn, next} }
+	return func(name string, next []processor, _ *task) processor { return &flatMapProc{name, fn, next} }
 }
 
 func (p *flatMapProc) process(t *task, r record) error {
@@ -128,7 +132,7 @@ type flatMapValuesProc struct {
 }
 
 func flatMapValuesFactory(fn ValueFlatMapper) processorFactory {
-	return func(name string, next []processor) processor { return &flatMapValuesProc{name, fn, next} }
+	return func(name string, next []processor, _ *task) processor { return &flatMapValuesProc{name, fn, next} }
 }
 
 func (p *flatMapValuesProc) process(t *task, r record) error {
@@ -152,7 +156,7 @@ type selectKeyProc struct {
 }
 
 func selectKeyFactory(fn KeySelector) processorFactory {
-	return func(name string, next []processor) processor { return &selectKeyProc{name, fn, next} }
+	return func(name string, next []processor, _ *task) processor { return &selectKeyProc{name, fn, next} }
 }
 
 func (p *selectKeyProc) process(t *task, r record) error {
@@ -170,7 +174,7 @@ type peekProc struct {
 }
 
 func peekFactory(fn Action) processorFactory {
-	return func(_ string, next []processor) processor { return &peekProc{fn, next} }
+	return func(_ string, next []processor, _ *task) processor { return &peekProc{fn, next} }
 }
 
 func (p *peekProc) process(t *task, r record) error {
@@ -181,13 +185,13 @@ func (p *peekProc) process(t *task, r record) error {
 // passProc forwards unchanged: merge points and branch outputs.
 type passProc struct{ next []processor }
 
-func passFactory(_ string, next []processor) processor { return &passProc{next} }
+func passFactory(_ string, next []processor, _ *task) processor { return &passProc{next} }
 
 func (p *passProc) process(t *task, r record) error { return forward(t, p.next, r) }
 
 type dropNullKeyProc struct{ next []processor }
 
-func dropNullKeyFactory(_ string, next []processor) processor { return &dropNullKeyProc{next} }
+func dropNullKeyFactory(_ string, next []processor, _ *task) processor { return &dropNullKeyProc{next} }
 
 func (p *dropNullKeyProc) process(t *task, r record) error {
 	if r.key == nil {
@@ -205,7 +209,7 @@ type branchProc struct {
 }
 
 func branchFactory(preds []Predicate) processorFactory {
-	return func(name string, next []processor) processor { return &branchProc{name, preds, next} }
+	return func(name string, next []processor, _ *task) processor { return &branchProc{name, preds, next} }
 }
 
 func (p *branchProc) process(t *task, r record) error {
@@ -244,8 +248,10 @@ func (p *sinkProc) process(t *task, r record) error {
 		Topic:     p.topic,
 		Key:       k,
 		Value:     v,
-		Timestamp: time.UnixMilli(r.timestamp),
+		Timestamp: unixMilli(r.timestamp),
 		Headers:   r.headers,
 	})
 	return nil
 }
+
+func unixMilli(ms int64) time.Time { return time.UnixMilli(ms) }

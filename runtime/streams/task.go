@@ -126,6 +126,14 @@ type task struct {
 	queues []*partitionQueue
 	// sources holds the task's instantiated source processors by node.
 	sources map[*graphNode]*sourceProc
+	// stores are the task's state stores by name, and in topology order.
+	stores    map[string]*taskStore
+	storeList []*taskStore
+	// cacheBytes is what the stores' record caches hold together.
+	cacheBytes int
+	// restoring is set while the stores catch up with their changelogs;
+	// the task processes nothing until then.
+	restoring *restoration
 
 	// streamTime is the largest timestamp processed, -1 before the first.
 	streamTime int64
@@ -196,6 +204,11 @@ func (t *task) processAvailable() error {
 		q.next = kgo.EpochOffset{Epoch: raw.LeaderEpoch, Offset: raw.Offset + 1}
 		t.processed++
 		q.pop()
+		if t.cacheBytes > t.app.cacheBudget() {
+			if err := t.evictHalf(); err != nil {
+				return &TaskFailedError{Task: t.id, Err: err}
+			}
+		}
 	}
 	t.current = nil
 	return nil
@@ -224,7 +237,7 @@ func (t *task) partitions() []TopicPartition {
 
 // instantiate builds the processors of st's nodes below its sources,
 // sharing one processor per node (a merge has several parents).
-func instantiate(st *subtopology, resolve func(n *graphNode, next []processor) processor) map[*graphNode]processor {
+func instantiate(st *subtopology, t *task, resolve func(n *graphNode, next []processor) processor) map[*graphNode]processor {
 	made := make(map[*graphNode]processor, len(st.nodes))
 	var build func(n *graphNode) processor
 	build = func(n *graphNode) processor {
@@ -240,7 +253,7 @@ func instantiate(st *subtopology, resolve func(n *graphNode, next []processor) p
 		case sourceNode, sinkNode:
 			p = resolve(n, next)
 		default:
-			p = n.makeProcessor(n.name, next)
+			p = n.makeProcessor(n.name, next, t)
 		}
 		made[n] = p
 		return p
@@ -254,3 +267,55 @@ func instantiate(st *subtopology, resolve func(n *graphNode, next []processor) p
 // process makes sourceProc a processor so that instantiate can treat all
 // nodes alike; records enter a task through its queues, never this way.
 func (s *sourceProc) process(t *task, r record) error { return forward(t, s.next, r) }
+
+// evictHalf flushes the older half of every store's cache, so that the
+// cache keeps the keys updated most recently.
+func (t *task) evictHalf() error {
+	t.current = nil
+	for _, st := range t.storeList {
+		if err := st.evict(t, (len(st.order)+1)/2); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// flushStores empties every record cache into pebble's pending batch, the
+// changelogs and downstream.
+func (t *task) flushStores() error {
+	t.current = nil
+	for _, st := range t.storeList {
+		if err := st.flush(t); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// closeStores closes the task's stores; pending writes not committed are
+// dropped, and the changelog brings them back on the next restore.
+func (t *task) closeStores() {
+	for _, st := range t.storeList {
+		st.db.Abort()
+		st.db.Close()
+	}
+}
+
+// checkpointStreamTime is the largest stream time the task's stores
+// checkpointed: stream time survives a restart or a move with the state.
+func (t *task) checkpointStreamTime() int64 {
+	ts := int64(-1)
+	for _, st := range t.storeList {
+		ts = max(ts, st.db.Checkpoint().StreamTime)
+	}
+	return ts
+}
+
+// partitionMap lists the task's input partitions as franz-go wants them.
+func (t *task) partitionMap() map[string][]int32 {
+	m := make(map[string][]int32)
+	for _, q := range t.queues {
+		m[q.tp.Topic] = append(m[q.tp.Topic], q.tp.Partition)
+	}
+	return m
+}

@@ -34,10 +34,30 @@ func (a *App) prepareTopics(ctx context.Context) error {
 				}
 			}
 		}
-		if err := a.ensureInternalTopic(ctx, adm, a.realTopic(it.name, true), n); err != nil {
+		if err := a.ensureInternalTopic(ctx, adm, a.realTopic(it.name, true), n, "delete"); err != nil {
 			return err
 		}
 		partitions[it.name] = n
+	}
+	// A changelog has a partition per task of its sub-topology: as many
+	// as the sub-topology's widest input.
+	for _, st := range a.topo.subtopologies {
+		n := 0
+		for _, src := range st.sources {
+			for _, t := range src.topics {
+				n = max(n, partitions[t])
+			}
+		}
+		for _, node := range st.nodes {
+			for _, spec := range node.storeSpecs {
+				if !spec.logged {
+					continue
+				}
+				if err := a.ensureInternalTopic(ctx, adm, changelogTopic(a.cfg.ApplicationID, spec.name), n, "compact"); err != nil {
+					return err
+				}
+			}
+		}
 	}
 	return nil
 }
@@ -66,8 +86,8 @@ func (a *App) sourcePartitions(ctx context.Context, adm *kadm.Client) (map[strin
 	return out, errors.Join(errs...)
 }
 
-func (a *App) ensureInternalTopic(ctx context.Context, adm *kadm.Client, topic string, partitions int) error {
-	configs := map[string]*string{"cleanup.policy": kadm.StringPtr("delete")}
+func (a *App) ensureInternalTopic(ctx context.Context, adm *kadm.Client, topic string, partitions int, cleanupPolicy string) error {
+	configs := map[string]*string{"cleanup.policy": kadm.StringPtr(cleanupPolicy)}
 	resp, err := adm.CreateTopic(ctx, int32(partitions), int16(a.cfg.ReplicationFactor), configs, topic)
 	if err == nil {
 		err = resp.Err

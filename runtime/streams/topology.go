@@ -36,6 +36,7 @@ type graphNode struct {
 	timestamps           TimestampExtractor
 
 	stores        []string
+	storeSpecs    []*storeSpec
 	makeProcessor processorFactory
 
 	parents, children []*graphNode

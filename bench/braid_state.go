@@ -1,0 +1,192 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/braidstream/braid/runtime/streams"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// braidCounts numbers BraidCount calls for their application ids.
+var braidCounts atomic.Int64
+
+// BraidCount is the Braid side of the count benchmark:
+// GroupByKey().Count() with the record cache on, written to out as 8-byte
+// big-endian counts, committing every second. It measures what
+// HandwrittenCount measures: from the call until every record is processed
+// and committed, the state and its changelog included.
+func BraidCount(ctx context.Context, brokers []string, in, out string, records int) (Result, error) {
+	start := time.Now()
+	b := streams.NewBuilder()
+	b.Stream([]string{in}, streams.WithSerdes(streams.Bytes, streams.Bytes)).
+		GroupByKey().
+		Count(streams.Materialized(streams.StoreOptions{Name: "counts"})).
+		To(out, streams.WithSerdes(streams.Bytes, streams.Int64))
+	topo, err := b.Build()
+	if err != nil {
+		return Result{}, err
+	}
+	stateDir, err := os.MkdirTemp("", "braid-bench-count-")
+	if err != nil {
+		return Result{}, err
+	}
+	defer os.RemoveAll(stateDir)
+	return runUntilCommitted(ctx, start, topo, streams.Config{
+		ApplicationID:  fmt.Sprintf("bench-count-braid-%d", braidCounts.Add(1)),
+		Brokers:        brokers,
+		StateDir:       stateDir,
+		CommitInterval: time.Second,
+		ClientOptions:  ClientOptions(),
+	}, records)
+}
+
+// runUntilCommitted runs topo until records input records are processed,
+// closes the App (which commits at once) and returns the time from start
+// to that commit.
+func runUntilCommitted(ctx context.Context, start time.Time, topo *streams.Topology, cfg streams.Config, records int) (Result, error) {
+	done := &commitWatcher{want: int64(records), done: make(chan time.Time, 1)}
+	cfg.Hooks = append(cfg.Hooks, done)
+	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	app, err := streams.New(topo, cfg)
+	if err != nil {
+		return Result{}, err
+	}
+	runErr := make(chan error, 1)
+	go func() { runErr <- app.Run(ctx) }()
+	tick := time.NewTicker(time.Millisecond)
+	defer tick.Stop()
+	for processed(app) < int64(records) {
+		select {
+		case err := <-runErr:
+			return Result{}, fmt.Errorf("braid: Run returned early: %w", err)
+		case <-ctx.Done():
+			app.Close()
+			return Result{}, ctx.Err()
+		case <-tick.C:
+		}
+	}
+	app.Close()
+	if err := <-runErr; err != nil {
+		return Result{}, fmt.Errorf("braid: %w", err)
+	}
+	select {
+	case end := <-done.done:
+		return Result{Records: records, Elapsed: end.Sub(start)}, nil
+	default:
+		return Result{}, errors.New("braid: the App closed without committing every record")
+	}
+}
+
+// BraidRestore is the Braid side of the restore benchmark: an App of
+// application "bench-restore" whose store "store" has the seeded changelog,
+// started on an empty state dir, restores it before it processes. It
+// measures from the call until every store reported the end of its
+// restore.
+func BraidRestore(ctx context.Context, brokers []string, changelog string, records int) (Result, error) {
+	start := time.Now()
+	const app, store, input = "bench-restore", "store", "bench-restore-in"
+	if want := app + "-" + store + "-changelog"; changelog != want {
+		return Result{}, fmt.Errorf("braid restore: changelog %q, want %q", changelog, want)
+	}
+	partitions, err := ensureEmptyInput(ctx, brokers, changelog, input)
+	if err != nil {
+		return Result{}, err
+	}
+	b := streams.NewBuilder()
+	b.Stream([]string{input}, streams.WithSerdes(streams.Bytes, streams.Bytes)).
+		GroupByKey().
+		Reduce(func(_, v any) (any, error) { return v, nil }, streams.Materialized(streams.StoreOptions{Name: store, ValueSerde: streams.Bytes}))
+	topo, err := b.Build()
+	if err != nil {
+		return Result{}, err
+	}
+	stateDir, err := os.MkdirTemp("", "braid-bench-restore-")
+	if err != nil {
+		return Result{}, err
+	}
+	defer os.RemoveAll(stateDir)
+	watch := &restoreWatcher{stores: partitions, done: make(chan struct{})}
+	a, err := streams.New(topo, streams.Config{
+		ApplicationID: app,
+		Brokers:       brokers,
+		StateDir:      stateDir,
+		ClientOptions: ClientOptions(),
+		Hooks:         []streams.Hook{watch},
+		Logger:        slog.New(slog.NewTextHandler(io.Discard, nil)),
+	})
+	if err != nil {
+		return Result{}, err
+	}
+	runErr := make(chan error, 1)
+	go func() { runErr <- a.Run(ctx) }()
+	select {
+	case <-watch.done:
+	case err := <-runErr:
+		return Result{}, fmt.Errorf("braid restore: Run returned early: %w", err)
+	case <-ctx.Done():
+		a.Close()
+		return Result{}, ctx.Err()
+	}
+	elapsed := time.Since(start)
+	a.Close()
+	if err := <-runErr; err != nil {
+		return Result{}, fmt.Errorf("braid restore: %w", err)
+	}
+	if n := watch.restored.Load(); n != int64(records) {
+		return Result{}, fmt.Errorf("braid restore: restored %d records, want %d", n, records)
+	}
+	return Result{Records: records, Elapsed: elapsed}, nil
+}
+
+// ensureEmptyInput creates the restore App's (empty) input topic with the
+// changelog's partition count and returns that count.
+func ensureEmptyInput(ctx context.Context, brokers []string, changelog, input string) (int, error) {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
+	if err != nil {
+		return 0, err
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	details, err := adm.ListTopics(ctx, changelog)
+	if err != nil {
+		return 0, fmt.Errorf("braid restore: describing %s: %w", changelog, err)
+	}
+	n := len(details[changelog].Partitions)
+	if n == 0 {
+		return 0, fmt.Errorf("braid restore: changelog %s has no partitions", changelog)
+	}
+	if err := EnsureTopic(ctx, adm, input, n); err != nil {
+		return 0, err
+	}
+	return n, nil
+}
+
+// restoreWatcher closes done when stores restores have ended.
+type restoreWatcher struct {
+	stores   int
+	restored atomic.Int64
+	mu       sync.Mutex
+	ended    int
+	done     chan struct{}
+}
+
+func (w *restoreWatcher) OnRestoreStart(streams.RestoreEvent)    {}
+func (w *restoreWatcher) OnRestoreProgress(streams.RestoreEvent) {}
+func (w *restoreWatcher) OnRestoreEnd(e streams.RestoreEvent) {
+	w.restored.Add(e.Restored)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.ended++
+	if w.ended == w.stores {
+		close(w.done)
+	}
+}

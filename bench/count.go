@@ -1,0 +1,583 @@
+package bench
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"os"
+	"runtime"
+	"sync"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/braidstream/braid/runtime/broker"
+)
+
+// Topic and group names RunCount uses.
+const (
+	CountInputTopic = "bench-count-in"
+	// The hand-written count's output, changelog and group; round i uses
+	// the group HandwrittenCountGroup + "-" + i.
+	HandwrittenCountOutputTopic    = "bench-count-handwritten-out"
+	HandwrittenCountChangelogTopic = "bench-count-handwritten-changelog"
+	HandwrittenCountGroup          = "bench-count-handwritten"
+	// The unmeasured warm-up pass (a hand-written count).
+	CountWarmUpOutputTopic    = "bench-count-warmup-out"
+	CountWarmUpChangelogTopic = "bench-count-warmup-changelog"
+	CountWarmUpGroup          = "bench-count-warmup"
+	// BraidCountOutputTopic is the out topic RunCount passes to Braid.
+	BraidCountOutputTopic = "bench-count-braid-out"
+)
+
+// CountTarget is the ratio braid/handwritten the count benchmark must reach.
+const CountTarget = 1.5
+
+// CountOptions configure RunCount. Zero fields take the defaults.
+type CountOptions struct {
+	Records        int           // records seeded and counted; default 1,000,000
+	Keys           int           // distinct keys; default 10,000
+	Partitions     int           // partitions of every topic; default 4
+	CommitInterval time.Duration // the hand-written count commits this often; default 1s
+	Rounds         int           // rounds of each side, each reports its median; default 3
+	Out            io.Writer     // where the report goes; default os.Stdout
+	// NoWarmUp skips the unmeasured hand-written pass over the input made
+	// before the measured runs (see RunPipe for why there is one).
+	NoWarmUp bool
+}
+
+func (o CountOptions) withDefaults() CountOptions {
+	p := PipeOptions{Records: o.Records, Keys: o.Keys, Partitions: o.Partitions, CommitInterval: o.CommitInterval, Rounds: o.Rounds, Out: o.Out}.withDefaults()
+	o.Records, o.Keys, o.Partitions, o.CommitInterval, o.Rounds, o.Out = p.Records, p.Keys, p.Partitions, p.CommitInterval, p.Rounds, p.Out
+	return o
+}
+
+// CountFunc runs Braid's count: the records of topic in grouped by key and
+// counted (GroupByKey().Count(), record cache on, at-least-once,
+// committing every second), each count update written to topic out with
+// the record's key and the count as an 8-byte big-endian int64 (Kafka's
+// LongSerializer). Braid creates its own changelog. It returns once records
+// records are processed, their outputs and changelog writes flushed and
+// their offsets committed, measuring Result.Elapsed over the span Result
+// describes, as HandwrittenCount does.
+type CountFunc func(ctx context.Context, brokers []string, in, out string, records int) (Result, error)
+
+// CountReport is what RunCount measured.
+type CountReport struct {
+	Records        int
+	Keys           int
+	Partitions     int
+	CommitInterval time.Duration
+	GOMAXPROCS     int
+	Seed           time.Duration // how long seeding took (not compared)
+	WarmUp         Run           // the unmeasured pass; zero with NoWarmUp
+	Rounds         int
+	Handwritten    Run // the median round of HandwrittenCount
+	Braid          Run // the median round of the CountFunc
+	// Ratio is Braid's records/s over the hand-written count's.
+	Ratio float64
+}
+
+// RunCount runs the count benchmark: it starts an embedded broker with
+// opts.Partitions partitions, seeds CountInputTopic once (Seed, keys over
+// opts.Keys), and runs HandwrittenCount and braid over the same input,
+// opts.Rounds times each, interleaved (odd rounds run Braid first), after an
+// unmeasured hand-written warm-up pass. It writes one line per run, the
+// medians, and last
+//
+//	RESULT count ratio=<braid/handwritten> braid=<rec/s> handwritten=<rec/s>
+//
+// Every run's output is read back (not timed) and checked: the last count
+// of every key must equal the number of input records with that key. The
+// hand-written count must also have written exactly opts.Records records
+// to its output and to its changelog; Braid, whose record cache folds
+// updates of a key between commits, at least one per key. Every topic a
+// run created (its output, changelog, repartition topics) is deleted after
+// the check, so each run starts with the broker holding only the input.
+//
+// It returns an error if a run fails or its output is wrong; it does not
+// judge the ratio (see CountTarget).
+func RunCount(ctx context.Context, opts CountOptions, braid CountFunc) (CountReport, error) {
+	opts = opts.withDefaults()
+	rep := CountReport{
+		Records:        opts.Records,
+		Keys:           opts.Keys,
+		Partitions:     opts.Partitions,
+		CommitInterval: opts.CommitInterval,
+		GOMAXPROCS:     runtime.GOMAXPROCS(0),
+	}
+	if opts.Records < 0 || opts.Keys < 0 || opts.Partitions < 0 || opts.CommitInterval < 0 || opts.Rounds < 0 {
+		return rep, errors.New("bench count: records, keys, partitions, commit interval and rounds must not be negative")
+	}
+	if braid == nil {
+		return rep, errors.New("bench count: no Braid count to measure")
+	}
+
+	b, err := broker.Start(broker.Config{Partitions: opts.Partitions})
+	if err != nil {
+		return rep, fmt.Errorf("bench count: %w", err)
+	}
+	defer b.Close()
+	brokers := b.Addrs()
+
+	w := opts.Out
+	fmt.Fprintf(w, "bench count: %d records, %d keys, %d partitions, commit every %v, GOMAXPROCS=%d, embedded broker\n",
+		opts.Records, opts.Keys, opts.Partitions, opts.CommitInterval, rep.GOMAXPROCS)
+
+	t0 := time.Now()
+	if err := Seed(ctx, brokers, CountInputTopic, opts.Partitions, opts.Records, opts.Keys); err != nil {
+		return rep, fmt.Errorf("bench count: %w", err)
+	}
+	rep.Seed = time.Since(t0)
+
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
+	if err != nil {
+		return rep, fmt.Errorf("bench count: %w", err)
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	if n, err := topicRecords(ctx, adm, CountInputTopic); err != nil {
+		return rep, fmt.Errorf("bench count: %w", err)
+	} else if n != int64(opts.Records) {
+		return rep, fmt.Errorf("bench count: input topic %s holds %d records after seeding, want %d", CountInputTopic, n, opts.Records)
+	}
+	// The truth every output is checked against, computed from the input
+	// as it is in the broker rather than from how Seed makes it.
+	want := map[string]int64{}
+	if _, err := readTopic(ctx, brokers, CountInputTopic, func(r *kgo.Record) error {
+		want[string(r.Key)]++
+		return nil
+	}); err != nil {
+		return rep, fmt.Errorf("bench count: %w", err)
+	}
+
+	const (
+		handName  = "handwritten franz-go+pebble count"
+		braidName = "braid groupByKey.count (record cache)"
+		warmName  = "warm-up (handwritten count)"
+	)
+	width := max(len(handName), len(braidName), len(warmName))
+
+	// measure runs one count to r.Out and checks what it wrote; changelog
+	// is the hand-written count's changelog, "" for Braid's.
+	measure := func(r *Run, fn CountFunc, changelog string, warmUp bool) error {
+		// Whatever topics the run creates are deleted after it.
+		before, err := topicNames(ctx, cl)
+		if err != nil {
+			return fmt.Errorf("bench count: %w", err)
+		}
+		if err := EnsureTopic(ctx, adm, r.Out, opts.Partitions); err != nil {
+			return fmt.Errorf("bench count: %w", err)
+		}
+		t := time.Now()
+		res, err := fn(ctx, brokers, CountInputTopic, r.Out, opts.Records)
+		r.Wall = time.Since(t)
+		if err != nil {
+			return fmt.Errorf("bench count: %s: %w", r.Name, err)
+		}
+		r.Result = res
+		switch {
+		case res.Records != opts.Records:
+			return fmt.Errorf("bench count: %s reports %d records processed, want %d", r.Name, res.Records, opts.Records)
+		case res.Elapsed <= 0 || res.Elapsed > r.Wall:
+			return fmt.Errorf("bench count: %s reports %v elapsed, but its call took %v", r.Name, res.Elapsed, r.Wall)
+		}
+		n, err := checkCounts(ctx, brokers, r.Out, want)
+		if err != nil {
+			return fmt.Errorf("bench count: %s: %w", r.Name, err)
+		}
+		r.OutRecords = n
+		if changelog != "" {
+			if n != int64(opts.Records) {
+				return fmt.Errorf("bench count: %s: output topic %s holds %d records, want one per input record, %d", r.Name, r.Out, n, opts.Records)
+			}
+			c, err := topicRecords(ctx, adm, changelog)
+			if err != nil {
+				return fmt.Errorf("bench count: %s: %w", r.Name, err)
+			}
+			if c != int64(opts.Records) {
+				return fmt.Errorf("bench count: %s: changelog %s holds %d records, want %d", r.Name, changelog, c, opts.Records)
+			}
+		}
+		line := fmt.Sprintf("%-*s  %8d records  %6.2fs  %9s rec/s", width, r.Name, res.Records, res.Elapsed.Seconds(), thousands(res.PerSecond()))
+		if warmUp {
+			line = fmt.Sprintf("%-*s  %8d records  %6.2fs  (not measured)", width, r.Name, res.Records, res.Elapsed.Seconds())
+		}
+		line += fmt.Sprintf("  (%d output records)", n)
+		fmt.Fprintln(w, line)
+
+		after, err := topicNames(ctx, cl)
+		if err != nil {
+			return fmt.Errorf("bench count: %w", err)
+		}
+		var created []string
+		for t := range after {
+			if !before[t] {
+				created = append(created, t)
+			}
+		}
+		resps, err := adm.DeleteTopics(ctx, created...)
+		if err == nil {
+			err = resps.Error()
+		}
+		if err != nil {
+			return fmt.Errorf("bench count: deleting %v after the run: %w", created, err)
+		}
+		return nil
+	}
+
+	// hand returns a CountFunc running HandwrittenCount in group with
+	// changelog, on a fresh state directory removed afterwards.
+	hand := func(group, changelog string) CountFunc {
+		return func(ctx context.Context, brokers []string, in, out string, records int) (res Result, err error) {
+			dir, err := os.MkdirTemp("", "braid-bench-count-")
+			if err != nil {
+				return Result{}, err
+			}
+			defer func() {
+				if rerr := os.RemoveAll(dir); rerr != nil && err == nil {
+					err = rerr
+				}
+			}()
+			return HandwrittenCount(ctx, brokers, in, out, changelog, group, dir, records, opts.CommitInterval)
+		}
+	}
+
+	if !opts.NoWarmUp {
+		rep.WarmUp = Run{Name: warmName, Out: CountWarmUpOutputTopic}
+		if err := measure(&rep.WarmUp, hand(CountWarmUpGroup, CountWarmUpChangelogTopic), CountWarmUpChangelogTopic, true); err != nil {
+			return rep, err
+		}
+	}
+	handRounds := make([]Run, opts.Rounds)
+	braidRounds := make([]Run, opts.Rounds)
+	for round := range opts.Rounds {
+		measureHand := func() error {
+			handRounds[round] = Run{Name: handName, Out: HandwrittenCountOutputTopic}
+			group := fmt.Sprintf("%s-%d", HandwrittenCountGroup, round)
+			return measure(&handRounds[round], hand(group, HandwrittenCountChangelogTopic), HandwrittenCountChangelogTopic, false)
+		}
+		if round%2 == 0 {
+			if err := measureHand(); err != nil {
+				return rep, err
+			}
+		}
+		braidRounds[round] = Run{Name: braidName, Gated: true, Out: BraidCountOutputTopic}
+		if err := measure(&braidRounds[round], braid, "", false); err != nil {
+			return rep, err
+		}
+		if round%2 == 1 {
+			if err := measureHand(); err != nil {
+				return rep, err
+			}
+		}
+	}
+	rep.Rounds = opts.Rounds
+	rep.Handwritten = medianRun(handRounds)
+	rep.Braid = medianRun(braidRounds)
+	rep.Ratio = rep.Braid.PerSecond() / rep.Handwritten.PerSecond()
+	fmt.Fprintf(w, "medians of %d rounds:\n", opts.Rounds)
+	fmt.Fprintf(w, "  %-*s  %9s rec/s\n", width, rep.Handwritten.Name, thousands(rep.Handwritten.PerSecond()))
+	fmt.Fprintf(w, "  %-*s  %9s rec/s  (%.3f of handwritten)\n", width, rep.Braid.Name, thousands(rep.Braid.PerSecond()), rep.Ratio)
+	fmt.Fprintf(w, "RESULT count ratio=%.3f braid=%.0f handwritten=%.0f\n", rep.Ratio, rep.Braid.PerSecond(), rep.Handwritten.PerSecond())
+	return rep, nil
+}
+
+// topicNames lists the cluster's topics, internal ones included, asking
+// the broker (kadm's ListTopics may answer from the client's metadata
+// cache, which does not yet know of topics created or deleted by others).
+func topicNames(ctx context.Context, cl *kgo.Client) (map[string]bool, error) {
+	resp, err := kmsg.NewPtrMetadataRequest().RequestWith(ctx, cl)
+	if err != nil {
+		return nil, fmt.Errorf("listing topics: %w", err)
+	}
+	names := make(map[string]bool, len(resp.Topics))
+	for _, t := range resp.Topics {
+		if t.Topic == nil {
+			continue
+		}
+		if err := kerr.ErrorForCode(t.ErrorCode); err != nil {
+			return nil, fmt.Errorf("listing topics: %s: %w", *t.Topic, err)
+		}
+		names[*t.Topic] = true
+	}
+	return names, nil
+}
+
+// checkCounts reads topic, whose values must be 8-byte big-endian counts,
+// and checks that the last count of every key equals want's and that no
+// other key appears. It returns how many records topic holds.
+func checkCounts(ctx context.Context, brokers []string, topic string, want map[string]int64) (int64, error) {
+	last := make(map[string]int64, len(want))
+	n, err := readTopic(ctx, brokers, topic, func(r *kgo.Record) error {
+		if len(r.Value) != 8 {
+			return fmt.Errorf("output topic %s: record %s[%d]@%d with key %q has a %d-byte value, want an 8-byte count",
+				topic, r.Topic, r.Partition, r.Offset, r.Key, len(r.Value))
+		}
+		last[string(r.Key)] = int64(binary.BigEndian.Uint64(r.Value))
+		return nil
+	})
+	if err != nil {
+		return n, err
+	}
+	var missing, wrong, extra int
+	var example string
+	for k, c := range want {
+		got, ok := last[k]
+		switch {
+		case !ok:
+			missing++
+			if example == "" {
+				example = fmt.Sprintf("key %q has no count, want %d", k, c)
+			}
+		case got != c:
+			wrong++
+			if example == "" {
+				example = fmt.Sprintf("key %q: last count %d, want %d", k, got, c)
+			}
+		}
+	}
+	for k, got := range last {
+		if _, ok := want[k]; !ok {
+			extra++
+			if example == "" {
+				example = fmt.Sprintf("key %q (count %d) is not an input key", k, got)
+			}
+		}
+	}
+	if missing+wrong+extra > 0 {
+		return n, fmt.Errorf("output topic %s (%d records): %d keys missing, %d with a wrong last count, %d unknown; e.g. %s",
+			topic, n, missing, wrong, extra, example)
+	}
+	return n, nil
+}
+
+// HandwrittenCount is the hand-written stateful baseline, the "naive
+// stateful" loop of the baselines: one franz-go client in consumer group
+// group reads topic in from the start (RawPipe's client options, rebalances
+// held off while a poll is processed) and counts records per key in pebble,
+// one DB per input partition under stateDir (opened when the partition
+// first yields records), sharing a StoreCacheBytes block cache. For every
+// record it reads the key's count (an 8-byte big-endian int64), increments
+// it and writes it back, and produces the new count with the record's key
+// and timestamp to out and to changelog, both in the input record's
+// partition. There is no cache: every record costs a pebble read and write
+// and two produced records.
+//
+// The writes of one partition's records in one poll go into one indexed
+// pebble batch, committed NoSync once the poll's records of that partition
+// are processed; the reads go through the batch (a key recurs within a
+// poll: a poll holds up to ~200k records over 10,000 keys).
+//
+// It creates changelog if missing, compacted, with in's partition count (the
+// span measured includes that, as Braid's includes creating its
+// changelog); out must exist with at least in's partition count.
+// At-least-once as RawPipe: every commitInterval, and once at the end, it
+// flushes the producer and then commits the offsets of the records
+// processed. Store writes are not flushed at commits: the changelog is what
+// makes them durable. It stops after records records (the rest of in is
+// left unprocessed and uncommitted) and returns how long that took, as
+// Result says. Cancel ctx to give up.
+//
+// A partition revoked mid-run has its processed offsets committed; its DB
+// stays open until the call returns (one member never rebalances).
+func HandwrittenCount(ctx context.Context, brokers []string, in, out, changelog, group, stateDir string, records int, commitInterval time.Duration) (res Result, err error) {
+	start := time.Now()
+	if records <= 0 {
+		return Result{}, fmt.Errorf("handwritten count: records %d must be positive", records)
+	}
+	if commitInterval <= 0 {
+		return Result{}, fmt.Errorf("handwritten count: commit interval %v must be positive", commitInterval)
+	}
+
+	var (
+		cl         *kgo.Client
+		produceErr firstError
+		// mu guards next, the offsets to commit (see RawPipe).
+		mu   sync.Mutex
+		next = map[int32]kgo.EpochOffset{}
+	)
+	promise := produceErr.promise
+	commit := func(ctx context.Context) error {
+		if err := cl.Flush(ctx); err != nil {
+			return fmt.Errorf("handwritten count: flushing: %w", err)
+		}
+		if err := produceErr.get(); err != nil {
+			return fmt.Errorf("handwritten count: producing: %w", err)
+		}
+		mu.Lock()
+		offsets := maps.Clone(next)
+		mu.Unlock()
+		if err := commitOffsets(ctx, cl, in, offsets); err != nil {
+			return fmt.Errorf("handwritten count: committing offsets: %w", err)
+		}
+		return nil
+	}
+	forget := func(lost map[string][]int32) {
+		mu.Lock()
+		for _, p := range lost[in] {
+			delete(next, p)
+		}
+		mu.Unlock()
+	}
+	opts := append([]kgo.Opt{
+		kgo.SeedBrokers(brokers...),
+		kgo.ConsumerGroup(group),
+		kgo.ConsumeTopics(in),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.BlockRebalanceOnPoll(),
+		kgo.DisableAutoCommit(),
+		// Every produced record names its partition: its input's.
+		kgo.RecordPartitioner(kgo.ManualPartitioner()),
+		kgo.OnPartitionsRevoked(func(ctx context.Context, _ *kgo.Client, revoked map[string][]int32) {
+			_ = commit(ctx) // on failure the next owner reprocesses: at-least-once
+			forget(revoked)
+		}),
+		kgo.OnPartitionsLost(func(_ context.Context, _ *kgo.Client, lost map[string][]int32) {
+			forget(lost)
+		}),
+	}, ClientOptions()...)
+	cl, err = kgo.NewClient(opts...)
+	if err != nil {
+		return Result{}, fmt.Errorf("handwritten count: %w", err)
+	}
+	defer func() {
+		cl.AllowRebalance()
+		cl.Close()
+	}()
+	st := newStores(stateDir)
+	defer func() {
+		if cerr := st.close(); cerr != nil && err == nil {
+			err = fmt.Errorf("handwritten count: %w", cerr)
+		}
+	}()
+
+	adm := kadm.NewClient(cl)
+	parts, err := partitionCount(ctx, adm, in)
+	if err != nil {
+		return Result{}, fmt.Errorf("handwritten count: %w", err)
+	}
+	if err := ensureCompactedTopic(ctx, adm, changelog, parts); err != nil {
+		return Result{}, fmt.Errorf("handwritten count: %w", err)
+	}
+
+	// countPartition processes one partition's records of one poll.
+	countPartition := func(p int32, rs []*kgo.Record) error {
+		db, err := st.db(p)
+		if err != nil {
+			return err
+		}
+		batch := db.NewIndexedBatch()
+		defer batch.Close()
+		// One allocation for the poll's values and one for its produced
+		// records; the producer keeps each until it is acknowledged.
+		vals := make([]byte, 8*len(rs))
+		outs := make([]kgo.Record, 2*len(rs))
+		for i, r := range rs {
+			var n int64
+			v, closer, err := batch.Get(r.Key)
+			switch {
+			case err == nil:
+				if len(v) != 8 {
+					closer.Close()
+					return fmt.Errorf("the count of key %q in partition %d is %d bytes", r.Key, p, len(v))
+				}
+				n = int64(binary.BigEndian.Uint64(v))
+				closer.Close()
+			case errors.Is(err, pebble.ErrNotFound):
+			default:
+				return fmt.Errorf("reading the count of key %q in partition %d: %w", r.Key, p, err)
+			}
+			n++
+			val := vals[8*i : 8*i+8 : 8*i+8]
+			binary.BigEndian.PutUint64(val, uint64(n))
+			if err := batch.Set(r.Key, val, nil); err != nil {
+				return fmt.Errorf("writing the count of key %q in partition %d: %w", r.Key, p, err)
+			}
+			o, c := &outs[2*i], &outs[2*i+1]
+			*o = kgo.Record{Topic: out, Partition: p, Key: r.Key, Value: val, Timestamp: r.Timestamp}
+			*c = kgo.Record{Topic: changelog, Partition: p, Key: r.Key, Value: val, Timestamp: r.Timestamp}
+			cl.Produce(ctx, o, promise)
+			cl.Produce(ctx, c, promise)
+		}
+		if err := batch.Commit(pebble.NoSync); err != nil {
+			return fmt.Errorf("committing the store batch of partition %d: %w", p, err)
+		}
+		return nil
+	}
+
+	processed := 0
+	lastCommit := time.Now()
+	for {
+		fetches := cl.PollRecords(ctx, 0)
+		if err := ctx.Err(); err != nil {
+			return Result{}, fmt.Errorf("handwritten count: after %d of %d records: %w", processed, records, err)
+		}
+		if errs := fetches.Errors(); len(errs) > 0 {
+			fe := errs[0]
+			return Result{}, fmt.Errorf("handwritten count: fetching %s[%d]: %w", fe.Topic, fe.Partition, fe.Err)
+		}
+		var perr error
+		fetches.EachPartition(func(p kgo.FetchTopicPartition) {
+			rs := p.Records
+			if perr != nil || len(rs) == 0 || processed >= records {
+				return
+			}
+			if n := records - processed; len(rs) > n {
+				rs = rs[:n]
+			}
+			if perr = countPartition(p.Partition, rs); perr != nil {
+				return
+			}
+			processed += len(rs)
+			last := rs[len(rs)-1]
+			mu.Lock()
+			next[p.Partition] = kgo.EpochOffset{Epoch: last.LeaderEpoch, Offset: last.Offset + 1}
+			mu.Unlock()
+		})
+		if perr != nil {
+			return Result{}, fmt.Errorf("handwritten count: %w", perr)
+		}
+		if processed >= records {
+			if err := commit(ctx); err != nil {
+				return Result{}, err
+			}
+			return Result{Records: processed, Elapsed: time.Since(start)}, nil
+		}
+		if time.Since(lastCommit) >= commitInterval {
+			if err := commit(ctx); err != nil {
+				return Result{}, err
+			}
+			lastCommit = time.Now()
+		}
+		cl.AllowRebalance()
+	}
+}
+
+// commitOffsets synchronously commits offsets of topic for the client's
+// group and returns the request's or any partition's error.
+func commitOffsets(ctx context.Context, cl *kgo.Client, topic string, offsets map[int32]kgo.EpochOffset) error {
+	var cerr error
+	cl.CommitOffsetsSync(ctx, map[string]map[int32]kgo.EpochOffset{topic: offsets},
+		func(_ *kgo.Client, _ *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse, err error) {
+			if err != nil {
+				cerr = err
+				return
+			}
+			for _, t := range resp.Topics {
+				for _, p := range t.Partitions {
+					if err := kerr.ErrorForCode(p.ErrorCode); err != nil && cerr == nil {
+						cerr = fmt.Errorf("partition %d: %w", p.Partition, err)
+					}
+				}
+			}
+		})
+	return cerr
+}

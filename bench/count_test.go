@@ -1,0 +1,241 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"fmt"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/braidstream/braid/runtime/broker"
+)
+
+// TestHandwrittenCount checks the count baseline against counts computed
+// from its input: every key's counts in the output and in the changelog run
+// 1, 2, 3, ... in the key's input partition and end at the number of input
+// records with the key, the stores hold the final counts, and the group
+// committed the input's end.
+func TestHandwrittenCount(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	b, err := broker.Start(broker.Config{Partitions: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	brokers := b.Addrs()
+
+	const records, keys = 5_000, 70 // 5,000 is not a multiple of 70: counts differ
+	if err := Seed(ctx, brokers, "in", 3, records, keys); err != nil {
+		t.Fatal(err)
+	}
+	adm, err := newAdmin(brokers)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer adm.Close()
+	if err := EnsureTopic(ctx, adm, "out", 3); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	res, err := HandwrittenCount(ctx, brokers, "in", "out", "changelog", "g", dir, records, 20*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Records != records || res.Elapsed <= 0 {
+		t.Errorf("result = %+v", res)
+	}
+
+	want := map[string]int64{}
+	partition := map[string]int32{}
+	for _, r := range readAll(ctx, t, brokers, "in", records) {
+		want[string(r.Key)]++
+		partition[string(r.Key)] = r.Partition
+	}
+	if len(want) != keys {
+		t.Fatalf("input has %d keys, want %d", len(want), keys)
+	}
+	for _, topic := range []string{"out", "changelog"} {
+		last := map[string]int64{}
+		for _, r := range readAll(ctx, t, brokers, topic, records) {
+			k := string(r.Key)
+			if r.Partition != partition[k] {
+				t.Fatalf("%s: key %s in partition %d, its input is in %d", topic, k, r.Partition, partition[k])
+			}
+			if len(r.Value) != 8 {
+				t.Fatalf("%s: key %s has a %d-byte value", topic, k, len(r.Value))
+			}
+			n := int64(binary.BigEndian.Uint64(r.Value))
+			if n != last[k]+1 {
+				t.Fatalf("%s: key %s counts %d after %d", topic, k, n, last[k])
+			}
+			last[k] = n
+		}
+		for k, n := range want {
+			if last[k] != n {
+				t.Errorf("%s: last count of %s = %d, want %d", topic, k, last[k], n)
+			}
+		}
+	}
+	if n, err := checkCounts(ctx, brokers, "out", want); err != nil || n != records {
+		t.Errorf("checkCounts = %d, %v", n, err)
+	}
+	configs, err := adm.DescribeTopicConfigs(ctx, "changelog")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c, err := configs.On("changelog", nil); err != nil {
+		t.Fatal(err)
+	} else if v := configValue(c.Configs, "cleanup.policy"); v != "compact" {
+		t.Errorf("changelog cleanup.policy = %q", v)
+	}
+
+	// The stores hold the final counts, each key in its partition's DB.
+	for p := range int32(3) {
+		db, err := pebble.Open(filepath.Join(dir, strconv.Itoa(int(p))), &pebble.Options{ErrorIfNotExists: true, Logger: quietLogger{}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for k, n := range want {
+			v, closer, err := db.Get([]byte(k))
+			if partition[k] != p {
+				if err == nil {
+					closer.Close()
+					t.Errorf("store %d holds key %s of partition %d", p, k, partition[k])
+				}
+				continue
+			}
+			if err != nil {
+				t.Errorf("store %d: key %s: %v", p, k, err)
+				continue
+			}
+			if got := int64(binary.BigEndian.Uint64(v)); got != n {
+				t.Errorf("store %d: key %s counts %d, want %d", p, k, got, n)
+			}
+			closer.Close()
+		}
+		if err := db.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	committed, err := adm.FetchOffsets(ctx, "g")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ends, err := adm.ListEndOffsets(ctx, "in")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for p := range int32(3) {
+		end, _ := ends.Lookup("in", p)
+		c, ok := committed.Lookup("in", p)
+		if !ok || c.At != end.Offset {
+			t.Errorf("partition %d: committed %d, end %d", p, c.At, end.Offset)
+		}
+	}
+}
+
+func configValue(cs []kadm.Config, name string) string {
+	for _, c := range cs {
+		if c.Key == name && c.Value != nil {
+			return *c.Value
+		}
+	}
+	return ""
+}
+
+// standInCount is HandwrittenCount in a fresh group with a fresh changelog
+// and state directory per call: the CountFunc the tests pass for Braid's.
+func standInCount(t *testing.T) CountFunc {
+	var calls atomic.Int64
+	return func(ctx context.Context, brokers []string, in, out string, records int) (Result, error) {
+		n := calls.Add(1)
+		dir := filepath.Join(t.TempDir(), "state")
+		return HandwrittenCount(ctx, brokers, in, out, fmt.Sprintf("standin-%d-changelog", n), fmt.Sprintf("standin-%d", n), dir, records, time.Second)
+	}
+}
+
+func TestRunCount(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+
+	const records = 20_000
+	var out bytes.Buffer
+	rep, err := RunCount(ctx, CountOptions{Records: records, CommitInterval: 200 * time.Millisecond, Rounds: 2, Out: &out}, standInCount(t))
+	t.Logf("report:\n%s", out.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Records != records || rep.Keys != 10_000 || rep.Partitions != 4 || rep.Rounds != 2 || rep.GOMAXPROCS < 1 {
+		t.Errorf("report header = %+v", rep)
+	}
+	for _, r := range []Run{rep.WarmUp, rep.Handwritten, rep.Braid} {
+		if r.Records != records || r.Elapsed <= 0 || r.Wall < r.Elapsed || r.OutRecords != records {
+			t.Errorf("%s: %d records in %v (wall %v), %d output records", r.Name, r.Records, r.Elapsed, r.Wall, r.OutRecords)
+		}
+	}
+	if rep.Braid.Out != BraidCountOutputTopic || rep.Handwritten.Out != HandwrittenCountOutputTopic {
+		t.Errorf("outputs: braid %s, handwritten %s", rep.Braid.Out, rep.Handwritten.Out)
+	}
+	if rep.Ratio <= 0 {
+		t.Errorf("ratio = %v", rep.Ratio)
+	}
+	text := out.String()
+	for _, re := range []string{
+		`(?m)^bench count: 20000 records, 10000 keys, 4 partitions, commit every 200ms, GOMAXPROCS=\d+`,
+		`(?m)^warm-up \(handwritten count\) +20000 records +\d+\.\d\ds +\(not measured\)  \(20000 output records\)$`,
+		`(?m)^handwritten franz-go\+pebble count +20000 records +\d+\.\d\ds +[\d,]+ rec/s  \(20000 output records\)$`,
+		`(?m)^braid groupByKey\.count \(record cache\) +20000 records +\d+\.\d\ds +[\d,]+ rec/s`,
+		`(?m)^medians of 2 rounds:$`,
+		`RESULT count ratio=\d+\.\d{3} braid=\d+ handwritten=\d+\n$`,
+	} {
+		if !regexp.MustCompile(re).MatchString(text) {
+			t.Errorf("output does not match %s", re)
+		}
+	}
+	if n := strings.Count(text, "RESULT"); n != 1 {
+		t.Errorf("%d RESULT lines", n)
+	}
+}
+
+// TestRunCountCatchesWrongCounts: a Braid count that writes one record per
+// key but wrong counts fails the run instead of producing a figure.
+func TestRunCountCatchesWrongCounts(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	const records, keys = 2_000, 100
+	liar := func(ctx context.Context, brokers []string, _, out string, records int) (Result, error) {
+		start := time.Now()
+		cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.DefaultProduceTopic(out))
+		if err != nil {
+			return Result{}, err
+		}
+		defer cl.Close()
+		for i := range keys {
+			v := binary.BigEndian.AppendUint64(nil, 1)
+			if err := cl.ProduceSync(ctx, &kgo.Record{Key: Key(i, keys), Value: v}).FirstErr(); err != nil {
+				return Result{}, err
+			}
+		}
+		return Result{Records: records, Elapsed: time.Since(start)}, nil
+	}
+	var out bytes.Buffer
+	_, err := RunCount(ctx, CountOptions{Records: records, Keys: keys, Rounds: 1, NoWarmUp: true, Out: &out}, liar)
+	if err == nil || !strings.Contains(err.Error(), "0 keys missing, 100 with a wrong last count, 0 unknown") {
+		t.Errorf("err = %v", err)
+	}
+	if strings.Contains(out.String(), "RESULT") {
+		t.Errorf("output:\n%s", out.String())
+	}
+}

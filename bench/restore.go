@@ -1,0 +1,458 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/braidstream/braid/runtime/broker"
+)
+
+// RestoreChangelogTopic is the changelog RunRestore seeds and both sides
+// restore. Its name has the shape of a Braid changelog,
+// <application id>-<store>-changelog, for application "bench-restore" and
+// store "store".
+const RestoreChangelogTopic = "bench-restore-store-changelog"
+
+// RestoreTarget is the ratio braid/raw the restore benchmark must reach.
+const RestoreTarget = 0.8
+
+// RestoreOptions configure RunRestore. Zero fields take the defaults.
+type RestoreOptions struct {
+	Records    int       // records in the changelog; default 1,000,000
+	Keys       int       // distinct keys; default 100,000
+	Partitions int       // partitions of the changelog; default 4
+	Rounds     int       // rounds of each side, each reports its median; default 3
+	Out        io.Writer // where the report goes; default os.Stdout
+	// NoWarmUp skips the unmeasured raw restore made before the measured
+	// runs (see RunPipe for why there is one).
+	NoWarmUp bool
+}
+
+func (o RestoreOptions) withDefaults() RestoreOptions {
+	if o.Records == 0 {
+		o.Records = 1_000_000
+	}
+	if o.Keys == 0 {
+		o.Keys = 100_000
+	}
+	if o.Partitions == 0 {
+		o.Partitions = 4
+	}
+	if o.Rounds == 0 {
+		o.Rounds = 3
+	}
+	if o.Out == nil {
+		o.Out = os.Stdout
+	}
+	return o
+}
+
+// RestoreFunc runs Braid restoring the key-value store whose changelog is
+// topic changelog, all of its partitions (a task per partition), into a
+// fresh state directory of its own that it removes before returning. It
+// returns the records restored and, in Elapsed, the span from its call until
+// every record up to the changelog's end offsets (as they were at the call)
+// is written to the stores and the stores are flushed, as RawRestore
+// measures it; closing excluded.
+type RestoreFunc func(ctx context.Context, brokers []string, changelog string, records int) (Result, error)
+
+// RestoreReport is what RunRestore measured.
+type RestoreReport struct {
+	Records    int
+	Keys       int
+	Partitions int
+	GOMAXPROCS int
+	Seed       time.Duration // how long seeding took (not compared)
+	// Bytes is the changelog's size: its records' keys and values.
+	Bytes  int64
+	WarmUp Run // the unmeasured pass; zero with NoWarmUp
+	Rounds int
+	Raw    Run // the median round of RawRestore
+	Braid  Run // the median round of the RestoreFunc
+	// Ratio is Braid's records/s over the raw restore's.
+	Ratio float64
+}
+
+// SeedChangelog creates topic compacted (cleanup.policy=compact,
+// replication 1; an existing topic must have partitions partitions) and
+// seeds it as Seed does: records records, 10-byte keys over keys distinct
+// keys, ~100-byte values, partitioned by key. Nothing compacts it (the
+// embedded broker's cleaner runs hourly), so it holds all records records
+// and a restore reads every one of them; the latest value of a key is the
+// one of its last record.
+func SeedChangelog(ctx context.Context, brokers []string, topic string, partitions, records, keys int) error {
+	if partitions <= 0 {
+		return fmt.Errorf("seed changelog: partitions %d must be positive", partitions)
+	}
+	adm, err := newAdmin(brokers)
+	if err != nil {
+		return fmt.Errorf("seed changelog: %w", err)
+	}
+	defer adm.Close()
+	if err := ensureCompactedTopic(ctx, adm, topic, partitions); err != nil {
+		return fmt.Errorf("seed changelog: %w", err)
+	}
+	return Seed(ctx, brokers, topic, partitions, records, keys)
+}
+
+// RawRestore is the hand-written restore baseline: a plain franz-go consumer
+// (no group; RawPipe's client options) reads every partition of topic from
+// its start to the end offsets listed when it is called and writes the
+// records into pebble, one DB per partition under stateDir/<partition>
+// (the layout of Braid's per-task stores), sharing a StoreCacheBytes block
+// cache. Each poll's records of a partition go in one batch committed
+// NoSync; a record with a nil value deletes its key. Once every partition is
+// read to its end, every DB is flushed (memtables to sstables, as a store is
+// flushed before its restored offset is checkpointed).
+//
+// records is what the changelog is expected to hold between those offsets;
+// any other count is an error. It returns the records restored and how long
+// that took, from the call until the final flush; closing the client and
+// the DBs is not included.
+func RawRestore(ctx context.Context, brokers []string, topic, stateDir string, records int) (res Result, err error) {
+	start := time.Now()
+	if records <= 0 {
+		return Result{}, fmt.Errorf("raw restore: records %d must be positive", records)
+	}
+	cl, err := kgo.NewClient(append([]kgo.Opt{
+		kgo.SeedBrokers(brokers...),
+		kgo.ConsumeTopics(topic),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+	}, ClientOptions()...)...)
+	if err != nil {
+		return Result{}, fmt.Errorf("raw restore: %w", err)
+	}
+	defer cl.Close()
+	st := newStores(stateDir)
+	defer func() {
+		if cerr := st.close(); cerr != nil && err == nil {
+			err = fmt.Errorf("raw restore: %w", cerr)
+		}
+	}()
+
+	// The consumer starts fetching while the offsets are listed.
+	adm := kadm.NewClient(cl)
+	starts, err := adm.ListStartOffsets(ctx, topic)
+	if err == nil {
+		err = starts.Error()
+	}
+	if err != nil {
+		return Result{}, fmt.Errorf("raw restore: listing start offsets of %s: %w", topic, err)
+	}
+	ends, err := adm.ListEndOffsets(ctx, topic)
+	if err == nil {
+		err = ends.Error()
+	}
+	if err != nil {
+		return Result{}, fmt.Errorf("raw restore: listing end offsets of %s: %w", topic, err)
+	}
+	left := map[int32]int64{} // partition -> end offset, for those not restored to the end
+	var total int64
+	ends.Each(func(o kadm.ListedOffset) {
+		s, _ := starts.Lookup(topic, o.Partition)
+		if o.Offset > s.Offset {
+			left[o.Partition] = o.Offset
+			total += o.Offset - s.Offset
+		}
+	})
+	if total != int64(records) {
+		return Result{}, fmt.Errorf("raw restore: changelog %s holds %d records, want %d", topic, total, records)
+	}
+
+	// restorePartition writes one partition's records of one poll.
+	restorePartition := func(p int32, end int64, rs []*kgo.Record) (int, error) {
+		db, err := st.db(p)
+		if err != nil {
+			return 0, err
+		}
+		batch := db.NewBatch()
+		defer batch.Close()
+		n := 0
+		for _, r := range rs {
+			if r.Offset >= end {
+				break
+			}
+			if r.Value == nil {
+				err = batch.Delete(r.Key, nil)
+			} else {
+				err = batch.Set(r.Key, r.Value, nil)
+			}
+			if err != nil {
+				return 0, fmt.Errorf("writing key %q to the store of partition %d: %w", r.Key, p, err)
+			}
+			n++
+		}
+		if err := batch.Commit(pebble.NoSync); err != nil {
+			return 0, fmt.Errorf("committing the store batch of partition %d: %w", p, err)
+		}
+		return n, nil
+	}
+
+	restored := 0
+	for len(left) > 0 {
+		fetches := cl.PollRecords(ctx, 0)
+		if err := ctx.Err(); err != nil {
+			return Result{}, fmt.Errorf("raw restore: after %d of %d records: %w", restored, records, err)
+		}
+		if errs := fetches.Errors(); len(errs) > 0 {
+			fe := errs[0]
+			return Result{}, fmt.Errorf("raw restore: fetching %s[%d]: %w", fe.Topic, fe.Partition, fe.Err)
+		}
+		var perr error
+		fetches.EachPartition(func(p kgo.FetchTopicPartition) {
+			end, ok := left[p.Partition]
+			if perr != nil || !ok || len(p.Records) == 0 {
+				return
+			}
+			var n int
+			if n, perr = restorePartition(p.Partition, end, p.Records); perr != nil {
+				return
+			}
+			restored += n
+			if p.Records[len(p.Records)-1].Offset+1 >= end {
+				delete(left, p.Partition)
+			}
+		})
+		if perr != nil {
+			return Result{}, fmt.Errorf("raw restore: %w", perr)
+		}
+	}
+	if err := st.flush(); err != nil {
+		return Result{}, fmt.Errorf("raw restore: %w", err)
+	}
+	return Result{Records: restored, Elapsed: time.Since(start)}, nil
+}
+
+// RunRestore runs the restore benchmark: it starts an embedded broker,
+// seeds RestoreChangelogTopic once (SeedChangelog, opts.Partitions
+// partitions, opts.Records records over opts.Keys keys), and runs RawRestore
+// and braid over it, opts.Rounds times each, interleaved (odd rounds run
+// Braid first), after an unmeasured raw warm-up restore. Every raw restore
+// gets a fresh state directory (os.MkdirTemp), checked after the run (not
+// timed: every partition's DB must hold exactly the latest value of each of
+// that partition's keys) and removed. It writes one line per run, the
+// medians, and last
+//
+//	RESULT restore ratio=<braid/raw> braid=<rec/s> raw=<rec/s>
+//
+// It returns an error if a run fails, restores a different number of
+// records or, for the raw restore, leaves wrong state; it does not judge the
+// ratio (see RestoreTarget).
+func RunRestore(ctx context.Context, opts RestoreOptions, braid RestoreFunc) (RestoreReport, error) {
+	opts = opts.withDefaults()
+	rep := RestoreReport{
+		Records:    opts.Records,
+		Keys:       opts.Keys,
+		Partitions: opts.Partitions,
+		GOMAXPROCS: runtime.GOMAXPROCS(0),
+	}
+	if opts.Records < 0 || opts.Keys < 0 || opts.Partitions < 0 || opts.Rounds < 0 {
+		return rep, errors.New("bench restore: records, keys, partitions and rounds must not be negative")
+	}
+	if braid == nil {
+		return rep, errors.New("bench restore: no Braid restore to measure")
+	}
+
+	b, err := broker.Start(broker.Config{Partitions: opts.Partitions})
+	if err != nil {
+		return rep, fmt.Errorf("bench restore: %w", err)
+	}
+	defer b.Close()
+	brokers := b.Addrs()
+
+	w := opts.Out
+	fmt.Fprintf(w, "bench restore: %d changelog records, %d keys, %d partitions, GOMAXPROCS=%d, embedded broker\n",
+		opts.Records, opts.Keys, opts.Partitions, rep.GOMAXPROCS)
+
+	t0 := time.Now()
+	if err := SeedChangelog(ctx, brokers, RestoreChangelogTopic, opts.Partitions, opts.Records, opts.Keys); err != nil {
+		return rep, fmt.Errorf("bench restore: %w", err)
+	}
+	rep.Seed = time.Since(t0)
+
+	// The state every raw restore must leave, read from the changelog
+	// as it is in the broker.
+	want := restoredState{}
+	n, err := readTopic(ctx, brokers, RestoreChangelogTopic, func(r *kgo.Record) error {
+		rep.Bytes += int64(len(r.Key) + len(r.Value))
+		want.apply(r)
+		return nil
+	})
+	if err != nil {
+		return rep, fmt.Errorf("bench restore: %w", err)
+	}
+	if n != int64(opts.Records) {
+		return rep, fmt.Errorf("bench restore: changelog %s holds %d records after seeding, want %d", RestoreChangelogTopic, n, opts.Records)
+	}
+
+	const (
+		rawName   = "raw consumer -> pebble batches"
+		braidName = "braid store restore"
+		warmName  = "warm-up (raw restore)"
+	)
+	width := max(len(rawName), len(braidName), len(warmName))
+
+	measure := func(r *Run, fn RestoreFunc, warmUp bool) error {
+		t := time.Now()
+		res, err := fn(ctx, brokers, RestoreChangelogTopic, opts.Records)
+		r.Wall = time.Since(t)
+		if err != nil {
+			return fmt.Errorf("bench restore: %s: %w", r.Name, err)
+		}
+		r.Result = res
+		switch {
+		case res.Records != opts.Records:
+			return fmt.Errorf("bench restore: %s reports %d records restored, want %d", r.Name, res.Records, opts.Records)
+		case res.Elapsed <= 0 || res.Elapsed > r.Wall:
+			return fmt.Errorf("bench restore: %s reports %v elapsed, but its call took %v", r.Name, res.Elapsed, r.Wall)
+		}
+		mbps := float64(rep.Bytes) / 1e6 / res.Elapsed.Seconds()
+		line := fmt.Sprintf("%-*s  %8d records  %6.2fs  %9s rec/s  (%.0f MB/s)", width, r.Name, res.Records, res.Elapsed.Seconds(), thousands(res.PerSecond()), mbps)
+		if warmUp {
+			line = fmt.Sprintf("%-*s  %8d records  %6.2fs  (not measured)", width, r.Name, res.Records, res.Elapsed.Seconds())
+		}
+		fmt.Fprintln(w, line)
+		return nil
+	}
+
+	// raw restores into a fresh state directory, checks it and removes it.
+	raw := func(ctx context.Context, brokers []string, changelog string, records int) (res Result, err error) {
+		dir, err := os.MkdirTemp("", "braid-bench-restore-")
+		if err != nil {
+			return Result{}, err
+		}
+		defer func() {
+			if rerr := os.RemoveAll(dir); rerr != nil && err == nil {
+				err = rerr
+			}
+		}()
+		// The check is not timed: the result's span ended inside RawRestore.
+		res, err = RawRestore(ctx, brokers, changelog, dir, records)
+		if err != nil {
+			return Result{}, err
+		}
+		if err := want.check(dir); err != nil {
+			return Result{}, err
+		}
+		return res, nil
+	}
+
+	if !opts.NoWarmUp {
+		rep.WarmUp = Run{Name: warmName}
+		if err := measure(&rep.WarmUp, raw, true); err != nil {
+			return rep, err
+		}
+	}
+	rawRounds := make([]Run, opts.Rounds)
+	braidRounds := make([]Run, opts.Rounds)
+	for round := range opts.Rounds {
+		if round%2 == 0 {
+			rawRounds[round] = Run{Name: rawName}
+			if err := measure(&rawRounds[round], raw, false); err != nil {
+				return rep, err
+			}
+		}
+		braidRounds[round] = Run{Name: braidName, Gated: true}
+		if err := measure(&braidRounds[round], braid, false); err != nil {
+			return rep, err
+		}
+		if round%2 == 1 {
+			rawRounds[round] = Run{Name: rawName}
+			if err := measure(&rawRounds[round], raw, false); err != nil {
+				return rep, err
+			}
+		}
+	}
+	rep.Rounds = opts.Rounds
+	rep.Raw = medianRun(rawRounds)
+	rep.Braid = medianRun(braidRounds)
+	rep.Ratio = rep.Braid.PerSecond() / rep.Raw.PerSecond()
+	fmt.Fprintf(w, "medians of %d rounds:\n", opts.Rounds)
+	fmt.Fprintf(w, "  %-*s  %9s rec/s\n", width, rep.Raw.Name, thousands(rep.Raw.PerSecond()))
+	fmt.Fprintf(w, "  %-*s  %9s rec/s  (%.3f of raw)\n", width, rep.Braid.Name, thousands(rep.Braid.PerSecond()), rep.Ratio)
+	fmt.Fprintf(w, "RESULT restore ratio=%.3f braid=%.0f raw=%.0f\n", rep.Ratio, rep.Braid.PerSecond(), rep.Raw.PerSecond())
+	return rep, nil
+}
+
+// restoredState is the state a restore of a changelog must leave: per
+// partition, the latest value of every key.
+type restoredState map[int32]map[string][]byte
+
+// apply applies one changelog record (a nil value deletes the key).
+func (s restoredState) apply(r *kgo.Record) {
+	m := s[r.Partition]
+	if m == nil {
+		m = map[string][]byte{}
+		s[r.Partition] = m
+	}
+	if r.Value == nil {
+		delete(m, string(r.Key))
+		return
+	}
+	m[string(r.Key)] = bytes.Clone(r.Value)
+}
+
+// check opens the DB of every partition under dir, as RawRestore lays them
+// out, and reports an error unless each holds exactly the partition's keys
+// with their latest values.
+func (s restoredState) check(dir string) error {
+	for p, want := range s {
+		if len(want) == 0 {
+			continue
+		}
+		if err := checkStore(filepath.Join(dir, strconv.Itoa(int(p))), want); err != nil {
+			return fmt.Errorf("the store of partition %d: %w", p, err)
+		}
+	}
+	return nil
+}
+
+func checkStore(path string, want map[string][]byte) (err error) {
+	if _, err := os.Stat(path); err != nil {
+		return err
+	}
+	db, err := pebble.Open(path, &pebble.Options{ErrorIfNotExists: true, Logger: quietLogger{}})
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if cerr := db.Close(); cerr != nil && err == nil {
+			err = cerr
+		}
+	}()
+	it, err := db.NewIter(nil)
+	if err != nil {
+		return err
+	}
+	defer it.Close()
+	seen := 0
+	for it.First(); it.Valid(); it.Next() {
+		v, ok := want[string(it.Key())]
+		if !ok {
+			return fmt.Errorf("holds key %q, which is not in the changelog's latest state", it.Key())
+		}
+		if !bytes.Equal(it.Value(), v) {
+			return fmt.Errorf("key %q holds %q, want its latest value %q", it.Key(), it.Value(), v)
+		}
+		seen++
+	}
+	if err := it.Error(); err != nil {
+		return err
+	}
+	if seen != len(want) {
+		return fmt.Errorf("holds %d keys, want %d", seen, len(want))
+	}
+	return nil
+}

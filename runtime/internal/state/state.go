@@ -1,0 +1,492 @@
+// Package state owns a task's local key-value state: one pebble database per
+// task store, in the store's own directory (<state-dir>/<app-id>/<task-id>/<store>),
+// holding the store's data together with a checkpoint that says which changelog
+// records that data already contains.
+//
+// The package is shaped around one rule from DESIGN.md: local state is
+// transactional. Writes made while a commit interval (a Kafka transaction under
+// exactly-once) is open go into a pending pebble batch that reads see but disk
+// does not; Commit applies that batch and the new checkpoint (the changelog
+// offset and the task's stream time) as one pebble batch, so the checkpoint can
+// never disagree with the data it describes. A crash loses at most the open
+// batch, which the changelog still holds, so restart replays only the changelog
+// tail past the stored offset instead of wiping the store.
+//
+// Everything Open cannot trust is thrown away rather than repaired: a directory
+// written for another store (identity mismatch), a store with data but no
+// checkpoint, an unknown format, or a database pebble reports corrupt are wiped
+// and reopened empty, and Store.Rebuilt says why, so the caller restores the
+// store from its changelog. Trouble with the environment (a directory that
+// cannot be created or written, a full disk, a lock held by another process) is
+// never a reason to wipe: it is an error naming the directory, and the task
+// fails.
+//
+// Why one pebble per store rather than one per instance with key prefixes: see
+// bench_test.go and the comment on Open. In short, the shared database was not
+// clearly faster on the streams workload, and per-store directories keep
+// isolation simple: wiping, restoring or moving one store never touches another.
+package state
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/vfs"
+)
+
+// DefaultBlockCacheBytes is the block cache a store gets when
+// Options.BlockCacheBytes is zero. Pebble's own default is 8 MB, which keeps
+// cold point reads at a third of their speed with a large cache (see
+// /work/shared/notes/baselines.md: 46k vs 121k-173k Gets/s).
+const DefaultBlockCacheBytes = 64 << 20
+
+// Options configure Open.
+type Options struct {
+	// Dir is the store's directory, created if missing. The directory belongs
+	// to the store: a rebuild removes everything in it.
+	Dir string
+	// Identity names the store, e.g. "app/0_1/counts". It is written on first
+	// open; a directory that holds a different identity is foreign and is
+	// rebuilt. Required.
+	Identity string
+	// BlockCacheBytes sizes pebble's block cache; 0 means
+	// DefaultBlockCacheBytes.
+	BlockCacheBytes int64
+	// Sync makes Commit and Restore fsync pebble's WAL before returning. The
+	// default (false) is deliberate: the changelog is the durable copy, and the
+	// checkpoint travels in the same batch as the data, so a write the OS loses
+	// takes its checkpoint with it and restore simply replays more.
+	Sync bool
+	// Logger receives rebuild reasons and pebble's own messages. May be nil.
+	Logger *slog.Logger
+
+	// fs replaces the file system, for tests that inject errors. nil means
+	// the OS file system.
+	fs vfs.FS
+	// cache, if set, is shared with other stores instead of a cache of
+	// BlockCacheBytes of the store's own (measured in bench_test.go).
+	cache *pebble.Cache
+	// memTableBytes overrides defaultMemTableBytes (for bench_test.go).
+	memTableBytes uint64
+}
+
+// Checkpoint is what a store's data already contains of its changelog.
+type Checkpoint struct {
+	// ChangelogOffset is the offset of the next changelog record to apply;
+	// 0 means restore from the start.
+	ChangelogOffset int64
+	// StreamTime is the task's stream time when the data was committed; -1
+	// means unknown.
+	StreamTime int64
+}
+
+// zeroCheckpoint is the checkpoint of an empty store.
+var zeroCheckpoint = Checkpoint{ChangelogOffset: 0, StreamTime: -1}
+
+// Entry is one changelog record to restore: a nil Value deletes Key.
+type Entry struct {
+	Key, Value []byte
+}
+
+// Key layout. Every key in the database starts with one byte saying what it
+// is, so that user scans (bounded to userPrefix) can never see metadata and a
+// store's metadata can be read without scanning user data.
+const (
+	metaPrefix byte = 0x00
+	userPrefix byte = 0x01
+	// userEnd is the exclusive upper bound of all user keys.
+	userEnd byte = 0x02
+)
+
+var (
+	keyIdentity   = []byte{metaPrefix, 'i', 'd', 'e', 'n', 't', 'i', 't', 'y'}
+	keyFormat     = []byte{metaPrefix, 'f', 'o', 'r', 'm', 'a', 't'}
+	keyCheckpoint = []byte{metaPrefix, 'c', 'h', 'e', 'c', 'k', 'p', 'o', 'i', 'n', 't'}
+)
+
+// formatVersion is the layout of keys and metadata written by this package.
+// A store written in another format is rebuilt, not converted: the changelog
+// is the upgrade path.
+const formatVersion uint32 = 1
+
+// Store is one task store. Its methods are meant for the goroutine that owns
+// the task; only Checkpoint, Rebuilt and ApproxSize may be called from other
+// goroutines (for stats) at the same time.
+type Store struct {
+	dir      string
+	identity string
+	sync     *pebble.WriteOptions
+	log      *slog.Logger
+	rebuilt  string
+
+	fs    vfs.FS
+	db    *pebble.DB
+	lock  *pebble.Lock
+	cache *pebble.Cache
+	bg    *stickyError
+
+	// batch holds the pending writes. It is indexed so that Get and Range
+	// see them merged with the committed data.
+	batch   *pebble.Batch
+	pending int
+	// scans counts the Range and Prefix calls in progress: Commit and Abort
+	// replace the batch their iterators read, so they refuse to run inside a
+	// scan callback.
+	scans int
+	// keyBuf is scratch for prefixed keys: pebble copies keys into batches
+	// and reads them only during the call.
+	keyBuf []byte
+
+	// broken is set when pebble failed in a way that leaves the database
+	// unusable (a failed WAL write); every later call returns it.
+	broken error
+
+	mu     sync.Mutex // guards cp and closed
+	cp     Checkpoint
+	closed bool
+}
+
+// ErrClosed is returned by calls on a closed Store.
+var ErrClosed = errors.New("state: store closed")
+
+// Checkpoint returns the last committed checkpoint; {0, -1} for an empty
+// store.
+func (s *Store) Checkpoint() Checkpoint {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.cp
+}
+
+// Rebuilt says why Open threw the directory's old contents away, or "" if it
+// did not. A rebuilt store is empty with checkpoint {0, -1}: restore it from
+// the start of its changelog.
+func (s *Store) Rebuilt() string { return s.rebuilt }
+
+// Dir returns the store's directory.
+func (s *Store) Dir() string { return s.dir }
+
+// usable returns the error that stops any operation, if any.
+func (s *Store) usable() error {
+	if s.batch == nil {
+		return ErrClosed
+	}
+	if s.broken != nil {
+		return s.broken
+	}
+	return nil
+}
+
+// userKey returns key with the user prefix, in s.keyBuf. The result is valid
+// until the next call.
+func (s *Store) userKey(key []byte) []byte {
+	s.keyBuf = append(append(s.keyBuf[:0], userPrefix), key...)
+	return s.keyBuf
+}
+
+// Get returns the value of key, seeing pending writes. The returned slice is
+// a copy the caller owns; an empty stored value is a non-nil empty slice.
+func (s *Store) Get(key []byte) (value []byte, ok bool, err error) {
+	if err := s.usable(); err != nil {
+		return nil, false, err
+	}
+	v, closer, err := s.batch.Get(s.userKey(key))
+	if errors.Is(err, pebble.ErrNotFound) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, s.readError("get", err)
+	}
+	value = make([]byte, len(v))
+	copy(value, v)
+	_ = closer.Close()
+	return value, true, nil
+}
+
+// Put sets key to value in the pending batch (pebble copies both). A nil
+// value is stored as an empty value; use Delete to remove a key.
+func (s *Store) Put(key, value []byte) error {
+	if err := s.usable(); err != nil {
+		return err
+	}
+	if err := s.batch.Set(s.userKey(key), value, nil); err != nil {
+		return fmt.Errorf("state: put in %s: %w", s.dir, err)
+	}
+	s.pending++
+	return nil
+}
+
+// Delete removes key in the pending batch.
+func (s *Store) Delete(key []byte) error {
+	if err := s.usable(); err != nil {
+		return err
+	}
+	if err := s.batch.Delete(s.userKey(key), nil); err != nil {
+		return fmt.Errorf("state: delete in %s: %w", s.dir, err)
+	}
+	s.pending++
+	return nil
+}
+
+// Pending returns the number of Put and Delete calls since the last Commit or
+// Abort (not the number of distinct keys).
+func (s *Store) Pending() int { return s.pending }
+
+// Range calls fn for each key in [start, end) in key order, pending writes
+// included, until fn returns false. A nil start or end is unbounded. The
+// slices passed to fn are valid only during the call. fn may Put and Delete;
+// the scan does not see those writes. fn must not Commit, Abort or Close.
+func (s *Store) Range(start, end []byte, fn func(key, value []byte) bool) error {
+	lower := append([]byte{userPrefix}, start...)
+	var upper []byte
+	if end == nil {
+		upper = []byte{userEnd}
+	} else {
+		if start != nil && bytes.Compare(start, end) >= 0 {
+			return s.usable()
+		}
+		upper = append([]byte{userPrefix}, end...)
+	}
+	return s.scan(lower, upper, fn)
+}
+
+// Prefix calls fn for each key that starts with prefix, in key order, like
+// Range. A nil or empty prefix scans every key.
+func (s *Store) Prefix(prefix []byte, fn func(key, value []byte) bool) error {
+	lower := append([]byte{userPrefix}, prefix...)
+	return s.scan(lower, prefixEnd(lower), fn)
+}
+
+// prefixEnd returns the smallest key greater than every key starting with p.
+// p starts with userPrefix, so the result is at most userEnd.
+func prefixEnd(p []byte) []byte {
+	end := bytes.Clone(p)
+	for i := len(end) - 1; i >= 0; i-- {
+		if end[i] != 0xff {
+			end[i]++
+			return end[:i+1]
+		}
+	}
+	return []byte{userEnd} // unreachable: p[0] is userPrefix
+}
+
+func (s *Store) scan(lower, upper []byte, fn func(key, value []byte) bool) (err error) {
+	if err := s.usable(); err != nil {
+		return err
+	}
+	// The iterator reads the batch as it is now: pebble fixes an indexed
+	// batch iterator's view at creation, which is what lets fn write.
+	it, err := s.batch.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
+	if err != nil {
+		return s.readError("scan", err)
+	}
+	s.scans++
+	defer func() {
+		s.scans--
+		if cerr := it.Close(); cerr != nil && err == nil {
+			err = s.readError("scan", cerr)
+		}
+	}()
+	for ok := it.First(); ok; ok = it.Next() {
+		v, verr := it.ValueAndErr()
+		if verr != nil {
+			return s.readError("scan", verr)
+		}
+		if !fn(it.Key()[1:], v) {
+			return nil
+		}
+	}
+	if err := it.Error(); err != nil {
+		return s.readError("scan", err)
+	}
+	return nil
+}
+
+// readError wraps a pebble read error with the store's directory. A
+// corruption error marks the store so that the next Open rebuilds it, and
+// stays recognisable (IsCorruption).
+func (s *Store) readError(op string, err error) error {
+	if pebble.IsCorruptionError(err) {
+		s.markCorrupt(err)
+	}
+	return fmt.Errorf("state: %s in %s: %w", op, s.dir, err)
+}
+
+// IsCorruption reports whether err says the store's files are corrupt. The
+// store has then marked itself: Close it and Open it again, and Open
+// rebuilds it empty for a restore from the changelog.
+func IsCorruption(err error) bool { return pebble.IsCorruptionError(err) }
+
+// Commit applies the pending writes and cp in one pebble batch, so either
+// both are in pebble or neither is. On error the stored checkpoint is
+// unchanged and the pending writes are kept (not applied); the caller fails
+// the task. If pebble failed writing its WAL, the store is unusable from then
+// on and every later call returns the same error.
+func (s *Store) Commit(cp Checkpoint) error {
+	if err := s.usable(); err != nil {
+		return err
+	}
+	if s.scans > 0 {
+		return fmt.Errorf("state: commit of %s inside a scan callback", s.dir)
+	}
+	if s.pending == 0 && cp == s.Checkpoint() {
+		return nil
+	}
+	// A flush or compaction that failed for lack of space or a read-only or
+	// corrupt disk means what we commit now may never leave the memtable; fail
+	// before applying so the task stops while the offset on disk is still
+	// one that matches the data.
+	if err := s.bg.get(); err != nil {
+		return fmt.Errorf("state: commit of %s: pebble failed in the background: %w", s.dir, err)
+	}
+	if err := s.batch.Set(keyCheckpoint, encodeCheckpoint(cp), nil); err != nil {
+		return fmt.Errorf("state: commit of %s: %w", s.dir, err)
+	}
+	// The checkpoint Set stays in the batch if Apply fails: a retried Commit
+	// sets it again (the later Set wins) and Abort drops it with the rest.
+	if err := s.apply(s.batch); err != nil {
+		return err
+	}
+	s.setCheckpoint(cp)
+	_ = s.batch.Close()
+	s.batch = s.db.NewIndexedBatch()
+	s.pending = 0
+	return nil
+}
+
+// apply commits b. Pebble treats a failed WAL write as fatal: it panics, or
+// calls Logger.Fatalf, which our logger turns into a panic. Either way the
+// database is unusable afterwards, so the store is marked broken and the
+// error returned instead of taking the process down.
+func (s *Store) apply(b *pebble.Batch) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			s.broken = fmt.Errorf("state: write to %s failed, store unusable: %v", s.dir, r)
+			err = s.broken
+		}
+	}()
+	if err := s.db.Apply(b, s.sync); err != nil {
+		return fmt.Errorf("state: commit of %s: %w", s.dir, err)
+	}
+	return nil
+}
+
+func (s *Store) setCheckpoint(cp Checkpoint) {
+	s.mu.Lock()
+	s.cp = cp
+	s.mu.Unlock()
+}
+
+// Abort drops the pending writes, as when a transaction aborts.
+func (s *Store) Abort() {
+	if s.batch == nil || s.scans > 0 {
+		return
+	}
+	_ = s.batch.Close()
+	s.batch = s.db.NewIndexedBatch()
+	s.pending = 0
+}
+
+// Restore writes changelog entries and cp in one batch, straight to pebble.
+// It is the restore and standby path: one call per polled chunk of the
+// changelog, with no pending writes (it returns an error if there are any,
+// since it is unclear whether they should land before or after the chunk).
+func (s *Store) Restore(entries []Entry, cp Checkpoint) error {
+	if err := s.usable(); err != nil {
+		return err
+	}
+	if s.pending > 0 {
+		return fmt.Errorf("state: restore of %s with %d pending writes", s.dir, s.pending)
+	}
+	if err := s.bg.get(); err != nil {
+		return fmt.Errorf("state: restore of %s: pebble failed in the background: %w", s.dir, err)
+	}
+	size := 64
+	for _, e := range entries {
+		size += len(e.Key) + len(e.Value) + 16
+	}
+	b := s.db.NewBatchWithSize(size)
+	defer b.Close()
+	for _, e := range entries {
+		var err error
+		if e.Value == nil {
+			err = b.Delete(s.userKey(e.Key), nil)
+		} else {
+			err = b.Set(s.userKey(e.Key), e.Value, nil)
+		}
+		if err != nil {
+			return fmt.Errorf("state: restore of %s: %w", s.dir, err)
+		}
+	}
+	if err := b.Set(keyCheckpoint, encodeCheckpoint(cp), nil); err != nil {
+		return fmt.Errorf("state: restore of %s: %w", s.dir, err)
+	}
+	if err := s.apply(b); err != nil {
+		return err
+	}
+	s.setCheckpoint(cp)
+	return nil
+}
+
+// ApproxSize returns pebble's estimate of the store's size on disk in bytes
+// (tables, WAL and manifest), for stats. 0 once closed.
+func (s *Store) ApproxSize() int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return 0
+	}
+	return int64(s.db.Metrics().DiskSpaceUsage())
+}
+
+// Close drops any pending writes and closes the store. A store made unusable
+// by a failed write is abandoned rather than closed (pebble may hold an
+// internal lock forever after such a failure): its directory stays locked
+// until the process exits.
+func (s *Store) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	s.mu.Unlock()
+
+	_ = s.batch.Close()
+	s.batch = nil
+	var err error
+	if s.broken == nil {
+		err = s.db.Close()
+		err = errors.Join(err, s.lock.Close())
+	}
+	s.cache.Unref()
+	if err != nil {
+		return fmt.Errorf("state: close %s: %w", s.dir, err)
+	}
+	return nil
+}
+
+func encodeCheckpoint(cp Checkpoint) []byte {
+	var b [16]byte
+	binary.BigEndian.PutUint64(b[:8], uint64(cp.ChangelogOffset))
+	binary.BigEndian.PutUint64(b[8:], uint64(cp.StreamTime))
+	return b[:]
+}
+
+func decodeCheckpoint(b []byte) (Checkpoint, error) {
+	if len(b) != 16 {
+		return Checkpoint{}, fmt.Errorf("checkpoint is %d bytes, want 16", len(b))
+	}
+	cp := Checkpoint{
+		ChangelogOffset: int64(binary.BigEndian.Uint64(b[:8])),
+		StreamTime:      int64(binary.BigEndian.Uint64(b[8:])),
+	}
+	if cp.ChangelogOffset < 0 || cp.StreamTime < -1 {
+		return Checkpoint{}, fmt.Errorf("checkpoint %+v out of range", cp)
+	}
+	return cp, nil
+}

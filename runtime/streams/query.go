@@ -1,0 +1,115 @@
+package streams
+
+import (
+	"errors"
+	"fmt"
+)
+
+// StoreNotReadyError says a queried store exists on this instance but is
+// restoring from its changelog: its answers would be stale. Retry later.
+type StoreNotReadyError struct {
+	Store string
+	Task  TaskID
+}
+
+func (e *StoreNotReadyError) Error() string {
+	return fmt.Sprintf("store %q of task %s is restoring; it answers queries when it has caught up", e.Store, e.Task)
+}
+
+// ErrUnknownStore is returned for a store name the topology does not have.
+var ErrUnknownStore = errors.New("no such store in the topology")
+
+// Get looks key up in the named store across the instance's tasks. It
+// reads committed state: what the last commit applied. found is false when
+// no local task holds the key; the key may still live on another instance.
+func (a *App) Get(store string, key any) (value any, found bool, err error) {
+	err = a.eachLocalStore(store, func(t *task, st *taskStore) (bool, error) {
+		kb, err := st.keySerde.Serialize(st.changelogOrName(), key)
+		if err != nil {
+			return false, fmt.Errorf("querying store %q: serializing key: %w", store, err)
+		}
+		vb, ok, err := st.db.GetCommitted(kb)
+		if err != nil || !ok {
+			return err == nil, err
+		}
+		if value, err = st.valueSerde.Deserialize(st.changelogOrName(), vb); err != nil {
+			return false, fmt.Errorf("querying store %q: decoding value: %w", store, err)
+		}
+		found = true
+		return false, nil
+	})
+	return value, found, err
+}
+
+// Range calls fn for every committed row of the named store on this
+// instance whose serialized key is in [from, to) (nil bounds are open), in
+// key order within each task and task by task. fn returns false to stop.
+func (a *App) Range(store string, from, to any, fn func(key, value any) bool) error {
+	return a.eachLocalStore(store, func(t *task, st *taskStore) (bool, error) {
+		bound := func(v any) ([]byte, error) {
+			if v == nil {
+				return nil, nil
+			}
+			return st.keySerde.Serialize(st.changelogOrName(), v)
+		}
+		start, err := bound(from)
+		if err != nil {
+			return false, fmt.Errorf("querying store %q: serializing the lower bound: %w", store, err)
+		}
+		end, err := bound(to)
+		if err != nil {
+			return false, fmt.Errorf("querying store %q: serializing the upper bound: %w", store, err)
+		}
+		more := true
+		var decodeErr error
+		err = st.db.RangeCommitted(start, end, func(kb, vb []byte) bool {
+			k, err := st.keySerde.Deserialize(st.changelogOrName(), append([]byte(nil), kb...))
+			if err != nil {
+				decodeErr = err
+				return false
+			}
+			v, err := st.valueSerde.Deserialize(st.changelogOrName(), append([]byte(nil), vb...))
+			if err != nil {
+				decodeErr = err
+				return false
+			}
+			more = fn(k, v)
+			return more
+		})
+		if err == nil {
+			err = decodeErr
+		}
+		return more, err
+	})
+}
+
+// eachLocalStore calls fn with the named store of every task on this
+// instance, in task order, until fn returns false or an error.
+func (a *App) eachLocalStore(store string, fn func(*task, *taskStore) (bool, error)) error {
+	known := false
+	for _, n := range a.topo.nodes {
+		for _, spec := range n.storeSpecs {
+			known = known || spec.name == store
+		}
+	}
+	if !known {
+		return fmt.Errorf("querying store %q: %w", store, ErrUnknownStore)
+	}
+	a.tasksMu.Lock()
+	defer a.tasksMu.Unlock()
+	for _, s := range a.snapshotTasks() {
+		t := a.tasks[s.ID]
+		st, ok := t.stores[store]
+		if !ok {
+			continue
+		}
+		if t.restoring != nil {
+			return &StoreNotReadyError{Store: store, Task: t.id}
+		}
+		more, err := fn(t, st)
+		if err != nil || !more {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,246 @@
+package streams
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/braidstream/braid/runtime/internal/state"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// RestoreHook is called while a task's stores are restored from their
+// changelogs, before the task processes. Start and end come once per store,
+// progress once per applied batch.
+type RestoreHook interface {
+	OnRestoreStart(RestoreEvent)
+	OnRestoreProgress(RestoreEvent)
+	OnRestoreEnd(RestoreEvent)
+}
+
+// RestoreEvent describes one store's restore. Offsets are changelog
+// offsets: restoring reads [StartOffset, EndOffset).
+type RestoreEvent struct {
+	ApplicationID string
+	InstanceID    string
+	Task          TaskID
+	Store         string
+	Changelog     string
+	Partition     int32
+	StartOffset   int64
+	EndOffset     int64
+	// Restored counts the records applied so far; Rate is their rate in
+	// records per second; Took is the time since the start.
+	Restored int64
+	Rate     float64
+	Took     time.Duration
+}
+
+// restoration restores one task's logged stores in a goroutine of its own,
+// so that a long restore never holds up tasks that are ready.
+type restoration struct {
+	task   *task
+	cancel context.CancelFunc
+	done   chan struct{}
+	err    error // set before done closes
+}
+
+// restoreStores starts restoring t's stores that are behind their
+// changelogs and reports whether it had to. The processing goroutine
+// resumes t once a.restored delivers it.
+func (a *App) restoreStores(ctx context.Context, t *task, adm *kadm.Client) (bool, error) {
+	var topics []string
+	for _, st := range t.storeList {
+		if st.changelog != "" {
+			topics = append(topics, st.changelog)
+		}
+	}
+	if len(topics) == 0 {
+		return false, nil
+	}
+	ends, err := adm.ListEndOffsets(ctx, topics...)
+	if err == nil {
+		err = ends.Error()
+	}
+	if err != nil {
+		return false, fmt.Errorf("listing changelog end offsets of task %s: %w", t.id, err)
+	}
+	var behind []*storeRestore
+	for _, st := range t.storeList {
+		if st.changelog == "" {
+			continue
+		}
+		end, ok := ends.Lookup(st.changelog, st.partition)
+		if !ok {
+			return false, fmt.Errorf("changelog %s has no partition %d for task %s", st.changelog, st.partition, t.id)
+		}
+		start := st.db.Checkpoint().ChangelogOffset
+		if start > end.Offset {
+			// The changelog was recreated or truncated: the local state
+			// is ahead of what can be verified, so it is rebuilt.
+			return false, fmt.Errorf("store %q of task %s: checkpoint offset %d is past the changelog end %d; delete the state dir %s",
+				st.spec.name, t.id, start, end.Offset, a.cfg.StateDir)
+		}
+		if start < end.Offset {
+			behind = append(behind, &storeRestore{store: st, start: start, end: end.Offset})
+		}
+	}
+	if len(behind) == 0 {
+		return false, nil
+	}
+	rctx, cancel := context.WithCancel(ctx)
+	r := &restoration{task: t, cancel: cancel, done: make(chan struct{})}
+	t.restoring = r
+	go func() {
+		defer close(r.done)
+		r.err = a.runRestore(rctx, t, behind)
+		select {
+		case a.restored <- r:
+		case <-rctx.Done():
+		}
+		a.wakePoll()
+	}()
+	return true, nil
+}
+
+// storeRestore is the progress of one store's restore.
+type storeRestore struct {
+	store      *taskStore
+	start, end int64
+	next       int64
+	restored   int64
+	began      time.Time
+}
+
+// runRestore reads the changelog partitions of stores from their
+// checkpoints to their end offsets and applies one pebble batch per store
+// per fetch, each with the checkpoint of what it applied.
+func (a *App) runRestore(ctx context.Context, t *task, stores []*storeRestore) error {
+	parts := make(map[string]map[int32]kgo.Offset)
+	byTopic := make(map[string]*storeRestore)
+	for _, sr := range stores {
+		parts[sr.store.changelog] = map[int32]kgo.Offset{sr.store.partition: kgo.NewOffset().At(sr.start)}
+		byTopic[sr.store.changelog] = sr
+		sr.next, sr.began = sr.start, time.Now()
+		a.restoreEvent(t, sr, "start")
+		a.log.Info("restoring store", "task", t.id.String(), "store", sr.store.spec.name, "from", sr.start, "to", sr.end)
+	}
+	opts := append([]kgo.Opt{
+		kgo.FetchMaxBytes(64 << 20),
+		kgo.FetchMaxPartitionBytes(16 << 20),
+	}, a.cfg.ClientOptions...)
+	opts = append(opts, kgo.SeedBrokers(a.cfg.Brokers...), kgo.ConsumePartitions(parts))
+	cl, err := kgo.NewClient(opts...)
+	if err != nil {
+		return fmt.Errorf("creating restore client for task %s: %w", t.id, err)
+	}
+	defer cl.Close()
+	remaining := len(stores)
+	entries := make([]state.Entry, 0, 4096)
+	lastLog := time.Now()
+	for remaining > 0 {
+		fetches := cl.PollFetches(ctx)
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		var ferr error
+		fetches.EachError(func(topic string, p int32, err error) {
+			ferr = errors.Join(ferr, fmt.Errorf("restoring %s/%d: %w", topic, p, err))
+		})
+		if ferr != nil {
+			return ferr
+		}
+		var applyErr error
+		fetches.EachPartition(func(p kgo.FetchTopicPartition) {
+			sr := byTopic[p.Topic]
+			if sr == nil || len(p.Records) == 0 || sr.next >= sr.end || applyErr != nil {
+				return
+			}
+			entries = entries[:0]
+			last := sr.next - 1
+			for _, r := range p.Records {
+				if r.Offset >= sr.end {
+					break
+				}
+				entries = append(entries, state.Entry{Key: r.Key, Value: r.Value})
+				last = r.Offset
+			}
+			cp := state.Checkpoint{ChangelogOffset: last + 1, StreamTime: sr.store.db.Checkpoint().StreamTime}
+			if err := sr.store.db.Restore(entries, cp); err != nil {
+				applyErr = fmt.Errorf("restoring store %q of task %s: %w", sr.store.spec.name, t.id, err)
+				return
+			}
+			sr.restored += int64(len(entries))
+			sr.next = last + 1
+			sr.store.lastOffset.Store(last)
+			a.restoreEvent(t, sr, "progress")
+			if sr.next >= sr.end {
+				remaining--
+				a.restoreEvent(t, sr, "end")
+				sr.store.restored = sr.restored
+				a.log.Info("restored store", "task", t.id.String(), "store", sr.store.spec.name,
+					"records", sr.restored, "took", time.Since(sr.began).Round(time.Millisecond))
+			}
+		})
+		if applyErr != nil {
+			return applyErr
+		}
+		if time.Since(lastLog) >= time.Second {
+			lastLog = time.Now()
+			for _, sr := range stores {
+				if sr.next < sr.end {
+					a.log.Info("restoring store", "task", t.id.String(), "store", sr.store.spec.name,
+						"restored", sr.restored, "of", sr.end-sr.start)
+				}
+			}
+		}
+	}
+	return nil
+}
+
+func (a *App) restoreEvent(t *task, sr *storeRestore, what string) {
+	took := time.Since(sr.began)
+	ev := RestoreEvent{
+		ApplicationID: a.cfg.ApplicationID, InstanceID: a.cfg.InstanceID,
+		Task: t.id, Store: sr.store.spec.name, Changelog: sr.store.changelog, Partition: sr.store.partition,
+		StartOffset: sr.start, EndOffset: sr.end, Restored: sr.restored, Took: took,
+	}
+	if s := took.Seconds(); s > 0 {
+		ev.Rate = float64(sr.restored) / s
+	}
+	for _, h := range a.hooks.restore {
+		switch what {
+		case "start":
+			h.OnRestoreStart(ev)
+		case "progress":
+			h.OnRestoreProgress(ev)
+		default:
+			h.OnRestoreEnd(ev)
+		}
+	}
+}
+
+// pollWaker lets a restore that finished cut the processing goroutine's
+// poll short, so that the task starts at once rather than at the next
+// commit interval.
+type pollWaker struct {
+	mu     sync.Mutex
+	cancel context.CancelFunc
+}
+
+func (w *pollWaker) set(cancel context.CancelFunc) {
+	w.mu.Lock()
+	w.cancel = cancel
+	w.mu.Unlock()
+}
+
+func (a *App) wakePoll() {
+	a.waker.mu.Lock()
+	defer a.waker.mu.Unlock()
+	if a.waker.cancel != nil {
+		a.waker.cancel()
+	}
+}

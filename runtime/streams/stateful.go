@@ -1,0 +1,173 @@
+package streams
+
+// aggregateProc folds records into a per-key aggregate kept in a store.
+type aggregateProc struct {
+	name  string
+	store *taskStore
+	init  Initializer
+	agg   Aggregator
+	next  []processor
+}
+
+func aggregateFactory(spec *storeSpec, init Initializer, agg Aggregator) processorFactory {
+	return func(name string, next []processor, t *task) processor {
+		st := t.stores[spec.name]
+		st.downstream = next
+		return &aggregateProc{name: name, store: st, init: init, agg: agg, next: next}
+	}
+}
+
+func (p *aggregateProc) process(t *task, r record) error {
+	if r.key == nil || r.value == nil {
+		// As Kafka Streams: a record without key or value cannot be
+		// aggregated; it is skipped, not an error.
+		return nil
+	}
+	old, found, err := p.store.get(r.key)
+	if err != nil {
+		return t.processingError(p.name, err)
+	}
+	cur := old
+	if !found {
+		if cur, err = p.init(); err != nil {
+			return t.processingError(p.name, err)
+		}
+	}
+	next, err := p.agg(r.key, r.value, cur)
+	if err != nil {
+		return t.processingError(p.name, err)
+	}
+	if !found {
+		old = nil
+	}
+	return p.store.put(t, r.key, next, old, found, r.timestamp)
+}
+
+// reduceProc combines each key's values with a Reducer.
+type reduceProc struct {
+	name   string
+	store  *taskStore
+	reduce Reducer
+}
+
+func reduceFactory(spec *storeSpec, fn Reducer) processorFactory {
+	return func(name string, next []processor, t *task) processor {
+		st := t.stores[spec.name]
+		st.downstream = next
+		return &reduceProc{name: name, store: st, reduce: fn}
+	}
+}
+
+func (p *reduceProc) process(t *task, r record) error {
+	if r.key == nil || r.value == nil {
+		return nil
+	}
+	old, found, err := p.store.get(r.key)
+	if err != nil {
+		return t.processingError(p.name, err)
+	}
+	next := r.value
+	if found {
+		if next, err = p.reduce(old, r.value); err != nil {
+			return t.processingError(p.name, err)
+		}
+	}
+	return p.store.put(t, r.key, next, old, found, r.timestamp)
+}
+
+// tableSourceProc upserts a topic's records into the table's store.
+type tableSourceProc struct {
+	name  string
+	store *taskStore
+}
+
+func tableSourceFactory(spec *storeSpec) processorFactory {
+	return func(name string, next []processor, t *task) processor {
+		st := t.stores[spec.name]
+		st.downstream = next
+		return &tableSourceProc{name: name, store: st}
+	}
+}
+
+func (p *tableSourceProc) process(t *task, r record) error {
+	if r.key == nil {
+		return nil
+	}
+	old, found, err := p.store.get(r.key)
+	if err != nil {
+		return t.processingError(p.name, err)
+	}
+	if r.value == nil && !found {
+		return nil // deleting what is not there changes nothing
+	}
+	return p.store.put(t, r.key, r.value, old, found, r.timestamp)
+}
+
+// tableFilterProc passes rows pred accepts; a row that no longer passes
+// becomes a deletion downstream, as in Kafka Streams.
+type tableFilterProc struct {
+	name string
+	pred Predicate
+	next []processor
+}
+
+func tableFilterFactory(pred Predicate) processorFactory {
+	return func(name string, next []processor, _ *task) processor {
+		return &tableFilterProc{name: name, pred: pred, next: next}
+	}
+}
+
+func (p *tableFilterProc) process(t *task, r record) error {
+	passes := func(v any) (bool, error) {
+		if v == nil {
+			return false, nil
+		}
+		return p.pred(r.key, v)
+	}
+	newOK, err := passes(r.value)
+	if err != nil {
+		return t.processingError(p.name, err)
+	}
+	oldOK, err := passes(r.old)
+	if err != nil {
+		return t.processingError(p.name, err)
+	}
+	if !newOK && !oldOK {
+		return nil
+	}
+	if !newOK {
+		r.value = nil
+	}
+	if !oldOK {
+		r.old = nil
+	}
+	return forward(t, p.next, r)
+}
+
+// tableMapValuesProc maps new and old values of each row.
+type tableMapValuesProc struct {
+	name string
+	fn   ValueMapper
+	next []processor
+}
+
+func tableMapValuesFactory(fn ValueMapper) processorFactory {
+	return func(name string, next []processor, _ *task) processor {
+		return &tableMapValuesProc{name: name, fn: fn, next: next}
+	}
+}
+
+func (p *tableMapValuesProc) process(t *task, r record) error {
+	var err error
+	if r.value != nil {
+		if r.value, err = p.fn(r.value); err != nil {
+			return t.processingError(p.name, err)
+		}
+	}
+	if r.old != nil {
+		if r.old, err = p.fn(r.old); err != nil {
+			return t.processingError(p.name, err)
+		}
+	}
+	return forward(t, p.next, r)
+}

@@ -1,0 +1,229 @@
+package streams
+
+import (
+	"fmt"
+	"path/filepath"
+	"sync/atomic"
+
+	"github.com/braidstream/braid/runtime/internal/state"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// taskStore is one key-value store of one task: its pebble store, its
+// write-back record cache and its changelog partition. The processing
+// goroutine owns it, except while the restorer fills it before the task
+// runs.
+type taskStore struct {
+	spec                 *storeSpec
+	db                   *state.Store
+	keySerde, valueSerde Serde
+	// changelog is the real changelog topic, "" with logging disabled;
+	// the store writes partition partition of it, its task's partition.
+	changelog  string
+	partition  int32
+	downstream []processor
+
+	// The record cache: dirty rows by serialized key, and the order they
+	// became dirty in, which is the order they are flushed and evicted in.
+	cache      map[string]*cacheEntry
+	order      []string
+	cacheBytes int
+
+	// lastOffset is the highest changelog offset the broker acknowledged;
+	// promises run on franz-go's goroutines.
+	lastOffset atomic.Int64
+	promise    func(*kgo.Record, error)
+	// restored counts the changelog records applied by the last restore.
+	restored int64
+}
+
+// cacheEntry is a dirty row: its latest value and the value it had before
+// it became dirty, which downstream table operators need.
+type cacheEntry struct {
+	key       any
+	keyBytes  []byte
+	value     any
+	old       any
+	oldFound  bool
+	timestamp int64
+}
+
+// cacheEntryOverhead approximates the bytes a cache entry costs beside its
+// key, for the cache's size bound.
+const cacheEntryOverhead = 96
+
+func changelogTopic(applicationID, store string) string {
+	return applicationID + "-" + store + "-changelog"
+}
+
+// openStore opens (or rebuilds) the store of spec for task id.
+func (a *App) openStore(spec *storeSpec, id TaskID) (*taskStore, error) {
+	dir := filepath.Join(a.cfg.StateDir, a.cfg.ApplicationID, id.String(), spec.name)
+	db, err := state.Open(state.Options{
+		Dir:             dir,
+		Identity:        a.cfg.ApplicationID + "/" + id.String() + "/" + spec.name,
+		BlockCacheBytes: a.cfg.StoreBlockCacheBytes,
+		Logger:          a.log,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("opening store %q of task %s: %w", spec.name, id, err)
+	}
+	if reason := db.Rebuilt(); reason != "" {
+		a.log.Warn("state dir not trusted, rebuilding it from the changelog", "store", spec.name, "task", id.String(), "reason", reason)
+	}
+	st := &taskStore{
+		spec:       spec,
+		db:         db,
+		keySerde:   orDefault(spec.keySerde, a.cfg.DefaultKeySerde),
+		valueSerde: orDefault(spec.valueSerde, a.cfg.DefaultValueSerde),
+		partition:  id.Partition,
+		cache:      make(map[string]*cacheEntry),
+	}
+	if spec.logged {
+		st.changelog = changelogTopic(a.cfg.ApplicationID, spec.name)
+	}
+	st.lastOffset.Store(db.Checkpoint().ChangelogOffset - 1)
+	st.promise = func(r *kgo.Record, err error) {
+		if err != nil {
+			a.onProduced(r, err)
+			return
+		}
+		for {
+			cur := st.lastOffset.Load()
+			if r.Offset <= cur || st.lastOffset.CompareAndSwap(cur, r.Offset) {
+				return
+			}
+		}
+	}
+	return st, nil
+}
+
+func orDefault(s, def Serde) Serde {
+	if s == nil {
+		return def
+	}
+	return s
+}
+
+// get returns the current value of key: the cache's, else pebble's.
+func (st *taskStore) get(key any) (any, bool, error) {
+	kb, err := st.keySerde.Serialize(st.changelogOrName(), key)
+	if err != nil {
+		return nil, false, fmt.Errorf("store %q: serializing key: %w", st.spec.name, err)
+	}
+	if e, ok := st.cache[string(kb)]; ok {
+		return e.value, e.value != nil, nil
+	}
+	vb, ok, err := st.db.Get(kb)
+	if err != nil || !ok {
+		return nil, false, err
+	}
+	v, err := st.valueSerde.Deserialize(st.changelogOrName(), vb)
+	if err != nil {
+		return nil, false, fmt.Errorf("store %q: decoding stored value: %w", st.spec.name, err)
+	}
+	return v, true, nil
+}
+
+func (st *taskStore) changelogOrName() string {
+	if st.changelog != "" {
+		return st.changelog
+	}
+	return st.spec.name
+}
+
+// put records a new value (nil deletes) for key. With the cache on it is
+// held until the next flush; otherwise it goes to pebble, the changelog
+// and downstream at once.
+func (st *taskStore) put(t *task, key, value, old any, oldFound bool, ts int64) error {
+	kb, err := st.keySerde.Serialize(st.changelogOrName(), key)
+	if err != nil {
+		return t.processingError(st.spec.name, fmt.Errorf("serializing key: %w", err))
+	}
+	if !st.spec.cached {
+		return st.flushEntry(t, &cacheEntry{key: key, keyBytes: kb, value: value, old: old, oldFound: oldFound, timestamp: ts})
+	}
+	e, ok := st.cache[string(kb)]
+	if !ok {
+		e = &cacheEntry{key: key, keyBytes: append([]byte(nil), kb...), old: old, oldFound: oldFound}
+		st.cache[string(e.keyBytes)] = e
+		st.order = append(st.order, string(e.keyBytes))
+		st.cacheBytes += len(kb) + cacheEntryOverhead
+		t.cacheBytes += len(kb) + cacheEntryOverhead
+	}
+	e.value, e.timestamp = value, ts
+	return nil
+}
+
+// flushEntry writes one row to pebble's pending batch and the changelog
+// and sends the change downstream.
+func (st *taskStore) flushEntry(t *task, e *cacheEntry) error {
+	var vb []byte
+	if e.value != nil {
+		var err error
+		if vb, err = st.valueSerde.Serialize(st.changelogOrName(), e.value); err != nil {
+			return t.processingError(st.spec.name, fmt.Errorf("serializing value: %w", err))
+		}
+	}
+	var err error
+	if vb == nil {
+		err = st.db.Delete(e.keyBytes)
+	} else {
+		err = st.db.Put(e.keyBytes, vb)
+	}
+	if err != nil {
+		return fmt.Errorf("writing store %q: %w", st.spec.name, err)
+	}
+	if st.changelog != "" {
+		t.app.kc().Produce(t.app.produceCtx, &kgo.Record{
+			Topic:     st.changelog,
+			Partition: st.partition,
+			Key:       e.keyBytes,
+			Value:     vb,
+			Timestamp: unixMilli(e.timestamp),
+		}, st.promise)
+	}
+	old := e.old
+	if !e.oldFound {
+		old = nil
+	}
+	return forward(t, st.downstream, record{key: e.key, value: e.value, old: old, timestamp: e.timestamp})
+}
+
+// flush empties the cache in the order rows became dirty.
+func (st *taskStore) flush(t *task) error {
+	return st.evict(t, len(st.order))
+}
+
+// evict flushes the n oldest dirty rows.
+func (st *taskStore) evict(t *task, n int) error {
+	for _, k := range st.order[:n] {
+		e := st.cache[k]
+		delete(st.cache, k)
+		st.cacheBytes -= len(k) + cacheEntryOverhead
+		t.cacheBytes -= len(k) + cacheEntryOverhead
+		if err := st.flushEntry(t, e); err != nil {
+			return err
+		}
+	}
+	st.order = st.order[n:]
+	if len(st.order) == 0 {
+		st.order = st.order[:0:0]
+	}
+	return nil
+}
+
+// commit applies the pending writes with the checkpoint: the changelog
+// offset after the last acknowledged record, and the task's stream time.
+// The caller flushed the producer first, so every pending write has its
+// changelog record acknowledged.
+func (st *taskStore) commit(streamTime int64) error {
+	cp := state.Checkpoint{ChangelogOffset: st.lastOffset.Load() + 1, StreamTime: streamTime}
+	if st.db.Pending() == 0 && cp == st.db.Checkpoint() {
+		return nil
+	}
+	if err := st.db.Commit(cp); err != nil {
+		return fmt.Errorf("committing store %q: %w", st.spec.name, err)
+	}
+	return nil
+}

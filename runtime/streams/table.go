@@ -1,0 +1,162 @@
+package streams
+
+// Function types of the aggregations. Returning an error sends the record
+// to the processing error handler.
+type (
+	// Initializer returns the aggregate of a key before its first record.
+	Initializer func() (any, error)
+	// Aggregator folds a record's value into the key's aggregate.
+	Aggregator func(key, value, aggregate any) (any, error)
+	// Reducer combines the key's aggregate with a new value of the same
+	// type.
+	Reducer func(aggregate, value any) (any, error)
+)
+
+// Table is a changelog stream read as a table: the latest value per key,
+// the KTable of Kafka Streams. Aggregations return tables; Builder.Table
+// reads one from a topic. A nil value deletes its key.
+type Table struct {
+	b    *Builder
+	node *graphNode
+	// store is the queryable store behind the table, if it has one.
+	store                string
+	keySerde, valueSerde Serde
+}
+
+// storeSpec declares a key-value store of a stateful node.
+type storeSpec struct {
+	name                 string
+	logged, cached       bool
+	keySerde, valueSerde Serde
+}
+
+// StoreName returns the name of the store the table is materialized in,
+// for interactive queries; "" when it has none.
+func (t *Table) StoreName() string { return t.store }
+
+// newStore declares the store of a stateful operator: the given options,
+// else a generated name with prefix, as Kafka Streams names it.
+func (b *Builder) newStore(o StoreOptions, prefix string, keySerde, valueSerde Serde) *storeSpec {
+	spec := &storeSpec{name: o.Name, logged: !o.LoggingDisabled, cached: !o.CachingDisabled, keySerde: keySerde, valueSerde: valueSerde}
+	if spec.name == "" {
+		spec.name = b.newName(prefix + "STATE-STORE-")
+	} else if err := validTopicName(spec.name); err != nil {
+		b.errorf("store %q: its name is part of its changelog topic: %v", spec.name, err)
+	}
+	if o.KeySerde != nil {
+		spec.keySerde = o.KeySerde
+	}
+	if o.ValueSerde != nil {
+		spec.valueSerde = o.ValueSerde
+	}
+	return spec
+}
+
+// aggregate adds a stateful aggregation below the grouped stream.
+func (g *GroupedStream) aggregate(op, prefix string, opts []Option, defaultValueSerde Serde, make func(spec *storeSpec) processorFactory) *Table {
+	b := g.stream.b
+	o := b.resolveOptions(op, optName|optStore, opts)
+	spec := b.newStore(o.store, prefix, g.stream.keySerde, defaultValueSerde)
+	name := b.nameOrGenerate(o.name, prefix)
+	src := g.source(spec.name)
+	n := b.addNode(name, processorNode)
+	n.op = op
+	n.storeSpecs = []*storeSpec{spec}
+	n.stores = []string{spec.name}
+	n.makeProcessor = make(spec)
+	connect(src.node, n)
+	if spec.keySerde == nil {
+		spec.keySerde = src.keySerde
+	}
+	return &Table{b: b, node: n, store: spec.name, keySerde: spec.keySerde, valueSerde: spec.valueSerde}
+}
+
+// Count counts the records per key into a table of int64. It takes Named
+// and Materialized (the store's value serde defaults to Int64).
+func (g *GroupedStream) Count(opts ...Option) *Table {
+	return g.aggregate("Count", "KSTREAM-AGGREGATE-", opts, Int64, func(spec *storeSpec) processorFactory {
+		return aggregateFactory(spec,
+			func() (any, error) { return int64(0), nil },
+			func(_, _, agg any) (any, error) { return agg.(int64) + 1, nil })
+	})
+}
+
+// Reduce combines the values of each key with fn; the first value is the
+// key's first aggregate. It takes Named and Materialized (the value serde
+// defaults to the stream's).
+func (g *GroupedStream) Reduce(fn Reducer, opts ...Option) *Table {
+	g.stream.need("Reduce", fn == nil)
+	return g.aggregate("Reduce", "KSTREAM-REDUCE-", opts, g.stream.valueSerde, func(spec *storeSpec) processorFactory {
+		return reduceFactory(spec, fn)
+	})
+}
+
+// Aggregate folds the values of each key into an aggregate that starts
+// from init. It takes Named and Materialized; give the store a value serde
+// for the aggregate's type (default: the Config's default value serde).
+func (g *GroupedStream) Aggregate(init Initializer, agg Aggregator, opts ...Option) *Table {
+	g.stream.need("Aggregate", init == nil || agg == nil)
+	return g.aggregate("Aggregate", "KSTREAM-AGGREGATE-", opts, nil, func(spec *storeSpec) processorFactory {
+		return aggregateFactory(spec, init, agg)
+	})
+}
+
+// Table reads topic as a table: each record upserts its key, a nil value
+// deletes it. It takes Named, WithSerdes, WithTimestamps and Materialized.
+func (b *Builder) Table(topic string, opts ...Option) *Table {
+	o := b.resolveOptions("Table", optName|optSerdes|optTimestamps|optStore, opts)
+	spec := b.newStore(o.store, topic+"-", o.keySerde, o.valueSerde)
+	s := b.Stream([]string{topic}, append(opts[:0:0], WithSerdes(o.keySerde, o.valueSerde), WithTimestamps(o.timestamps))...)
+	n := b.addNode(b.nameOrGenerate(o.name, "KTABLE-SOURCE-"), processorNode)
+	n.op = "Table"
+	n.storeSpecs = []*storeSpec{spec}
+	n.stores = []string{spec.name}
+	n.makeProcessor = tableSourceFactory(spec)
+	connect(s.node, n)
+	return &Table{b: b, node: n, store: spec.name, keySerde: o.keySerde, valueSerde: o.valueSerde}
+}
+
+// ToStream returns the table's updates as a stream: one record per
+// change, a deletion as a nil value. It takes Named.
+func (t *Table) ToStream(opts ...Option) *Stream {
+	o := t.b.resolveOptions("ToStream", optName, opts)
+	n := t.b.addNode(t.b.nameOrGenerate(o.name, "KTABLE-TOSTREAM-"), processorNode)
+	n.op = "ToStream"
+	n.makeProcessor = passFactory
+	connect(t.node, n)
+	return &Stream{b: t.b, node: n, keySerde: t.keySerde, valueSerde: t.valueSerde}
+}
+
+// To writes the table's updates to topic, as ToStream().To(topic, opts...).
+func (t *Table) To(topic string, opts ...Option) { t.ToStream().To(topic, opts...) }
+
+// Filter keeps the rows pred accepts; a row that stops passing is deleted
+// downstream. It takes Named.
+func (t *Table) Filter(pred Predicate, opts ...Option) *Table {
+	if pred == nil {
+		t.b.errorf("Table.Filter: the function is nil")
+	}
+	return t.derive("Filter", "KTABLE-FILTER-", opts, tableFilterFactory(pred))
+}
+
+// MapValues maps every row's value. It takes Named.
+func (t *Table) MapValues(fn ValueMapper, opts ...Option) *Table {
+	if fn == nil {
+		t.b.errorf("Table.MapValues: the function is nil")
+	}
+	out := t.derive("MapValues", "KTABLE-MAPVALUES-", opts, tableMapValuesFactory(fn))
+	out.valueSerde = nil
+	return out
+}
+
+func (t *Table) derive(op, prefix string, opts []Option, make processorFactory) *Table {
+	o := t.b.resolveOptions("Table."+op, optName, opts)
+	n := t.b.addNode(t.b.nameOrGenerate(o.name, prefix), processorNode)
+	n.op = "Table." + op
+	n.makeProcessor = make
+	connect(t.node, n)
+	out := *t
+	out.node = n
+	out.store = ""
+	return &out
+}
