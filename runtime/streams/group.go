@@ -194,6 +194,9 @@ func (a *App) newTask(st *subtopology, id TaskID) (*task, error) {
 	}
 	procs := instantiate(st, t, func(n *graphNode, next []processor) processor {
 		keySerde, valueSerde := orDefault(n.keySerde, a.cfg.DefaultKeySerde), orDefault(n.valueSerde, a.cfg.DefaultValueSerde)
+		if cs, ok := valueSerde.(changeSerde); ok && cs.inner == nil {
+			valueSerde = changeSerde{inner: a.cfg.DefaultValueSerde}
+		}
 		if n.kind == sourceNode {
 			_, rawKeys := keySerde.(bytesSerde)
 			_, rawValues := valueSerde.(bytesSerde)
