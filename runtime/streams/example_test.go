@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log"
+	"os"
 	"slices"
 	"strings"
 	"time"
@@ -130,4 +131,68 @@ func ExampleJSONTimestamp() {
 	// 1700000000000 <nil>
 	// 1700000000000 <nil>
 	// 0 timestamp field "ts" is missing
+}
+
+// Count keeps a count per key in a pebble store, logged to a changelog
+// topic, and answers interactive queries.
+func ExampleGroupedStream_Count() {
+	brk, err := broker.Start(broker.Config{})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer brk.Close()
+	ctx := context.Background()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brk.Addrs()...))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer cl.Close()
+	if _, err := kadm.NewClient(cl).CreateTopics(ctx, 2, 1, nil, "page-views"); err != nil {
+		log.Fatal(err)
+	}
+	for _, page := range []string{"home", "docs", "home", "blog", "home", "docs"} {
+		cl.ProduceSync(ctx, &kgo.Record{Topic: "page-views", Key: []byte(page), Value: []byte("view")})
+	}
+
+	b := streams.NewBuilder()
+	views := b.Stream([]string{"page-views"}, streams.WithSerdes(streams.String, streams.String)).
+		GroupByKey().
+		Count(streams.Materialized(streams.StoreOptions{Name: "views-per-page"}))
+	topo, err := b.Build()
+	if err != nil {
+		log.Fatal(err)
+	}
+	stateDir, err := os.MkdirTemp("", "braid-example-")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer os.RemoveAll(stateDir)
+	app, err := streams.New(topo, streams.Config{
+		ApplicationID:  "page-stats",
+		Brokers:        brk.Addrs(),
+		StateDir:       stateDir,
+		CommitInterval: 50 * time.Millisecond,
+		Logger:         testLogger(),
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	go app.Run(ctx)
+	defer app.Close()
+
+	// Queries read committed state: wait until the last view is counted.
+	for {
+		if n, ok, _ := app.Get(views.StoreName(), "docs"); ok && n.(int64) == 2 {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	app.Range(views.StoreName(), nil, nil, func(page, n any) bool {
+		fmt.Println(page, n)
+		return true
+	})
+	// Unordered output:
+	// blog 1
+	// docs 2
+	// home 3
 }
