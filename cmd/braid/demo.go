@@ -20,10 +20,11 @@ import (
 )
 
 // The demo: orders -> filter amount >= 50 -> add a tier -> re-key by
-// customer -> repartition -> big-orders-by-customer.
+// customer -> repartition -> big-orders-by-customer, and a count of big
+// orders per customer in a store -> big-order-counts.
 func demoTopology() (*streams.Topology, error) {
 	b := streams.NewBuilder()
-	b.Stream([]string{"orders"}, streams.WithSerdes(streams.String, streams.JSON), streams.WithTimestamps(streams.JSONTimestamp("ts"))).
+	byCustomer := b.Stream([]string{"orders"}, streams.WithSerdes(streams.String, streams.JSON), streams.WithTimestamps(streams.JSONTimestamp("ts"))).
 		Filter(func(_, v any) (bool, error) {
 			amount, ok := v.(map[string]any)["amount"].(float64)
 			if !ok {
@@ -40,8 +41,11 @@ func demoTopology() (*streams.Topology, error) {
 			return order, nil
 		}, streams.Named("add-tier")).
 		SelectKey(func(_, v any) (any, error) { return v.(map[string]any)["customer"], nil }, streams.Named("by-customer-key")).
-		Repartition(streams.Named("by-customer"), streams.WithSerdes(streams.String, streams.JSON)).
-		To("big-orders-by-customer", streams.Named("big-orders-sink"))
+		Repartition(streams.Named("by-customer"), streams.WithSerdes(streams.String, streams.JSON))
+	byCustomer.To("big-orders-by-customer", streams.Named("big-orders-sink"))
+	byCustomer.GroupByKey().
+		Count(streams.Named("count-big-orders"), streams.Materialized(streams.StoreOptions{Name: "big-orders-per-customer"})).
+		To("big-order-counts", streams.WithSerdes(streams.String, streams.Int64))
 	return b.Build()
 }
 
@@ -70,6 +74,14 @@ func runDemo(ctx context.Context, args []string, stdout io.Writer) error {
 		return err
 	}
 
+	// Each instance keeps its state apart, as on separate machines; a new
+	// broker means new changelogs, so old state is of no use.
+	stateRoot, err := os.MkdirTemp("", "braid-demo-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(stateRoot)
+
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var wg sync.WaitGroup
@@ -81,7 +93,7 @@ func runDemo(ctx context.Context, args []string, stdout io.Writer) error {
 			ApplicationID:  "braid-demo",
 			Brokers:        b.Addrs(),
 			InstanceID:     fmt.Sprintf("demo-%d", i),
-			StateDir:       filepath.Join(os.TempDir(), "braid-demo"),
+			StateDir:       filepath.Join(stateRoot, fmt.Sprintf("demo-%d", i)),
 			CommitInterval: time.Second,
 			Hooks:          []streams.Hook{demoPrinter{stdout}},
 			// The hooks print what happens; the log adds only trouble.
@@ -119,7 +131,7 @@ func createDemoTopics(ctx context.Context, brokers []string) error {
 		return err
 	}
 	defer cl.Close()
-	for _, topic := range []string{"orders", "big-orders-by-customer"} {
+	for _, topic := range []string{"orders", "big-orders-by-customer", "big-order-counts"} {
 		resp, err := kadm.NewClient(cl).CreateTopic(ctx, 4, 1, nil, topic)
 		if err == nil {
 			err = resp.Err
@@ -176,6 +188,16 @@ func (p demoPrinter) OnError(e streams.ErrorEvent) {
 	fmt.Fprintf(p.w, "%s  %s: error in task %s: %v\n", clock(), e.InstanceID, e.Task, e.Err)
 }
 
+func (p demoPrinter) OnRestoreStart(e streams.RestoreEvent) {
+	fmt.Fprintf(p.w, "%s  %s: task %s restoring store %s from %s/%d offsets %d..%d\n", clock(), e.InstanceID, e.Task, e.Store, e.Changelog, e.Partition, e.StartOffset, e.EndOffset)
+}
+
+func (p demoPrinter) OnRestoreProgress(streams.RestoreEvent) {}
+
+func (p demoPrinter) OnRestoreEnd(e streams.RestoreEvent) {
+	fmt.Fprintf(p.w, "%s  %s: task %s restored %d records of store %s in %v\n", clock(), e.InstanceID, e.Task, e.Restored, e.Store, e.Took.Round(time.Millisecond))
+}
+
 func printDemoStats(w io.Writer, apps []*streams.App) {
 	for _, app := range apps {
 		st := app.Stats()
@@ -185,6 +207,14 @@ func printDemoStats(w io.Writer, apps []*streams.App) {
 				lag = time.Since(time.UnixMilli(t.StreamTime)).Round(time.Millisecond).String()
 			}
 			fmt.Fprintf(w, "%s  %-7s task %-4s processed %7d  stream time %s behind\n", clock(), st.InstanceID, t.ID, t.Processed, lag)
+		}
+		var top []string
+		app.Range("big-orders-per-customer", nil, nil, func(customer, n any) bool {
+			top = append(top, fmt.Sprintf("%v=%v", customer, n))
+			return len(top) < 5
+		})
+		if len(top) > 0 {
+			fmt.Fprintf(w, "%s  %-7s big orders per customer (store big-orders-per-customer): %v\n", clock(), st.InstanceID, top)
 		}
 	}
 }

@@ -79,10 +79,15 @@ func (a *App) restoreStores(ctx context.Context, t *task, adm *kadm.Client) (boo
 		}
 		start := st.db.Checkpoint().ChangelogOffset
 		if start > end.Offset {
-			// The changelog was recreated or truncated: the local state
-			// is ahead of what can be verified, so it is rebuilt.
-			return false, fmt.Errorf("store %q of task %s: checkpoint offset %d is past the changelog end %d; delete the state dir %s",
-				st.spec.name, t.id, start, end.Offset, a.cfg.StateDir)
+			// The changelog was deleted and recreated, or truncated: the
+			// local state describes records that no longer exist, so it
+			// cannot be trusted and is rebuilt from what does.
+			a.log.Warn("store checkpoint is past its changelog's end; rebuilding the store",
+				"store", st.spec.name, "task", t.id.String(), "checkpoint", start, "changelog_end", end.Offset)
+			if err := a.rebuildStore(t, st); err != nil {
+				return false, err
+			}
+			start = 0
 		}
 		if start < end.Offset {
 			behind = append(behind, &storeRestore{store: st, start: start, end: end.Offset})
@@ -243,4 +248,22 @@ func (a *App) wakePoll() {
 	if a.waker.cancel != nil {
 		a.waker.cancel()
 	}
+}
+
+// rebuildStore throws st's local state away and reopens it empty.
+func (a *App) rebuildStore(t *task, st *taskStore) error {
+	dir := st.db.Dir()
+	if err := st.db.Close(); err != nil {
+		return fmt.Errorf("closing store %q of task %s to rebuild it: %w", st.spec.name, t.id, err)
+	}
+	if err := state.Destroy(dir); err != nil {
+		return fmt.Errorf("removing store %q of task %s: %w", st.spec.name, t.id, err)
+	}
+	fresh, err := a.openStore(st.spec, t.id)
+	if err != nil {
+		return err
+	}
+	st.db = fresh.db
+	st.lastOffset.Store(-1)
+	return nil
 }
