@@ -26,7 +26,22 @@ type TaskStats struct {
 	// Processed counts records taken from the task's inputs, Skipped
 	// those of them that the error handlers skipped.
 	Processed, Skipped int64
-	Partitions         []PartitionStats
+	// Restoring is true while the task's stores catch up with their
+	// changelogs; the task processes nothing until then.
+	Restoring  bool
+	Partitions []PartitionStats
+	Stores     []StoreStats
+}
+
+// StoreStats is one state store of a task.
+type StoreStats struct {
+	Name      string
+	Changelog string // "" with logging disabled
+	// CheckpointOffset is the changelog offset the store's committed
+	// state covers (the next to apply).
+	CheckpointOffset int64
+	// Cached counts the dirty rows in the record cache.
+	Cached int
 }
 
 // PartitionStats is one input partition of a task.
@@ -49,6 +64,7 @@ func (a *App) Stats() Stats {
 	s.Tasks = make([]TaskStats, len(a.stats))
 	for i, ts := range a.stats {
 		ts.Partitions = slices.Clone(ts.Partitions)
+		ts.Stores = slices.Clone(ts.Stores)
 		s.Tasks[i] = ts
 	}
 	return s
@@ -66,7 +82,11 @@ func (a *App) publishStats() {
 func (a *App) snapshotTasks() []TaskStats {
 	out := make([]TaskStats, 0, len(a.tasks))
 	for _, t := range a.tasks {
-		ts := TaskStats{ID: t.id, StreamTime: t.streamTime, Processed: t.processed, Skipped: t.skipped}
+		ts := TaskStats{ID: t.id, StreamTime: t.streamTime, Processed: t.processed, Skipped: t.skipped, Restoring: t.restoring != nil}
+		for _, st := range t.storeList {
+			ts.Stores = append(ts.Stores, StoreStats{Name: st.spec.name, Changelog: st.changelog,
+				CheckpointOffset: st.db.Checkpoint().ChangelogOffset, Cached: len(st.order)})
+		}
 		for _, q := range t.queues {
 			ps := PartitionStats{TopicPartition: q.tp, Position: q.next.Offset, Committed: q.committed}
 			for i, b := range q.batches {

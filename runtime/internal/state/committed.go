@@ -1,6 +1,7 @@
 package state
 
 import (
+	"bytes"
 	"errors"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -11,21 +12,13 @@ import (
 // batch (an indexed batch is not safe for concurrent use), so they see what
 // the last Commit or Restore applied.
 
-func (s *Store) committedUsable() error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
-		return ErrClosed
-	}
-	return nil
-}
-
 // GetCommitted returns the committed value of key. It is safe to call
 // from any goroutine while the Store is open.
 func (s *Store) GetCommitted(key []byte) (value []byte, ok bool, err error) {
-	if err := s.committedUsable(); err != nil {
+	if err := s.lockDB(); err != nil {
 		return nil, false, err
 	}
+	defer s.dbMu.RUnlock()
 	v, closer, err := s.db.Get(append([]byte{userPrefix}, key...))
 	if errors.Is(err, pebble.ErrNotFound) {
 		return nil, false, nil
@@ -39,13 +32,19 @@ func (s *Store) GetCommitted(key []byte) (value []byte, ok bool, err error) {
 
 // RangeCommitted calls fn for each committed key in [start, end), like
 // Range but without pending writes. It is safe to call from any goroutine
-// while the Store is open.
+// while the Store is open. fn must not call GetCommitted, RangeCommitted or
+// ApproxSize: the scan holds a read lock that Close waits for, and a second
+// read lock taken while Close waits would deadlock.
 func (s *Store) RangeCommitted(start, end []byte, fn func(key, value []byte) bool) (err error) {
-	if err := s.committedUsable(); err != nil {
+	if err := s.lockDB(); err != nil {
 		return err
 	}
+	defer s.dbMu.RUnlock()
 	upper := []byte{userEnd}
 	if end != nil {
+		if start != nil && bytes.Compare(start, end) >= 0 {
+			return nil
+		}
 		upper = append([]byte{userPrefix}, end...)
 	}
 	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: append([]byte{userPrefix}, start...), UpperBound: upper})

@@ -318,6 +318,41 @@ func TestWritesDuringScan(t *testing.T) {
 	}
 }
 
+func TestAbortDuringScan(t *testing.T) {
+	s := openStore(t, t.TempDir())
+	put(t, s, "a", "1")
+	commit(t, s, 1, 1)
+	put(t, s, "b", "2", "c", "2")
+	var seen []string
+	err := s.Range(nil, nil, func(k, v []byte) bool {
+		seen = append(seen, string(k))
+		if string(k) == "a" {
+			s.Abort()
+			// Later calls see the abort at once...
+			if got := get(t, s, "b"); got != "<none>" {
+				t.Errorf("Get(b) after Abort in a scan = %q", got)
+			}
+			if err := s.Close(); err == nil {
+				t.Error("Close inside a scan callback succeeded")
+			}
+		}
+		return true
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// ...while the scan finishes over the view it started with.
+	if !slices.Equal(seen, []string{"a", "b", "c"}) {
+		t.Errorf("scan saw %v", seen)
+	}
+	if s.Pending() != 0 || len(s.retired) != 0 {
+		t.Errorf("Pending %d, retired batches %d after the scan", s.Pending(), len(s.retired))
+	}
+	if got := dump(t, func(fn func(k, v []byte) bool) error { return s.Range(nil, nil, fn) }); got != "a=1" {
+		t.Errorf("after Abort: %q", got)
+	}
+}
+
 func TestRestore(t *testing.T) {
 	dir := t.TempDir()
 	s := openStore(t, dir)
@@ -846,36 +881,40 @@ func TestDestroy(t *testing.T) {
 	}
 }
 
-// TestStatsWhileWriting runs the stats readers beside the owner under -race.
-func TestStatsWhileWriting(t *testing.T) {
+// TestReadersFromOtherGoroutines runs the stats and committed readers beside
+// the owner, through Close, under -race.
+func TestReadersFromOtherGoroutines(t *testing.T) {
 	s := openStore(t, t.TempDir())
+	put(t, s, "k", "v")
+	commit(t, s, 1, 1)
 	var wg sync.WaitGroup
-	done := make(chan struct{})
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for {
-			select {
-			case <-done:
-				return
-			default:
+	for range 2 {
+		wg.Go(func() {
+			for {
 				_ = s.Checkpoint()
-				_ = s.ApproxSize()
 				_ = s.Rebuilt()
+				size := s.ApproxSize()
+				_, _, gerr := s.GetCommitted([]byte("k"))
+				rerr := s.RangeCommitted(nil, nil, func(k, v []byte) bool { return true })
+				if errors.Is(gerr, ErrClosed) && errors.Is(rerr, ErrClosed) && size == 0 {
+					return
+				}
+				if gerr != nil && !errors.Is(gerr, ErrClosed) || rerr != nil && !errors.Is(rerr, ErrClosed) {
+					t.Errorf("committed reads: %v, %v", gerr, rerr)
+					return
+				}
 			}
-		}
-	}()
+		})
+	}
 	for i := range 50 {
 		put(t, s, fmt.Sprint(i), "v")
-		commit(t, s, int64(i+1), int64(i))
+		commit(t, s, int64(i+2), int64(i))
 	}
-	close(done)
-	wg.Wait()
 	if s.ApproxSize() <= 0 {
 		t.Errorf("ApproxSize = %d", s.ApproxSize())
 	}
-	_ = s.Close()
-	if s.ApproxSize() != 0 {
-		t.Error("ApproxSize after Close")
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
 	}
+	wg.Wait()
 }
