@@ -204,7 +204,7 @@ func (t *task) processAvailable() error {
 		q.next = kgo.EpochOffset{Epoch: raw.LeaderEpoch, Offset: raw.Offset + 1}
 		t.processed++
 		q.pop()
-		if t.cacheBytes > t.app.cacheBudget() {
+		if t.cacheBytes > 0 && t.cacheBytes > t.app.cacheBudget() {
 			if err := t.evictHalf(); err != nil {
 				return &TaskFailedError{Task: t.id, Err: err}
 			}
