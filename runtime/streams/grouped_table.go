@@ -118,7 +118,7 @@ type tableAggregateProc struct {
 func tableAggregateFactory(spec *storeSpec, init Initializer, adder, subtractor Aggregator) processorFactory {
 	return func(name string, next []processor, t *task) processor {
 		st := t.stores[spec.name]
-		st.downstream = next
+		st.downstream, st.processor = next, name
 		return &tableAggregateProc{name: name, store: st, init: init, adder: adder, subtractor: subtractor}
 	}
 }
@@ -152,7 +152,7 @@ func (p *tableAggregateProc) process(t *task, r record) error {
 func tableReduceFactory(spec *storeSpec, adder, subtractor Reducer) processorFactory {
 	return func(name string, next []processor, t *task) processor {
 		st := t.stores[spec.name]
-		st.downstream = next
+		st.downstream, st.processor = next, name
 		return &tableReduceProc{name: name, store: st, adder: adder, subtractor: subtractor}
 	}
 }

@@ -166,14 +166,19 @@ func (a *App) runRestore(ctx context.Context, t *task, stores []*storeRestore) e
 			}
 			entries = entries[:0]
 			last := sr.next - 1
+			// Every changelog record carries the timestamp of the record
+			// that last changed its row, so the restored stream time is
+			// their maximum: windows closed before a move stay closed.
+			streamTime := sr.store.db.Checkpoint().StreamTime
 			for _, r := range p.Records {
 				if r.Offset >= sr.end {
 					break
 				}
 				entries = append(entries, state.Entry{Key: r.Key, Value: r.Value})
 				last = r.Offset
+				streamTime = max(streamTime, r.Timestamp.UnixMilli())
 			}
-			cp := state.Checkpoint{ChangelogOffset: last + 1, StreamTime: sr.store.db.Checkpoint().StreamTime}
+			cp := state.Checkpoint{ChangelogOffset: last + 1, StreamTime: streamTime}
 			if err := sr.store.db.Restore(entries, cp); err != nil {
 				applyErr = fmt.Errorf("restoring store %q of task %s: %w", sr.store.spec.name, t.id, err)
 				return

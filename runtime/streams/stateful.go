@@ -12,7 +12,7 @@ type aggregateProc struct {
 func aggregateFactory(spec *storeSpec, init Initializer, agg Aggregator) processorFactory {
 	return func(name string, next []processor, t *task) processor {
 		st := t.stores[spec.name]
-		st.downstream = next
+		st.downstream, st.processor = next, name
 		return &aggregateProc{name: name, store: st, init: init, agg: agg, next: next}
 	}
 }
@@ -53,7 +53,7 @@ type reduceProc struct {
 func reduceFactory(spec *storeSpec, fn Reducer) processorFactory {
 	return func(name string, next []processor, t *task) processor {
 		st := t.stores[spec.name]
-		st.downstream = next
+		st.downstream, st.processor = next, name
 		return &reduceProc{name: name, store: st, reduce: fn}
 	}
 }
@@ -84,7 +84,7 @@ type tableSourceProc struct {
 func tableSourceFactory(spec *storeSpec) processorFactory {
 	return func(name string, next []processor, t *task) processor {
 		st := t.stores[spec.name]
-		st.downstream = next
+		st.downstream, st.processor = next, name
 		return &tableSourceProc{name: name, store: st}
 	}
 }

@@ -22,6 +22,8 @@ type taskStore struct {
 	changelog  string
 	partition  int32
 	downstream []processor
+	// processor names the node that writes the store, for errors.
+	processor string
 
 	// The record cache: dirty rows by serialized key, and the order they
 	// became dirty in, which is the order they are flushed and evicted in.
@@ -40,12 +42,13 @@ type taskStore struct {
 // cacheEntry is a dirty row: its latest value and the value it had before
 // it became dirty, which downstream table operators need.
 type cacheEntry struct {
-	key       any
-	keyBytes  []byte
-	value     any
-	old       any
-	oldFound  bool
-	timestamp int64
+	key        any
+	keyBytes   []byte
+	value      any
+	valueBytes []byte // nil deletes the row
+	old        any
+	oldFound   bool
+	timestamp  int64
 }
 
 // cacheEntryOverhead approximates the bytes a cache entry costs beside its
@@ -105,18 +108,22 @@ func orDefault(s, def Serde) Serde {
 	return s
 }
 
-// get returns the current value of key: the cache's, else pebble's.
+// get returns the current value of key: the cache's, else pebble's. Both
+// are decoded from bytes, so an aggregator sees the same types whether its
+// row was cached or stored.
 func (st *taskStore) get(key any) (any, bool, error) {
 	kb, err := st.keySerde.Serialize(st.changelogOrName(), key)
 	if err != nil {
 		return nil, false, fmt.Errorf("store %q: serializing key: %w", st.spec.name, err)
 	}
-	if e, ok := st.cache[string(kb)]; ok {
-		return e.value, e.value != nil, nil
-	}
-	vb, ok, err := st.db.Get(kb)
-	if err != nil || !ok {
+	vb, ok := []byte(nil), false
+	if e, cached := st.cache[string(kb)]; cached {
+		vb, ok = e.valueBytes, e.valueBytes != nil
+	} else if vb, ok, err = st.db.Get(kb); err != nil {
 		return nil, false, err
+	}
+	if !ok {
+		return nil, false, nil
 	}
 	v, err := st.valueSerde.Deserialize(st.changelogOrName(), vb)
 	if err != nil {
@@ -132,16 +139,27 @@ func (st *taskStore) changelogOrName() string {
 	return st.spec.name
 }
 
-// put records a new value (nil deletes) for key. With the cache on it is
-// held until the next flush; otherwise it goes to pebble, the changelog
-// and downstream at once.
+// put records a new value (nil deletes) for key. It serializes at once,
+// while the record is current, so that a serde error goes to the error
+// handler with the record's coordinates. With the cache on the row is held
+// until the next flush; otherwise it goes to pebble, the changelog and
+// downstream at once.
 func (st *taskStore) put(t *task, key, value, old any, oldFound bool, ts int64) error {
 	kb, err := st.keySerde.Serialize(st.changelogOrName(), key)
 	if err != nil {
-		return t.processingError(st.spec.name, fmt.Errorf("serializing key: %w", err))
+		return t.processingError(st.processor, fmt.Errorf("store %q: serializing key: %w", st.spec.name, err))
+	}
+	var vb []byte
+	if value != nil {
+		if vb, err = st.valueSerde.Serialize(st.changelogOrName(), value); err != nil {
+			return t.processingError(st.processor, fmt.Errorf("store %q: serializing value: %w", st.spec.name, err))
+		}
+		if vb == nil {
+			vb = []byte{} // a value, not a deletion
+		}
 	}
 	if !st.spec.cached {
-		return st.flushEntry(t, &cacheEntry{key: key, keyBytes: kb, value: value, old: old, oldFound: oldFound, timestamp: ts})
+		return st.flushEntry(t, &cacheEntry{key: key, keyBytes: kb, value: value, valueBytes: vb, old: old, oldFound: oldFound, timestamp: ts})
 	}
 	e, ok := st.cache[string(kb)]
 	if !ok {
@@ -151,25 +169,22 @@ func (st *taskStore) put(t *task, key, value, old any, oldFound bool, ts int64) 
 		st.cacheBytes += len(kb) + cacheEntryOverhead
 		t.cacheBytes += len(kb) + cacheEntryOverhead
 	}
-	e.value, e.timestamp = value, ts
+	e.value, e.valueBytes, e.timestamp = value, vb, ts
 	return nil
 }
 
 // flushEntry writes one row to pebble's pending batch and the changelog
-// and sends the change downstream.
+// and sends the change downstream. A row created and deleted between two
+// flushes never existed for anyone else: it is dropped.
 func (st *taskStore) flushEntry(t *task, e *cacheEntry) error {
-	var vb []byte
-	if e.value != nil {
-		var err error
-		if vb, err = st.valueSerde.Serialize(st.changelogOrName(), e.value); err != nil {
-			return t.processingError(st.spec.name, fmt.Errorf("serializing value: %w", err))
-		}
+	if e.valueBytes == nil && !e.oldFound {
+		return nil
 	}
 	var err error
-	if vb == nil {
+	if e.valueBytes == nil {
 		err = st.db.Delete(e.keyBytes)
 	} else {
-		err = st.db.Put(e.keyBytes, vb)
+		err = st.db.Put(e.keyBytes, e.valueBytes)
 	}
 	if err != nil {
 		return fmt.Errorf("writing store %q: %w", st.spec.name, err)
@@ -179,7 +194,7 @@ func (st *taskStore) flushEntry(t *task, e *cacheEntry) error {
 			Topic:     st.changelog,
 			Partition: st.partition,
 			Key:       e.keyBytes,
-			Value:     vb,
+			Value:     e.valueBytes,
 			Timestamp: unixMilli(e.timestamp),
 		}, st.promise)
 	}
@@ -195,9 +210,12 @@ func (st *taskStore) flush(t *task) error {
 	return st.evict(t, len(st.order))
 }
 
-// evict flushes the n oldest dirty rows.
+// evict flushes the n oldest dirty rows. Each row leaves the cache before
+// it is written, so that a failure leaves the cache consistent.
 func (st *taskStore) evict(t *task, n int) error {
-	for _, k := range st.order[:n] {
+	for range n {
+		k := st.order[0]
+		st.order = st.order[1:]
 		e := st.cache[k]
 		delete(st.cache, k)
 		st.cacheBytes -= len(k) + cacheEntryOverhead
@@ -206,9 +224,8 @@ func (st *taskStore) evict(t *task, n int) error {
 			return err
 		}
 	}
-	st.order = st.order[n:]
 	if len(st.order) == 0 {
-		st.order = st.order[:0:0]
+		st.order = nil
 	}
 	return nil
 }
