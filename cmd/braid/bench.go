@@ -34,7 +34,7 @@ func runBench(ctx context.Context, args []string, stdout io.Writer) error {
 	records := fs.Int("records", defaultRecords, "records to seed and process")
 	keys := fs.Int("keys", defaultKeys, "distinct keys")
 	partitions := fs.Int("partitions", 4, "partitions of every topic")
-	rounds := fs.Int("rounds", 3, "rounds of every side; each reports its median")
+	rounds := fs.Int("rounds", 0, "rounds of every side; each reports its median (default: 5 for pipe, 3 otherwise)")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
