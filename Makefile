@@ -21,6 +21,8 @@ run:
 
 bench:
 	$(GO) run ./cmd/braid bench pipe $(BENCH_ARGS)
+	$(GO) run ./cmd/braid bench count $(BENCH_ARGS)
+	$(GO) run ./cmd/braid bench restore $(BENCH_ARGS)
 
 deps:
 	scripts/install-deps.sh
