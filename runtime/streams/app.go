@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -272,10 +274,28 @@ func (a *App) handle(t *task, err error, how ErrorHandling) error {
 	a.log.Warn("skipping record", "task", t.id.String(), "err", err)
 	a.reportError(t.id, err, false)
 	r := t.current
+	if a.cfg.DeadLetterTopic != "" {
+		a.produce(deadLetter(a.cfg.DeadLetterTopic, t.id, r, err))
+	}
 	for _, h := range a.hooks.skipped {
 		h.OnRecordSkipped(SkippedRecord{Task: t.id, Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Err: err})
 	}
 	return nil
+}
+
+// deadLetter copies a skipped record, bytes as they were consumed, to the
+// dead-letter topic, with headers saying where it came from and why it was
+// skipped. It is produced like an output: the input offset is committed
+// only once it is acknowledged.
+func deadLetter(topic string, task TaskID, r *kgo.Record, err error) *kgo.Record {
+	headers := append(slices.Clip(r.Headers),
+		kgo.RecordHeader{Key: "braid.error", Value: []byte(err.Error())},
+		kgo.RecordHeader{Key: "braid.task", Value: []byte(task.String())},
+		kgo.RecordHeader{Key: "braid.topic", Value: []byte(r.Topic)},
+		kgo.RecordHeader{Key: "braid.partition", Value: strconv.AppendInt(nil, int64(r.Partition), 10)},
+		kgo.RecordHeader{Key: "braid.offset", Value: strconv.AppendInt(nil, r.Offset, 10)},
+	)
+	return &kgo.Record{Topic: topic, Key: r.Key, Value: r.Value, Timestamp: r.Timestamp, Headers: headers}
 }
 
 // loop polls and processes until ctx ends or something fails.

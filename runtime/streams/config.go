@@ -96,6 +96,11 @@ type Config struct {
 	DeserializationErrors ErrorHandling
 	ProcessingErrors      ErrorHandling
 
+	// DeadLetterTopic, when set, receives every record skipped by
+	// LogAndContinue, unchanged, with headers braid.error, braid.task,
+	// braid.topic, braid.partition and braid.offset. The topic must exist.
+	DeadLetterTopic string
+
 	// MaxPollRecords bounds the records one poll hands to the tasks.
 	// Default 0: whatever the client has buffered.
 	MaxPollRecords int
@@ -209,6 +214,11 @@ func (c Config) Validate() error {
 	}{{"DeserializationErrors", c.DeserializationErrors}, {"ProcessingErrors", c.ProcessingErrors}} {
 		if h.value != FailOnError && h.value != LogAndContinue {
 			bad(h.field, "unknown value %d", int(h.value))
+		}
+	}
+	if c.DeadLetterTopic != "" {
+		if err := validTopicName(c.DeadLetterTopic); err != nil {
+			bad("DeadLetterTopic", "%v", err)
 		}
 	}
 	if c.MaxPollRecords < 0 {

@@ -66,6 +66,17 @@ func (a *App) prepareTopics(ctx context.Context) error {
 // keyed by name, or every missing topic as a *MissingSourceTopicError.
 func (a *App) sourcePartitions(ctx context.Context, adm *kadm.Client) (map[string]int, error) {
 	topics := a.topo.SourceTopics()
+	if dlq := a.cfg.DeadLetterTopic; dlq != "" {
+		// Checked with the sources: a dead-letter topic that does not
+		// exist would fail the App on the first bad record, not now.
+		details, err := adm.ListTopics(ctx, dlq)
+		if err != nil {
+			return nil, fmt.Errorf("describing dead-letter topic %q: %w", dlq, err)
+		}
+		if d, ok := details[dlq]; !ok || d.Err != nil {
+			return nil, fmt.Errorf("dead-letter topic %q does not exist; create it or leave Config.DeadLetterTopic empty", dlq)
+		}
+	}
 	details, err := adm.ListTopics(ctx, topics...)
 	if err != nil {
 		return nil, fmt.Errorf("listing source topics: %w", err)
