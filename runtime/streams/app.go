@@ -80,6 +80,10 @@ type App struct {
 	byTP    map[TopicPartition]*partitionQueue
 	taskOf  map[TopicPartition]*task
 
+	// lastPurge is when committed repartition records were last deleted;
+	// commit, which holds tasksMu, reads and sets it.
+	lastPurge time.Time
+
 	// restored delivers finished restorations to the processing goroutine;
 	// waker cuts its poll short when one finishes.
 	restored chan *restoration

@@ -118,6 +118,10 @@ type Config struct {
 	// Default 16 MiB.
 	StoreBlockCacheBytes int64
 
+	// RepartitionPurgeInterval is how often committed records are
+	// deleted from repartition topics. Default 30 s, as in Kafka Streams.
+	RepartitionPurgeInterval time.Duration
+
 	// ReplicationFactor of the internal topics the App creates. Default -1:
 	// the broker's default.
 	ReplicationFactor int
@@ -160,6 +164,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.ReplicationFactor == 0 {
 		c.ReplicationFactor = -1
+	}
+	if c.RepartitionPurgeInterval == 0 {
+		c.RepartitionPurgeInterval = 30 * time.Second
 	}
 	if c.CacheMaxBytes == 0 {
 		c.CacheMaxBytes = 10 << 20
@@ -226,6 +233,9 @@ func (c Config) Validate() error {
 	}
 	if c.SessionTimeout < 0 {
 		bad("SessionTimeout", "%v is negative", c.SessionTimeout)
+	}
+	if c.RepartitionPurgeInterval < 0 {
+		bad("RepartitionPurgeInterval", "%v is negative", c.RepartitionPurgeInterval)
 	}
 	if c.StoreBlockCacheBytes < 0 {
 		bad("StoreBlockCacheBytes", "%d is negative", c.StoreBlockCacheBytes)

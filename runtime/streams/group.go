@@ -291,7 +291,35 @@ func (a *App) commit(ctx context.Context) error {
 	for _, h := range a.hooks.commit {
 		h.OnCommit(ev)
 	}
+	a.purgeRepartitions(ctx, committed)
 	return nil
+}
+
+// purgeRepartitions deletes, at most every RepartitionPurgeInterval, the
+// records of repartition topics that are committed: nobody reads them
+// again, and a repartition topic would otherwise grow without bound. It is
+// best effort; the next purge retries.
+func (a *App) purgeRepartitions(ctx context.Context, committed map[TopicPartition]int64) {
+	if time.Since(a.lastPurge) < a.cfg.RepartitionPurgeInterval {
+		return
+	}
+	var offsets kadm.Offsets
+	for tp, off := range committed {
+		if src := a.sources[tp.Topic]; src != nil && src.internal {
+			offsets.Add(kadm.Offset{Topic: tp.Topic, Partition: tp.Partition, At: off})
+		}
+	}
+	if len(offsets) == 0 {
+		return
+	}
+	a.lastPurge = time.Now()
+	resps, err := kadm.NewClient(a.kc()).DeleteRecords(ctx, offsets)
+	if err == nil {
+		err = resps.Error()
+	}
+	if err != nil {
+		a.log.Warn("purging committed repartition records failed", "err", err)
+	}
 }
 
 // enterRebalancing marks a rebalance, unless the revocation is the App
