@@ -6,10 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"maps"
 	"os"
 	"runtime"
-	"sync"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -397,61 +395,13 @@ func HandwrittenCount(ctx context.Context, brokers []string, in, out, changelog,
 		return Result{}, fmt.Errorf("handwritten count: commit interval %v must be positive", commitInterval)
 	}
 
-	var (
-		cl         *kgo.Client
-		produceErr firstError
-		// mu guards next, the offsets to commit (see RawPipe).
-		mu   sync.Mutex
-		next = map[int32]kgo.EpochOffset{}
-	)
-	promise := produceErr.promise
-	commit := func(ctx context.Context) error {
-		if err := cl.Flush(ctx); err != nil {
-			return fmt.Errorf("handwritten count: flushing: %w", err)
-		}
-		if err := produceErr.get(); err != nil {
-			return fmt.Errorf("handwritten count: producing: %w", err)
-		}
-		mu.Lock()
-		offsets := maps.Clone(next)
-		mu.Unlock()
-		if err := commitOffsets(ctx, cl, in, offsets); err != nil {
-			return fmt.Errorf("handwritten count: committing offsets: %w", err)
-		}
-		return nil
-	}
-	forget := func(lost map[string][]int32) {
-		mu.Lock()
-		for _, p := range lost[in] {
-			delete(next, p)
-		}
-		mu.Unlock()
-	}
-	opts := append([]kgo.Opt{
-		kgo.SeedBrokers(brokers...),
-		kgo.ConsumerGroup(group),
-		kgo.ConsumeTopics(in),
-		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
-		kgo.BlockRebalanceOnPoll(),
-		kgo.DisableAutoCommit(),
-		// Every produced record names its partition: its input's.
-		kgo.RecordPartitioner(kgo.ManualPartitioner()),
-		kgo.OnPartitionsRevoked(func(ctx context.Context, _ *kgo.Client, revoked map[string][]int32) {
-			_ = commit(ctx) // on failure the next owner reprocesses: at-least-once
-			forget(revoked)
-		}),
-		kgo.OnPartitionsLost(func(_ context.Context, _ *kgo.Client, lost map[string][]int32) {
-			forget(lost)
-		}),
-	}, ClientOptions()...)
-	cl, err = kgo.NewClient(opts...)
+	// Every produced record names its partition: its input's.
+	c, err := newALOSConsumer("handwritten count", brokers, in, group, kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	if err != nil {
-		return Result{}, fmt.Errorf("handwritten count: %w", err)
+		return Result{}, err
 	}
-	defer func() {
-		cl.AllowRebalance()
-		cl.Close()
-	}()
+	defer c.close()
+	cl, promise := c.cl, c.promise
 	st := newStores(stateDir)
 	defer func() {
 		if cerr := st.close(); cerr != nil && err == nil {
@@ -513,71 +463,5 @@ func HandwrittenCount(ctx context.Context, brokers []string, in, out, changelog,
 		return nil
 	}
 
-	processed := 0
-	lastCommit := time.Now()
-	for {
-		fetches := cl.PollRecords(ctx, 0)
-		if err := ctx.Err(); err != nil {
-			return Result{}, fmt.Errorf("handwritten count: after %d of %d records: %w", processed, records, err)
-		}
-		if errs := fetches.Errors(); len(errs) > 0 {
-			fe := errs[0]
-			return Result{}, fmt.Errorf("handwritten count: fetching %s[%d]: %w", fe.Topic, fe.Partition, fe.Err)
-		}
-		var perr error
-		fetches.EachPartition(func(p kgo.FetchTopicPartition) {
-			rs := p.Records
-			if perr != nil || len(rs) == 0 || processed >= records {
-				return
-			}
-			if n := records - processed; len(rs) > n {
-				rs = rs[:n]
-			}
-			if perr = countPartition(p.Partition, rs); perr != nil {
-				return
-			}
-			processed += len(rs)
-			last := rs[len(rs)-1]
-			mu.Lock()
-			next[p.Partition] = kgo.EpochOffset{Epoch: last.LeaderEpoch, Offset: last.Offset + 1}
-			mu.Unlock()
-		})
-		if perr != nil {
-			return Result{}, fmt.Errorf("handwritten count: %w", perr)
-		}
-		if processed >= records {
-			if err := commit(ctx); err != nil {
-				return Result{}, err
-			}
-			return Result{Records: processed, Elapsed: time.Since(start)}, nil
-		}
-		if time.Since(lastCommit) >= commitInterval {
-			if err := commit(ctx); err != nil {
-				return Result{}, err
-			}
-			lastCommit = time.Now()
-		}
-		cl.AllowRebalance()
-	}
-}
-
-// commitOffsets synchronously commits offsets of topic for the client's
-// group and returns the request's or any partition's error.
-func commitOffsets(ctx context.Context, cl *kgo.Client, topic string, offsets map[int32]kgo.EpochOffset) error {
-	var cerr error
-	cl.CommitOffsetsSync(ctx, map[string]map[int32]kgo.EpochOffset{topic: offsets},
-		func(_ *kgo.Client, _ *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse, err error) {
-			if err != nil {
-				cerr = err
-				return
-			}
-			for _, t := range resp.Topics {
-				for _, p := range t.Partitions {
-					if err := kerr.ErrorForCode(p.ErrorCode); err != nil && cerr == nil {
-						cerr = fmt.Errorf("partition %d: %w", p.Partition, err)
-					}
-				}
-			}
-		})
-	return cerr
+	return c.run(ctx, start, records, commitInterval, countPartition)
 }

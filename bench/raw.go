@@ -3,13 +3,9 @@ package bench
 import (
 	"context"
 	"fmt"
-	"maps"
-	"sync"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // Result is what one pipe run measured.
@@ -91,126 +87,18 @@ func RawPipe(ctx context.Context, brokers []string, in, out, group string, recor
 		return Result{}, fmt.Errorf("raw pipe: commit interval %v must be positive", commitInterval)
 	}
 
-	var (
-		cl         *kgo.Client
-		produceErr firstError
-		// mu guards next, the offsets to commit: one past the last
-		// processed record per partition of in. The poll loop and the
-		// group's revoke and lose callbacks share it.
-		mu   sync.Mutex
-		next = map[int32]kgo.EpochOffset{}
-	)
-	promise := produceErr.promise
-	// commit flushes the producer, then commits the processed offsets.
-	commit := func(ctx context.Context) error {
-		if err := cl.Flush(ctx); err != nil {
-			return fmt.Errorf("raw pipe: flushing: %w", err)
-		}
-		if err := produceErr.get(); err != nil {
-			return fmt.Errorf("raw pipe: producing to %s: %w", out, err)
-		}
-		mu.Lock()
-		offsets := make(map[int32]kgo.EpochOffset, len(next))
-		maps.Copy(offsets, next)
-		mu.Unlock()
-		var cerr error
-		cl.CommitOffsetsSync(ctx, map[string]map[int32]kgo.EpochOffset{in: offsets},
-			func(_ *kgo.Client, _ *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse, err error) {
-				if err != nil {
-					cerr = err
-					return
-				}
-				for _, t := range resp.Topics {
-					for _, p := range t.Partitions {
-						if err := kerr.ErrorForCode(p.ErrorCode); err != nil && cerr == nil {
-							cerr = fmt.Errorf("partition %d: %w", p.Partition, err)
-						}
-					}
-				}
-			})
-		if cerr != nil {
-			return fmt.Errorf("raw pipe: committing offsets: %w", cerr)
+	c, err := newALOSConsumer("raw pipe", brokers, in, group)
+	if err != nil {
+		return Result{}, err
+	}
+	defer c.close()
+	// One promise func for every record: a method value built per record
+	// would allocate per record.
+	cl, promise := c.cl, c.promise
+	return c.run(ctx, start, records, commitInterval, func(_ int32, rs []*kgo.Record) error {
+		for _, r := range rs {
+			cl.Produce(ctx, &kgo.Record{Topic: out, Key: r.Key, Value: r.Value, Timestamp: r.Timestamp}, promise)
 		}
 		return nil
-	}
-	forget := func(lost map[string][]int32) {
-		mu.Lock()
-		for _, p := range lost[in] {
-			delete(next, p)
-		}
-		mu.Unlock()
-	}
-
-	opts := append([]kgo.Opt{
-		kgo.SeedBrokers(brokers...),
-		kgo.ConsumerGroup(group),
-		kgo.ConsumeTopics(in),
-		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
-		kgo.BlockRebalanceOnPoll(),
-		kgo.DisableAutoCommit(),
-		// The usual at-least-once hand-off: commit what was processed
-		// before giving partitions up. (One member never rebalances
-		// mid-run; this is here so the baseline is a correct program.)
-		kgo.OnPartitionsRevoked(func(ctx context.Context, _ *kgo.Client, revoked map[string][]int32) {
-			_ = commit(ctx) // on failure the next owner reprocesses: at-least-once
-			forget(revoked)
-		}),
-		kgo.OnPartitionsLost(func(_ context.Context, _ *kgo.Client, lost map[string][]int32) {
-			forget(lost)
-		}),
-	}, ClientOptions()...)
-	cl, err := kgo.NewClient(opts...)
-	if err != nil {
-		return Result{}, fmt.Errorf("raw pipe: %w", err)
-	}
-	defer func() {
-		// Leaving the group waits for a blocked poll to be released.
-		cl.AllowRebalance()
-		cl.Close()
-	}()
-
-	processed := 0
-	lastCommit := time.Now()
-	for {
-		fetches := cl.PollRecords(ctx, 0)
-		if err := ctx.Err(); err != nil {
-			return Result{}, fmt.Errorf("raw pipe: after %d of %d records: %w", processed, records, err)
-		}
-		if errs := fetches.Errors(); len(errs) > 0 {
-			fe := errs[0]
-			return Result{}, fmt.Errorf("raw pipe: fetching %s[%d]: %w", fe.Topic, fe.Partition, fe.Err)
-		}
-		fetches.EachPartition(func(p kgo.FetchTopicPartition) {
-			rs := p.Records
-			if len(rs) == 0 || processed >= records {
-				return
-			}
-			if n := records - processed; len(rs) > n {
-				rs = rs[:n]
-			}
-			for _, r := range rs {
-				cl.Produce(ctx, &kgo.Record{Topic: out, Key: r.Key, Value: r.Value, Timestamp: r.Timestamp}, promise)
-			}
-			processed += len(rs)
-			last := rs[len(rs)-1]
-			mu.Lock()
-			next[p.Partition] = kgo.EpochOffset{Epoch: last.LeaderEpoch, Offset: last.Offset + 1}
-			mu.Unlock()
-		})
-		if processed >= records {
-			// The final flush and commit, still inside the poll so no
-			// rebalance slips in before it.
-			if err := commit(ctx); err != nil {
-				return Result{}, err
-			}
-			return Result{Records: processed, Elapsed: time.Since(start)}, nil
-		}
-		if time.Since(lastCommit) >= commitInterval {
-			if err := commit(ctx); err != nil {
-				return Result{}, err
-			}
-			lastCommit = time.Now()
-		}
-		cl.AllowRebalance()
-	}
+	})
 }

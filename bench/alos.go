@@ -1,0 +1,161 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// alosConsumer is the at-least-once skeleton both hand-written baselines
+// share, written the way a competent franz-go user would: one client in a
+// consumer group reads in from the start, rebalances are held off while a
+// poll is processed, and every commit flushes what was produced before it
+// commits the offsets processed.
+type alosConsumer struct {
+	name string // for errors: "raw pipe"
+	in   string
+	cl   *kgo.Client
+
+	produceErr firstError
+	// mu guards next, one past the last processed record per partition of
+	// in: the poll loop and the group's revoke and lose callbacks share it.
+	mu   sync.Mutex
+	next map[int32]kgo.EpochOffset
+}
+
+// newALOSConsumer creates the client with ClientOptions and extra.
+func newALOSConsumer(name string, brokers []string, in, group string, extra ...kgo.Opt) (*alosConsumer, error) {
+	c := &alosConsumer{name: name, in: in, next: make(map[int32]kgo.EpochOffset)}
+	opts := append([]kgo.Opt{
+		kgo.SeedBrokers(brokers...),
+		kgo.ConsumerGroup(group),
+		kgo.ConsumeTopics(in),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.BlockRebalanceOnPoll(),
+		kgo.DisableAutoCommit(),
+		// The usual at-least-once hand-off: commit what was processed
+		// before giving partitions up. (One member never rebalances
+		// mid-run; this is here so the baseline is a correct program.)
+		kgo.OnPartitionsRevoked(func(ctx context.Context, _ *kgo.Client, revoked map[string][]int32) {
+			_ = c.commit(ctx) // on failure the next owner reprocesses: at-least-once
+			c.forget(revoked)
+		}),
+		kgo.OnPartitionsLost(func(_ context.Context, _ *kgo.Client, lost map[string][]int32) {
+			c.forget(lost)
+		}),
+	}, ClientOptions()...)
+	cl, err := kgo.NewClient(append(opts, extra...)...)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	c.cl = cl
+	return c, nil
+}
+
+// close leaves the group; leaving waits for a blocked poll to be released.
+func (c *alosConsumer) close() {
+	c.cl.AllowRebalance()
+	c.cl.Close()
+}
+
+// promise is the one produce promise of every record.
+func (c *alosConsumer) promise(r *kgo.Record, err error) { c.produceErr.promise(r, err) }
+
+// commit flushes the producer, then commits the processed offsets.
+func (c *alosConsumer) commit(ctx context.Context) error {
+	if err := c.cl.Flush(ctx); err != nil {
+		return fmt.Errorf("%s: flushing: %w", c.name, err)
+	}
+	if err := c.produceErr.get(); err != nil {
+		return fmt.Errorf("%s: producing: %w", c.name, err)
+	}
+	c.mu.Lock()
+	offsets := maps.Clone(c.next)
+	c.mu.Unlock()
+	var cerr error
+	c.cl.CommitOffsetsSync(ctx, map[string]map[int32]kgo.EpochOffset{c.in: offsets},
+		func(_ *kgo.Client, _ *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse, err error) {
+			if err != nil {
+				cerr = err
+				return
+			}
+			for _, t := range resp.Topics {
+				for _, p := range t.Partitions {
+					if err := kerr.ErrorForCode(p.ErrorCode); err != nil && cerr == nil {
+						cerr = fmt.Errorf("partition %d: %w", p.Partition, err)
+					}
+				}
+			}
+		})
+	if cerr != nil {
+		return fmt.Errorf("%s: committing offsets: %w", c.name, cerr)
+	}
+	return nil
+}
+
+func (c *alosConsumer) forget(lost map[string][]int32) {
+	c.mu.Lock()
+	for _, p := range lost[c.in] {
+		delete(c.next, p)
+	}
+	c.mu.Unlock()
+}
+
+// run polls, hands each partition's records of a poll to process, and
+// commits every commitInterval, until records records are processed; then
+// it makes the final flush and commit, still inside the poll so that no
+// rebalance slips in before it, and returns the time since start.
+func (c *alosConsumer) run(ctx context.Context, start time.Time, records int, commitInterval time.Duration, process func(partition int32, rs []*kgo.Record) error) (Result, error) {
+	processed := 0
+	lastCommit := time.Now()
+	for {
+		fetches := c.cl.PollRecords(ctx, 0)
+		if err := ctx.Err(); err != nil {
+			return Result{}, fmt.Errorf("%s: after %d of %d records: %w", c.name, processed, records, err)
+		}
+		if errs := fetches.Errors(); len(errs) > 0 {
+			fe := errs[0]
+			return Result{}, fmt.Errorf("%s: fetching %s[%d]: %w", c.name, fe.Topic, fe.Partition, fe.Err)
+		}
+		var perr error
+		fetches.EachPartition(func(p kgo.FetchTopicPartition) {
+			rs := p.Records
+			if perr != nil || len(rs) == 0 || processed >= records {
+				return
+			}
+			if n := records - processed; len(rs) > n {
+				rs = rs[:n]
+			}
+			if perr = process(p.Partition, rs); perr != nil {
+				return
+			}
+			processed += len(rs)
+			last := rs[len(rs)-1]
+			c.mu.Lock()
+			c.next[p.Partition] = kgo.EpochOffset{Epoch: last.LeaderEpoch, Offset: last.Offset + 1}
+			c.mu.Unlock()
+		})
+		if perr != nil {
+			return Result{}, fmt.Errorf("%s: %w", c.name, perr)
+		}
+		if processed >= records {
+			if err := c.commit(ctx); err != nil {
+				return Result{}, err
+			}
+			return Result{Records: processed, Elapsed: time.Since(start)}, nil
+		}
+		if time.Since(lastCommit) >= commitInterval {
+			if err := c.commit(ctx); err != nil {
+				return Result{}, err
+			}
+			lastCommit = time.Now()
+		}
+		c.cl.AllowRebalance()
+	}
+}
