@@ -89,10 +89,12 @@ type App struct {
 	restored chan *restoration
 	waker    pollWaker
 
-	// produceErr keeps the first failed produce; a failed produce fails
-	// the App at the next check, before any commit could skip the record.
-	produceErrMu sync.Mutex
-	produceErr   error
+	// asyncErr keeps the first error met off the processing goroutine: a
+	// failed produce, or a store that would not open in a group callback.
+	// It fails the App at the next check, before any commit could skip a
+	// record.
+	asyncErrMu sync.Mutex
+	asyncErr   error
 
 	// mu guards the lifecycle and the published stats, read by Stats and
 	// Close from other goroutines.
@@ -391,27 +393,26 @@ func (a *App) onProduced(r *kgo.Record, err error) {
 	if err == nil {
 		return
 	}
-	a.produceErrMu.Lock()
-	defer a.produceErrMu.Unlock()
-	if a.produceErr == nil {
-		a.produceErr = fmt.Errorf("producing to %s: %w", r.Topic, err)
+	a.asyncErrMu.Lock()
+	defer a.asyncErrMu.Unlock()
+	if a.asyncErr == nil {
+		a.asyncErr = fmt.Errorf("producing to %s: %w", r.Topic, err)
 	}
 }
 
 func (a *App) producedError() error {
-	a.produceErrMu.Lock()
-	defer a.produceErrMu.Unlock()
-	return a.produceErr
+	a.asyncErrMu.Lock()
+	defer a.asyncErrMu.Unlock()
+	return a.asyncErr
 }
 
-// setAsyncError records an error met outside the processing goroutine
-// (opening a store in a group callback, say); it fails the App at the
-// next check, as a failed produce does.
+// setAsyncError records an error met off the processing goroutine; see
+// asyncErr.
 func (a *App) setAsyncError(err error) {
-	a.produceErrMu.Lock()
-	defer a.produceErrMu.Unlock()
-	if a.produceErr == nil {
-		a.produceErr = err
+	a.asyncErrMu.Lock()
+	defer a.asyncErrMu.Unlock()
+	if a.asyncErr == nil {
+		a.asyncErr = err
 	}
 }
 

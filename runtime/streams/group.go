@@ -90,15 +90,22 @@ func (a *App) onAssigned(ctx context.Context, cl *kgo.Client, assigned map[strin
 			a.taskOf[tp] = t
 		}
 	}
-	adm := kadm.NewClient(cl)
+	// One request for the end offsets of every new task's changelogs.
+	ends, err := changelogEnds(ctx, kadm.NewClient(cl), added)
+	if err != nil {
+		a.setAsyncError(err)
+	}
 	for _, t := range added {
-		restoring, err := a.restoreStores(ctx, t, adm)
 		if err != nil {
-			a.setAsyncError(&TaskFailedError{Task: t.id, Err: err})
+			break
+		}
+		restoring, rerr := a.restoreStores(ctx, t, ends)
+		if rerr != nil {
+			a.setAsyncError(&TaskFailedError{Task: t.id, Err: rerr})
 			continue
 		}
 		if restoring {
-			a.kc().PauseFetchPartitions(t.partitionMap())
+			cl.PauseFetchPartitions(t.partitionMap())
 		} else {
 			t.streamTime = max(t.streamTime, t.checkpointStreamTime())
 		}
@@ -107,23 +114,15 @@ func (a *App) onAssigned(ctx context.Context, cl *kgo.Client, assigned map[strin
 	a.tasksMu.Unlock()
 	for _, t := range added {
 		a.log.Info("task assigned", "task", t.id.String(), "partitions", fmt.Sprint(t.partitions()))
-		a.taskEvent(a.hooks.assigned, t, true)
+		for _, h := range a.hooks.assigned {
+			h.OnTaskAssigned(a.taskEvent(t, true))
+		}
 	}
 	a.setState(Running)
 }
 
-func (a *App) taskEvent(hooks any, t *task, clean bool) {
-	ev := TaskEvent{ApplicationID: a.cfg.ApplicationID, InstanceID: a.cfg.InstanceID, Task: t.id, Partitions: t.partitions(), Clean: clean}
-	switch hs := hooks.(type) {
-	case []TaskAssignedHook:
-		for _, h := range hs {
-			h.OnTaskAssigned(ev)
-		}
-	case []TaskRevokedHook:
-		for _, h := range hs {
-			h.OnTaskRevoked(ev)
-		}
-	}
+func (a *App) taskEvent(t *task, clean bool) TaskEvent {
+	return TaskEvent{ApplicationID: a.cfg.ApplicationID, InstanceID: a.cfg.InstanceID, Task: t.id, Partitions: t.partitions(), Clean: clean}
 }
 
 // onRevoked commits what the revoked tasks processed, then drops them.
@@ -166,7 +165,9 @@ func (a *App) dropTasks(clean bool) {
 	}
 	for _, t := range dropped {
 		a.log.Info("task revoked", "task", t.id.String(), "clean", clean)
-		a.taskEvent(a.hooks.revoked, t, clean)
+		for _, h := range a.hooks.revoked {
+			h.OnTaskRevoked(a.taskEvent(t, clean))
+		}
 	}
 }
 

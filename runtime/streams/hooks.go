@@ -132,9 +132,6 @@ func newHookSet(hooks []Hook) hookSet {
 
 // implementsAny reports whether h implements at least one hook interface.
 func implementsAny(h Hook) bool {
-	switch h.(type) {
-	case TaskAssignedHook, TaskRevokedHook, CommitHook, StateChangeHook, ErrorHook, RecordSkippedHook, RestoreHook:
-		return true
-	}
-	return false
+	s := newHookSet([]Hook{h})
+	return len(s.assigned)+len(s.revoked)+len(s.commit)+len(s.state)+len(s.errs)+len(s.skipped)+len(s.restore) > 0
 }

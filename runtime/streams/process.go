@@ -248,10 +248,8 @@ func (p *sinkProc) process(t *task, r record) error {
 		Topic:     p.topic,
 		Key:       k,
 		Value:     v,
-		Timestamp: unixMilli(r.timestamp),
+		Timestamp: time.UnixMilli(r.timestamp),
 		Headers:   r.headers,
 	})
 	return nil
 }
-
-func unixMilli(ms int64) time.Time { return time.UnixMilli(ms) }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -48,26 +49,34 @@ type restoration struct {
 	err    error // set before done closes
 }
 
-// restoreStores starts restoring t's stores that are behind their
-// changelogs and reports whether it had to. The processing goroutine
-// resumes t once a.restored delivers it.
-func (a *App) restoreStores(ctx context.Context, t *task, adm *kadm.Client) (bool, error) {
+// changelogEnds lists, in one request, the end offsets of the changelogs
+// of tasks: the offsets their restores run to.
+func changelogEnds(ctx context.Context, adm *kadm.Client, tasks []*task) (kadm.ListedOffsets, error) {
 	var topics []string
-	for _, st := range t.storeList {
-		if st.changelog != "" {
-			topics = append(topics, st.changelog)
+	for _, t := range tasks {
+		for _, st := range t.storeList {
+			if st.changelog != "" && !slices.Contains(topics, st.changelog) {
+				topics = append(topics, st.changelog)
+			}
 		}
 	}
 	if len(topics) == 0 {
-		return false, nil
+		return nil, nil
 	}
 	ends, err := adm.ListEndOffsets(ctx, topics...)
 	if err == nil {
 		err = ends.Error()
 	}
 	if err != nil {
-		return false, fmt.Errorf("listing changelog end offsets of task %s: %w", t.id, err)
+		return nil, fmt.Errorf("listing changelog end offsets: %w", err)
 	}
+	return ends, nil
+}
+
+// restoreStores starts restoring t's stores that are behind their
+// changelogs' ends and reports whether it had to. The processing
+// goroutine resumes t once a.restored delivers it.
+func (a *App) restoreStores(ctx context.Context, t *task, ends kadm.ListedOffsets) (bool, error) {
 	var behind []*storeRestore
 	for _, st := range t.storeList {
 		if st.changelog == "" {

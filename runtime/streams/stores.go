@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"sync/atomic"
+	"time"
 
 	"github.com/braidstream/braid/runtime/internal/state"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -195,7 +196,7 @@ func (st *taskStore) flushEntry(t *task, e *cacheEntry) error {
 			Partition: st.partition,
 			Key:       e.keyBytes,
 			Value:     e.valueBytes,
-			Timestamp: unixMilli(e.timestamp),
+			Timestamp: time.UnixMilli(e.timestamp),
 		}, st.promise)
 	}
 	old := e.old
