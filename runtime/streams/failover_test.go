@@ -62,7 +62,7 @@ func TestStatefulFailover(t *testing.T) {
 
 	first := newApp("first")
 	stopFirst := runApp(t, first)
-	rec := &restoreRecorder{}
+	rec := &restoreLog{}
 	second := newApp("second", rec)
 	runApp(t, second)
 	waitFor(t, 30*time.Second, "both instances running two tasks each", func() bool {

@@ -61,6 +61,17 @@ func (r *restoreLog) ended() int {
 	return len(r.ends)
 }
 
+// restored sums the records restores reported at their end.
+func (r *restoreLog) restored() int64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var n int64
+	for _, e := range r.ends {
+		n += e.Restored
+	}
+	return n
+}
+
 // logCapture is a slog.Handler that keeps every message with its
 // attributes as one line of text, for assertions on what the App logs.
 type logCapture struct {

@@ -3,7 +3,6 @@ package streams_test
 import (
 	"encoding/binary"
 	"fmt"
-	"sync"
 	"testing"
 	"time"
 
@@ -11,35 +10,6 @@ import (
 	"github.com/braidstream/braid/runtime/streams"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
-
-// restoreRecorder keeps restore events.
-type restoreRecorder struct {
-	mu     sync.Mutex
-	starts []streams.RestoreEvent
-	ends   []streams.RestoreEvent
-}
-
-func (r *restoreRecorder) OnRestoreStart(e streams.RestoreEvent) {
-	r.mu.Lock()
-	r.starts = append(r.starts, e)
-	r.mu.Unlock()
-}
-func (r *restoreRecorder) OnRestoreProgress(streams.RestoreEvent) {}
-func (r *restoreRecorder) OnRestoreEnd(e streams.RestoreEvent) {
-	r.mu.Lock()
-	r.ends = append(r.ends, e)
-	r.mu.Unlock()
-}
-
-func (r *restoreRecorder) restored() int64 {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	var n int64
-	for _, e := range r.ends {
-		n += e.Restored
-	}
-	return n
-}
 
 func countTopology(t *testing.T, cached bool) *streams.Topology {
 	t.Helper()
@@ -103,7 +73,7 @@ func TestCountRestartReplaysOnlyTheTail(t *testing.T) {
 			}
 
 			produceClicks(t, b, 1000, 500, users)
-			rec := &restoreRecorder{}
+			rec := &restoreLog{}
 			cfg.Hooks = []streams.Hook{rec}
 			app2, err := streams.New(topo, cfg)
 			if err != nil {
@@ -128,7 +98,7 @@ func TestCountRestartReplaysOnlyTheTail(t *testing.T) {
 			}
 
 			// A new state dir restores the whole (uncompacted) changelog.
-			rec3 := &restoreRecorder{}
+			rec3 := &restoreLog{}
 			cfg.Hooks = []streams.Hook{rec3}
 			cfg.StateDir = t.TempDir()
 			app3, err := streams.New(topo, cfg)
