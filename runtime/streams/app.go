@@ -436,7 +436,10 @@ func (a *App) resumeRestored() error {
 			t := r.task
 			if a.tasks[t.id] == t && t.restoring == r {
 				t.restoring = nil
-				t.streamTime = max(t.streamTime, t.checkpointStreamTime())
+				if err := t.start(); err != nil {
+					a.tasksMu.Unlock()
+					return &TaskFailedError{Task: t.id, Err: err}
+				}
 				a.kc().ResumeFetchPartitions(t.partitionMap())
 			}
 			a.tasksMu.Unlock()

@@ -106,8 +106,8 @@ func (a *App) onAssigned(ctx context.Context, cl *kgo.Client, assigned map[strin
 		}
 		if restoring {
 			cl.PauseFetchPartitions(t.partitionMap())
-		} else {
-			t.streamTime = max(t.streamTime, t.checkpointStreamTime())
+		} else if err := t.start(); err != nil {
+			a.setAsyncError(&TaskFailedError{Task: t.id, Err: err})
 		}
 	}
 	a.publishStats()
@@ -248,6 +248,14 @@ func (a *App) commit(ctx context.Context) error {
 	if err := a.producedError(); err != nil {
 		return err
 	}
+	if a.markStreamTimes() {
+		if err := a.kc().Flush(ctx); err != nil {
+			return fmt.Errorf("flushing stream-time markers: %w", err)
+		}
+		if err := a.producedError(); err != nil {
+			return err
+		}
+	}
 	// Every changelog record is acknowledged now: the stores may apply
 	// their pending writes with the checkpoint that says so, and only
 	// then are the input offsets committed.
@@ -294,6 +302,23 @@ func (a *App) commit(ctx context.Context) error {
 	}
 	a.purgeRepartitions(ctx, committed)
 	return nil
+}
+
+// markStreamTimes writes the stream time of every task with windowed
+// stores to their changelogs, after the flush that acknowledged the
+// results emitted up to it (see taskStore.markStreamTime), and reports
+// whether it wrote any.
+func (a *App) markStreamTimes() bool {
+	wrote := false
+	for _, t := range a.tasks {
+		if t.restoring != nil {
+			continue
+		}
+		for _, st := range t.windowed {
+			wrote = st.markStreamTime(t) || wrote
+		}
+	}
+	return wrote
 }
 
 // purgeRepartitions deletes, at most every RepartitionPurgeInterval, the

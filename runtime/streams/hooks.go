@@ -4,7 +4,8 @@ import "time"
 
 // Hook is any value that implements one or more of the hook interfaces
 // below (TaskAssignedHook, TaskRevokedHook, CommitHook, StateChangeHook,
-// ErrorHook, RecordSkippedHook, RestoreHook). The App calls each hook from its
+// ErrorHook, RecordSkippedHook, RestoreHook, WindowClosedHook,
+// LateRecordHook, StreamTimeHook). The App calls each hook from its
 // processing goroutine, so a hook must be fast and must never block: copy
 // what you need and hand it off.
 type Hook any
@@ -41,6 +42,69 @@ type ErrorHook interface {
 // configured handler said to log and continue.
 type RecordSkippedHook interface {
 	OnRecordSkipped(SkippedRecord)
+}
+
+// WindowClosedHook is called when stream time closes a window of a
+// windowed store: once per window bounds and task (a time window holds
+// every key of the task; a session or sliding window usually one).
+type WindowClosedHook interface {
+	OnWindowClosed(WindowClosedEvent)
+}
+
+// LateRecordHook is called for every record dropped because its window
+// had closed, once per window it was late for.
+type LateRecordHook interface {
+	OnLateRecordDropped(LateRecordEvent)
+}
+
+// StreamTimeHook is called when a task's stream time moves, at most once
+// per batch of records the task processes.
+type StreamTimeHook interface {
+	OnStreamTime(StreamTimeEvent)
+}
+
+// WindowClosedEvent describes one closed window. Times are milliseconds
+// since the epoch. The window closed at stream time StreamTime, the first
+// at or past ClosesAt (End + Grace for time windows; sessions and sliding
+// windows, whose ends are inclusive, close one millisecond later).
+type WindowClosedEvent struct {
+	ApplicationID string
+	InstanceID    string
+	Task          TaskID
+	Store         string
+	Start, End    int64
+	Grace         time.Duration
+	ClosesAt      int64
+	StreamTime    int64
+	// Keys counts the keys with a result in the window; Emitted says
+	// their final results were sent downstream (EmitOnWindowClose).
+	Keys    int
+	Emitted bool
+}
+
+// LateRecordEvent describes a record dropped as late: its timestamp, the
+// task's stream time, the window it came too late for, and where it was
+// read (Offset -1 when unknown).
+type LateRecordEvent struct {
+	ApplicationID          string
+	InstanceID             string
+	Task                   TaskID
+	Store                  string
+	Topic                  string
+	Partition              int32
+	Offset                 int64
+	Timestamp              int64
+	StreamTime             int64
+	WindowStart, WindowEnd int64
+}
+
+// StreamTimeEvent gives a task's stream time: the largest record timestamp
+// it has processed, in milliseconds since the epoch.
+type StreamTimeEvent struct {
+	ApplicationID string
+	InstanceID    string
+	Task          TaskID
+	StreamTime    int64
 }
 
 // TaskEvent describes a task being assigned to or revoked from this instance.
@@ -100,6 +164,9 @@ type hookSet struct {
 	errs     []ErrorHook
 	skipped  []RecordSkippedHook
 	restore  []RestoreHook
+	closed   []WindowClosedHook
+	late     []LateRecordHook
+	time     []StreamTimeHook
 }
 
 func newHookSet(hooks []Hook) hookSet {
@@ -126,6 +193,15 @@ func newHookSet(hooks []Hook) hookSet {
 		if h, ok := h.(RestoreHook); ok {
 			s.restore = append(s.restore, h)
 		}
+		if h, ok := h.(WindowClosedHook); ok {
+			s.closed = append(s.closed, h)
+		}
+		if h, ok := h.(LateRecordHook); ok {
+			s.late = append(s.late, h)
+		}
+		if h, ok := h.(StreamTimeHook); ok {
+			s.time = append(s.time, h)
+		}
 	}
 	return s
 }
@@ -133,5 +209,6 @@ func newHookSet(hooks []Hook) hookSet {
 // implementsAny reports whether h implements at least one hook interface.
 func implementsAny(h Hook) bool {
 	s := newHookSet([]Hook{h})
-	return len(s.assigned)+len(s.revoked)+len(s.commit)+len(s.state)+len(s.errs)+len(s.skipped)+len(s.restore) > 0
+	return len(s.assigned)+len(s.revoked)+len(s.commit)+len(s.state)+len(s.errs)+len(s.skipped)+len(s.restore)+
+		len(s.closed)+len(s.late)+len(s.time) > 0
 }

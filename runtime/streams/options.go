@@ -1,6 +1,9 @@
 package streams
 
-import "fmt"
+import (
+	"fmt"
+	"time"
+)
 
 // Option adjusts one operator: its name, its serdes, its timestamp
 // extractor or a repartition's partition count. Each operator documents the
@@ -57,6 +60,11 @@ type StoreOptions struct {
 	// Defaults: the stream's key serde, and for values the operator's own
 	// (Int64 for Count) or the stream's value serde.
 	KeySerde, ValueSerde Serde
+	// Retention is how long a window store keeps a window after its start
+	// (a session store a session after its end), for queries. Default and
+	// minimum: until the window closes (size + grace; for sessions gap +
+	// grace). Windowed aggregations only.
+	Retention time.Duration
 }
 
 // Materialized sets how an aggregation or a table keeps its state.

@@ -175,17 +175,22 @@ func (a *App) runRestore(ctx context.Context, t *task, stores []*storeRestore) e
 			}
 			entries = entries[:0]
 			last := sr.next - 1
-			// Every changelog record carries the timestamp of the record
-			// that last changed its row, so the restored stream time is
-			// their maximum: windows closed before a move stay closed.
 			streamTime := sr.store.db.Checkpoint().StreamTime
 			for _, r := range p.Records {
 				if r.Offset >= sr.end {
 					break
 				}
-				entries = append(entries, state.Entry{Key: r.Key, Value: r.Value})
 				last = r.Offset
-				streamTime = max(streamTime, r.Timestamp.UnixMilli())
+				e, ts, apply, err := sr.store.restoreEntry(r)
+				if err != nil {
+					applyErr = fmt.Errorf("restoring store %q of task %s from %s/%d at offset %d: %w",
+						sr.store.spec.name, t.id, r.Topic, r.Partition, r.Offset, err)
+					return
+				}
+				streamTime = max(streamTime, ts)
+				if apply {
+					entries = append(entries, e)
+				}
 			}
 			cp := state.Checkpoint{ChangelogOffset: last + 1, StreamTime: streamTime}
 			if err := sr.store.db.Restore(entries, cp); err != nil {
@@ -262,6 +267,23 @@ func (a *App) wakePoll() {
 	if a.waker.cancel != nil {
 		a.waker.cancel()
 	}
+}
+
+// restoreEntry turns a changelog record into the store entry it restores
+// (apply is false for a stream-time marker) and the stream time it proves. A
+// key-value store's records carry the timestamp of the record that last
+// changed their row, so its restored stream time is their maximum; a
+// windowed store takes its stream time from its markers only (see
+// taskStore.markStreamTime).
+func (st *taskStore) restoreEntry(r *kgo.Record) (e state.Entry, streamTime int64, apply bool, err error) {
+	if st.win == nil {
+		return state.Entry{Key: r.Key, Value: r.Value}, r.Timestamp.UnixMilli(), true, nil
+	}
+	sk, marker, isMarker, err := st.win.restoreKey(nil, r.Key, r.Value)
+	if err != nil || isMarker {
+		return state.Entry{}, marker, false, err
+	}
+	return state.Entry{Key: sk, Value: r.Value}, -1, true, nil
 }
 
 // rebuildStore throws st's local state away and reopens it empty.

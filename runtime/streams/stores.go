@@ -38,6 +38,12 @@ type taskStore struct {
 	promise    func(*kgo.Record, error)
 	// restored counts the changelog records applied by the last restore.
 	restored int64
+
+	// win is set for window and session stores.
+	win *windowState
+	// scratch is reused for pebble keys of windowed rows: pebble copies
+	// keys into its batch and reads them only during the call.
+	scratch []byte
 }
 
 // cacheEntry is a dirty row: its latest value and the value it had before
@@ -86,6 +92,11 @@ func (a *App) openStore(spec *storeSpec, id TaskID) (*taskStore, error) {
 	if spec.logged {
 		st.changelog = changelogTopic(a.cfg.ApplicationID, spec.name)
 	}
+	if spec.window != nil {
+		st.win = newWindowState(spec, st.keySerde)
+		st.keySerde = st.win.keySerde()
+		st.valueSerde = stampedSerde{inner: st.valueSerde}
+	}
 	st.lastOffset.Store(db.Checkpoint().ChangelogOffset - 1)
 	st.promise = func(r *kgo.Record, err error) {
 		if err != nil {
@@ -113,15 +124,37 @@ func orDefault(s, def Serde) Serde {
 // are decoded from bytes, so an aggregator sees the same types whether its
 // row was cached or stored.
 func (st *taskStore) get(key any) (any, bool, error) {
+	kb, err := st.keyBytes(key)
+	if err != nil {
+		return nil, false, err
+	}
+	return st.getBytes(kb)
+}
+
+// keyBytes serializes key as the store's changelog keys it.
+func (st *taskStore) keyBytes(key any) ([]byte, error) {
 	kb, err := st.keySerde.Serialize(st.changelogOrName(), key)
 	if err != nil {
-		return nil, false, fmt.Errorf("store %q: serializing key: %w", st.spec.name, err)
+		return nil, fmt.Errorf("store %q: serializing key: %w", st.spec.name, err)
 	}
+	return kb, nil
+}
+
+// getBytes is get with the key serialized.
+func (st *taskStore) getBytes(kb []byte) (any, bool, error) {
 	vb, ok := []byte(nil), false
+	var err error
 	if e, cached := st.cache[string(kb)]; cached {
 		vb, ok = e.valueBytes, e.valueBytes != nil
-	} else if vb, ok, err = st.db.Get(kb); err != nil {
-		return nil, false, err
+	} else {
+		dbKey := kb
+		if st.win != nil {
+			dbKey = st.win.storeKey(st.scratch[:0], kb)
+			st.scratch = dbKey
+		}
+		if vb, ok, err = st.db.Get(dbKey); err != nil {
+			return nil, false, err
+		}
 	}
 	if !ok {
 		return nil, false, nil
@@ -146,19 +179,34 @@ func (st *taskStore) changelogOrName() string {
 // until the next flush; otherwise it goes to pebble, the changelog and
 // downstream at once.
 func (st *taskStore) put(t *task, key, value, old any, oldFound bool, ts int64) error {
-	kb, err := st.keySerde.Serialize(st.changelogOrName(), key)
+	kb, err := st.keyBytes(key)
 	if err != nil {
-		return t.processingError(st.processor, fmt.Errorf("store %q: serializing key: %w", st.spec.name, err))
+		return t.processingError(st.processor, err)
 	}
-	var vb []byte
-	if value != nil {
-		if vb, err = st.valueSerde.Serialize(st.changelogOrName(), value); err != nil {
-			return t.processingError(st.processor, fmt.Errorf("store %q: serializing value: %w", st.spec.name, err))
-		}
-		if vb == nil {
-			vb = []byte{} // a value, not a deletion
-		}
+	vb, err := st.valueBytes(t, value)
+	if err != nil {
+		return err
 	}
+	return st.putBytes(t, kb, key, value, vb, old, oldFound, ts)
+}
+
+// valueBytes serializes a value to store; nil stays nil, a deletion.
+func (st *taskStore) valueBytes(t *task, value any) ([]byte, error) {
+	if value == nil {
+		return nil, nil
+	}
+	vb, err := st.valueSerde.Serialize(st.changelogOrName(), value)
+	if err != nil {
+		return nil, t.processingError(st.processor, fmt.Errorf("store %q: serializing value: %w", st.spec.name, err))
+	}
+	if vb == nil {
+		vb = []byte{} // a value, not a deletion
+	}
+	return vb, nil
+}
+
+// putBytes is put with key and value serialized.
+func (st *taskStore) putBytes(t *task, kb []byte, key, value any, vb []byte, old any, oldFound bool, ts int64) error {
 	if !st.spec.cached {
 		return st.flushEntry(t, &cacheEntry{key: key, keyBytes: kb, value: value, valueBytes: vb, old: old, oldFound: oldFound, timestamp: ts})
 	}
@@ -181,14 +229,8 @@ func (st *taskStore) flushEntry(t *task, e *cacheEntry) error {
 	if e.valueBytes == nil && !e.oldFound {
 		return nil
 	}
-	var err error
-	if e.valueBytes == nil {
-		err = st.db.Delete(e.keyBytes)
-	} else {
-		err = st.db.Put(e.keyBytes, e.valueBytes)
-	}
-	if err != nil {
-		return fmt.Errorf("writing store %q: %w", st.spec.name, err)
+	if err := st.writeRow(e); err != nil {
+		return err
 	}
 	if st.changelog != "" {
 		t.app.kc().Produce(t.app.produceCtx, &kgo.Record{
@@ -199,11 +241,36 @@ func (st *taskStore) flushEntry(t *task, e *cacheEntry) error {
 			Timestamp: time.UnixMilli(e.timestamp),
 		}, st.promise)
 	}
+	if st.win != nil {
+		return st.forwardWindowed(t, e)
+	}
 	old := e.old
 	if !e.oldFound {
 		old = nil
 	}
 	return forward(t, st.downstream, record{key: e.key, value: e.value, old: old, timestamp: e.timestamp})
+}
+
+// writeRow writes a flushed row to pebble's pending batch. A windowed row
+// is already there when the store writes through, and is not written when
+// its window expired meanwhile: its segment may be dropped.
+func (st *taskStore) writeRow(e *cacheEntry) error {
+	if st.win != nil {
+		if st.win.writeThrough || st.win.expired(e.keyBytes) {
+			return nil
+		}
+		return st.writeWindow(e.keyBytes, e.valueBytes)
+	}
+	var err error
+	if e.valueBytes == nil {
+		err = st.db.Delete(e.keyBytes)
+	} else {
+		err = st.db.Put(e.keyBytes, e.valueBytes)
+	}
+	if err != nil {
+		return fmt.Errorf("writing store %q: %w", st.spec.name, err)
+	}
+	return nil
 }
 
 // flush empties the cache in the order rows became dirty.

@@ -28,6 +28,11 @@ type storeSpec struct {
 	name                 string
 	logged, cached       bool
 	keySerde, valueSerde Serde
+	// window is set for a window or session store, whose keySerde is the
+	// grouping key's; retention is in milliseconds.
+	window    *windowSpec
+	emitFinal bool
+	retention int64
 }
 
 // StoreName returns the name of the store the table is materialized in,
@@ -45,6 +50,9 @@ func (b *Builder) newStore(o StoreOptions, prefix string, keySerde, valueSerde S
 	}
 	if o.KeySerde != nil {
 		spec.keySerde = o.KeySerde
+	}
+	if o.Retention != 0 {
+		b.errorf("store %q: Retention applies to windowed stores only", spec.name)
 	}
 	if o.ValueSerde != nil {
 		spec.valueSerde = o.ValueSerde

@@ -129,6 +129,9 @@ type task struct {
 	// stores are the task's state stores by name, and in topology order.
 	stores    map[string]*taskStore
 	storeList []*taskStore
+	// windowed lists the window and session stores, which stream time
+	// closes and expires.
+	windowed []*taskStore
 	// cacheBytes is what the stores' record caches hold together.
 	cacheBytes int
 	// restoring is set while the stores catch up with their changelogs;
@@ -183,6 +186,9 @@ func (t *task) nextQueue() *partitionQueue {
 // It returns a *TaskFailedError when a record fails and the handler says to
 // fail; the failing record is then left unprocessed and uncommitted.
 func (t *task) processAvailable() error {
+	if len(t.app.hooks.time) > 0 {
+		defer t.reportStreamTime(t.streamTime)
+	}
 	for q := t.nextQueue(); q != nil; q = t.nextQueue() {
 		raw := q.peekRaw()
 		t.current = raw
@@ -191,10 +197,15 @@ func (t *task) processAvailable() error {
 			err = &DeserializationError{Task: t.id, Topic: raw.Topic, Partition: raw.Partition, Offset: raw.Offset, Part: q.headPart, Err: q.headErr}
 			err = t.app.handle(t, err, t.app.cfg.DeserializationErrors)
 		} else {
-			if q.head.timestamp > t.streamTime {
+			advanced := q.head.timestamp > t.streamTime
+			if advanced {
 				t.streamTime = q.head.timestamp
 			}
-			if err = forward(t, q.src.next, q.head); err != nil {
+			err = forward(t, q.src.next, q.head)
+			if err == nil && advanced && len(t.windowed) > 0 {
+				err = t.advanceWindows()
+			}
+			if err != nil {
 				err = t.app.handle(t, err, t.app.cfg.ProcessingErrors)
 			}
 		}
@@ -303,12 +314,54 @@ func (t *task) closeStores() {
 
 // checkpointStreamTime is the largest stream time the task's stores
 // checkpointed: stream time survives a restart or a move with the state.
+// The windowed stores decide when the task has any: their stream time
+// comes from markers written only once every result emitted before was
+// acknowledged, while a key-value store restored from its changelog takes
+// the timestamps of its records, which may run ahead of results lost in a
+// crash.
 func (t *task) checkpointStreamTime() int64 {
+	stores := t.storeList
+	if len(t.windowed) > 0 {
+		stores = t.windowed
+	}
 	ts := int64(-1)
-	for _, st := range t.storeList {
+	for _, st := range stores {
 		ts = max(ts, st.db.Checkpoint().StreamTime)
 	}
 	return ts
+}
+
+// start readies a task whose stores are current: it takes up the stream
+// time they checkpointed and reloads the windows still open at it.
+func (t *task) start() error {
+	t.streamTime = max(t.streamTime, t.checkpointStreamTime())
+	for _, st := range t.windowed {
+		if err := st.loadOpenWindows(t.streamTime); err != nil {
+			return fmt.Errorf("loading open windows of store %q: %w", st.spec.name, err)
+		}
+	}
+	return nil
+}
+
+// advanceWindows lets every windowed store close and expire what stream
+// time has reached.
+func (t *task) advanceWindows() error {
+	for _, st := range t.windowed {
+		if err := st.advanceWindows(t); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (t *task) reportStreamTime(before int64) {
+	if t.streamTime == before {
+		return
+	}
+	ev := StreamTimeEvent{ApplicationID: t.app.cfg.ApplicationID, InstanceID: t.app.cfg.InstanceID, Task: t.id, StreamTime: t.streamTime}
+	for _, h := range t.app.hooks.time {
+		h.OnStreamTime(ev)
+	}
 }
 
 // partitionMap lists the task's input partitions as franz-go wants them.

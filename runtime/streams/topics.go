@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -34,7 +36,7 @@ func (a *App) prepareTopics(ctx context.Context) error {
 				}
 			}
 		}
-		if err := a.ensureInternalTopic(ctx, adm, a.realTopic(it.name, true), n, "delete"); err != nil {
+		if err := a.ensureInternalTopic(ctx, adm, a.realTopic(it.name, true), n, map[string]*string{"cleanup.policy": kadm.StringPtr("delete")}); err != nil {
 			return err
 		}
 		partitions[it.name] = n
@@ -53,7 +55,7 @@ func (a *App) prepareTopics(ctx context.Context) error {
 				if !spec.logged {
 					continue
 				}
-				if err := a.ensureInternalTopic(ctx, adm, changelogTopic(a.cfg.ApplicationID, spec.name), n, "compact"); err != nil {
+				if err := a.ensureInternalTopic(ctx, adm, changelogTopic(a.cfg.ApplicationID, spec.name), n, changelogConfig(spec)); err != nil {
 					return err
 				}
 			}
@@ -97,8 +99,27 @@ func (a *App) sourcePartitions(ctx context.Context, adm *kadm.Client) (map[strin
 	return out, errors.Join(errs...)
 }
 
-func (a *App) ensureInternalTopic(ctx context.Context, adm *kadm.Client, topic string, partitions int, cleanupPolicy string) error {
-	configs := map[string]*string{"cleanup.policy": kadm.StringPtr(cleanupPolicy)}
+// windowChangelogExtraRetention is what a windowed store's changelog keeps
+// beyond the store's retention, as Kafka Streams'
+// windowstore.changelog.additional.retention.ms: a margin for clock skew
+// between the broker and the records' timestamps.
+const windowChangelogExtraRetention = 24 * time.Hour
+
+// changelogConfig is the topic config of a store's changelog: compacted,
+// and for a windowed store also deleted past its retention, since its keys
+// (one per window) never repeat once the window is gone.
+func changelogConfig(spec *storeSpec) map[string]*string {
+	if spec.window == nil {
+		return map[string]*string{"cleanup.policy": kadm.StringPtr("compact")}
+	}
+	retention := time.Duration(spec.retention)*time.Millisecond + windowChangelogExtraRetention
+	return map[string]*string{
+		"cleanup.policy": kadm.StringPtr("compact,delete"),
+		"retention.ms":   kadm.StringPtr(strconv.FormatInt(retention.Milliseconds(), 10)),
+	}
+}
+
+func (a *App) ensureInternalTopic(ctx context.Context, adm *kadm.Client, topic string, partitions int, configs map[string]*string) error {
 	resp, err := adm.CreateTopic(ctx, int32(partitions), int16(a.cfg.ReplicationFactor), configs, topic)
 	if err == nil {
 		err = resp.Err

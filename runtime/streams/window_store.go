@@ -1,0 +1,411 @@
+package streams
+
+import (
+	"bytes"
+	"container/heap"
+	"encoding/binary"
+	"fmt"
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// A windowed store is a taskStore whose keys are Windowed. Its changelog
+// key is the windowed key serde's bytes (the grouping key, then the window
+// start, or for sessions the end and the start, as Kafka Streams lays them
+// out), and in pebble that key sits behind an 8-byte segment number and
+// the key's length:
+//
+//	[segment][len(key)][key][start]          windows and sliding windows
+//	[segment][len(key)][key][end][start]     sessions
+//
+// The segment is the window start (a session's end) divided by the
+// segment interval. Segments expire whole: once stream time has passed
+// every window in one by the retention, one range deletion drops it,
+// which is why the segment leads the key. Within a segment a key's
+// windows are adjacent and in time order, so that fetching a key's
+// windows is a short scan per live segment.
+//
+// The changelog carries one more kind of record: an empty key whose value
+// is the task's stream time, written at commits (see markStreamTime).
+// Restore takes a windowed store's stream time from these markers only.
+
+// windowState is what a windowed store has beyond a key-value store.
+type windowState struct {
+	spec      windowSpec
+	emitFinal bool
+	// retention is how long after its start (a session: its end) a window
+	// is kept; interval is the segment length. Both in milliseconds.
+	retention, interval int64
+	// writeThrough stores every update in pebble's pending batch at once,
+	// for the sessions and sliding windows, which find a key's windows by
+	// scanning; time windows are only ever read by key, so that their
+	// updates wait in the cache like a key-value store's.
+	writeThrough bool
+	// tsBytes is how many bytes of timestamps end a changelog key.
+	tsBytes int
+	inner   Serde
+
+	// expiredBelow is the first segment not dropped yet; maxSegment the
+	// highest written. expiredAt is the stream time of the last expiry:
+	// windows expired by then are not written any more.
+	expiredBelow, maxSegment int64
+	expiredAt                int64
+	// open indexes the windows that have not closed, for emitting final
+	// results, the window-closed hooks and OpenWindows; closing is a heap
+	// of their close times, with stale entries skipped when popped.
+	open    map[windowBounds]*openWindow
+	closing closeHeap
+	// marked is the stream time of the last stream-time marker written.
+	marked int64
+	// lateDrops counts the (record, window) pairs dropped as late.
+	lateDrops int64
+}
+
+type windowBounds struct{ start, end int64 }
+
+// openWindow is one window bounds of a store that is still open, with the
+// keys that have a result in it: changelog key bytes to Windowed key.
+type openWindow struct {
+	windowBounds
+	closesAt int64
+	keys     map[string]Windowed
+}
+
+type closeItem struct {
+	at int64
+	windowBounds
+}
+
+type closeHeap []closeItem
+
+func (h closeHeap) Len() int { return len(h) }
+func (h closeHeap) Less(i, j int) bool {
+	if h[i].at != h[j].at {
+		return h[i].at < h[j].at
+	}
+	return h[i].start < h[j].start
+}
+func (h closeHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
+func (h *closeHeap) Push(x any)   { *h = append(*h, x.(closeItem)) }
+func (h *closeHeap) Pop() any {
+	old := *h
+	it := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return it
+}
+
+func newWindowState(spec *storeSpec, inner Serde) *windowState {
+	w := &windowState{
+		spec:         *spec.window,
+		emitFinal:    spec.emitFinal,
+		retention:    spec.retention,
+		writeThrough: spec.window.kind != timeWindowKind,
+		tsBytes:      8,
+		inner:        inner,
+		open:         make(map[windowBounds]*openWindow),
+		marked:       -1,
+		expiredAt:    -1,
+	}
+	if w.spec.kind == sessionWindowKind {
+		w.tsBytes = 16
+	}
+	// Kafka Streams' rule: half the retention, at least a minute, so that
+	// a store has few segments and drops one every half retention.
+	w.interval = max(w.retention/2, 60_000)
+	return w
+}
+
+// keySerde returns the serde of the store's Windowed keys.
+func (w *windowState) keySerde() Serde {
+	if w.spec.kind == sessionWindowKind {
+		return SessionWindowedSerde(w.inner)
+	}
+	return TimeWindowedSerde(w.inner, w.spec.size)
+}
+
+// segmentTime returns the time a changelog key is segmented by: the start
+// of a window, the end of a session.
+func (w *windowState) segmentTime(kb []byte) int64 {
+	return int64(binary.BigEndian.Uint64(kb[len(kb)-w.tsBytes:]))
+}
+
+// storeKey returns the pebble key of changelog key kb, appended to dst.
+func (w *windowState) storeKey(dst, kb []byte) []byte {
+	seg := w.segmentTime(kb) / w.interval
+	dst = binary.BigEndian.AppendUint64(dst, uint64(seg))
+	dst = binary.BigEndian.AppendUint32(dst, uint32(len(kb)-w.tsBytes))
+	return append(dst, kb...)
+}
+
+// keyPrefix returns the pebble prefix of a grouping key's windows in seg.
+func (w *windowState) keyPrefix(seg int64, inner []byte) []byte {
+	p := binary.BigEndian.AppendUint64(make([]byte, 0, 12+len(inner)+16), uint64(seg))
+	p = binary.BigEndian.AppendUint32(p, uint32(len(inner)))
+	return append(p, inner...)
+}
+
+// expired reports whether the window of changelog key kb was past its
+// retention at the last expiry: its segment may be gone, and writing it
+// would bring a dropped window back.
+func (w *windowState) expired(kb []byte) bool {
+	return w.expiredAt >= 0 && w.segmentTime(kb)+w.retention <= w.expiredAt
+}
+
+// keyBytes serializes a Windowed key the way the store's changelog keys
+// it; inner is the grouping key already serialized.
+func (w *windowState) keyBytes(inner []byte, wk Windowed) []byte {
+	kb := make([]byte, 0, len(inner)+w.tsBytes)
+	kb = append(kb, inner...)
+	if w.spec.kind == sessionWindowKind {
+		kb = binary.BigEndian.AppendUint64(kb, uint64(wk.End))
+	}
+	return binary.BigEndian.AppendUint64(kb, uint64(wk.Start))
+}
+
+// track adds a window a key has a result in to the open index.
+func (w *windowState) track(kb []byte, wk Windowed) {
+	b := windowBounds{wk.Start, wk.End}
+	ow := w.open[b]
+	if ow == nil {
+		ow = &openWindow{windowBounds: b, closesAt: w.spec.closesAt(wk.Start, wk.End), keys: make(map[string]Windowed)}
+		w.open[b] = ow
+		heap.Push(&w.closing, closeItem{at: ow.closesAt, windowBounds: b})
+	}
+	if _, ok := ow.keys[string(kb)]; !ok {
+		ow.keys[string(kb)] = wk
+	}
+}
+
+// untrack removes a key's window from the open index: a session merged
+// into another.
+func (w *windowState) untrack(kb []byte, wk Windowed) {
+	b := windowBounds{wk.Start, wk.End}
+	if ow := w.open[b]; ow != nil {
+		delete(ow.keys, string(kb))
+		if len(ow.keys) == 0 {
+			delete(w.open, b)
+		}
+	}
+}
+
+// putWindow writes a windowed result: to pebble at once for write-through
+// stores, and through the record cache to the changelog and (emitting
+// updates) downstream.
+func (st *taskStore) putWindow(t *task, kb []byte, wk Windowed, value, old any, oldFound bool, ts int64) error {
+	w := st.win
+	if value != nil {
+		w.track(kb, wk)
+	} else {
+		w.untrack(kb, wk)
+	}
+	w.maxSegment = max(w.maxSegment, w.segmentTime(kb)/w.interval)
+	vb, err := st.valueBytes(t, value)
+	if err != nil {
+		return err
+	}
+	if w.writeThrough {
+		if err := st.writeWindow(kb, vb); err != nil {
+			return err
+		}
+	}
+	return st.putBytes(t, kb, wk, value, vb, old, oldFound, ts)
+}
+
+// writeWindow writes one window row to pebble's pending batch.
+func (st *taskStore) writeWindow(kb, vb []byte) error {
+	sk := st.win.storeKey(st.scratch[:0], kb)
+	st.scratch = sk
+	var err error
+	if vb == nil {
+		err = st.db.Delete(sk)
+	} else {
+		err = st.db.Put(sk, vb)
+	}
+	if err != nil {
+		return fmt.Errorf("writing store %q: %w", st.spec.name, err)
+	}
+	return nil
+}
+
+// forwardWindowed sends a flushed windowed row downstream, unless results
+// wait for their window to close: the aggregate, at the largest timestamp
+// of its records; a deletion (a merged session), at the window's end.
+func (st *taskStore) forwardWindowed(t *task, e *cacheEntry) error {
+	if st.win.emitFinal {
+		return nil
+	}
+	r := record{key: e.key, value: unstamp(e.value), timestamp: e.timestamp}
+	if e.oldFound {
+		r.old = unstamp(e.old)
+	}
+	if e.value != nil {
+		r.timestamp = e.value.(stamped).ts
+	}
+	return forward(t, st.downstream, r)
+}
+
+// dropLate counts a record that came for a closed window and reports it.
+func (st *taskStore) dropLate(t *task, r record, wk Windowed) {
+	st.win.lateDrops++
+	if len(t.app.hooks.late) == 0 {
+		return
+	}
+	ev := LateRecordEvent{
+		ApplicationID: t.app.cfg.ApplicationID, InstanceID: t.app.cfg.InstanceID,
+		Task: t.id, Store: st.spec.name, Timestamp: r.timestamp, StreamTime: t.streamTime,
+		WindowStart: wk.Start, WindowEnd: wk.End, Offset: -1,
+	}
+	if c := t.current; c != nil {
+		ev.Topic, ev.Partition, ev.Offset = c.Topic, c.Partition, c.Offset
+	}
+	for _, h := range t.app.hooks.late {
+		h.OnLateRecordDropped(ev)
+	}
+}
+
+// advanceWindows closes the windows that stream time has reached, sending
+// their final results when the store emits on close, and then drops the
+// segments past retention.
+func (st *taskStore) advanceWindows(t *task) error {
+	w := st.win
+	for len(w.closing) > 0 && w.closing[0].at <= t.streamTime {
+		it := heap.Pop(&w.closing).(closeItem)
+		ow := w.open[it.windowBounds]
+		if ow == nil || ow.closesAt != it.at {
+			continue // every key of it merged away or deleted
+		}
+		delete(w.open, it.windowBounds)
+		if err := st.closeWindow(t, ow); err != nil {
+			return err
+		}
+	}
+	return st.expireSegments(t.streamTime)
+}
+
+// closeWindow emits a closed window's final results, keys in byte order,
+// and reports the close.
+func (st *taskStore) closeWindow(t *task, ow *openWindow) error {
+	w := st.win
+	if w.emitFinal {
+		for _, kb := range slices.Sorted(maps.Keys(ow.keys)) {
+			wk := ow.keys[kb]
+			v, found, err := st.getBytes([]byte(kb))
+			if err != nil {
+				return err
+			}
+			if !found {
+				continue
+			}
+			sv := v.(stamped)
+			if err := forward(t, st.downstream, record{key: wk, value: sv.value, timestamp: sv.ts}); err != nil {
+				return err
+			}
+		}
+	}
+	if len(t.app.hooks.closed) == 0 {
+		return nil
+	}
+	ev := WindowClosedEvent{
+		ApplicationID: t.app.cfg.ApplicationID, InstanceID: t.app.cfg.InstanceID,
+		Task: t.id, Store: st.spec.name, Start: ow.start, End: ow.end,
+		Grace: time.Duration(w.spec.grace) * time.Millisecond, ClosesAt: ow.closesAt,
+		StreamTime: t.streamTime, Keys: len(ow.keys), Emitted: w.emitFinal,
+	}
+	for _, h := range t.app.hooks.closed {
+		h.OnWindowClosed(ev)
+	}
+	return nil
+}
+
+// expireSegments drops the segments whose every window is past retention
+// at stream time now: segment s holds segment times below (s+1)*interval.
+func (st *taskStore) expireSegments(now int64) error {
+	w := st.win
+	if now < 0 {
+		return nil
+	}
+	w.expiredAt = now
+	below := (now - w.retention + 1) / w.interval
+	if now-w.retention+1 < 0 || below <= w.expiredBelow {
+		return nil
+	}
+	lo := binary.BigEndian.AppendUint64(nil, uint64(w.expiredBelow))
+	hi := binary.BigEndian.AppendUint64(nil, uint64(below))
+	if err := st.db.DeleteRange(lo, hi); err != nil {
+		return fmt.Errorf("dropping expired segments of store %q: %w", st.spec.name, err)
+	}
+	w.expiredBelow = below
+	return nil
+}
+
+// loadOpenWindows rebuilds the open index from pebble when a task starts:
+// every stored window that stream time has not closed yet. Windows that
+// closed before are not in it, so they are neither reopened nor emitted
+// twice.
+func (st *taskStore) loadOpenWindows(streamTime int64) error {
+	w := st.win
+	clear(w.open)
+	w.closing = w.closing[:0]
+	w.marked = streamTime
+	if err := st.expireSegments(streamTime); err != nil {
+		return err
+	}
+	var decodeErr error
+	err := st.db.Range(nil, nil, func(sk, _ []byte) bool {
+		w.maxSegment = max(w.maxSegment, int64(binary.BigEndian.Uint64(sk)))
+		kb := sk[12:]
+		k, err := st.keySerde.Deserialize(st.changelogOrName(), bytes.Clone(kb))
+		if err != nil {
+			decodeErr = fmt.Errorf("store %q: decoding stored key: %w", st.spec.name, err)
+			return false
+		}
+		wk := k.(Windowed)
+		if w.spec.closesAt(wk.Start, wk.End) > streamTime {
+			w.track(bytes.Clone(kb), wk)
+		}
+		return true
+	})
+	if err == nil {
+		err = decodeErr
+	}
+	return err
+}
+
+// markStreamTime writes the task's stream time to the changelog when it
+// moved since the last marker, and reports whether it wrote. The caller
+// flushed the producer before, so every result emitted up to that stream
+// time is acknowledged: a restore that takes its stream time from the
+// marker never skips a close whose result was lost.
+func (st *taskStore) markStreamTime(t *task) bool {
+	w := st.win
+	if st.changelog == "" || t.streamTime <= w.marked {
+		return false
+	}
+	w.marked = t.streamTime
+	t.app.kc().Produce(t.app.produceCtx, &kgo.Record{
+		Topic:     st.changelog,
+		Partition: st.partition,
+		Key:       []byte{},
+		Value:     binary.BigEndian.AppendUint64(nil, uint64(t.streamTime)),
+		Timestamp: time.UnixMilli(t.streamTime),
+	}, st.promise)
+	return true
+}
+
+// restoreKey maps a changelog record of a windowed store to its pebble
+// key, or reports a stream-time marker.
+func (w *windowState) restoreKey(dst, kb, value []byte) (sk []byte, marker int64, isMarker bool, err error) {
+	if len(kb) == 0 {
+		if len(value) != 8 {
+			return nil, 0, false, fmt.Errorf("stream-time marker has %d bytes, want 8", len(value))
+		}
+		return nil, int64(binary.BigEndian.Uint64(value)), true, nil
+	}
+	if len(kb) < w.tsBytes {
+		return nil, 0, false, fmt.Errorf("windowed changelog key of %d bytes is shorter than its %d bytes of timestamps", len(kb), w.tsBytes)
+	}
+	return w.storeKey(dst, kb), 0, false, nil
+}

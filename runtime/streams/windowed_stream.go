@@ -1,0 +1,237 @@
+package streams
+
+import (
+	"fmt"
+	"time"
+)
+
+// Merger combines two session aggregates of one key when a record bridges
+// their sessions.
+type Merger func(key, agg1, agg2 any) (any, error)
+
+// WindowedStream is a grouped stream cut into windows, the
+// TimeWindowedKStream and SessionWindowedKStream of Kafka Streams. Its
+// aggregations return tables keyed by Windowed, whose key serde is
+// TimeWindowedSerde or SessionWindowedSerde over the grouping key's.
+type WindowedStream struct {
+	g       *GroupedStream
+	windows Windows
+	emit    EmitStrategy
+	// merger combines session aggregates; Count and Reduce bring their own.
+	merger Merger
+}
+
+// WindowedBy cuts the grouped stream into windows: TimeWindows (see
+// Tumbling and Hopping), SlidingWindows or SessionWindows.
+func (g *GroupedStream) WindowedBy(w Windows) *WindowedStream {
+	if w == nil {
+		g.stream.b.errorf("WindowedBy: the windows are nil")
+	}
+	return &WindowedStream{g: g, windows: w}
+}
+
+// Emit sets when results are sent: EmitOnWindowUpdate (the default) or
+// EmitOnWindowClose.
+func (w *WindowedStream) Emit(strategy EmitStrategy) *WindowedStream {
+	out := *w
+	out.emit = strategy
+	return &out
+}
+
+// MergeSessionsWith sets how Aggregate merges two sessions' aggregates;
+// Aggregate over session windows needs it.
+func (w *WindowedStream) MergeSessionsWith(m Merger) *WindowedStream {
+	out := *w
+	out.merger = m
+	return &out
+}
+
+// Count counts each key's records per window into a table of int64. It
+// takes Named and Materialized.
+func (w *WindowedStream) Count(opts ...Option) *Table {
+	inc := func(_, _, agg any) (any, error) { return agg.(int64) + 1, nil }
+	sum := func(_, a, b any) (any, error) { return a.(int64) + b.(int64), nil }
+	return w.aggregate("Count", "KSTREAM-AGGREGATE-", opts, Int64,
+		aggregation{init: func() (any, error) { return int64(0), nil }, add: inc, merge: sum})
+}
+
+// Reduce combines each key's values per window with fn; the first value
+// is the window's first aggregate. It takes Named and Materialized.
+func (w *WindowedStream) Reduce(fn Reducer, opts ...Option) *Table {
+	w.g.stream.need("Reduce", fn == nil)
+	add := func(_, v, agg any) (any, error) { return fn(agg, v) }
+	merge := func(_, a, b any) (any, error) { return fn(a, b) }
+	return w.aggregate("Reduce", "KSTREAM-REDUCE-", opts, w.g.stream.valueSerde,
+		aggregation{add: add, merge: merge})
+}
+
+// Aggregate folds each key's values per window into an aggregate that
+// starts from init. Over session windows it needs MergeSessionsWith. It
+// takes Named and Materialized; give the store a value serde for the
+// aggregate's type (default: the Config's default value serde).
+func (w *WindowedStream) Aggregate(init Initializer, agg Aggregator, opts ...Option) *Table {
+	w.g.stream.need("Aggregate", init == nil || agg == nil)
+	if _, ok := w.windows.(SessionWindows); ok && w.merger == nil {
+		w.g.stream.b.errorf("Aggregate over session windows: no Merger; call MergeSessionsWith")
+	}
+	return w.aggregate("Aggregate", "KSTREAM-AGGREGATE-", opts, nil,
+		aggregation{init: init, add: agg, merge: w.merger})
+}
+
+// aggregation is what a windowed processor folds with. A nil init starts
+// each window from its first value (Reduce).
+type aggregation struct {
+	init  Initializer
+	add   Aggregator
+	merge Merger
+}
+
+// first returns the aggregate of a window holding only value.
+func (a aggregation) first(key, value any) (any, error) {
+	if a.init == nil {
+		return value, nil
+	}
+	agg, err := a.init()
+	if err != nil {
+		return nil, err
+	}
+	return a.add(key, value, agg)
+}
+
+func (w *WindowedStream) aggregate(op, prefix string, opts []Option, defaultValueSerde Serde, agg aggregation) *Table {
+	b := w.g.stream.b
+	op = "Windowed." + op
+	o := b.resolveOptions(op, optName|optStore, opts)
+	retention := o.store.Retention
+	o.store.Retention = 0
+	spec := b.newStore(o.store, prefix, w.g.stream.keySerde, defaultValueSerde)
+	if w.windows == nil {
+		return &Table{b: b, node: w.g.stream.node}
+	}
+	ws, err := w.windows.spec()
+	if err != nil {
+		b.errorf("%s: %v", op, err)
+	}
+	spec.window, spec.emitFinal = &ws, w.emit == EmitOnWindowClose
+	spec.retention = ws.defaultRetention()
+	if retention != 0 {
+		r, err := millis("StoreOptions.Retention", retention, 1)
+		switch {
+		case err != nil:
+			b.errorf("%s: store %q: %v", op, spec.name, err)
+		case r < spec.retention:
+			b.errorf("%s: store %q: retention %v is shorter than the windows stay open (%v)",
+				op, spec.name, retention, time.Duration(spec.retention)*time.Millisecond)
+		default:
+			spec.retention = r
+		}
+	}
+	name := b.nameOrGenerate(o.name, prefix)
+	src := w.g.source(spec.name)
+	n := b.addNode(name, processorNode)
+	n.op = op
+	n.storeSpecs = []*storeSpec{spec}
+	n.stores = []string{spec.name}
+	n.makeProcessor = windowedFactory(spec, ws, agg)
+	connect(src.node, n)
+	if spec.keySerde == nil {
+		spec.keySerde = src.keySerde
+	}
+	t := &Table{b: b, node: n, store: spec.name, valueSerde: spec.valueSerde}
+	if spec.keySerde != nil {
+		if ws.kind == sessionWindowKind {
+			t.keySerde = SessionWindowedSerde(spec.keySerde)
+		} else {
+			t.keySerde = TimeWindowedSerde(spec.keySerde, ws.size)
+		}
+	}
+	return t
+}
+
+func windowedFactory(spec *storeSpec, ws windowSpec, agg aggregation) processorFactory {
+	return func(name string, next []processor, t *task) processor {
+		st := t.stores[spec.name]
+		st.downstream, st.processor = next, name
+		t.windowed = append(t.windowed, st)
+		base := windowProc{name: name, store: st, spec: ws, agg: agg}
+		switch ws.kind {
+		case sessionWindowKind:
+			return &sessionProc{windowProc: base}
+		case slidingWindowKind:
+			return &slidingProc{windowProc: base}
+		default:
+			return &timeWindowProc{windowProc: base}
+		}
+	}
+}
+
+// windowProc is what the windowed processors share.
+type windowProc struct {
+	name  string
+	store *taskStore
+	spec  windowSpec
+	agg   aggregation
+}
+
+// innerKey serializes a record's grouping key.
+func (p *windowProc) innerKey(t *task, key any) ([]byte, error) {
+	kb, err := p.store.win.inner.Serialize(p.store.changelogOrName(), key)
+	if err != nil {
+		return nil, t.processingError(p.name, fmt.Errorf("store %q: serializing key: %w", p.store.spec.name, err))
+	}
+	return kb, nil
+}
+
+// fold adds r to a window's stored value (found false: to a new window),
+// keeping the largest record timestamp with the aggregate.
+func (p *windowProc) fold(r record, old any, found bool) (stamped, error) {
+	if !found {
+		v, err := p.agg.first(r.key, r.value)
+		return stamped{value: v, ts: r.timestamp}, err
+	}
+	o := old.(stamped)
+	v, err := p.agg.add(r.key, r.value, o.value)
+	return stamped{value: v, ts: max(o.ts, r.timestamp)}, err
+}
+
+// closed reports whether stream time has closed the window.
+func (p *windowProc) closed(t *task, wk Windowed) bool {
+	return t.streamTime >= p.spec.closesAt(wk.Start, wk.End)
+}
+
+// timeWindowProc aggregates into tumbling or hopping windows.
+type timeWindowProc struct {
+	windowProc
+	starts []int64
+}
+
+func (p *timeWindowProc) process(t *task, r record) error {
+	if r.key == nil || r.value == nil {
+		return nil // as Kafka Streams: nothing to aggregate
+	}
+	inner, err := p.innerKey(t, r.key)
+	if err != nil {
+		return err
+	}
+	p.starts = p.spec.timeWindowStarts(p.starts[:0], r.timestamp)
+	for _, start := range p.starts {
+		wk := Windowed{Key: r.key, Start: start, End: start + p.spec.size}
+		if p.closed(t, wk) {
+			p.store.dropLate(t, r, wk)
+			continue
+		}
+		kb := p.store.win.keyBytes(inner, wk)
+		old, found, err := p.store.getBytes(kb)
+		if err != nil {
+			return t.processingError(p.name, err)
+		}
+		next, err := p.fold(r, old, found)
+		if err != nil {
+			return t.processingError(p.name, err)
+		}
+		if err := p.store.putWindow(t, kb, wk, next, old, found, r.timestamp); err != nil {
+			return err
+		}
+	}
+	return nil
+}
