@@ -20,7 +20,8 @@ func (e *StoreNotReadyError) Error() string {
 var ErrUnknownStore = errors.New("no such store in the topology")
 
 // Get looks key up in the named store across the instance's tasks. It
-// reads committed state: what the last commit applied. found is false when
+// reads committed state: what the last commit applied. In a window or
+// session store the key is a Windowed (see also FetchWindows). found is false when
 // no local task holds the key; the key may still live on another instance.
 func (a *App) Get(store string, key any) (value any, found bool, err error) {
 	err = a.eachLocalStore(store, func(t *task, st *taskStore) (bool, error) {
@@ -28,12 +29,18 @@ func (a *App) Get(store string, key any) (value any, found bool, err error) {
 		if err != nil {
 			return false, fmt.Errorf("querying store %q: serializing key: %w", store, err)
 		}
+		if st.win != nil {
+			kb = st.win.storeKey(nil, kb)
+		}
 		vb, ok, err := st.db.GetCommitted(kb)
 		if err != nil || !ok {
 			return err == nil, err
 		}
 		if value, err = st.valueSerde.Deserialize(st.changelogOrName(), vb); err != nil {
 			return false, fmt.Errorf("querying store %q: decoding value: %w", store, err)
+		}
+		if st.win != nil {
+			value = unstamp(value)
 		}
 		found = true
 		return false, nil
@@ -46,6 +53,9 @@ func (a *App) Get(store string, key any) (value any, found bool, err error) {
 // key order within each task and task by task. fn returns false to stop.
 func (a *App) Range(store string, from, to any, fn func(key, value any) bool) error {
 	return a.eachLocalStore(store, func(t *task, st *taskStore) (bool, error) {
+		if st.win != nil {
+			return false, fmt.Errorf("querying store %q: Range reads key-value stores; use FetchWindows", store)
+		}
 		bound := func(v any) ([]byte, error) {
 			if v == nil {
 				return nil, nil

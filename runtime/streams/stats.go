@@ -42,6 +42,10 @@ type StoreStats struct {
 	CheckpointOffset int64
 	// Cached counts the dirty rows in the record cache.
 	Cached int
+	// Windowed stores only: the windows not closed yet, and the records
+	// dropped for coming after their window closed (once per window).
+	OpenWindows int
+	LateDrops   int64
 }
 
 // PartitionStats is one input partition of a task.
@@ -84,8 +88,12 @@ func (a *App) snapshotTasks() []TaskStats {
 	for _, t := range a.tasks {
 		ts := TaskStats{ID: t.id, StreamTime: t.streamTime, Processed: t.processed, Skipped: t.skipped, Restoring: t.restoring != nil}
 		for _, st := range t.storeList {
-			ts.Stores = append(ts.Stores, StoreStats{Name: st.spec.name, Changelog: st.changelog,
-				CheckpointOffset: st.db.Checkpoint().ChangelogOffset, Cached: len(st.order)})
+			ss := StoreStats{Name: st.spec.name, Changelog: st.changelog,
+				CheckpointOffset: st.db.Checkpoint().ChangelogOffset, Cached: len(st.order)}
+			if st.win != nil {
+				ss.OpenWindows, ss.LateDrops = len(st.win.open), st.win.lateDrops
+			}
+			ts.Stores = append(ts.Stores, ss)
 		}
 		for _, q := range t.queues {
 			ps := PartitionStats{TopicPartition: q.tp, Position: q.next.Offset, Committed: q.committed}

@@ -321,3 +321,33 @@ func TestStreamTimeIsPerTaskAcrossPartitions(t *testing.T) {
 		closed start=100 end=110 at=121 keys=1
 		late start=100 end=110`)
 }
+
+// TestWindowedBuildErrors checks that Build names every mistake in
+// windows and windowed stores at once.
+func TestWindowedBuildErrors(t *testing.T) {
+	b := NewBuilder()
+	g := b.Stream([]string{"in"}).GroupByKey()
+	g.WindowedBy(TimeWindows{Size: 0}).Count()
+	g.WindowedBy(Hopping(10*ms, 20*ms, 0)).Count()
+	g.WindowedBy(Tumbling(1500*time.Microsecond, -ms)).Count()
+	g.WindowedBy(Sessions(10*ms, 0)).Aggregate(func() (any, error) { return 0, nil }, func(_, _, a any) (any, error) { return a, nil })
+	g.WindowedBy(Tumbling(10*ms, 5*ms)).Count(Materialized(StoreOptions{Name: "short", Retention: 14 * ms}))
+	g.Count(Materialized(StoreOptions{Name: "plain", Retention: time.Hour}))
+	_, err := b.Build()
+	if err == nil {
+		t.Fatal("Build succeeded")
+	}
+	for _, want := range []string{
+		"TimeWindows.Size 0s must be at least 1ms",
+		"TimeWindows.Advance 20ms is larger than the size 10ms",
+		"TimeWindows.Size 1.5ms is not a whole number of milliseconds",
+		"TimeWindows.Grace -1ms is negative",
+		"Aggregate over session windows: no Merger; call MergeSessionsWith",
+		`store "short": retention 14ms is shorter than the windows stay open (15ms)`,
+		`store "plain": Retention applies to windowed stores only`,
+	} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("Build error lacks %q:\n%v", want, err)
+		}
+	}
+}

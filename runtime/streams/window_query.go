@@ -1,0 +1,147 @@
+package streams
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"slices"
+)
+
+// WindowResult is one window of a key in a windowed store: the window,
+// the aggregate, and the largest timestamp of the records in it.
+type WindowResult struct {
+	Window    Windowed
+	Value     any
+	Timestamp int64
+}
+
+// OpenWindow is a window of a task's store that stream time has not
+// closed yet. Times are milliseconds since the epoch.
+type OpenWindow struct {
+	Task       TaskID
+	Start, End int64
+	// ClosesAt is the stream time at which the window will close: End +
+	// grace, one millisecond more for the inclusive ends of sessions and
+	// sliding windows.
+	ClosesAt int64
+	// Keys counts the keys with a result in the window.
+	Keys int
+}
+
+// NotWindowedError says a window query named a key-value store.
+type NotWindowedError struct{ Store string }
+
+func (e *NotWindowedError) Error() string {
+	return fmt.Sprintf("store %q is not a window or session store", e.Store)
+}
+
+// FetchWindows returns the committed windows of key in the named window or
+// session store on this instance, oldest first: for time and sliding
+// windows those starting within [from, to], for sessions those that end at
+// or after from and start at or before to (milliseconds since the epoch).
+// Windows past the store's retention are not returned.
+func (a *App) FetchWindows(store string, key any, from, to int64) ([]WindowResult, error) {
+	var out []WindowResult
+	err := a.eachLocalStore(store, func(t *task, st *taskStore) (bool, error) {
+		w := st.win
+		if w == nil {
+			return false, &NotWindowedError{Store: store}
+		}
+		inner, err := w.inner.Serialize(st.changelogOrName(), key)
+		if err != nil {
+			return false, fmt.Errorf("querying store %q: serializing key: %w", store, err)
+		}
+		found, err := st.fetchCommitted(t, inner, key, max(from, 0), to)
+		out = append(out, found...)
+		return true, err
+	})
+	slices.SortStableFunc(out, func(x, y WindowResult) int {
+		if x.Window.Start != y.Window.Start {
+			return cmpInt64(x.Window.Start, y.Window.Start)
+		}
+		return cmpInt64(x.Window.End, y.Window.End)
+	})
+	return out, err
+}
+
+func cmpInt64(a, b int64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// fetchCommitted reads a key's committed windows for FetchWindows.
+func (st *taskStore) fetchCommitted(t *task, inner []byte, key any, from, to int64) ([]WindowResult, error) {
+	w := st.win
+	session := w.spec.kind == sessionWindowKind
+	lastSeg := to / w.interval
+	if session {
+		lastSeg = w.maxSegment // segmented by end, which may be past to
+	}
+	var out []WindowResult
+	var decodeErr error
+	for seg := max(from/w.interval, w.expiredBelow); seg <= lastSeg; seg++ {
+		prefix := w.keyPrefix(seg, inner)
+		err := st.db.RangeCommitted(prefix, prefixUpper(prefix), func(sk, vb []byte) bool {
+			kb := sk[12:]
+			wk := Windowed{Key: key, Start: int64(binary.BigEndian.Uint64(kb[len(kb)-8:]))}
+			if session {
+				wk.End = int64(binary.BigEndian.Uint64(kb[len(kb)-16:]))
+				if wk.End < from || wk.Start > to {
+					return true
+				}
+			} else {
+				wk.End = wk.Start + w.spec.size
+				if wk.Start < from || wk.Start > to {
+					return true
+				}
+			}
+			if t.streamTime >= 0 && w.segmentTime(kb)+w.retention <= t.streamTime {
+				return true // expired; its segment goes at the next expiry
+			}
+			v, err := st.valueSerde.Deserialize(st.changelogOrName(), bytes.Clone(vb))
+			if err != nil {
+				decodeErr = fmt.Errorf("querying store %q: decoding value: %w", st.spec.name, err)
+				return false
+			}
+			sv := v.(stamped)
+			out = append(out, WindowResult{Window: wk, Value: sv.value, Timestamp: sv.ts})
+			return true
+		})
+		if err == nil {
+			err = decodeErr
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// OpenWindows lists the windows of the named window or session store that
+// are open on this instance's tasks, by task and then by closing time.
+func (a *App) OpenWindows(store string) ([]OpenWindow, error) {
+	var out []OpenWindow
+	err := a.eachLocalStore(store, func(t *task, st *taskStore) (bool, error) {
+		if st.win == nil {
+			return false, &NotWindowedError{Store: store}
+		}
+		var mine []OpenWindow
+		for _, ow := range st.win.open {
+			mine = append(mine, OpenWindow{Task: t.id, Start: ow.start, End: ow.end, ClosesAt: ow.closesAt, Keys: len(ow.keys)})
+		}
+		slices.SortFunc(mine, func(x, y OpenWindow) int {
+			if x.ClosesAt != y.ClosesAt {
+				return cmpInt64(x.ClosesAt, y.ClosesAt)
+			}
+			return cmpInt64(x.Start, y.Start)
+		})
+		out = append(out, mine...)
+		return true, nil
+	})
+	return out, err
+}
