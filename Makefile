@@ -23,6 +23,7 @@ bench:
 	$(GO) run ./cmd/braid bench pipe $(BENCH_ARGS)
 	$(GO) run ./cmd/braid bench count $(BENCH_ARGS)
 	$(GO) run ./cmd/braid bench restore $(BENCH_ARGS)
+	$(GO) run ./cmd/braid bench windowed $(BENCH_ARGS)
 
 deps:
 	scripts/install-deps.sh

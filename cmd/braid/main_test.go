@@ -22,6 +22,7 @@ func TestHelp(t *testing.T) {
 		{"demo", "--help"},
 		{"bench", "--help"},
 		{"bench", "pipe", "--help"},
+		{"bench", "windowed", "--help"},
 	} {
 		t.Run(strings.Join(args, " "), func(t *testing.T) {
 			var out bytes.Buffer
