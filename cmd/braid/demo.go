@@ -20,8 +20,10 @@ import (
 )
 
 // The demo: orders -> filter amount >= 50 -> add a tier -> re-key by
-// customer -> repartition -> big-orders-by-customer, and a count of big
-// orders per customer in a store -> big-order-counts.
+// customer -> repartition -> big-orders-by-customer, a count of big
+// orders per customer in a store -> big-order-counts, and a count per
+// customer in tumbling 10 s windows with 5 s grace, sent when each window
+// closes -> big-orders-per-10s.
 func demoTopology() (*streams.Topology, error) {
 	b := streams.NewBuilder()
 	byCustomer := b.Stream([]string{"orders"}, streams.WithSerdes(streams.String, streams.JSON), streams.WithTimestamps(streams.JSONTimestamp("ts"))).
@@ -46,6 +48,11 @@ func demoTopology() (*streams.Topology, error) {
 	byCustomer.GroupByKey().
 		Count(streams.Named("count-big-orders"), streams.Materialized(streams.StoreOptions{Name: "big-orders-per-customer"})).
 		To("big-order-counts", streams.WithSerdes(streams.String, streams.Int64))
+	byCustomer.GroupByKey().
+		WindowedBy(streams.Tumbling(10*time.Second, 5*time.Second)).
+		Emit(streams.EmitOnWindowClose).
+		Count(streams.Named("count-per-10s"), streams.Materialized(streams.StoreOptions{Name: "big-orders-per-10s"})).
+		To("big-orders-per-10s", streams.WithSerdes(streams.WindowedJSON(streams.String), streams.Int64))
 	return b.Build()
 }
 
@@ -131,7 +138,7 @@ func createDemoTopics(ctx context.Context, brokers []string) error {
 		return err
 	}
 	defer cl.Close()
-	for _, topic := range []string{"orders", "big-orders-by-customer", "big-order-counts"} {
+	for _, topic := range []string{"orders", "big-orders-by-customer", "big-order-counts", "big-orders-per-10s"} {
 		resp, err := kadm.NewClient(cl).CreateTopic(ctx, 4, 1, nil, topic)
 		if err == nil {
 			err = resp.Err
@@ -193,6 +200,18 @@ func (p demoPrinter) OnRestoreStart(e streams.RestoreEvent) {
 }
 
 func (p demoPrinter) OnRestoreProgress(streams.RestoreEvent) {}
+
+func (p demoPrinter) OnWindowClosed(e streams.WindowClosedEvent) {
+	fmt.Fprintf(p.w, "%s  %s: task %s closed window [%s, %s) of %s at stream time %s (grace %v): %d customers\n",
+		clock(), e.InstanceID, e.Task, hhmmss(e.Start), hhmmss(e.End), e.Store, hhmmss(e.StreamTime), e.Grace, e.Keys)
+}
+
+func (p demoPrinter) OnLateRecordDropped(e streams.LateRecordEvent) {
+	fmt.Fprintf(p.w, "%s  %s: task %s dropped a late record at %s (stream time %s) from %s/%d offset %d\n",
+		clock(), e.InstanceID, e.Task, hhmmss(e.Timestamp), hhmmss(e.StreamTime), e.Topic, e.Partition, e.Offset)
+}
+
+func hhmmss(ms int64) string { return time.UnixMilli(ms).Format("15:04:05") }
 
 func (p demoPrinter) OnRestoreEnd(e streams.RestoreEvent) {
 	fmt.Fprintf(p.w, "%s  %s: task %s restored %d records of store %s in %v\n", clock(), e.InstanceID, e.Task, e.Restored, e.Store, e.Took.Round(time.Millisecond))

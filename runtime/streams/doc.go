@@ -16,6 +16,14 @@
 // record is never lost: after a failure it may be processed again
 // (at-least-once).
 //
+// Windowed aggregations (GroupedStream.WindowedBy) run on stream time, with
+// no watermarks: a window closes when its task's stream time reaches its end
+// plus its grace period, and a record for a closed window is late: dropped,
+// counted and reported. Window and session stores are segmented by time in
+// pebble and logged to compact,delete changelogs; a task's stream time is
+// stored with its state and in its windowed changelogs, so windows neither
+// reopen nor close twice after a restart or a move.
+//
 // Everything the App does is observable through hooks (see Hook), and Stats
 // returns a copy of its current state. The runtime imports franz-go and the
 // standard library only; the designer, the compiler and the web server are
