@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/braidstream/braid/runtime/streams"
 )
@@ -73,6 +74,32 @@ var describeCases = map[string]func(b *streams.Builder){
 	"two-sources": func(b *streams.Builder) {
 		b.Stream([]string{"a"}).To("x")
 		b.Stream([]string{"b"}).To("y")
+	},
+	"windowed-tumbling-count": func(b *streams.Builder) {
+		b.Stream([]string{"in"}).GroupByKey().
+			WindowedBy(streams.Tumbling(10*time.Second, 5*time.Second)).
+			Count().ToStream().To("out")
+	},
+	"windowed-tumbling-count-emit-final": func(b *streams.Builder) {
+		b.Stream([]string{"in"}).GroupByKey().
+			WindowedBy(streams.Tumbling(10*time.Second, 5*time.Second)).Emit(streams.EmitOnWindowClose).
+			Count().ToStream().To("out")
+	},
+	"windowed-sliding-count": func(b *streams.Builder) {
+		b.Stream([]string{"in"}).GroupByKey().
+			WindowedBy(streams.Sliding(10*time.Second, 5*time.Second)).
+			Count().ToStream().To("out")
+	},
+	"windowed-session-count": func(b *streams.Builder) {
+		b.Stream([]string{"in"}).GroupByKey().
+			WindowedBy(streams.Sessions(10*time.Second, 5*time.Second)).
+			Count().ToStream().To("out")
+	},
+	"groupby-windowed-reduce": func(b *streams.Builder) {
+		b.Stream([]string{"in"}).GroupBy(valueAsKey).
+			WindowedBy(streams.Tumbling(10*time.Second, 5*time.Second)).
+			Reduce(func(_, v any) (any, error) { return v, nil }).
+			ToStream().To("out")
 	},
 }
 
