@@ -196,3 +196,124 @@ func ExampleGroupedStream_Count() {
 	// docs 2
 	// home 3
 }
+
+// WindowedBy counts per key and window. Here page views are counted in
+// tumbling one-minute windows that accept late views for ten seconds, and
+// only each window's final count is sent, as JSON keys.
+func ExampleGroupedStream_WindowedBy() {
+	b := streams.NewBuilder()
+	b.Stream([]string{"page-views"}, streams.WithSerdes(streams.String, streams.String)).
+		GroupByKey().
+		WindowedBy(streams.Tumbling(time.Minute, 10*time.Second)).
+		Emit(streams.EmitOnWindowClose).
+		Count(streams.Materialized(streams.StoreOptions{Name: "views-per-minute"})).
+		ToStream().
+		To("views-per-minute", streams.WithSerdes(streams.WindowedJSON(streams.String), streams.Int64))
+	topo, err := b.Build()
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Print(topo.Describe())
+
+	// What a record key of "views-per-minute" looks like.
+	key, err := streams.WindowedJSON(streams.String).Serialize("views-per-minute",
+		streams.Windowed{Key: "home", Start: 1700000040000, End: 1700000100000})
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(string(key))
+	// Output:
+	// Topologies:
+	//    Sub-topology: 0
+	//     Source: KSTREAM-SOURCE-0000000000 (topics: [page-views])
+	//       --> KSTREAM-AGGREGATE-0000000001
+	//     Processor: KSTREAM-AGGREGATE-0000000001 (stores: [views-per-minute])
+	//       --> KTABLE-TOSTREAM-0000000002
+	//       <-- KSTREAM-SOURCE-0000000000
+	//     Processor: KTABLE-TOSTREAM-0000000002 (stores: [])
+	//       --> KSTREAM-SINK-0000000003
+	//       <-- KSTREAM-AGGREGATE-0000000001
+	//     Sink: KSTREAM-SINK-0000000003 (topic: views-per-minute)
+	//       <-- KTABLE-TOSTREAM-0000000002
+	//
+	// {"key":"home","start":1700000040000,"end":1700000100000}
+}
+
+// Over session windows, Aggregate needs a Merger: a record that falls
+// between two sessions of a key joins them into one, and their aggregates
+// are merged. Here the total amount of each customer's visit, a session
+// ending after 30 minutes without an order.
+func ExampleWindowedStream_MergeSessionsWith() {
+	b := streams.NewBuilder()
+	orders := b.Stream([]string{"orders"}, streams.WithSerdes(streams.String, streams.JSON)).
+		GroupByKey().
+		WindowedBy(streams.Sessions(30*time.Minute, time.Minute))
+	amount := func(order any) int64 { return int64(order.(map[string]any)["amount"].(float64)) }
+	orders.
+		MergeSessionsWith(func(_, total1, total2 any) (any, error) {
+			return total1.(int64) + total2.(int64), nil
+		}).
+		Aggregate(
+			func() (any, error) { return int64(0), nil },
+			func(_, order, total any) (any, error) { return total.(int64) + amount(order), nil },
+			streams.Named("spend-per-visit"),
+			streams.Materialized(streams.StoreOptions{Name: "spend-per-visit", ValueSerde: streams.Int64})).
+		ToStream().
+		To("spend-per-visit", streams.WithSerdes(streams.WindowedJSON(streams.String), streams.Int64))
+	topo, err := b.Build()
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Print(topo.Describe())
+
+	// Without MergeSessionsWith the topology does not build.
+	b = streams.NewBuilder()
+	b.Stream([]string{"orders"}).GroupByKey().
+		WindowedBy(streams.Sessions(30*time.Minute, time.Minute)).
+		Aggregate(
+			func() (any, error) { return int64(0), nil },
+			func(_, order, total any) (any, error) { return total.(int64) + amount(order), nil })
+	_, err = b.Build()
+	fmt.Println(err)
+	// Output:
+	// Topologies:
+	//    Sub-topology: 0
+	//     Source: KSTREAM-SOURCE-0000000000 (topics: [orders])
+	//       --> spend-per-visit
+	//     Processor: spend-per-visit (stores: [spend-per-visit])
+	//       --> KTABLE-TOSTREAM-0000000002
+	//       <-- KSTREAM-SOURCE-0000000000
+	//     Processor: KTABLE-TOSTREAM-0000000002 (stores: [])
+	//       --> KSTREAM-SINK-0000000003
+	//       <-- spend-per-visit
+	//     Sink: KSTREAM-SINK-0000000003 (topic: spend-per-visit)
+	//       <-- KTABLE-TOSTREAM-0000000002
+	//
+	// building topology: Aggregate over session windows: no Merger; call MergeSessionsWith
+}
+
+// WindowedJSON writes windowed keys as JSON objects that consumers other
+// than Kafka Streams can read; the key is written as its serde writes it.
+func ExampleWindowedJSON() {
+	for _, tt := range []struct {
+		inner streams.Serde
+		key   any
+	}{
+		{streams.String, "a"},
+		{streams.Int64, int64(7)},
+		{streams.JSON, map[string]any{"id": 1}},
+	} {
+		b, err := streams.WindowedJSON(tt.inner).Serialize("counts", streams.Windowed{Key: tt.key, Start: 0, End: 10})
+		if err != nil {
+			log.Fatal(err)
+		}
+		fmt.Println(string(b))
+	}
+	w, err := streams.WindowedJSON(streams.Int64).Deserialize("counts", []byte(`{"key":7,"start":0,"end":10}`))
+	fmt.Println(w, err)
+	// Output:
+	// {"key":"a","start":0,"end":10}
+	// {"key":7,"start":0,"end":10}
+	// {"key":{"id":1},"start":0,"end":10}
+	// 7@[0,10] <nil>
+}
