@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"runtime"
+	"runtime/pprof"
 	"slices"
 	"sync/atomic"
 	"time"
@@ -208,7 +209,10 @@ func RunWindowed(ctx context.Context, opts WindowedOptions, windowed, count Coun
 	}
 
 	// measure runs one side to r.Out and checks what it wrote with check.
-	measure := func(r *Run, fn CountFunc, check func(out string) (int64, error), warmUp bool) error {
+	// The side runs under the pprof label bench=<side>, which the
+	// goroutines it starts inherit, so that a CPU profile of the whole
+	// run tells the sides apart (go tool pprof -tagfocus bench=windowed).
+	measure := func(r *Run, side string, fn CountFunc, check func(out string) (int64, error), warmUp bool) error {
 		before, err := topicNames(ctx, cl)
 		if err != nil {
 			return fmt.Errorf("bench windowed: %w", err)
@@ -216,8 +220,11 @@ func RunWindowed(ctx context.Context, opts WindowedOptions, windowed, count Coun
 		if err := EnsureTopic(ctx, adm, r.Out, opts.Partitions); err != nil {
 			return fmt.Errorf("bench windowed: %w", err)
 		}
+		var res Result
 		t := time.Now()
-		res, err := fn(ctx, brokers, WindowedInputTopic, r.Out, opts.Records)
+		pprof.Do(ctx, pprof.Labels("bench", side), func(ctx context.Context) {
+			res, err = fn(ctx, brokers, WindowedInputTopic, r.Out, opts.Records)
+		})
 		r.Wall = time.Since(t)
 		if err != nil {
 			return fmt.Errorf("bench windowed: %s: %w", r.Name, err)
@@ -263,7 +270,7 @@ func RunWindowed(ctx context.Context, opts WindowedOptions, windowed, count Coun
 
 	if !opts.NoWarmUp {
 		rep.WarmUp = Run{Name: warmName, Out: WindowedWarmUpOutputTopic}
-		if err := measure(&rep.WarmUp, count, checkCount, true); err != nil {
+		if err := measure(&rep.WarmUp, "warm-up", count, checkCount, true); err != nil {
 			return rep, err
 		}
 	}
@@ -272,7 +279,7 @@ func RunWindowed(ctx context.Context, opts WindowedOptions, windowed, count Coun
 	for round := range opts.Rounds {
 		measureCount := func() error {
 			countRounds[round] = Run{Name: countName, Out: WindowedCountOutputTopic}
-			return measure(&countRounds[round], count, checkCount, false)
+			return measure(&countRounds[round], "count", count, checkCount, false)
 		}
 		if round%2 == 0 {
 			if err := measureCount(); err != nil {
@@ -280,7 +287,7 @@ func RunWindowed(ctx context.Context, opts WindowedOptions, windowed, count Coun
 			}
 		}
 		windowedRounds[round] = Run{Name: windowedName, Gated: true, Out: WindowedOutputTopic}
-		if err := measure(&windowedRounds[round], windowed, checkWindowed, false); err != nil {
+		if err := measure(&windowedRounds[round], "windowed", windowed, checkWindowed, false); err != nil {
 			return rep, err
 		}
 		if round%2 == 1 {
