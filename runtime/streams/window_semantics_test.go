@@ -46,14 +46,21 @@ func (h *windowHarness) OnWindowClosed(e WindowClosedEvent) {
 // captured. logCloses adds the window-closed events to the log.
 func newWindowHarness(t *testing.T, w Windows, emit EmitStrategy, logCloses bool, topics ...string) *windowHarness {
 	t.Helper()
+	count := func(ws *WindowedStream, store Option) *Table { return ws.Count(store) }
+	return newAggregateHarness(t, w, emit, logCloses, count, topics...)
+}
+
+// newAggregateHarness is newWindowHarness with the aggregation agg makes.
+func newAggregateHarness(t *testing.T, w Windows, emit EmitStrategy, logCloses bool, agg func(*WindowedStream, Option) *Table, topics ...string) *windowHarness {
+	t.Helper()
 	h := &windowHarness{t: t, next: make(map[string]int64)}
 	b := NewBuilder()
 	s := b.Stream([]string{topics[0]}, WithSerdes(String, String))
 	for _, topic := range topics[1:] {
 		s = s.Merge(b.Stream([]string{topic}, WithSerdes(String, String)))
 	}
-	counts := s.GroupByKey().WindowedBy(w).Emit(emit).
-		Count(Materialized(StoreOptions{Name: "counts", LoggingDisabled: true, CachingDisabled: true}))
+	counts := agg(s.GroupByKey().WindowedBy(w).Emit(emit),
+		Materialized(StoreOptions{Name: "counts", LoggingDisabled: true, CachingDisabled: true}))
 	counts.ToStream().derive("Capture", "CAPTURE-", nil, func(string, []processor, *task) processor {
 		return captureProc{&h.log}
 	})
@@ -350,4 +357,32 @@ func TestWindowedBuildErrors(t *testing.T) {
 			t.Errorf("Build error lacks %q:\n%v", want, err)
 		}
 	}
+}
+
+// TestAggregatorReturningNilDeletesTheWindow checks that a windowed
+// aggregate of nil removes the window's result, as in Kafka Streams, and
+// that the next record starts the window afresh.
+func TestAggregatorReturningNilDeletesTheWindow(t *testing.T) {
+	agg := func(ws *WindowedStream, store Option) *Table {
+		return ws.Aggregate(func() (any, error) { return "", nil }, func(_, _, a any) (any, error) {
+			s := fmt.Sprintf("%s", a) // stored with the default (bytes) serde
+			if s == "xx" {
+				return nil, nil
+			}
+			return s + "x", nil
+		}, store)
+	}
+	h := newAggregateHarness(t, Tumbling(10*ms, 0), EmitOnWindowUpdate, false, agg, "in")
+	for _, ts := range []int64{1, 2, 3, 4} {
+		h.pipe("k", ts)
+	}
+	checkLog(t, h.log, `
+		# input ts=1
+		out key=k start=0 end=10 value=x ts=1
+		# input ts=2
+		out key=k start=0 end=10 value=xx ts=2
+		# input ts=3
+		out key=k start=0 end=10 value=<nil> ts=3
+		# input ts=4
+		out key=k start=0 end=10 value=x ts=4`)
 }

@@ -196,6 +196,14 @@ func (w *windowState) untrack(kb []byte, wk Windowed) {
 // updates) downstream.
 func (st *taskStore) putWindow(t *task, kb []byte, wk Windowed, value, old any, oldFound bool, ts int64) error {
 	w := st.win
+	if sv, ok := value.(stamped); ok && sv.value == nil {
+		// An aggregator that returns nil deletes the window's result, as
+		// in Kafka Streams.
+		value = nil
+	}
+	if value == nil && !oldFound {
+		return nil
+	}
 	if value != nil {
 		w.track(kb, wk)
 	} else {

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"strconv"
 	"unicode/utf8"
 )
@@ -142,6 +143,9 @@ func (s windowedJSONSerde) Deserialize(topic string, b []byte) (any, error) {
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&raw); err != nil {
 		return nil, &SerdeError{Serde: s.Name(), Topic: topic, Err: err}
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, &SerdeError{Serde: s.Name(), Topic: topic, Err: errors.New("data after the windowed key's object")}
 	}
 	if raw.Start == nil || raw.End == nil {
 		return nil, &SerdeError{Serde: s.Name(), Topic: topic, Err: errors.New(`a windowed key needs "start" and "end"`)}

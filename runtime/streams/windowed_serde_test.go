@@ -421,11 +421,6 @@ func TestWindowedJSONSerdeNil(t *testing.T) {
 	}
 }
 
-// trailingDataBug: WindowedJSON's Deserialize decodes the first JSON
-// value with a json.Decoder and ignores whatever follows it, where the
-// JSON serde (json.Unmarshal) rejects trailing data.
-const trailingDataBug = "WindowedJSON accepts trailing data after the object"
-
 func TestWindowedJSONSerdeErrors(t *testing.T) {
 	for _, tt := range []struct {
 		name  string
@@ -434,9 +429,6 @@ func TestWindowedJSONSerdeErrors(t *testing.T) {
 		in             any
 		wire           string
 		serdeName, msg string
-		// bug, when set, names a known bug that makes the case pass
-		// without an error: the case is skipped until it is fixed.
-		bug string
 	}{
 		// Serialize.
 		{name: "not Windowed", inner: String, in: "a",
@@ -490,9 +482,9 @@ func TestWindowedJSONSerdeErrors(t *testing.T) {
 		{name: "int64 inner, key out of range", inner: Int64, wire: `{"key":9223372036854775808,"start":0,"end":10}`,
 			serdeName: "windowed-json<int64>", msg: "out of range"},
 		{name: "trailing value", inner: String, wire: `{"key":"a","start":0,"end":10}{"key":"b"}`,
-			serdeName: "windowed-json<string>", msg: "", bug: trailingDataBug},
+			serdeName: "windowed-json<string>", msg: "data after the windowed key's object"},
 		{name: "trailing garbage", inner: String, wire: `{"key":"a","start":0,"end":10}garbage`,
-			serdeName: "windowed-json<string>", msg: "", bug: trailingDataBug},
+			serdeName: "windowed-json<string>", msg: "data after the windowed key's object"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			s := WindowedJSON(tt.inner)
@@ -504,9 +496,6 @@ func TestWindowedJSONSerdeErrors(t *testing.T) {
 				got, err = s.Serialize(wsTopic, tt.in)
 			} else {
 				got, err = s.Deserialize(wsTopic, []byte(tt.wire))
-			}
-			if err == nil && tt.bug != "" {
-				t.Skipf("known bug: %s (got %#v)", tt.bug, got)
 			}
 			if err == nil {
 				t.Fatalf("no error; got %#v", got)
