@@ -145,9 +145,15 @@ func (st *taskStore) getBytes(kb []byte) (any, bool, error) {
 	vb, ok := []byte(nil), false
 	var err error
 	if e, cached := st.cache[string(kb)]; cached {
+		if e.valueBytes != nil && decodesAs(st.valueSerde, e.value) {
+			return e.value, true, nil
+		}
 		vb, ok = e.valueBytes, e.valueBytes != nil
 	} else {
 		dbKey := kb
+		if st.win != nil && !st.win.writeThrough && st.win.notStored(kb) {
+			return nil, false, nil
+		}
 		if st.win != nil {
 			dbKey = st.win.storeKey(st.scratch[:0], kb)
 			st.scratch = dbKey
@@ -164,6 +170,26 @@ func (st *taskStore) getBytes(kb []byte) (any, bool, error) {
 		return nil, false, fmt.Errorf("store %q: decoding stored value: %w", st.spec.name, err)
 	}
 	return v, true, nil
+}
+
+// decodesAs reports whether serde decodes what it encodes of v back to v
+// itself, value and type, so that a cached row can be used without the
+// round trip: int64 through Int64 and string through String, also inside
+// a windowed store's timestamped values.
+func decodesAs(serde Serde, v any) bool {
+	switch serde {
+	case Int64:
+		_, ok := v.(int64)
+		return ok
+	case String:
+		_, ok := v.(string)
+		return ok
+	}
+	if s, ok := serde.(stampedSerde); ok {
+		sv, ok := v.(stamped)
+		return ok && decodesAs(s.inner, sv.value)
+	}
+	return false
 }
 
 func (st *taskStore) changelogOrName() string {
@@ -285,6 +311,9 @@ func (st *taskStore) evict(t *task, n int) error {
 		k := st.order[0]
 		st.order = st.order[1:]
 		e := st.cache[k]
+		if e == nil {
+			continue // flushed early: a window closed and emitted
+		}
 		delete(st.cache, k)
 		st.cacheBytes -= len(k) + cacheEntryOverhead
 		t.cacheBytes -= len(k) + cacheEntryOverhead

@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"time"
 
@@ -53,6 +54,12 @@ type windowState struct {
 	// windows expired by then are not written any more.
 	expiredBelow, maxSegment int64
 	expiredAt                int64
+	// lowestSegment is the lowest segment ever written to pebble, so that
+	// expiry issues no range deletion while nothing lies below it (a
+	// range deletion in the pending batch slows every read of it);
+	// storedUpTo the latest segment time written: a window starting later
+	// is not in pebble, and looking it up there is saved.
+	lowestSegment, storedUpTo int64
 	// open indexes the windows that have not closed, for emitting final
 	// results, the window-closed hooks and OpenWindows; closing is a heap
 	// of their close times, with stale entries skipped when popped.
@@ -108,6 +115,9 @@ func newWindowState(spec *storeSpec, inner Serde) *windowState {
 		open:         make(map[windowBounds]*openWindow),
 		marked:       -1,
 		expiredAt:    -1,
+
+		lowestSegment: math.MaxInt64,
+		storedUpTo:    -1,
 	}
 	if w.spec.kind == sessionWindowKind {
 		w.tsBytes = 16
@@ -147,6 +157,18 @@ func (w *windowState) keyPrefix(seg int64, inner []byte) []byte {
 	return append(p, inner...)
 }
 
+// stored notes that a window with segment time ts is in pebble.
+func (w *windowState) stored(ts int64) {
+	w.lowestSegment = min(w.lowestSegment, ts/w.interval)
+	w.storedUpTo = max(w.storedUpTo, ts)
+}
+
+// notStored reports whether the window of changelog key kb cannot be in
+// pebble: nothing that late was ever written there.
+func (w *windowState) notStored(kb []byte) bool {
+	return w.segmentTime(kb) > w.storedUpTo
+}
+
 // expired reports whether the window of changelog key kb was past its
 // retention at the last expiry: its segment may be gone, and writing it
 // would bring a dropped window back.
@@ -157,7 +179,11 @@ func (w *windowState) expired(kb []byte) bool {
 // keyBytes serializes a Windowed key the way the store's changelog keys
 // it; inner is the grouping key already serialized.
 func (w *windowState) keyBytes(inner []byte, wk Windowed) []byte {
-	kb := make([]byte, 0, len(inner)+w.tsBytes)
+	return w.appendKey(make([]byte, 0, len(inner)+w.tsBytes), inner, wk)
+}
+
+// appendKey is keyBytes appending to kb.
+func (w *windowState) appendKey(kb, inner []byte, wk Windowed) []byte {
 	kb = append(kb, inner...)
 	if w.spec.kind == sessionWindowKind {
 		kb = binary.BigEndian.AppendUint64(kb, uint64(wk.End))
@@ -205,7 +231,11 @@ func (st *taskStore) putWindow(t *task, kb []byte, wk Windowed, value, old any, 
 		return nil
 	}
 	if value != nil {
-		w.track(kb, wk)
+		// A time window found in the store was tracked when it was new;
+		// sliding windows may start from another window's value.
+		if !oldFound || w.spec.kind != timeWindowKind {
+			w.track(kb, wk)
+		}
 	} else {
 		w.untrack(kb, wk)
 	}
@@ -219,11 +249,18 @@ func (st *taskStore) putWindow(t *task, kb []byte, wk Windowed, value, old any, 
 			return err
 		}
 	}
+	if e, ok := st.cache[string(kb)]; ok {
+		// Updated in place, before wk is boxed into an interface: the
+		// cache already holds the key.
+		e.value, e.valueBytes, e.timestamp = value, vb, ts
+		return nil
+	}
 	return st.putBytes(t, kb, wk, value, vb, old, oldFound, ts)
 }
 
 // writeWindow writes one window row to pebble's pending batch.
 func (st *taskStore) writeWindow(kb, vb []byte) error {
+	st.win.stored(st.win.segmentTime(kb))
 	sk := st.win.storeKey(st.scratch[:0], kb)
 	st.scratch = sk
 	var err error
@@ -311,6 +348,9 @@ func (st *taskStore) closeWindow(t *task, ow *openWindow) error {
 			if err := forward(t, st.downstream, record{key: wk, value: sv.value, timestamp: sv.ts}); err != nil {
 				return err
 			}
+			if err := st.flushClosed(t, kb); err != nil {
+				return err
+			}
 		}
 	}
 	if len(t.app.hooks.closed) == 0 {
@@ -328,6 +368,26 @@ func (st *taskStore) closeWindow(t *task, ow *openWindow) error {
 	return nil
 }
 
+// flushClosed writes a closed window's cached row to pebble and the
+// changelog at once: nothing updates it any more, and the cache is better
+// spent on open windows. A window whose retention ends as it closes (the
+// default) is not written at all: no record or query will read it again,
+// and a restore that lands before the close rebuilds it from the records
+// after the last commit, whose changelog holds all it had before.
+func (st *taskStore) flushClosed(t *task, kb string) error {
+	e := st.cache[kb]
+	if e == nil {
+		return nil
+	}
+	delete(st.cache, kb) // evict skips its entry in st.order
+	st.cacheBytes -= len(kb) + cacheEntryOverhead
+	t.cacheBytes -= len(kb) + cacheEntryOverhead
+	if st.win.segmentTime(e.keyBytes)+st.win.retention <= t.streamTime {
+		return nil
+	}
+	return st.flushEntry(t, e)
+}
+
 // expireSegments drops the segments whose every window is past retention
 // at stream time now: segment s holds segment times below (s+1)*interval.
 func (st *taskStore) expireSegments(now int64) error {
@@ -338,6 +398,10 @@ func (st *taskStore) expireSegments(now int64) error {
 	w.expiredAt = now
 	below := (now - w.retention + 1) / w.interval
 	if now-w.retention+1 < 0 || below <= w.expiredBelow {
+		return nil
+	}
+	if w.lowestSegment >= below {
+		w.expiredBelow = below // nothing stored below: nothing to drop
 		return nil
 	}
 	lo := binary.BigEndian.AppendUint64(nil, uint64(w.expiredBelow))
@@ -358,13 +422,11 @@ func (st *taskStore) loadOpenWindows(streamTime int64) error {
 	clear(w.open)
 	w.closing = w.closing[:0]
 	w.marked = streamTime
-	if err := st.expireSegments(streamTime); err != nil {
-		return err
-	}
 	var decodeErr error
 	err := st.db.Range(nil, nil, func(sk, _ []byte) bool {
 		w.maxSegment = max(w.maxSegment, int64(binary.BigEndian.Uint64(sk)))
 		kb := sk[12:]
+		w.stored(w.segmentTime(kb))
 		k, err := st.keySerde.Deserialize(st.changelogOrName(), bytes.Clone(kb))
 		if err != nil {
 			decodeErr = fmt.Errorf("store %q: decoding stored key: %w", st.spec.name, err)
@@ -379,7 +441,10 @@ func (st *taskStore) loadOpenWindows(streamTime int64) error {
 	if err == nil {
 		err = decodeErr
 	}
-	return err
+	if err != nil {
+		return err
+	}
+	return st.expireSegments(streamTime)
 }
 
 // markStreamTime writes the task's stream time to the changelog when it

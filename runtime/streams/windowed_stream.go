@@ -203,6 +203,10 @@ func (p *windowProc) closed(t *task, wk Windowed) bool {
 type timeWindowProc struct {
 	windowProc
 	starts []int64
+	// kbuf is reused for the windows' keys when the store caches: the
+	// cache copies a key it keeps. Uncached, a key goes to the producer,
+	// which keeps it until the record is sent.
+	kbuf []byte
 }
 
 func (p *timeWindowProc) process(t *task, r record) error {
@@ -220,7 +224,13 @@ func (p *timeWindowProc) process(t *task, r record) error {
 			p.store.dropLate(t, r, wk)
 			continue
 		}
-		kb := p.store.win.keyBytes(inner, wk)
+		var kb []byte
+		if p.store.spec.cached {
+			p.kbuf = p.store.win.appendKey(p.kbuf[:0], inner, wk)
+			kb = p.kbuf
+		} else {
+			kb = p.store.win.keyBytes(inner, wk)
+		}
 		old, found, err := p.store.getBytes(kb)
 		if err != nil {
 			return t.processingError(p.name, err)
