@@ -309,7 +309,7 @@ func catalog() []Kind {
 		{Name: "count", Title: "Count", Group: GroupAggregation,
 			Description: "Counts records per key (per window after windowed-by) into a table of int64.",
 			Inputs:      aggIn, Outputs: out(Table), KafkaNames: []string{"KSTREAM-AGGREGATE-", "KTABLE-AGGREGATE-"},
-			Params:      append([]Param{nameParam()}, storeParams(true)...)},
+			Params: append([]Param{nameParam()}, storeParams(true)...)},
 		{Name: "reduce", Title: "Reduce", Group: GroupAggregation,
 			Description: "Combines each key's values (per window after windowed-by) with an expression; the first value is the first aggregate.",
 			Inputs:      aggIn, Outputs: out(Table), KafkaNames: []string{"KSTREAM-REDUCE-", "KTABLE-REDUCE-"},
