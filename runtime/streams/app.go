@@ -70,6 +70,11 @@ type App struct {
 	// promise is onProduced as a func value made once: a method value
 	// built per record would allocate per record.
 	promise func(*kgo.Record, error)
+	// capture, when set, takes every produced record instead of a client:
+	// the TestDriver's broker. tap, when set, sees every record an
+	// operator forwards.
+	capture func(r *kgo.Record, promise func(*kgo.Record, error))
+	tap     func(TapRecord)
 
 	// tasksMu guards the tasks. The processing goroutine holds it while it
 	// processes and commits; franz-go's group callbacks, which run while
@@ -385,8 +390,15 @@ func (a *App) processFetches(fetches kgo.Fetches) error {
 	return nil
 }
 
-func (a *App) produce(r *kgo.Record) {
-	a.kc().Produce(a.produceCtx, r, a.promise)
+func (a *App) produce(r *kgo.Record) { a.send(r, a.promise) }
+
+// send produces r, or hands it to the TestDriver.
+func (a *App) send(r *kgo.Record, promise func(*kgo.Record, error)) {
+	if a.capture != nil {
+		a.capture(r, promise)
+		return
+	}
+	a.kc().Produce(a.produceCtx, r, promise)
 }
 
 func (a *App) onProduced(r *kgo.Record, err error) {

@@ -259,7 +259,7 @@ func (st *taskStore) flushEntry(t *task, e *cacheEntry) error {
 		return err
 	}
 	if st.changelog != "" {
-		t.app.kc().Produce(t.app.produceCtx, &kgo.Record{
+		t.app.send(&kgo.Record{
 			Topic:     st.changelog,
 			Partition: st.partition,
 			Key:       e.keyBytes,

@@ -256,8 +256,13 @@ func instantiate(st *subtopology, t *task, resolve func(n *graphNode, next []pro
 			return p
 		}
 		next := make([]processor, len(n.children))
+		var taps []*tapProc
 		for i, c := range n.children {
 			next[i] = build(c)
+			if t.app.tap != nil {
+				tp := &tapProc{node: n.name, child: next[i], record: i == 0}
+				taps, next[i] = append(taps, tp), tp
+			}
 		}
 		var p processor
 		switch n.kind {
@@ -266,6 +271,11 @@ func instantiate(st *subtopology, t *task, resolve func(n *graphNode, next []pro
 		default:
 			p = n.makeProcessor(n.name, next, t)
 		}
+		if _, ok := p.(*branchProc); ok {
+			for _, tp := range taps {
+				tp.record = true // each branch gets records of its own
+			}
+		}
 		made[n] = p
 		return p
 	}
@@ -273,6 +283,23 @@ func instantiate(st *subtopology, t *task, resolve func(n *graphNode, next []pro
 		build(src)
 	}
 	return made
+}
+
+// tapProc reports what node forwards to one of its children, for the
+// TestDriver's Tap. A node forwards each record to all its children, so
+// only the tap of its first child reports, except below a branch, whose
+// children each get records of their own.
+type tapProc struct {
+	node   string
+	child  processor
+	record bool
+}
+
+func (p *tapProc) process(t *task, r record) error {
+	if p.record {
+		t.app.tap(TapRecord{Task: t.id, Node: p.node, Key: r.key, Value: r.value, Old: r.old, Timestamp: r.timestamp})
+	}
+	return p.child.process(t, r)
 }
 
 // process makes sourceProc a processor so that instantiate can treat all

@@ -458,7 +458,7 @@ func (st *taskStore) markStreamTime(t *task) bool {
 		return false
 	}
 	w.marked = t.streamTime
-	t.app.kc().Produce(t.app.produceCtx, &kgo.Record{
+	t.app.send(&kgo.Record{
 		Topic:     st.changelog,
 		Partition: st.partition,
 		Key:       []byte{},
