@@ -78,7 +78,7 @@ type DriverConfig struct {
 	// name; a topic not named has one.
 	Partitions map[string]int
 	// Serdes, error handling, cache size and hooks as in Config.
-	DefaultKeySerde, DefaultValueSerde          Serde
+	DefaultKeySerde, DefaultValueSerde      Serde
 	DeserializationErrors, ProcessingErrors ErrorHandling
 	CacheMaxBytes                           int64
 	Hooks                                   []Hook
