@@ -355,5 +355,9 @@ func catalog() []Kind {
 				serdeParam("valueSerde", "How values are written; default: the stream's.", ""),
 				nameParam(),
 			}},
+		{Name: "opaque", Title: "Unknown processor", Group: GroupStateless,
+			Description: "A processor imported from describe() whose kind cannot be told from its name; replace it.",
+			Inputs:      in(Stream), Outputs: out(Stream),
+			Params: []Param{nameParam()}},
 	}
 }
