@@ -207,9 +207,18 @@ func (w *walker) fail(at int, path, format string, args ...any) {
 	w.err = &DecodeError{Line: line, Column: col, Path: path, Msg: fmt.Sprintf(format, args...)}
 }
 
+// maxDepth is how deeply a design's JSON may nest (a design itself needs
+// 4 levels, a branches parameter 6); it keeps an import of a small
+// file from encoding to an indented monster.
+const maxDepth = 64
+
 // walk reads one value at path. It stops early once an error is recorded.
 func (w *walker) walk(s *schema, path string, depth int) {
 	start := w.valueStart()
+	if depth > maxDepth {
+		w.fail(start, path, "nested more than %d levels deep", maxDepth)
+		return
+	}
 	tok, err := w.dec.Token()
 	if err != nil {
 		w.fail(start, path, "%v", err)

@@ -132,6 +132,7 @@ func TestDecodeErrors(t *testing.T) {
 		{"params a list", `{"version": 1, "nodes": [{}, {}, {}, {"id": "f", "params": ["x"]}]}`, 1, 60, "nodes[3].params", "want an object, not a list"},
 		{"nodes an object", `{"version": 1, "nodes": {}}`, 1, 25, "nodes", "want a list, not an object"},
 		{"edge a string", `{"version": 1, "edges": ["a->b"]}`, 1, 26, "edges[0]", "want an object, not a string"},
+		{"nested too deeply", `{"version": 1, "nodes": [{"params": {"a": ` + strings.Repeat("[", 62) + strings.Repeat("]", 62) + `}}]}`, 1, 104, "nodes[0].params.a" + strings.Repeat("[0]", 61), "nested more than 64 levels deep"},
 		{"edge port a bool", `{"version": 1, "edges": [{}, {"toPort": true}]}`, 1, 41, "edges[1].toPort", "want a string, not a boolean"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"sync"
 	"time"
 )
 
@@ -40,7 +41,7 @@ func ParamValue(n Node, name string) (v any, ok bool) {
 	if v := n.Params[name]; IsSet(v) {
 		return v, true
 	}
-	if k, found := KindByName(n.Kind); found {
+	if k, found := kindByName()[n.Kind]; found {
 		for _, p := range k.Params {
 			if p.Name == name && p.Default != nil {
 				return p.Default, true
@@ -49,6 +50,16 @@ func ParamValue(n Node, name string) (v any, ok bool) {
 	}
 	return nil, false
 }
+
+// kindByName is the catalog by kind name, built once, for lookups that
+// only read it.
+var kindByName = sync.OnceValue(func() map[string]*Kind {
+	m := map[string]*Kind{}
+	for _, k := range catalog() {
+		m[k.Name] = &k
+	}
+	return m
+})
 
 // ParamString returns n's parameter name as a string, with its default
 // when unset; "" when there is none or the value is not a string (numbers

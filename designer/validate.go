@@ -158,6 +158,9 @@ func portOf(ports []Port, name string) (Port, bool) {
 // be unique (operator, store and repartition names, source topics).
 // Expressions are checked for presence only; the compiler parses them.
 func Validate(d *Design) Problems {
+	if d == nil {
+		return Problems{{Message: "no design"}}
+	}
 	v := newValidator(d)
 	v.design()
 	v.nodes()
@@ -380,8 +383,12 @@ func describe(v any) string {
 func checkValue(p Param, val any) string {
 	switch p.Type {
 	case StringParam, ExpressionParam:
-		if _, ok := val.(string); !ok {
+		s, ok := val.(string)
+		if !ok {
 			return fmt.Sprintf("must be a string, not %s", describe(val))
+		}
+		if p.Type == ExpressionParam && strings.TrimSpace(s) == "" {
+			return "is blank: write an expression or leave it empty"
 		}
 	case IntParam:
 		i, ok := intOf(val)

@@ -141,6 +141,7 @@ func TestValidate(t *testing.T) {
 		{"empty string is unset", orders, []edit{set("filter", "predicate", "")}, []want{{"filter", "predicate", "required"}}},
 		{"null is unset", orders, []edit{set("filter", "predicate", nil)}, []want{{"filter", "predicate", "required"}}},
 		{"expression not a string", orders, []edit{set("filter", "predicate", json.Number("5"))}, []want{{"filter", "predicate", "must be a string, not the number 5"}}},
+		{"blank expression", orders, []edit{set("source", "timestamp", " \n")}, []want{{"source", "timestamp", "is blank"}}},
 		{"string not a string", orders, []edit{set("count", "store", true)}, []want{{"count", "store", "must be a string, not a boolean"}}},
 		{"duration not parseable", orders, []edit{set("window", "grace", "5 seconds")}, []want{{"window", "grace", `"5 seconds" is not a duration`}}},
 		{"duration negative", orders, []edit{set("window", "grace", "-5s")}, []want{{"window", "grace", "must not be negative"}}},
@@ -289,6 +290,9 @@ func TestValidate(t *testing.T) {
 }
 
 func TestValidateEmpty(t *testing.T) {
+	if ps := Validate(nil); len(ps) != 1 {
+		t.Errorf("nil design: %v", ps)
+	}
 	if ps := Validate(&Design{Name: "empty"}); len(ps) != 0 {
 		t.Errorf("empty design: %v", ps)
 	}
