@@ -1,0 +1,1149 @@
+package compiler
+
+import (
+	"container/heap"
+	"errors"
+	"fmt"
+	"regexp"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/braidstream/braid/designer"
+	"github.com/braidstream/braid/runtime/streams"
+)
+
+// Options adjust a compilation.
+type Options struct {
+	// Peek, if set, is called by every peek node with the id of the node
+	// and the record passing it. It must be fast and safe for concurrent
+	// use; it runs inside the task.
+	Peek func(node string, key, value any)
+}
+
+// Compiled is a design compiled into a runtime topology.
+type Compiled struct {
+	Topology *streams.Topology
+	Design   *designer.Design
+	// Operators maps a node id to the name of its operator in Topology's
+	// Describe: the one whose output is the node's output (a branch's
+	// split, a table source's KTABLE-SOURCE processor, an aggregation's
+	// aggregating processor, a merge's last merge, a sink's sink).
+	// group-by-key and windowed-by nodes add no operator of their own and
+	// are absent.
+	Operators map[string]string
+	// Parts maps a node id to every operator the node added, in the order
+	// the runtime created them: for a table source its source and its
+	// table, for an aggregation that repartitions the repartition topic's
+	// filter, sink and source before the aggregation.
+	Parts map[string][]string
+	// Outputs maps a node id and one of its output ports to the operator
+	// whose records leave through that port: for a branch node each
+	// branch's processor; for group-by-key and windowed-by the operator
+	// before them. For watching records at a node (streams.TapRecord.Node).
+	Outputs map[string]map[string]string
+	// Stores maps the id of a node that keeps a state store (table
+	// sources and aggregations) to the store's name.
+	Stores map[string]string
+}
+
+// Compile validates d (designer.Validate and the expressions), builds its
+// topology and returns it, or every problem found as designer.Problems.
+// A problem the runtime's Build reports is given to the node whose DSL
+// call caused it where that can be told, else to the design.
+func Compile(d *designer.Design, opts Options) (compiled *Compiled, err error) {
+	if d == nil {
+		return nil, errors.New("compiler: Compile of a nil design")
+	}
+	// Validate vouches for the graph the DSL calls follow; should it miss
+	// something, a bad design is an error, not a crash of the server.
+	defer func() {
+		if r := recover(); r != nil {
+			compiled, err = nil, fmt.Errorf("compiler: internal error compiling design %q: %v", d.ID, r)
+		}
+	}()
+	c := &compilation{d: d, opts: opts, exprs: make(map[int]map[string]*Expr), branches: make(map[int][]*Expr)}
+	c.kinds = make([]*designer.Kind, len(d.Nodes))
+	for i, n := range d.Nodes {
+		if k, ok := designer.KindByName(n.Kind); ok {
+			c.kinds[i] = &k
+		}
+	}
+	validation := designer.Validate(d)
+	c.problems = append(c.problems, validation...)
+	c.compileExprs()
+	c.checkNodes(len(validation) == 0)
+	if len(validation) > 0 || c.structural {
+		return nil, c.sortedProblems()
+	}
+	order := c.order()
+	bd := c.newBuild(order, len(order))
+	topo, err := bd.b.Build()
+	if err == nil && len(c.problems) == 0 {
+		return bd.result(topo), nil
+	}
+	if err != nil {
+		c.attribute(order, err)
+	}
+	return nil, c.sortedProblems()
+}
+
+// compilation is the state of one Compile.
+type compilation struct {
+	d     *designer.Design
+	opts  Options
+	kinds []*designer.Kind
+	// exprs holds each node's compiled expression parameters, branches a
+	// branch node's predicates (nil for the default branch).
+	exprs    map[int]map[string]*Expr
+	branches map[int][]*Expr
+	problems []designer.Problem
+	// structural is set by a problem that keeps the graph from being
+	// built (an opaque node, a merge of one stream).
+	structural bool
+}
+
+func (c *compilation) add(i int, param, format string, args ...any) {
+	n := c.d.Nodes[i]
+	c.problems = append(c.problems, designer.Problem{Node: n.ID, Kind: n.Kind, Param: param, Message: fmt.Sprintf(format, args...)})
+}
+
+// compileExprs compiles every expression parameter that is set, adding a
+// problem for each that does not compile or reads what its operator is
+// not given.
+func (c *compilation) compileExprs() {
+	for i, n := range c.d.Nodes {
+		k := c.kinds[i]
+		if k == nil {
+			continue
+		}
+		for _, p := range k.Params {
+			switch p.Type {
+			case designer.ExpressionParam:
+				src, ok := n.Params[p.Name].(string)
+				if !ok || isBlank(src) {
+					continue // unset, blank or not a string: Validate says so
+				}
+				e, err := CompileExpr(p.Expr, src)
+				if err != nil {
+					c.add(i, p.Name, "%v", err)
+					continue
+				}
+				if msg := c.unavailable(n.Kind, e); msg != "" {
+					c.add(i, p.Name, "%s", msg)
+				}
+				if c.exprs[i] == nil {
+					c.exprs[i] = make(map[string]*Expr)
+				}
+				c.exprs[i][p.Name] = e
+			case designer.BranchesParam:
+				bs := designer.ParamBranches(n)
+				preds := make([]*Expr, len(bs))
+				for j, br := range bs {
+					if br.Predicate == "" {
+						continue
+					}
+					e, err := CompileExpr(designer.Predicate, br.Predicate)
+					if err != nil {
+						c.add(i, p.Name, "branch %q: predicate: %v", br.Name, err)
+						continue
+					}
+					if msg := c.unavailable(n.Kind, e); msg != "" {
+						c.add(i, p.Name, "branch %q: predicate: %s", br.Name, msg)
+					}
+					preds[j] = e
+				}
+				c.branches[i] = preds
+			}
+		}
+	}
+}
+
+// given returns the variables the runtime gives the function an
+// expression parameter of kind becomes.
+func given(kind string, role designer.ExprRole) []string {
+	switch role {
+	case designer.TimestampExtractor:
+		return []string{"key", "value", "timestamp"}
+	case designer.Predicate, designer.KeyMapper, designer.ValueMapper, designer.FlatMapper, designer.ValuesMapper:
+		if kind == "map-values" || kind == "flat-map-values" {
+			return []string{"value"}
+		}
+		return []string{"key", "value"}
+	}
+	return RoleVariables(role)
+}
+
+// unavailable says which variable e reads that its operator is not given.
+func (c *compilation) unavailable(kind string, e *Expr) string {
+	have := given(kind, e.Role())
+	for _, v := range RoleVariables(e.Role()) {
+		if e.Reads(v) && !contains(have, v) {
+			return fmt.Sprintf("%s is not available here: the runtime gives this operator only %s", v, joinAnd(have))
+		}
+	}
+	return ""
+}
+
+// joinAnd joins words as "a, b and c".
+func joinAnd(words []string) string {
+	if len(words) < 2 {
+		return strings.Join(words, "")
+	}
+	return strings.Join(words[:len(words)-1], ", ") + " and " + words[len(words)-1]
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// checkNodes adds the problems Validate does not look for: kinds that
+// cannot be compiled, merges of one stream, windows and retentions that
+// are not whole milliseconds (the unit of record timestamps). The last
+// are checked only on a valid design.
+func (c *compilation) checkNodes(valid bool) {
+	ins := make([]int, len(c.d.Nodes))
+	index := c.index()
+	for _, e := range c.d.Edges {
+		if i, ok := index[e.To]; ok {
+			ins[i]++
+		}
+	}
+	for i, n := range c.d.Nodes {
+		switch n.Kind {
+		case "opaque":
+			c.add(i, "", "a processor imported from describe() whose kind is not known: replace it with a node of a known kind")
+			c.structural = true
+		case "merge":
+			if valid && ins[i] == 1 {
+				c.add(i, "", "merges one stream: connect at least two")
+				c.structural = true
+			}
+		case "windowed-by":
+			for _, p := range []string{"size", "advance", "gap", "grace"} {
+				c.wholeMillis(i, p)
+			}
+		case "count", "reduce", "aggregate":
+			c.wholeMillis(i, "retention")
+		}
+	}
+}
+
+func (c *compilation) wholeMillis(i int, param string) {
+	n := c.d.Nodes[i]
+	if !designer.IsSet(n.Params[param]) {
+		return
+	}
+	if d := designer.ParamDuration(n, param); d%time.Millisecond != 0 {
+		c.add(i, param, "%v is not a whole number of milliseconds, the unit of record timestamps", d)
+		c.structural = true
+	}
+}
+
+func (c *compilation) index() map[string]int {
+	index := make(map[string]int, len(c.d.Nodes))
+	for i, n := range c.d.Nodes {
+		if _, dup := index[n.ID]; !dup {
+			index[n.ID] = i
+		}
+	}
+	return index
+}
+
+// sortedProblems returns the problems in Validate's order: the design's
+// first, then by node in design order, then by parameter in the order
+// the node's kind declares them.
+func (c *compilation) sortedProblems() designer.Problems {
+	index := c.index()
+	rank := func(p designer.Problem) (int, int) {
+		i, ok := index[p.Node]
+		if p.Node == "" || !ok {
+			return -1, 0
+		}
+		if p.Param == "" || c.kinds[i] == nil {
+			return i, 0
+		}
+		for j, kp := range c.kinds[i].Params {
+			if kp.Name == p.Param {
+				return i, j + 1
+			}
+		}
+		return i, len(c.kinds[i].Params) + 1
+	}
+	ps := append(designer.Problems(nil), c.problems...)
+	sort.SliceStable(ps, func(a, b int) bool {
+		na, pa := rank(ps[a])
+		nb, pb := rank(ps[b])
+		if na != nb {
+			return na < nb
+		}
+		return pa < pb
+	})
+	return ps
+}
+
+// order returns the node indexes in the order their DSL calls are made:
+// topological, the first ready node in design order first.
+func (c *compilation) order() []int {
+	index := c.index()
+	pending := make([]int, len(c.d.Nodes))
+	succ := make([][]int, len(c.d.Nodes))
+	for _, e := range c.d.Edges {
+		from, ok1 := index[e.From]
+		to, ok2 := index[e.To]
+		if ok1 && ok2 {
+			succ[from] = append(succ[from], to)
+			pending[to]++
+		}
+	}
+	ready := &intHeap{}
+	for i, p := range pending {
+		if p == 0 {
+			heap.Push(ready, i)
+		}
+	}
+	var order []int
+	for ready.Len() > 0 {
+		i := heap.Pop(ready).(int)
+		order = append(order, i)
+		for _, s := range succ[i] {
+			if pending[s]--; pending[s] == 0 {
+				heap.Push(ready, s)
+			}
+		}
+	}
+	return order
+}
+
+type intHeap []int
+
+func (h intHeap) Len() int           { return len(h) }
+func (h intHeap) Less(a, b int) bool { return h[a] < h[b] }
+func (h intHeap) Swap(a, b int)      { h[a], h[b] = h[b], h[a] }
+func (h *intHeap) Push(x any)        { *h = append(*h, x.(int)) }
+func (h *intHeap) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
+}
+
+// attribute turns the runtime's Build errors into problems: it builds
+// ever longer prefixes of order and gives each error to the node whose
+// DSL call first made it appear.
+func (c *compilation) attribute(order []int, err error) {
+	all := buildErrors(err)
+	seen := map[string]int{}
+	for upto := 1; upto <= len(order) && len(all) > 0; upto++ {
+		bd := c.newBuild(order, upto)
+		_, perr := bd.b.Build()
+		count := map[string]int{}
+		for _, msg := range buildErrors(perr) {
+			count[msg]++
+			if count[msg] <= seen[msg] {
+				continue
+			}
+			seen[msg]++
+			if !removeOne(&all, msg) {
+				continue // a prefix-only complaint ("reads no topic")
+			}
+			i := order[upto-1]
+			c.add(i, guessParam(c.kinds[i], msg), "%s", msg)
+		}
+	}
+	for _, msg := range all {
+		c.problems = append(c.problems, designer.Problem{Message: msg})
+	}
+}
+
+func removeOne(list *[]string, s string) bool {
+	for i, x := range *list {
+		if x == s {
+			*list = append((*list)[:i], (*list)[i+1:]...)
+			return true
+		}
+	}
+	return false
+}
+
+// buildErrors splits a Build error into its messages, without the
+// "building topology: " prefix.
+func buildErrors(err error) []string {
+	if err == nil {
+		return nil
+	}
+	inner := errors.Unwrap(err)
+	if inner == nil {
+		inner = err
+	}
+	if j, ok := inner.(interface{ Unwrap() []error }); ok {
+		var msgs []string
+		for _, e := range j.Unwrap() {
+			msgs = append(msgs, e.Error())
+		}
+		return msgs
+	}
+	return []string{strings.TrimPrefix(err.Error(), "building topology: ")}
+}
+
+// guessParam names the parameter of kind a Build error is most likely
+// about.
+func guessParam(k *designer.Kind, msg string) string {
+	has := func(name string) bool {
+		if k == nil {
+			return false
+		}
+		for _, p := range k.Params {
+			if p.Name == name {
+				return true
+			}
+		}
+		return false
+	}
+	switch {
+	case strings.Contains(msg, "operator name") && has("name"):
+		return "name"
+	case strings.Contains(msg, "store") && has("store"):
+		return "store"
+	case strings.Contains(strings.ToLower(msg), "retention") && has("retention"):
+		return "retention"
+	case strings.Contains(msg, "topic") && has("topic"):
+		return "topic"
+	case strings.Contains(msg, "topic") && has("name"):
+		return "name"
+	}
+	return ""
+}
+
+// build is one run of the DSL calls over a prefix of the node order.
+type build struct {
+	c *compilation
+	b *streams.Builder
+	// index mirrors the Builder's counter of generated names, so that
+	// the names of the operators each node adds are known.
+	index int
+	outs  map[int]map[string]*val
+	parts map[int][]string
+	main  map[int]string
+	port  map[int]map[string]string
+	store map[int]string
+}
+
+// val is what leaves an output port: one of the runtime's streams,
+// tables, grouped or windowed streams, with what the compiler tracks of
+// it.
+type val struct {
+	typ designer.DataType
+	s   *streams.Stream
+	t   *streams.Table
+	g   *streams.GroupedStream
+	gt  *streams.GroupedTable
+	w   *streams.WindowedStream
+	key keyInfo
+	// value is the value serde's name; "" when merged streams disagree.
+	value string
+	// repart says a grouping of this stream repartitions (the key may
+	// have changed), as the runtime decides it.
+	repart bool
+	// groupName names the repartition topic of a grouped stream or
+	// table; win describes a windowed stream's windows.
+	groupName string
+	win       *windowInfo
+	// op is the operator whose records these are.
+	op string
+}
+
+// keyInfo is a key serde: a basic serde's name ("" when merged streams
+// disagree), windowed by win after a windowed aggregation.
+type keyInfo struct {
+	serde string
+	win   *windowInfo
+}
+
+type windowInfo struct {
+	session bool
+	// size is the window size (a sliding window's time difference).
+	size time.Duration
+}
+
+func (c *compilation) newBuild(order []int, upto int) *build {
+	bd := &build{c: c, b: streams.NewBuilder(), outs: map[int]map[string]*val{}, parts: map[int][]string{},
+		main: map[int]string{}, port: map[int]map[string]string{}, store: map[int]string{}}
+	index := c.index()
+	inputs := make(map[int][]designer.Edge)
+	for _, e := range c.d.Edges {
+		if i, ok := index[e.To]; ok {
+			inputs[i] = append(inputs[i], e)
+		}
+	}
+	for _, i := range order[:upto] {
+		var in []*val
+		for _, e := range inputs[i] {
+			if from, ok := index[e.From]; ok {
+				if v := bd.outs[from][e.FromPort]; v != nil {
+					in = append(in, v)
+				}
+			}
+		}
+		bd.node(i, in)
+	}
+	return bd
+}
+
+func (bd *build) result(topo *streams.Topology) *Compiled {
+	c := bd.c
+	out := &Compiled{Topology: topo, Design: c.d, Operators: map[string]string{}, Parts: map[string][]string{},
+		Outputs: map[string]map[string]string{}, Stores: map[string]string{}}
+	for i, n := range c.d.Nodes {
+		if m, ok := bd.main[i]; ok {
+			out.Operators[n.ID] = m
+		}
+		if p := bd.parts[i]; len(p) > 0 {
+			out.Parts[n.ID] = p
+		}
+		if p := bd.port[i]; len(p) > 0 {
+			out.Outputs[n.ID] = p
+		}
+		if s, ok := bd.store[i]; ok {
+			out.Stores[n.ID] = s
+		}
+	}
+	return out
+}
+
+// gen mirrors the Builder's generation of a name.
+func (bd *build) gen(prefix string) string {
+	name := fmt.Sprintf("%s%010d", prefix, bd.index)
+	bd.index++
+	return name
+}
+
+// nameOr mirrors the Builder's nameOrGenerate: it advances the counter
+// whether or not the name is given.
+func (bd *build) nameOr(given, prefix string) string {
+	generated := bd.gen(prefix)
+	if given != "" {
+		return given
+	}
+	return generated
+}
+
+// storeName mirrors the Builder's naming of a store: a generated name
+// only when none is given.
+func (bd *build) storeName(given, prefix string) string {
+	if given != "" {
+		return given
+	}
+	return bd.gen(prefix + "STATE-STORE-")
+}
+
+// generatedName is the runtime's test for a generated repartition base.
+var generatedName = regexp.MustCompile(`^KSTREAM.*-[0-9]{10}$`)
+
+// repartitionNames mirrors the runtime's naming of the filter, sink and
+// source of the repartition topic base+"-repartition", in the order it
+// creates them.
+func (bd *build) repartitionNames(base string) []string {
+	topic := base
+	if !strings.HasSuffix(topic, "-repartition") {
+		topic += "-repartition"
+	}
+	sink, filter, source := bd.gen("KSTREAM-SINK-"), bd.gen("KSTREAM-FILTER-"), bd.gen("KSTREAM-SOURCE-")
+	if !generatedName.MatchString(base) {
+		sink, filter, source = topic+"-sink", topic+"-filter", topic+"-source"
+	}
+	return []string{filter, sink, source}
+}
+
+func (bd *build) added(i int, names ...string) {
+	bd.parts[i] = append(bd.parts[i], names...)
+}
+
+// output sets node i's only output.
+func (bd *build) output(i int, v *val) {
+	bd.outs[i] = map[string]*val{"out": v}
+	if v.op != "" {
+		bd.port[i] = map[string]string{"out": v.op}
+	}
+}
+
+// operatorName is the name node n gives its operator: Node.Name, else
+// the "name" parameter of kinds where it is the operator's name.
+func operatorName(n designer.Node) string {
+	if n.Name != "" {
+		return n.Name
+	}
+	switch n.Kind {
+	case "group-by-key", "group-by", "repartition":
+		return ""
+	}
+	return designer.ParamString(n, "name")
+}
+
+// repartitionName is the name a grouping or repartition node gives its
+// repartition topic: its "name" parameter, else Node.Name.
+func repartitionName(n designer.Node) string {
+	if s := designer.ParamString(n, "name"); s != "" {
+		return s
+	}
+	return n.Name
+}
+
+func named(name string) []streams.Option {
+	if name == "" {
+		return nil
+	}
+	return []streams.Option{streams.Named(name)}
+}
+
+func basicSerde(name string) streams.Serde {
+	switch name {
+	case "string":
+		return streams.String
+	case "json":
+		return streams.JSON
+	case "int64":
+		return streams.Int64
+	case "bytes":
+		return streams.Bytes
+	}
+	return nil
+}
+
+// keySerde returns the serde for keys k, written as param says ("" for
+// the default).
+func keySerde(k keyInfo, param string) streams.Serde {
+	if param != "" && param != "windowed" && param != "windowed-json" {
+		return basicSerde(param)
+	}
+	inner := basicSerde(k.serde)
+	if k.win == nil || inner == nil {
+		return inner
+	}
+	switch {
+	case param == "windowed-json":
+		return streams.WindowedJSON(inner)
+	case k.win.session:
+		return streams.SessionWindowedSerde(inner)
+	default:
+		return streams.TimeWindowedSerde(inner, k.win.size.Milliseconds())
+	}
+}
+
+// serdeParam returns node n's serde parameter, or dflt when unset.
+func serdeParam(n designer.Node, param, dflt string) string {
+	if s := designer.ParamString(n, param); s != "" {
+		return s
+	}
+	return dflt
+}
+
+// needSerdes adds a problem when the serdes node i writes with are
+// unknown because the streams merged before it disagree.
+func (bd *build) needSerdes(i int, key keyInfo, value string) {
+	if key.serde == "" {
+		bd.problemOnce(i, "keySerde", "the streams merged before this node have different key serdes: set keySerde")
+	}
+	if value == "" {
+		bd.problemOnce(i, "valueSerde", "the streams merged before this node have different value serdes: set valueSerde")
+	}
+}
+
+// problemOnce adds a problem found while building, once: prefix builds
+// for attributing Build errors run the same calls again.
+func (bd *build) problemOnce(i int, param, msg string) {
+	c := bd.c
+	n := c.d.Nodes[i]
+	for _, p := range c.problems {
+		if p.Node == n.ID && p.Param == param && p.Message == msg {
+			return
+		}
+	}
+	c.add(i, param, "%s", msg)
+}
+
+// node makes node i's DSL calls on its inputs.
+func (bd *build) node(i int, in []*val) {
+	c := bd.c
+	n := c.d.Nodes[i]
+	ex := c.exprs[i]
+	var first *val
+	if len(in) > 0 {
+		first = in[0]
+	}
+	if first == nil && n.Kind != "source-stream" && n.Kind != "source-table" {
+		bd.problemOnce(i, "", "has no input to compile")
+		return
+	}
+	opName := operatorName(n)
+	switch n.Kind {
+	case "source-stream":
+		key, value := serdeParam(n, "keySerde", "string"), serdeParam(n, "valueSerde", "json")
+		opts := append(named(opName), streams.WithSerdes(basicSerde(key), basicSerde(value)))
+		if e := ex["timestamp"]; e != nil {
+			opts = append(opts, streams.WithTimestamps(timestampFn(e)))
+		}
+		name := bd.nameOr(opName, "KSTREAM-SOURCE-")
+		s := bd.b.Stream([]string{designer.ParamString(n, "topic")}, opts...)
+		bd.added(i, name)
+		bd.main[i] = name
+		bd.output(i, &val{typ: designer.Stream, s: s, key: keyInfo{serde: key}, value: value, op: name})
+
+	case "source-table":
+		topic := designer.ParamString(n, "topic")
+		key, value := serdeParam(n, "keySerde", "string"), serdeParam(n, "valueSerde", "json")
+		so := bd.storeOptions(n)
+		opts := append(named(opName), streams.WithSerdes(basicSerde(key), basicSerde(value)), streams.Materialized(so))
+		if e := ex["timestamp"]; e != nil {
+			opts = append(opts, streams.WithTimestamps(timestampFn(e)))
+		}
+		store := bd.storeName(so.Name, topic+"-")
+		source := bd.gen("KSTREAM-SOURCE-")
+		name := bd.nameOr(opName, "KTABLE-SOURCE-")
+		t := bd.b.Table(topic, opts...)
+		bd.added(i, source, name)
+		bd.main[i], bd.store[i] = name, store
+		bd.output(i, &val{typ: designer.Table, t: t, key: keyInfo{serde: key}, value: value, op: name})
+
+	case "filter", "filter-not":
+		pred := predicateFn(ex["predicate"])
+		out := *first
+		if first.typ == designer.Table {
+			out.op = bd.nameOr(opName, "KTABLE-FILTER-")
+			out.t = first.t.Filter(pred, named(opName)...)
+		} else {
+			out.op = bd.nameOr(opName, "KSTREAM-FILTER-")
+			if n.Kind == "filter" {
+				out.s = first.s.Filter(pred, named(opName)...)
+			} else {
+				out.s = first.s.FilterNot(pred, named(opName)...)
+			}
+		}
+		bd.simple(i, &out)
+
+	case "map":
+		keyE, valueE := ex["key"], ex["value"]
+		out := *first
+		out.op = bd.nameOr(opName, "KSTREAM-MAP-")
+		out.s = first.s.Map(func(k, v any) (any, any, error) {
+			nk, err := mapWith(keyE, k, v)
+			if err != nil {
+				return nil, nil, err
+			}
+			nv, err := mapWith(valueE, k, v)
+			return nk, nv, err
+		}, named(opName)...)
+		out.key.win, out.repart = nil, true
+		bd.simple(i, &out)
+
+	case "map-values":
+		e := ex["value"]
+		fn := func(v any) (any, error) { return mapWith(e, nil, v) }
+		out := *first
+		if first.typ == designer.Table {
+			out.op = bd.nameOr(opName, "KTABLE-MAPVALUES-")
+			out.t = first.t.MapValues(fn, named(opName)...)
+		} else {
+			out.op = bd.nameOr(opName, "KSTREAM-MAPVALUES-")
+			out.s = first.s.MapValues(fn, named(opName)...)
+		}
+		bd.simple(i, &out)
+
+	case "flat-map":
+		e := ex["records"]
+		out := *first
+		out.op = bd.nameOr(opName, "KSTREAM-FLATMAP-")
+		out.s = first.s.FlatMap(func(k, v any) ([]streams.KeyValue, error) {
+			if e == nil {
+				return nil, errNotCompiled
+			}
+			return e.FlatMap(Record{Key: k, Value: v})
+		}, named(opName)...)
+		out.key.win, out.repart = nil, true
+		bd.simple(i, &out)
+
+	case "flat-map-values":
+		e := ex["values"]
+		out := *first
+		out.op = bd.nameOr(opName, "KSTREAM-FLATMAPVALUES-")
+		out.s = first.s.FlatMapValues(func(v any) ([]any, error) {
+			if e == nil {
+				return nil, errNotCompiled
+			}
+			return e.FlatMapValues(Record{Value: v})
+		}, named(opName)...)
+		bd.simple(i, &out)
+
+	case "select-key":
+		e := ex["key"]
+		out := *first
+		out.op = bd.nameOr(opName, "KSTREAM-KEY-SELECT-")
+		out.s = first.s.SelectKey(func(k, v any) (any, error) { return mapWith(e, k, v) }, named(opName)...)
+		out.key.win, out.repart = nil, true
+		bd.simple(i, &out)
+
+	case "peek":
+		id, peek := n.ID, c.opts.Peek
+		out := *first
+		out.op = bd.nameOr(opName, "KSTREAM-PEEK-")
+		out.s = first.s.Peek(func(k, v any) {
+			if peek != nil {
+				peek(id, k, v)
+			}
+		}, named(opName)...)
+		bd.simple(i, &out)
+
+	case "branch":
+		bd.branch(i, first, opName)
+
+	case "merge":
+		bd.merge(i, in, opName)
+
+	case "repartition":
+		base := repartitionName(n)
+		key := keyInfo{serde: serdeParam(n, "keySerde", first.key.serde), win: first.key.win}
+		value := serdeParam(n, "valueSerde", first.value)
+		bd.needSerdes(i, key, value)
+		opts := append(named(base), streams.WithSerdes(keySerde(key, ""), basicSerde(value)))
+		if p := designer.ParamInt(n, "partitions"); p > 0 {
+			opts = append(opts, streams.WithPartitions(p))
+		}
+		if base == "" {
+			base = bd.gen("KSTREAM-REPARTITION-")
+		}
+		names := bd.repartitionNames(base)
+		s := first.s.Repartition(opts...)
+		bd.added(i, names...)
+		bd.main[i] = names[2]
+		bd.output(i, &val{typ: designer.Stream, s: s, key: key, value: value, op: names[2]})
+
+	case "group-by-key":
+		key := keyInfo{serde: serdeParam(n, "keySerde", first.key.serde), win: first.key.win}
+		value := serdeParam(n, "valueSerde", first.value)
+		bd.needSerdes(i, key, value)
+		name := repartitionName(n)
+		g := first.s.GroupByKey(append(named(name), streams.WithSerdes(keySerde(key, ""), basicSerde(value)))...)
+		bd.output(i, &val{typ: designer.GroupedStream, g: g, key: key, value: value, repart: first.repart, groupName: name, op: first.op})
+
+	case "group-by":
+		bd.groupBy(i, first)
+
+	case "windowed-by":
+		w, info := windowsOf(n)
+		ws := first.g.WindowedBy(w)
+		if designer.ParamString(n, "emit") == designer.EmitOnWindowClose {
+			ws = ws.Emit(streams.EmitOnWindowClose)
+		}
+		out := *first
+		out.typ, out.w, out.win = designer.WindowedStream, ws, info
+		bd.output(i, &out)
+
+	case "count", "reduce", "aggregate":
+		bd.aggregate(i, first, opName)
+
+	case "to-stream":
+		name := bd.nameOr(opName, "KTABLE-TOSTREAM-")
+		s := first.t.ToStream(named(opName)...)
+		bd.added(i, name)
+		bd.main[i] = name
+		bd.output(i, &val{typ: designer.Stream, s: s, key: first.key, value: first.value, op: name})
+
+	case "sink":
+		kp := designer.ParamString(n, "keySerde")
+		key, value := first.key, serdeParam(n, "valueSerde", first.value)
+		if kp != "" && kp != "windowed" && kp != "windowed-json" {
+			key = keyInfo{serde: kp}
+		}
+		bd.needSerdes(i, key, value)
+		name := bd.nameOr(opName, "KSTREAM-SINK-")
+		first.s.To(designer.ParamString(n, "topic"), append(named(opName), streams.WithSerdes(keySerde(key, kp), basicSerde(value)))...)
+		bd.added(i, name)
+		bd.main[i] = name
+	}
+}
+
+// simple records a node that adds one operator, out.op, and gives out.
+func (bd *build) simple(i int, out *val) {
+	bd.added(i, out.op)
+	bd.main[i] = out.op
+	bd.output(i, out)
+}
+
+// errNotCompiled is what a function built for an expression that did not
+// compile returns; such a topology is only built to find more problems,
+// never returned.
+var errNotCompiled = errors.New("the expression did not compile")
+
+func predicateFn(e *Expr) streams.Predicate {
+	return func(k, v any) (bool, error) {
+		if e == nil {
+			return false, errNotCompiled
+		}
+		return e.Test(Record{Key: k, Value: v})
+	}
+}
+
+func mapWith(e *Expr, k, v any) (any, error) {
+	if e == nil {
+		return nil, errNotCompiled
+	}
+	return e.Map(Record{Key: k, Value: v})
+}
+
+func timestampFn(e *Expr) streams.TimestampExtractor {
+	return func(k, v any, ts int64) (int64, error) {
+		return e.Timestamp(Record{Key: k, Value: v, Timestamp: ts})
+	}
+}
+
+func (bd *build) branch(i int, in *val, opName string) {
+	n := bd.c.d.Nodes[i]
+	bs := designer.ParamBranches(n)
+	preds := bd.c.branches[i]
+	split := bd.nameOr(opName, "KSTREAM-BRANCH-")
+	branches := make([]streams.Branch, len(bs))
+	names := []string{split}
+	for j, br := range bs {
+		branches[j].Name = br.Name
+		if br.Predicate != "" {
+			var e *Expr
+			if j < len(preds) {
+				e = preds[j]
+			}
+			branches[j].Predicate = predicateFn(e)
+		}
+		bd.gen(split + br.Name) // the runtime burns a number per branch
+		names = append(names, split+br.Name)
+	}
+	out := in.s.Branch(branches, named(opName)...)
+	bd.added(i, names...)
+	bd.main[i] = split
+	bd.outs[i] = map[string]*val{}
+	bd.port[i] = map[string]string{}
+	for j, br := range bs {
+		v := *in
+		v.s, v.op = out[names[j+1]], names[j+1]
+		bd.outs[i][br.Name] = &v
+		bd.port[i][br.Name] = v.op
+	}
+}
+
+func (bd *build) merge(i int, in []*val, opName string) {
+	if len(in) < 2 {
+		return // a problem of checkNodes
+	}
+	acc := *in[0]
+	for j, other := range in[1:] {
+		var name string
+		last := j == len(in)-2
+		if last {
+			name = bd.nameOr(opName, "KSTREAM-MERGE-")
+			acc.s = acc.s.Merge(other.s, named(opName)...)
+		} else {
+			name = bd.gen("KSTREAM-MERGE-")
+			acc.s = acc.s.Merge(other.s)
+		}
+		bd.added(i, name)
+		acc.op = name
+		acc.repart = acc.repart || other.repart
+		if acc.key.serde != other.key.serde {
+			acc.key.serde = ""
+		}
+		if !sameWindow(acc.key.win, other.key.win) {
+			acc.key.win = nil
+		}
+		if acc.value != other.value {
+			acc.value = ""
+		}
+	}
+	bd.main[i] = acc.op
+	bd.output(i, &acc)
+}
+
+func sameWindow(a, b *windowInfo) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return *a == *b
+}
+
+func (bd *build) groupBy(i int, in *val) {
+	c := bd.c
+	n := c.d.Nodes[i]
+	keyE, valueE := c.exprs[i]["key"], c.exprs[i]["value"]
+	key := keyInfo{serde: serdeParam(n, "keySerde", in.key.serde)}
+	value := serdeParam(n, "valueSerde", in.value)
+	bd.needSerdes(i, key, value)
+	name := repartitionName(n)
+	opts := append(named(name), streams.WithSerdes(basicSerde(key.serde), basicSerde(value)))
+	if in.typ == designer.Table {
+		op := bd.nameOr(name, "KTABLE-SELECT-")
+		gt := in.t.GroupBy(func(k, v any) (any, any, error) {
+			nk, err := mapWith(keyE, k, v)
+			if err != nil || valueE == nil {
+				return nk, v, err
+			}
+			nv, err := mapWith(valueE, k, v)
+			return nk, nv, err
+		}, opts...)
+		bd.added(i, op)
+		bd.main[i] = op
+		bd.output(i, &val{typ: designer.GroupedTable, gt: gt, key: key, value: value, repart: true, groupName: name, op: op})
+		return
+	}
+	op := bd.nameOr(name, "KSTREAM-KEY-SELECT-")
+	g := in.s.GroupBy(func(k, v any) (any, error) { return mapWith(keyE, k, v) }, opts...)
+	bd.added(i, op)
+	bd.main[i] = op
+	bd.output(i, &val{typ: designer.GroupedStream, g: g, key: key, value: value, repart: true, groupName: name, op: op})
+}
+
+// windowsOf returns the windows of a windowed-by node.
+func windowsOf(n designer.Node) (streams.Windows, *windowInfo) {
+	grace := designer.ParamDuration(n, "grace")
+	switch designer.ParamString(n, "type") {
+	case designer.Hopping:
+		size := designer.ParamDuration(n, "size")
+		return streams.Hopping(size, designer.ParamDuration(n, "advance"), grace), &windowInfo{size: size}
+	case designer.Sliding:
+		size := designer.ParamDuration(n, "size")
+		return streams.Sliding(size, grace), &windowInfo{size: size}
+	case designer.Session:
+		return streams.Sessions(designer.ParamDuration(n, "gap"), grace), &windowInfo{session: true}
+	default:
+		size := designer.ParamDuration(n, "size")
+		return streams.Tumbling(size, grace), &windowInfo{size: size}
+	}
+}
+
+func (bd *build) storeOptions(n designer.Node) streams.StoreOptions {
+	return streams.StoreOptions{
+		Name:            designer.ParamString(n, "store"),
+		LoggingDisabled: designer.ParamString(n, "logging") == "off",
+		CachingDisabled: designer.ParamString(n, "caching") == "off",
+	}
+}
+
+func (bd *build) aggregate(i int, in *val, opName string) {
+	c := bd.c
+	n := c.d.Nodes[i]
+	ex := c.exprs[i]
+	so := bd.storeOptions(n)
+	var dflt string
+	switch n.Kind {
+	case "count":
+		dflt = "int64"
+	case "reduce":
+		dflt = in.value
+	default:
+		dflt = "json"
+	}
+	value := serdeParam(n, "valueSerde", dflt)
+	if value == "" {
+		bd.problemOnce(i, "valueSerde", "the streams merged before this node have different value serdes: set valueSerde")
+	}
+	so.ValueSerde = basicSerde(value)
+	if in.typ == designer.WindowedStream && designer.IsSet(n.Params["retention"]) {
+		so.Retention = designer.ParamDuration(n, "retention")
+	}
+	opts := append(named(opName), streams.Materialized(so))
+
+	var prefix string
+	switch {
+	case n.Kind == "count" && in.typ == designer.GroupedTable:
+		prefix = "KTABLE-AGGREGATE-"
+	case n.Kind == "count":
+		prefix = "KSTREAM-AGGREGATE-"
+	case n.Kind == "reduce" && in.typ == designer.GroupedTable:
+		prefix = "KTABLE-REDUCE-"
+	case n.Kind == "reduce":
+		prefix = "KSTREAM-REDUCE-"
+	case in.typ == designer.GroupedTable:
+		prefix = "KTABLE-AGGREGATE-"
+	default:
+		prefix = "KSTREAM-AGGREGATE-"
+	}
+	store := bd.storeName(so.Name, prefix)
+	name := bd.nameOr(opName, prefix)
+	if in.repart {
+		base := in.groupName
+		if base == "" {
+			base = store
+		}
+		bd.added(i, bd.repartitionNames(base)...)
+	}
+	bd.added(i, name)
+	bd.main[i], bd.store[i] = name, store
+
+	init, agg, red, sub, merger := ex["initializer"], ex["aggregator"], ex["reducer"], ex["subtractor"], ex["merger"]
+	initFn := func() (any, error) {
+		if init == nil {
+			return nil, errNotCompiled
+		}
+		return init.Init()
+	}
+	aggFn := func(e *Expr) streams.Aggregator {
+		return func(k, v, a any) (any, error) {
+			if e == nil {
+				return nil, errNotCompiled
+			}
+			return e.Aggregate(k, v, a)
+		}
+	}
+	redFn := func(e *Expr) streams.Reducer {
+		return func(a, v any) (any, error) {
+			if e == nil {
+				return nil, errNotCompiled
+			}
+			return e.Reduce(a, v)
+		}
+	}
+
+	var t *streams.Table
+	key := in.key
+	switch in.typ {
+	case designer.GroupedStream:
+		switch n.Kind {
+		case "count":
+			t = in.g.Count(opts...)
+		case "reduce":
+			t = in.g.Reduce(redFn(red), opts...)
+		default:
+			t = in.g.Aggregate(initFn, aggFn(agg), opts...)
+		}
+	case designer.WindowedStream:
+		w := in.w
+		switch n.Kind {
+		case "count":
+			t = w.Count(opts...)
+		case "reduce":
+			t = w.Reduce(redFn(red), opts...)
+		default:
+			if merger != nil || in.win.session {
+				w = w.MergeSessionsWith(func(k, a1, a2 any) (any, error) {
+					if merger == nil {
+						return nil, errNotCompiled
+					}
+					return merger.Merge(k, a1, a2)
+				})
+			}
+			t = w.Aggregate(initFn, aggFn(agg), opts...)
+		}
+		key.win = in.win
+	case designer.GroupedTable:
+		switch n.Kind {
+		case "count":
+			t = in.gt.Count(opts...)
+		case "reduce":
+			t = in.gt.Reduce(redFn(red), redFn(sub), opts...)
+		default:
+			t = in.gt.Aggregate(initFn, aggFn(agg), aggFn(sub), opts...)
+		}
+	}
+	bd.output(i, &val{typ: designer.Table, t: t, key: key, value: value, op: name})
+}
