@@ -3,6 +3,7 @@ package designer
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -299,6 +300,9 @@ func (v *validator) nodes() {
 				v.add(i, "", "unknown kind %q", n.Kind)
 			}
 			continue
+		}
+		if k.Name == "opaque" {
+			v.add(i, "", "unknown processor imported from describe(): replace it with a real operator")
 		}
 		v.params(i, k)
 	}
@@ -598,7 +602,8 @@ func (v *validator) connections() {
 			continue
 		}
 		for _, p := range outs {
-			if len(v.out[i][p.Name]) == 0 {
+			// A table may end the graph: its store is what is queried.
+			if len(v.out[i][p.Name]) == 0 && !slices.Contains(p.Types, Table) {
 				v.add(i, "", "%s is not connected", portLabel("output", p.Name, len(outs)))
 			}
 		}
