@@ -1,0 +1,81 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/braidstream/braid/compiler"
+)
+
+// importStdin is what "braid import -" reads; tests replace it.
+var importStdin io.Reader = os.Stdin
+
+// runImport is "braid import": it turns a Kafka Streams
+// Topology.describe() text into a design and prints the design's JSON.
+func runImport(_ context.Context, args []string, stdout io.Writer) error {
+	fs := newFlagSet("import", "braid import [--name N] describe.txt > design.json\n\n"+
+		"Turns the text of Kafka Streams' Topology.describe() (a file, or - for stdin) into a design\n"+
+		"and prints it as JSON. Expressions are not in the text: the design's validation asks for them.", stdout)
+	name := fs.String("name", "", `the design's name (default: the file's name without its extension; "imported" for stdin)`)
+	// Flags may come after the file too.
+	var files []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return err
+		}
+		if fs.NArg() == 0 {
+			break
+		}
+		files = append(files, fs.Arg(0))
+		args = fs.Args()[1:]
+	}
+	if len(files) != 1 {
+		return fmt.Errorf("import: expected one describe() text file (or - for stdin), got %d arguments", len(files))
+	}
+	path := files[0]
+	var data []byte
+	var err error
+	if path == "-" {
+		data, err = io.ReadAll(importStdin)
+	} else {
+		data, err = os.ReadFile(path)
+	}
+	if err != nil {
+		return fmt.Errorf("import: %w", err)
+	}
+	if *name == "" && path != "-" {
+		*name = designName(path)
+	}
+	d, err := compiler.ImportDescribe(string(data), *name)
+	if err != nil {
+		if path == "-" {
+			path = "stdin"
+		}
+		return fmt.Errorf("import %s: %w", path, err)
+	}
+	enc := json.NewEncoder(stdout)
+	enc.SetIndent("", "  ")
+	return enc.Encode(d)
+}
+
+// designName makes a design name of a file name: its base without the
+// extension, with what Kafka forbids in names replaced by '-'.
+func designName(path string) string {
+	base := filepath.Base(path)
+	base = strings.TrimSuffix(base, filepath.Ext(base))
+	name := strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '_' || r == '-' {
+			return r
+		}
+		return '-'
+	}, base)
+	if name == "" || strings.Trim(name, ".") == "" {
+		return ""
+	}
+	return name
+}

@@ -1,0 +1,755 @@
+package compiler
+
+import (
+	"cmp"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/braidstream/braid/designer"
+)
+
+// importGap is the distance in pixels between imported nodes on the
+// canvas, across (depth) and down (sub-topologies).
+const importGap = 220
+
+// ImportDescribe turns the text of Kafka Streams' Topology.describe() (or
+// Braid's, which prints the same) into a design called name ("imported"
+// when empty). Malformed text gives an error naming the line and what was
+// expected there; ImportDescribe never panics.
+//
+// The text tells the nodes' names, the topics and stores and how the nodes
+// are connected, but not what the nodes compute, so the design has the
+// structure and leaves the rest for a person to fill in:
+//
+//   - Every Source becomes a source-stream node reading its topic, every
+//     Sink a sink node writing its topic, and every Processor a node of the
+//     catalog kind whose Kafka name prefix (designer.Kind.KafkaNames) is
+//     the longest that its name starts with. Where several kinds share a
+//     prefix the importer takes filter (not filter-not) for
+//     KSTREAM-FILTER-, select-key (not group-by) for KSTREAM-KEY-SELECT-,
+//     and aggregate for KSTREAM-AGGREGATE- and KTABLE-AGGREGATE-: the text
+//     cannot tell a count from an aggregate.
+//   - Expressions (predicates, mappers, initializers, aggregators,
+//     reducers, branch predicates) are not in the text and are left unset,
+//     so that validation asks for them. Serdes, window sizes, grace periods
+//     and partition counts are not in the text either.
+//   - Every node keeps its original name in its "name" parameter when its
+//     kind has an operator name; the repartition and group-by kinds' "name"
+//     parameter names a repartition topic instead. A processor's first
+//     store goes to the "store" parameter when its kind has one; the stores
+//     of other kinds (a materialized table filter or map-values) are lost.
+//   - A repartition topic (one whose name ends in "-repartition", written
+//     by a sink and read by a source with the names Kafka Streams gives
+//     them: KSTREAM-SINK- and KSTREAM-SOURCE-, <topic>-sink and
+//     <topic>-source, or a table aggregation's X-sink and X-source) becomes
+//     one repartition node named after the topic without "-repartition".
+//     The null-key filter Kafka Streams puts before the sink
+//     (KSTREAM-FILTER- numbered after the sink, or <topic>-filter) is
+//     internal and disappears too. After a table's group-by (KTABLE-SELECT-)
+//     the repartition is part of the group-by node, which gets its name. A
+//     processor g of unknown kind that feeds the repartition g-repartition
+//     is a key selector named by groupBy(Grouped.as("g")): a select-key
+//     before a stream's repartition, a group-by before a table's.
+//     A sink and a source of a topic the user named are kept as they are.
+//   - A count, reduce or aggregate fed by a stream gets a group-by-key node
+//     in front of it: after a groupBy the key was selected upstream (by the
+//     select-key node the KSTREAM-KEY-SELECT- processor becomes) and the
+//     repartition node carries the grouping. Windowed aggregations look
+//     exactly like plain ones in describe(), so no windowed-by node is made:
+//     a windowed aggregation is imported as an unwindowed one.
+//   - A table source (a Source feeding only a KTABLE-SOURCE- processor, or
+//     X-table-source feeding X) becomes one source-table node with the
+//     topic and the store.
+//   - A branch processor and its per-branch child processors (split() and
+//     the older branch()) become one branch node with one output per child,
+//     named by what the child's name adds to the branch processor's; their
+//     predicates are unknown and left empty.
+//   - A source of several topics becomes one source per topic and a merge
+//     carrying the source's name; several edges into an input that takes
+//     one (a sink written by two processors) get a merge in front.
+//   - What has no kind in the catalog becomes an "opaque" node, which
+//     validation reports: processors whose name carries no known prefix
+//     (operators named with Named lose their kind), joins, suppress,
+//     toTable, cogroup, the Processor API, and the processors of global
+//     stores. A source of a topic pattern keeps the pattern as its topic
+//     and a sink of a TopicNameExtractor has no topic; validation reports
+//     both.
+//
+// Nodes are numbered n1, n2, ... in the order of the text (a node made from
+// several takes the place of the first), and laid out with one band of rows
+// per sub-topology and one column per depth, 220 pixels apart.
+func ImportDescribe(text, name string) (*designer.Design, error) {
+	g, err := parseDescribe(text)
+	if err != nil {
+		return nil, err
+	}
+	if name == "" {
+		name = "imported"
+	}
+	im := &importer{
+		g:        g,
+		out:      map[*describeNode]importPort{},
+		in:       map[*describeNode]*importNode{},
+		done:     map[*describeNode]bool{},
+		internal: map[*describeNode]*importRepartition{},
+	}
+	im.findRepartitions()
+	im.tableSources()
+	im.branches()
+	im.processors()
+	im.repartitions()
+	im.sourcesAndSinks()
+	im.connect()
+	im.groupAggregations()
+	im.mergeInputs()
+	return im.design(name), nil
+}
+
+// importNode is a node of the design being built.
+type importNode struct {
+	kind   string
+	params map[string]any
+	group  int // the sub-topology's index in the text
+	pos    int // the text index of the first node it stands for
+	sub    int // before (<0) or at (0) pos
+	seq    int // creation order
+	id     string
+	depth  int
+}
+
+type importPort struct {
+	n    *importNode
+	port string
+}
+
+type importEdge struct {
+	from *importNode
+	port string
+	to   *importNode
+}
+
+// importRepartition is a repartition topic with the sinks that write it,
+// their null-key filters (nil where there is none) and the sources that
+// read it.
+type importRepartition struct {
+	topic   string
+	sinks   []*describeNode
+	filters []*describeNode
+	sources []*describeNode
+}
+
+type importer struct {
+	g     *describeGraph
+	nodes []*importNode
+	edges []*importEdge
+	// out is what stands for a text node's output, in for its input.
+	out map[*describeNode]importPort
+	in  map[*describeNode]*importNode
+	// done marks the text nodes that have a design node.
+	done map[*describeNode]bool
+	// internal marks the sinks, filters and sources of repartitions.
+	internal map[*describeNode]*importRepartition
+	parts    []*importRepartition
+}
+
+func (im *importer) add(kind string, group, pos, sub int, params map[string]any) *importNode {
+	if params == nil {
+		params = map[string]any{}
+	}
+	n := &importNode{kind: kind, params: params, group: group, pos: pos, sub: sub, seq: len(im.nodes)}
+	im.nodes = append(im.nodes, n)
+	return n
+}
+
+// stand makes n the design node of the text node nd.
+func (im *importer) stand(nd *describeNode, n *importNode) {
+	im.out[nd] = importPort{n, "out"}
+	im.in[nd] = n
+	im.done[nd] = true
+}
+
+// importKindTable is what the importer needs from the catalog.
+type importKindTable struct {
+	kinds map[string]designer.Kind
+	// prefixes are the Kafka name prefixes of the kinds a processor may
+	// have (with an input and an output), longest first, and kindOf the
+	// kind each one gives.
+	prefixes []string
+	kindOf   map[string]string
+	// operatorName is the description of the common "name" parameter.
+	operatorName string
+}
+
+// importPreferred settles the prefixes that several kinds declare.
+var importPreferred = map[string]string{
+	"KSTREAM-FILTER-":     "filter",
+	"KSTREAM-KEY-SELECT-": "select-key",
+	"KSTREAM-AGGREGATE-":  "aggregate",
+	"KTABLE-AGGREGATE-":   "aggregate",
+}
+
+// importKinds reads the catalog once.
+var importKinds = sync.OnceValue(func() *importKindTable {
+	t := &importKindTable{kinds: map[string]designer.Kind{}, kindOf: map[string]string{}}
+	for _, k := range designer.Catalog() {
+		t.kinds[k.Name] = k
+		if len(k.Inputs) == 0 || len(k.Outputs) == 0 && !k.BranchOutputs {
+			continue
+		}
+		for _, p := range k.KafkaNames {
+			if _, ok := t.kindOf[p]; !ok {
+				t.prefixes = append(t.prefixes, p)
+				t.kindOf[p] = k.Name
+			}
+			if importPreferred[p] == k.Name {
+				t.kindOf[p] = k.Name
+			}
+		}
+	}
+	slices.SortStableFunc(t.prefixes, func(a, b string) int { return cmp.Compare(len(b), len(a)) })
+	if p, ok := kindParam(t.kinds["opaque"], "name"); ok {
+		t.operatorName = p.Description
+	}
+	return t
+})
+
+// kafkaKind is the kind of a processor called name, by the longest Kafka
+// name prefix it starts with.
+func kafkaKind(name string) (string, bool) {
+	t := importKinds()
+	for _, p := range t.prefixes {
+		if strings.HasPrefix(name, p) {
+			return t.kindOf[p], true
+		}
+	}
+	return "", false
+}
+
+func kindParam(k designer.Kind, name string) (designer.Param, bool) {
+	for _, p := range k.Params {
+		if p.Name == name {
+			return p, true
+		}
+	}
+	return designer.Param{}, false
+}
+
+// nodeParams are the parameters the text gives a node of kind for nd: its
+// operator name and its store.
+func nodeParams(kind string, nd *describeNode) map[string]any {
+	t := importKinds()
+	k := t.kinds[kind]
+	params := map[string]any{}
+	if p, ok := kindParam(k, "name"); ok && p.Description == t.operatorName {
+		params["name"] = nd.name
+	}
+	if _, ok := kindParam(k, "store"); ok && len(nd.stores) > 0 {
+		params["store"] = nd.stores[0]
+	}
+	return params
+}
+
+// generatedIndex is the number of a name Kafka Streams generated with
+// prefix: prefix followed by digits only.
+func generatedIndex(name, prefix string) (int, bool) {
+	digits, ok := strings.CutPrefix(name, prefix)
+	if !ok || digits == "" || len(digits) > 18 {
+		return 0, false
+	}
+	for _, c := range digits {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+	}
+	n, err := strconv.Atoi(digits)
+	return n, err == nil
+}
+
+// findRepartitions finds the repartition topics: a sink and a source, both
+// with names Kafka Streams gives its own nodes, on a topic ending in
+// "-repartition".
+func (im *importer) findRepartitions() {
+	readers := map[string][]*describeNode{}
+	for _, nd := range im.g.nodes {
+		if nd.typ == describeSource && !nd.group.global && len(nd.topics) == 1 {
+			readers[nd.topics[0]] = append(readers[nd.topics[0]], nd)
+		}
+	}
+	byTopic := map[string]*importRepartition{}
+	for _, s := range im.g.nodes {
+		t := s.topic
+		if s.typ != describeSink || s.group.global || !strings.HasSuffix(t, "-repartition") {
+			continue
+		}
+		_, genSink := generatedIndex(s.name, "KSTREAM-SINK-")
+		// A table's group-by names its sink and source after the
+		// aggregation: X-sink and X-source.
+		pair, paired := strings.CutSuffix(s.name, "-sink")
+		var sources []*describeNode
+		for _, src := range readers[t] {
+			if _, gen := generatedIndex(src.name, "KSTREAM-SOURCE-"); gen || src.name == t+"-source" || paired && src.name == pair+"-source" {
+				sources = append(sources, src)
+			}
+		}
+		if len(sources) == 0 || !genSink && s.name != t+"-sink" && !(paired && slices.ContainsFunc(sources, func(src *describeNode) bool { return src.name == pair+"-source" })) {
+			continue
+		}
+		r := byTopic[t]
+		if r == nil {
+			r = &importRepartition{topic: t}
+			byTopic[t] = r
+			im.parts = append(im.parts, r)
+		}
+		r.sinks = append(r.sinks, s)
+		r.filters = append(r.filters, im.nullKeyFilter(s, t))
+		for _, src := range sources {
+			if im.internal[src] == nil {
+				r.sources = append(r.sources, src)
+				im.internal[src] = r
+			}
+		}
+		im.internal[s] = r
+		if f := r.filters[len(r.filters)-1]; f != nil {
+			im.internal[f] = r
+		}
+	}
+}
+
+// nullKeyFilter is the filter Kafka Streams puts before the sink s of the
+// repartition topic t, or nil: a stateless processor feeding only s, named
+// t-filter, or a generated filter numbered after a generated sink (Kafka
+// Streams numbers the sink, then the filter, then the source).
+func (im *importer) nullKeyFilter(s *describeNode, t string) *describeNode {
+	if len(s.pred) != 1 {
+		return nil
+	}
+	f := im.g.byName[s.pred[0]]
+	if f.typ != describeProcessor || f.group.global || len(f.succ) != 1 || len(f.pred) != 1 || len(f.stores) != 0 || im.internal[f] != nil {
+		return nil
+	}
+	if f.name == t+"-filter" {
+		return f
+	}
+	fi, genFilter := generatedIndex(f.name, "KSTREAM-FILTER-")
+	si, genSink := generatedIndex(s.name, "KSTREAM-SINK-")
+	if genFilter && genSink && fi > si {
+		return f
+	}
+	return nil
+}
+
+// tableSources collapses a source and the KTABLE-SOURCE- processor it
+// feeds into a source-table node.
+func (im *importer) tableSources() {
+	for _, p := range im.g.nodes {
+		if p.typ != describeProcessor || p.group.global || im.internal[p] != nil || len(p.pred) != 1 {
+			continue
+		}
+		src := im.g.byName[p.pred[0]]
+		if src.typ != describeSource || im.internal[src] != nil || im.done[src] || len(src.succ) != 1 || len(src.topics) != 1 {
+			continue
+		}
+		if !strings.HasPrefix(p.name, "KTABLE-SOURCE-") && src.name != p.name+"-table-source" {
+			continue
+		}
+		params := map[string]any{"topic": src.topics[0], "name": p.name}
+		if len(p.stores) > 0 {
+			params["store"] = p.stores[0]
+		}
+		n := im.add("source-table", src.group.index, min(src.index, p.index), 0, params)
+		im.stand(src, n)
+		im.stand(p, n)
+	}
+}
+
+// branches collapses branch processors and their per-branch children into
+// branch nodes.
+func (im *importer) branches() {
+	for _, b := range im.g.nodes {
+		if b.typ != describeProcessor || b.group.global || im.internal[b] != nil || im.done[b] || len(b.stores) != 0 || len(b.succ) == 0 {
+			continue
+		}
+		generated := strings.HasPrefix(b.name, "KSTREAM-BRANCH-")
+		if !generated {
+			// split(Named.as("s-")) names the children s-<branch>; ask
+			// for two of them before taking a named processor for one.
+			if _, known := kafkaKind(b.name); known || len(b.succ) < 2 {
+				continue
+			}
+		}
+		type branch struct {
+			child *describeNode
+			name  string
+		}
+		var bs []branch
+		for _, name := range b.succ {
+			c := im.g.byName[name]
+			if c.typ != describeProcessor || c.group.global || im.internal[c] != nil || im.done[c] || len(c.pred) != 1 || len(c.stores) != 0 {
+				bs = nil
+				break
+			}
+			if suffix, ok := strings.CutPrefix(c.name, b.name); ok && suffix != "" {
+				bs = append(bs, branch{c, suffix})
+			} else if _, ok := generatedIndex(c.name, "KSTREAM-BRANCHCHILD-"); ok && generated {
+				bs = append(bs, branch{c, c.name})
+			} else {
+				bs = nil
+				break
+			}
+		}
+		if len(bs) == 0 {
+			continue
+		}
+		// Creation order where the names tell it: split() numbers its
+		// branches 1, 2, ... and the default branch 0; branch() numbers
+		// its children in order.
+		number := func(br branch) (int, bool) {
+			if i, ok := generatedIndex(br.name, "KSTREAM-BRANCHCHILD-"); ok {
+				return i, true
+			}
+			if i, ok := generatedIndex(br.name, ""); ok {
+				if i == 0 {
+					return int(^uint(0) >> 1), true
+				}
+				return i, true
+			}
+			return 0, false
+		}
+		if !slices.ContainsFunc(bs, func(br branch) bool { _, ok := number(br); return !ok }) {
+			slices.SortStableFunc(bs, func(x, y branch) int {
+				i, _ := number(x)
+				j, _ := number(y)
+				return cmp.Compare(i, j)
+			})
+		}
+		list := make([]any, len(bs))
+		for i, br := range bs {
+			list[i] = map[string]any{"name": br.name}
+		}
+		n := im.add("branch", b.group.index, b.index, 0, map[string]any{"branches": list, "name": b.name})
+		im.stand(b, n)
+		for _, br := range bs {
+			im.out[br.child] = importPort{n, br.name}
+			im.in[br.child] = n
+			im.done[br.child] = true
+		}
+	}
+}
+
+// processors gives every other processor its kind.
+func (im *importer) processors() {
+	for _, p := range im.g.nodes {
+		if p.typ != describeProcessor || im.done[p] || im.internal[p] != nil {
+			continue
+		}
+		kind, ok := kafkaKind(p.name)
+		switch {
+		case p.group.global:
+			// The catalog has no global stores or tables.
+			kind = "opaque"
+		case !ok:
+			kind = "opaque"
+			// groupBy(Grouped.as("g")) names its key selector g and its
+			// repartition topic g-repartition. A stream's has the null-key
+			// filter after it, a table's goes straight to the sink.
+			if len(p.succ) == 1 {
+				next := im.g.byName[p.succ[0]]
+				if r := im.internal[next]; r != nil && r.topic == p.name+"-repartition" {
+					if next.typ == describeSink {
+						kind = "group-by"
+					} else {
+						kind = "select-key"
+					}
+				}
+			}
+		}
+		im.stand(p, im.add(kind, p.group.index, p.index, 0, nodeParams(kind, p)))
+	}
+}
+
+// repartitions makes the repartition nodes, or lets a table's group-by
+// stand for its repartition.
+func (im *importer) repartitions() {
+	for _, r := range im.parts {
+		base := strings.TrimSuffix(r.topic, "-repartition")
+		if len(r.sinks) == 1 && r.filters[0] == nil && len(r.sinks[0].pred) == 1 {
+			up := im.g.byName[r.sinks[0].pred[0]]
+			if n := im.in[up]; n != nil && n.kind == "group-by" && len(up.succ) == 1 {
+				n.params["name"] = base
+				im.in[r.sinks[0]] = n
+				im.done[r.sinks[0]] = true
+				for _, src := range r.sources {
+					im.stand(src, n)
+				}
+				continue
+			}
+		}
+		first := r.sinks[0]
+		pos := first.index
+		for _, nd := range slices.Concat(r.sinks, r.filters, r.sources) {
+			if nd != nil {
+				pos = min(pos, nd.index)
+			}
+		}
+		n := im.add("repartition", first.group.index, pos, 0, map[string]any{"name": base})
+		for i, s := range r.sinks {
+			im.stand(s, n)
+			if f := r.filters[i]; f != nil {
+				im.stand(f, n)
+			}
+		}
+		for _, src := range r.sources {
+			im.stand(src, n)
+		}
+	}
+}
+
+// sourcesAndSinks makes the remaining sources and sinks.
+func (im *importer) sourcesAndSinks() {
+	for _, nd := range im.g.nodes {
+		if im.done[nd] {
+			continue
+		}
+		switch nd.typ {
+		case describeSource:
+			if len(nd.topics) > 1 {
+				// One source per topic, merged under the source's name.
+				merge := im.add("merge", nd.group.index, nd.index, 0, map[string]any{"name": nd.name})
+				for _, t := range nd.topics {
+					src := im.add("source-stream", nd.group.index, nd.index, -1, map[string]any{"topic": t})
+					im.edges = append(im.edges, &importEdge{src, "out", merge})
+				}
+				im.stand(nd, merge)
+				continue
+			}
+			params := map[string]any{"name": nd.name}
+			switch {
+			case len(nd.topics) == 1:
+				params["topic"] = nd.topics[0]
+			case nd.pattern != "":
+				params["topic"] = nd.pattern
+			}
+			im.stand(nd, im.add("source-stream", nd.group.index, nd.index, 0, params))
+		case describeSink:
+			params := map[string]any{"name": nd.name}
+			if nd.topic != "" {
+				params["topic"] = nd.topic
+			}
+			im.stand(nd, im.add("sink", nd.group.index, nd.index, 0, params))
+		}
+	}
+}
+
+// connect turns the "-->" lists into edges.
+func (im *importer) connect() {
+	seen := map[importEdge]bool{}
+	for _, e := range im.edges {
+		seen[*e] = true
+	}
+	for _, nd := range im.g.nodes {
+		for _, name := range nd.succ {
+			from, to := im.out[nd], im.in[im.g.byName[name]]
+			e := importEdge{from.n, from.port, to}
+			if from.n == nil || to == nil || from.n == to || seen[e] {
+				continue
+			}
+			seen[e] = true
+			im.edges = append(im.edges, &e)
+		}
+	}
+}
+
+// incoming lists the edges into each node.
+func (im *importer) incoming() map[*importNode][]*importEdge {
+	ins := map[*importNode][]*importEdge{}
+	for _, e := range im.edges {
+		ins[e.to] = append(ins[e.to], e)
+	}
+	return ins
+}
+
+// types computes what each node's output gives, as validation would.
+func (im *importer) types() map[*importNode]designer.DataType {
+	t := importKinds()
+	ins := im.incoming()
+	types := map[*importNode]designer.DataType{}
+	visiting := map[*importNode]bool{}
+	var typeOf func(n *importNode) designer.DataType
+	typeOf = func(n *importNode) designer.DataType {
+		if ty, ok := types[n]; ok {
+			return ty
+		}
+		if visiting[n] {
+			return ""
+		}
+		visiting[n] = true
+		k := t.kinds[n.kind]
+		var ty designer.DataType
+		switch {
+		case k.BranchOutputs:
+			ty = designer.Stream
+		case len(k.Outputs) > 0 && len(k.Outputs[0].Types) > 0:
+			ty = k.Outputs[0].Types[0]
+		}
+		var in designer.DataType
+		if es := ins[n]; len(es) > 0 {
+			in = typeOf(es[0].from)
+		}
+		switch ty {
+		case designer.SameAsInput:
+			ty = in
+		case designer.GroupedInput:
+			switch in {
+			case designer.Stream:
+				ty = designer.GroupedStream
+			case designer.Table:
+				ty = designer.GroupedTable
+			default:
+				ty = ""
+			}
+		}
+		types[n] = ty
+		return ty
+	}
+	for _, n := range im.nodes {
+		typeOf(n)
+	}
+	return types
+}
+
+// groupAggregations puts a group-by-key node before every aggregation fed
+// by a stream.
+func (im *importer) groupAggregations() {
+	types := im.types()
+	ins := im.incoming()
+	for _, n := range slices.Clone(im.nodes) {
+		if n.kind != "count" && n.kind != "reduce" && n.kind != "aggregate" {
+			continue
+		}
+		es := ins[n]
+		if !slices.ContainsFunc(es, func(e *importEdge) bool { return types[e.from] == designer.Stream }) {
+			continue
+		}
+		g := im.add("group-by-key", n.group, n.pos, n.sub-1, nil)
+		for _, e := range es {
+			e.to = g
+		}
+		im.edges = append(im.edges, &importEdge{g, "out", n})
+	}
+}
+
+// mergeInputs puts a merge before an input that takes one edge but has
+// several, when they are all streams.
+func (im *importer) mergeInputs() {
+	t := importKinds()
+	types := im.types()
+	ins := im.incoming()
+	for _, n := range slices.Clone(im.nodes) {
+		k := t.kinds[n.kind]
+		es := ins[n]
+		if n.kind == "opaque" || len(k.Inputs) != 1 || k.Inputs[0].Multiple || len(es) < 2 || !slices.Contains(k.Inputs[0].Types, designer.Stream) {
+			continue
+		}
+		if slices.ContainsFunc(es, func(e *importEdge) bool { return types[e.from] != designer.Stream }) {
+			continue
+		}
+		m := im.add("merge", n.group, n.pos, n.sub-1, nil)
+		for _, e := range es {
+			e.to = m
+		}
+		im.edges = append(im.edges, &importEdge{m, "out", n})
+	}
+}
+
+// design numbers and lays out the nodes and returns the design.
+func (im *importer) design(name string) *designer.Design {
+	nodes := slices.Clone(im.nodes)
+	slices.SortStableFunc(nodes, func(a, b *importNode) int {
+		return cmp.Or(cmp.Compare(a.pos, b.pos), cmp.Compare(a.sub, b.sub), cmp.Compare(a.seq, b.seq))
+	})
+	order := map[*importNode]int{}
+	for i, n := range nodes {
+		n.id = "n" + strconv.Itoa(i+1)
+		order[n] = i
+	}
+	im.layout(nodes)
+	slices.SortStableFunc(im.edges, func(a, b *importEdge) int {
+		return cmp.Or(cmp.Compare(order[a.from], order[b.from]), cmp.Compare(order[a.to], order[b.to]), strings.Compare(a.port, b.port))
+	})
+	d := &designer.Design{Name: name, Version: designer.FormatVersion, Nodes: []designer.Node{}, Edges: []designer.Edge{}}
+	for _, n := range nodes {
+		dn := designer.Node{ID: n.id, Kind: n.kind, Position: designer.Position{X: float64(n.depth * importGap)}}
+		if len(n.params) > 0 {
+			dn.Params = n.params
+		}
+		d.Nodes = append(d.Nodes, dn)
+	}
+	rows := im.rows(nodes)
+	for i, n := range nodes {
+		d.Nodes[i].Position.Y = float64(rows[n] * importGap)
+	}
+	for _, e := range im.edges {
+		d.Edges = append(d.Edges, designer.Edge{From: e.from.id, FromPort: e.port, To: e.to.id, ToPort: "in"})
+	}
+	return d
+}
+
+// layout gives every node its depth: the length of the longest path to it
+// from a node without inputs.
+func (im *importer) layout(nodes []*importNode) {
+	ins := map[*importNode]int{}
+	outs := map[*importNode][]*importNode{}
+	for _, e := range im.edges {
+		ins[e.to]++
+		outs[e.from] = append(outs[e.from], e.to)
+	}
+	var queue []*importNode
+	for _, n := range nodes {
+		if ins[n] == 0 {
+			queue = append(queue, n)
+		}
+	}
+	for len(queue) > 0 {
+		n := queue[0]
+		queue = queue[1:]
+		for _, m := range outs[n] {
+			m.depth = max(m.depth, n.depth+1)
+			if ins[m]--; ins[m] == 0 {
+				queue = append(queue, m)
+			}
+		}
+	}
+}
+
+// rows gives every node its row: each sub-topology has a band of rows as
+// high as its most crowded column, and nodes of one column take its rows in
+// order.
+func (im *importer) rows(nodes []*importNode) map[*importNode]int {
+	groups := len(im.g.groups)
+	used := make([]map[int]int, groups)
+	slot := map[*importNode]int{}
+	for _, n := range nodes {
+		if used[n.group] == nil {
+			used[n.group] = map[int]int{}
+		}
+		slot[n] = used[n.group][n.depth]
+		used[n.group][n.depth]++
+	}
+	start := make([]int, groups)
+	next := 0
+	for g := range groups {
+		start[g] = next
+		height := 0
+		for _, c := range used[g] {
+			height = max(height, c)
+		}
+		next += max(height, 1)
+	}
+	rows := map[*importNode]int{}
+	for _, n := range nodes {
+		rows[n] = start[n.group] + slot[n]
+	}
+	return rows
+}
