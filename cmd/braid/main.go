@@ -1,5 +1,6 @@
 // Command braid runs Braid: the embedded Kafka-compatible broker, a demo
-// topology, and benchmarks against a hand-written franz-go pipe. It only
+// topology, benchmarks against hand-written baselines, and the design
+// tools (compile, import, export). It only
 // parses flags and wires packages; the work lives in them.
 package main
 
@@ -27,6 +28,8 @@ func commands() []command {
 		{"broker", "run the embedded Kafka-compatible broker", runBroker},
 		{"demo", "run the embedded broker and a demo topology fed by a generator", runDemo},
 		{"bench", "measure Braid against baselines (braid bench pipe)", runBench},
+		{"compile", "compile a design and print its topology, internal topics and stores", runCompile},
+		{"import", "turn a Kafka Streams describe() text into a design", runImport},
 	}
 }
 

@@ -20,6 +20,8 @@ func TestHelp(t *testing.T) {
 		{"--help"},
 		{"broker", "--help"},
 		{"demo", "--help"},
+		{"compile", "--help"},
+		{"import", "--help"},
 		{"bench", "--help"},
 		{"bench", "pipe", "--help"},
 		{"bench", "windowed", "--help"},
