@@ -14,7 +14,7 @@ TEST_FLAGS := -count=1 -p 2 -timeout 10m
 # Extra arguments for `braid bench pipe`, e.g. make bench BENCH_ARGS='--records 2000000'.
 BENCH_ARGS ?=
 
-.PHONY: run test deps fmt fmt-check vet templ-check test-go bench
+.PHONY: run test deps fmt fmt-check vet templ-check test-go fuzz-short fuzz bench
 
 run:
 	$(GO) run ./cmd/braid demo
@@ -63,7 +63,16 @@ test-go:
 	if [[ -n "$$runtime" ]]; then echo "go test -race $(TEST_FLAGS) <runtime packages>"; $(GO) test -race $(TEST_FLAGS) $$runtime; fi; \
 	if [[ -n "$$others" ]]; then echo "go test $(TEST_FLAGS) <other packages>"; $(GO) test $(TEST_FLAGS) $$others; fi
 
+# A short run of each parser's fuzz target (the corpus in testdata/fuzz and
+# the seeds run in test-go too); make fuzz FUZZTIME=10m for a long one.
+FUZZTIME ?= 10s
+fuzz-short:
+	$(GO) test -run='^$$' -fuzz='^FuzzDecode$$' -fuzztime=$(FUZZTIME) ./designer
+	$(GO) test -run='^$$' -fuzz='^FuzzImportDescribe$$' -fuzztime=$(FUZZTIME) ./compiler
+
+fuzz: fuzz-short
+
 test:
 	@scripts/install-deps.sh || { echo "make test: FAILED (installing dependencies)"; exit 1; }
-	@$(MAKE) --no-print-directory fmt-check vet templ-check test-go || { echo "make test: FAILED"; exit 1; }
-	@echo "make test: PASSED (gofmt, vet, templ, tests)"
+	@$(MAKE) --no-print-directory fmt-check vet templ-check test-go fuzz-short || { echo "make test: FAILED"; exit 1; }
+	@echo "make test: PASSED (gofmt, vet, templ, tests, short fuzzing)"
