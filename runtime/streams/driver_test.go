@@ -122,3 +122,42 @@ func ExampleTestDriver() {
 	// open [120,130) closes at 140
 	// late drops: 1
 }
+
+// TestCachedHoppingWindows runs hopping windows with the record cache on,
+// the path where a window's row is updated in the cache: every window of
+// every record counts.
+func TestCachedHoppingWindows(t *testing.T) {
+	b := streams.NewBuilder()
+	b.Stream([]string{"in"}, streams.WithSerdes(streams.String, streams.String)).
+		GroupByKey().
+		WindowedBy(streams.Hopping(10*time.Millisecond, 5*time.Millisecond, 0)).
+		Emit(streams.EmitOnWindowClose).
+		Count(streams.Materialized(streams.StoreOptions{Name: "hops"})).
+		To("out", streams.WithSerdes(streams.WindowedJSON(streams.String), streams.Int64))
+	topo, err := b.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := streams.NewTestDriver(topo, streams.DriverConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	for _, ts := range []int64{1, 2, 3, 12, 13, 14, 30} {
+		if err := d.Pipe("in", []byte("k"), []byte("v"), ts); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var got []string
+	for _, r := range d.ReadOutput("out") {
+		got = append(got, fmt.Sprintf("%s=%d", r.Key, binary.BigEndian.Uint64(r.Value)))
+	}
+	want := []string{
+		`{"key":"k","start":0,"end":10}=3`,
+		`{"key":"k","start":5,"end":15}=3`,
+		`{"key":"k","start":10,"end":20}=3`,
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("got %v, want %v", got, want)
+	}
+}
