@@ -254,7 +254,7 @@ func catalog() []Kind {
 		{Name: "flat-map", Title: "Flat map", Group: GroupStateless,
 			Description: "Turns each record into zero or more records.",
 			Inputs:      in(Stream), Outputs: out(Stream), KafkaNames: []string{"KSTREAM-FLATMAP-"},
-			Params: []Param{exprParam("records", FlatMapper, true, `A list of {"key": ..., "value": ...} objects.`, "map(value.items, {key: #.sku, value: #})"), nameParam()}},
+			Params: []Param{exprParam("records", FlatMapper, true, `A list of {"key": ..., "value": ...} objects.`, "map(value.items, ({key: #.sku, value: #}))"), nameParam()}},
 		{Name: "flat-map-values", Title: "Flat map values", Group: GroupStateless,
 			Description: "Turns each record into zero or more records with the same key.",
 			Inputs:      in(Stream), Outputs: out(Stream), KafkaNames: []string{"KSTREAM-FLATMAPVALUES-"},
