@@ -1,0 +1,223 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"io"
+	"net/http"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/braidstream/braid/compiler"
+	"github.com/braidstream/braid/designer"
+)
+
+// serving is a `braid serve` running in the test.
+type serving struct {
+	url    string // the designer's URL as printed
+	broker string // the broker's address as printed, "" if none
+	cancel context.CancelFunc
+	done   chan error
+	out    *syncBuffer
+}
+
+// startServe runs runServe with args and waits for it to print its URL.
+func startServe(t *testing.T, args ...string) *serving {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	s := &serving{cancel: cancel, done: make(chan error, 1), out: &syncBuffer{}}
+	go func() { s.done <- runServe(ctx, args, s.out) }()
+	urlRE := regexp.MustCompile(`the designer is at (\S+)`)
+	brokerRE := regexp.MustCompile(`embedded broker at (\S+)`)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if m := urlRE.FindStringSubmatch(s.out.String()); m != nil && strings.Contains(s.out.String(), "stop with Ctrl-C") {
+			s.url = m[1]
+			if m := brokerRE.FindStringSubmatch(s.out.String()); m != nil {
+				s.broker = m[1]
+			}
+			break
+		}
+		select {
+		case err := <-s.done:
+			cancel()
+			t.Fatalf("serve ended before printing its URL: %v\n%s", err, s.out.String())
+		default:
+		}
+		if time.Now().After(deadline) {
+			cancel()
+			t.Fatalf("serve printed no URL in 30 s:\n%s", s.out.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Cleanup(func() { s.stop(t) })
+	return s
+}
+
+// stop cancels serve and checks it ends cleanly.
+func (s *serving) stop(t *testing.T) {
+	t.Helper()
+	if s.done == nil {
+		return
+	}
+	s.cancel()
+	select {
+	case err := <-s.done:
+		if err != nil {
+			t.Errorf("serve: %v", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("serve did not stop after its context ended")
+	}
+	s.done = nil
+}
+
+func (s *serving) get(t *testing.T, path string, v any) int {
+	t.Helper()
+	res, err := http.Get(strings.TrimSuffix(s.url, "/") + path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	data, _ := io.ReadAll(res.Body)
+	if v != nil {
+		if err := json.Unmarshal(data, v); err != nil {
+			t.Fatalf("GET %s: %v: %s", path, err, data)
+		}
+	}
+	return res.StatusCode
+}
+
+func (s *serving) designs(t *testing.T) []designer.Summary {
+	t.Helper()
+	var list []designer.Summary
+	if st := s.get(t, "/api/designs", &list); st != 200 {
+		t.Fatalf("GET /api/designs: %d", st)
+	}
+	return list
+}
+
+// TestServe: a new data directory gets the demo design, which compiles;
+// the page and the broker work; a restart keeps what the user did (a
+// deleted demo is not brought back); cancel stops everything.
+func TestServe(t *testing.T) {
+	dir := t.TempDir()
+	args := []string{"--listen", "127.0.0.1:0", "--broker-listen", "127.0.0.1:0", "--data-dir", dir}
+	s := startServe(t, args...)
+	if !strings.HasPrefix(s.url, "http://127.0.0.1:") || s.broker == "" {
+		t.Fatalf("printed URL %q, broker %q:\n%s", s.url, s.broker, s.out.String())
+	}
+	list := s.designs(t)
+	if len(list) != 1 || list[0].ID != "orders-demo" || list[0].Name != "orders-demo" {
+		t.Fatalf("designs of a new data directory: %+v, want the demo", list)
+	}
+	var got struct {
+		Design *designer.Design `json:"design"`
+	}
+	if st := s.get(t, "/api/designs/orders-demo", &got); st != 200 {
+		t.Fatalf("GET the demo: %d", st)
+	}
+	if _, err := compiler.Compile(got.Design, compiler.Options{}); err != nil {
+		t.Errorf("the demo design does not compile: %v", err)
+	}
+	if n, ok := got.Design.Node("filter"); !ok || designer.ParamString(*n, "predicate") != "value.amount >= 50" {
+		t.Errorf("demo filter %+v", n)
+	}
+	if st := s.get(t, "/designs/orders-demo", nil); st != 200 {
+		t.Errorf("editor page: %d", st)
+	}
+
+	// The embedded broker answers.
+	cl, err := kgo.NewClient(kgo.SeedBrokers(s.broker))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	err = cl.Ping(ctx)
+	cancel()
+	cl.Close()
+	if err != nil {
+		t.Errorf("pinging the embedded broker at %s: %v", s.broker, err)
+	}
+
+	// A restart does not load the demo again.
+	s.stop(t)
+	s = startServe(t, args...)
+	if list := s.designs(t); len(list) != 1 || list[0].Revisions != 1 {
+		t.Errorf("after a restart: %+v, want the one demo, unchanged", list)
+	}
+	req, _ := http.NewRequest("DELETE", strings.TrimSuffix(s.url, "/")+"/api/designs/orders-demo", nil)
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != 204 {
+		t.Fatalf("deleting the demo: %d", res.StatusCode)
+	}
+	s.stop(t)
+	s = startServe(t, args...)
+	if list := s.designs(t); len(list) != 0 {
+		t.Errorf("after deleting the demo and restarting: %+v, want none", list)
+	}
+	s.stop(t)
+	if _, err := http.Get(s.url); err == nil {
+		t.Error("the designer still answers after serve stopped")
+	}
+}
+
+func TestServeAuthToken(t *testing.T) {
+	dir := t.TempDir()
+	// Off loopback, no token: refused, nothing started.
+	err := runServe(context.Background(), []string{"--listen", "0.0.0.0:0", "--broker-listen", "", "--data-dir", dir}, io.Discard)
+	if err == nil || !strings.Contains(err.Error(), "without an auth token") {
+		t.Fatalf("serve on 0.0.0.0 without a token: %v", err)
+	}
+	s := startServe(t, "--listen", "0.0.0.0:0", "--broker-listen", "", "--auth-token", "tok", "--data-dir", dir)
+	if !strings.HasSuffix(s.url, "/?token=tok") || s.broker != "" {
+		t.Errorf("printed URL %q, broker %q", s.url, s.broker)
+	}
+	base := strings.TrimSuffix(s.url, "/?token=tok")
+	res, err := http.Get(base + "/api/designs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != 401 {
+		t.Errorf("without the token: %d, want 401", res.StatusCode)
+	}
+	req, _ := http.NewRequest("GET", base+"/api/designs", nil)
+	req.Header.Set("Authorization", "Bearer tok")
+	res, err = http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != 200 {
+		t.Errorf("with the token: %d, want 200", res.StatusCode)
+	}
+}
+
+func TestServeFlags(t *testing.T) {
+	var out strings.Builder
+	if err := runServe(context.Background(), []string{"--help"}, &out); !errors.Is(err, flag.ErrHelp) || !strings.Contains(out.String(), "Usage: braid serve") {
+		t.Errorf("--help: %v\n%s", err, out.String())
+	}
+	if err := runServe(context.Background(), []string{"extra"}, io.Discard); err == nil || !strings.Contains(err.Error(), "unexpected arguments") {
+		t.Errorf("extra argument: %v", err)
+	}
+	dir := t.TempDir()
+	if err := runServe(context.Background(), []string{"--listen", "nonsense", "--broker-listen", "", "--data-dir", dir}, io.Discard); err == nil {
+		t.Error("a bad --listen was taken")
+	}
+	if err := runServe(context.Background(), []string{"--listen", "127.0.0.1:0", "--broker-listen", "nonsense", "--data-dir", filepath.Join(dir, "b")}, io.Discard); err == nil {
+		t.Error("a bad --broker-listen was taken")
+	}
+}

@@ -1,0 +1,67 @@
+// Package web is the designer's HTTP server: a fiber v2 app serving the
+// templ pages of package templates, the embedded files of package static
+// under /static/, and a JSON API under /api that the pages' scripts use.
+// Handlers do HTTP only: they decode a request, call the designer and
+// compiler packages, and encode what those return.
+//
+// # API
+//
+// Every answer is JSON unless said otherwise. An error is
+//
+//	{"error": "message", "problems": [{"node", "kind", "param", "message"}]}
+//
+// with 400 for a body that is not what the endpoint reads (a design's
+// JSON error also carries "line", "column" and "path"), 401 without the
+// token, 403 for a cross-site request, 404 for a design or revision that
+// is not there, 413 for a body over Config.BodyLimit, 415 for a mutation
+// that is not application/json, and 422 for a design with problems.
+// "problems" is always a list, empty when there are none; a problem's
+// four fields are always present ("" for a design-level problem's node,
+// kind and param).
+//
+//	GET    /api/catalog                      {"kinds", "groups", "serdes", "roles": {role: [variable]}}
+//	GET    /api/designs                      [summary], most recently updated first
+//	POST   /api/designs                      body: a design ({} or empty: a new empty design "untitled");
+//	                                         201 {"design", "revision"}; the id is always a fresh one
+//	POST   /api/designs/import               body: a design file (strict: version required); 201 {"design", "revision"}
+//	GET    /api/designs/:id                  {"design", "revision"}
+//	PUT    /api/designs/:id                  body {"design", "message", "baseRevision"?}: a new revision, {"revision"};
+//	                                         409 when baseRevision is given and is not the latest
+//	DELETE /api/designs/:id                  204
+//	POST   /api/designs/:id/rename           body {"name"}: {"revision"}
+//	GET    /api/designs/:id/revisions        [revision], oldest first
+//	GET    /api/designs/:id/revisions/:rev   {"design", "revision"}
+//	GET    /api/designs/:id/export.json      the design file, as an attachment (?revision=n for an older one)
+//	POST   /api/validate                     body: a design; {"problems": [...]} (empty when it compiles)
+//	POST   /api/expression                   body {"role", "source"}: {"ok": true} or
+//	                                         {"ok": false, "error": {"line", "column", "message"}}
+//	POST   /api/compile                      body: a design; {"appId", "describe", "topics", "stores",
+//	                                         "subtopologies": [{"id", "nodes"}], "nodes": {id: {"operator", "parts", "subtopologies"}}}
+//	                                         or 422
+//	POST   /api/preview                      body {"design", "samples", "partitions"?, "maxRecords"?}:
+//	                                         compiler.Preview's JSON, or 422
+//	POST   /api/import/describe              body {"text", "name"}: {"design"} (not saved), or 400 with "line"
+//
+// A design travels as designer.Encode writes it; a summary and a revision
+// as designer.Summary and designer.Revision marshal.
+//
+// # Security
+//
+// The server listens on loopback unless told otherwise; on any other
+// address it refuses to start without Config.AuthToken. With a token,
+// every request needs it: "Authorization: Bearer <token>", or the
+// braid_token cookie, which a page request with ?token=<token> sets
+// (HttpOnly, SameSite=Strict) before redirecting to the same page without
+// the token in its address. Without a token (loopback only) the Host
+// header must name a loopback address or localhost, so that a DNS
+// rebinding page cannot reach the API.
+//
+// Mutations (POST, PUT, PATCH, DELETE) are refused when the browser says
+// they are cross-site (Sec-Fetch-Site other than same-origin or none) or
+// they carry an Origin other than the server's own; API mutations with a
+// body must be application/json, which a cross-site form cannot send
+// without a preflight. The pages hold no forms that post. Every response
+// carries a Content-Security-Policy (scripts only from the server; styles
+// also inline, which the graph library sets), X-Content-Type-Options,
+// Referrer-Policy and X-Frame-Options.
+package web
