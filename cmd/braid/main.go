@@ -28,6 +28,7 @@ func commands() []command {
 		{"broker", "run the embedded Kafka-compatible broker", runBroker},
 		{"demo", "run the embedded broker and a demo topology fed by a generator", runDemo},
 		{"bench", "measure Braid against baselines (braid bench pipe)", runBench},
+		{"serve", "serve the designer web UI with the embedded broker", runServe},
 		{"compile", "compile a design and print its topology, internal topics and stores", runCompile},
 		{"import", "turn a Kafka Streams describe() text into a design", runImport},
 	}

@@ -20,6 +20,7 @@ func TestHelp(t *testing.T) {
 		{"--help"},
 		{"broker", "--help"},
 		{"demo", "--help"},
+		{"serve", "--help"},
 		{"compile", "--help"},
 		{"import", "--help"},
 		{"bench", "--help"},
