@@ -1,0 +1,254 @@
+// The designs list (/): every stored design with its revisions and when
+// it changed; create, open, rename (inline) and delete (asks once more,
+// inline) designs, and upload a design JSON as a new design. Loaded as
+// a classic script or a module; needs no library.
+;(function () {
+  'use strict'
+
+  function h(tag, attrs, ...children) {
+    const el = document.createElement(tag)
+    for (const [k, v] of Object.entries(attrs || {})) {
+      if (v === undefined || v === null || v === false) continue
+      if (k === 'class') el.className = v
+      else if (k === 'text') el.textContent = v
+      else if (k === 'testid') el.setAttribute('data-testid', v)
+      else if (k === 'on') for (const [ev, fn] of Object.entries(v)) el.addEventListener(ev, fn)
+      else if (k === 'value') el.value = v
+      else el.setAttribute(k, v === true ? '' : String(v))
+    }
+    for (const c of children.flat()) {
+      if (c === null || c === undefined || c === false) continue
+      el.append(c instanceof Node ? c : document.createTextNode(String(c)))
+    }
+    return el
+  }
+
+  function byTestId(id) {
+    return document.querySelector(`[data-testid="${CSS.escape(id)}"]`)
+  }
+
+  function csrfToken() {
+    const meta = document.querySelector('meta[name="csrf-token"]')
+    if (meta && meta.content) return meta.content
+    for (const c of document.cookie.split(';')) {
+      const [k, ...v] = c.trim().split('=')
+      if (k === 'csrf_') return decodeURIComponent(v.join('='))
+    }
+    return ''
+  }
+
+  async function api(method, path, body) {
+    const headers = { Accept: 'application/json' }
+    const opts = { method, headers, credentials: 'same-origin' }
+    if (body !== undefined) {
+      headers['Content-Type'] = 'application/json'
+      opts.body = typeof body === 'string' ? body : JSON.stringify(body)
+    }
+    if (method !== 'GET') {
+      const t = csrfToken()
+      if (t) headers['X-Csrf-Token'] = t
+    }
+    const res = await fetch(path, opts)
+    const text = await res.text()
+    let data = null
+    try {
+      data = text ? JSON.parse(text) : null
+    } catch {
+      data = text
+    }
+    if (!res.ok) throw new Error((data && data.error) || (typeof data === 'string' && data) || `HTTP ${res.status}`)
+    return data
+  }
+
+  function when(v) {
+    if (!v) return ''
+    const d = new Date(v)
+    if (Number.isNaN(d.getTime())) return String(v)
+    return d.toLocaleString()
+  }
+
+  const editorURL = (id) => `/designs/${encodeURIComponent(id)}`
+
+  let list, status
+
+  function say(msg, bad) {
+    status.textContent = msg
+    status.className = 'bd-status' + (bad ? ' bd-bad' : '')
+  }
+
+  async function load() {
+    let designs
+    try {
+      designs = await api('GET', '/api/designs')
+    } catch (err) {
+      say(`Cannot list the designs: ${err.message}`, true)
+      return
+    }
+    render(Array.isArray(designs) ? designs : [])
+  }
+
+  function render(designs) {
+    list.textContent = ''
+    if (designs.length === 0) {
+      list.append(h('p', { class: 'bd-empty', testid: 'designs-empty', text: 'No designs yet. Create one, or upload a design JSON.' }))
+      return
+    }
+    designs.sort((a, b) => String(b.updated || '').localeCompare(String(a.updated || '')))
+    const body = h('tbody')
+    for (const d of designs) body.append(row(d))
+    list.append(
+      h(
+        'table',
+        { class: 'bd-table' },
+        h('thead', {}, h('tr', {}, ['Name', 'Revisions', 'Updated', 'Created', ''].map((t) => h('th', { text: t })))),
+        body,
+      ),
+    )
+  }
+
+  function row(d) {
+    const nameCell = h('td', { class: 'bd-name' }, h('a', { href: editorURL(d.id), testid: `name-${d.id}`, text: d.name || d.id }))
+    const actions = h('td', { class: 'bd-actions' })
+    const tr = h(
+      'tr',
+      { testid: `design-${d.id}`, 'data-id': d.id },
+      nameCell,
+      h('td', { text: String(d.revisions ?? d.latest ?? '') }),
+      h('td', { text: when(d.updated) }),
+      h('td', { text: when(d.created) }),
+      actions,
+    )
+    const normal = () => {
+      actions.textContent = ''
+      actions.append(
+        h('button', { type: 'button', testid: `open-${d.id}`, text: 'Open', on: { click: () => location.assign(editorURL(d.id)) } }),
+        h('button', { type: 'button', testid: `rename-${d.id}`, text: 'Rename', on: { click: rename } }),
+        h('button', { type: 'button', testid: `delete-${d.id}`, class: 'bd-danger', text: 'Delete', on: { click: confirmDelete } }),
+      )
+    }
+    const rename = () => {
+      const input = h('input', { type: 'text', testid: `rename-input-${d.id}`, value: d.name || '', 'aria-label': 'new name' })
+      let done = false
+      const finish = async (ok) => {
+        if (done) return
+        done = true
+        const name = input.value.trim()
+        if (ok && name && name !== d.name) {
+          try {
+            await api('POST', `/api/designs/${encodeURIComponent(d.id)}/rename`, { name })
+            say(`Renamed to ${name}.`)
+          } catch (err) {
+            say(`Rename failed: ${err.message}`, true)
+          }
+        }
+        load()
+      }
+      input.addEventListener('keydown', (e) => {
+        if (e.key === 'Enter') finish(true)
+        if (e.key === 'Escape') finish(false)
+      })
+      nameCell.textContent = ''
+      nameCell.append(input)
+      actions.textContent = ''
+      actions.append(
+        h('button', { type: 'button', testid: `rename-save-${d.id}`, text: 'Save', on: { mousedown: (e) => e.preventDefault(), click: () => finish(true) } }),
+        h('button', { type: 'button', testid: `rename-cancel-${d.id}`, text: 'Cancel', on: { mousedown: (e) => e.preventDefault(), click: () => finish(false) } }),
+      )
+      input.addEventListener('blur', () => finish(true))
+      input.focus()
+      input.select()
+    }
+    const confirmDelete = () => {
+      actions.textContent = ''
+      actions.append(
+        h('span', { class: 'bd-confirm', text: `Delete ${d.name || d.id} and all its revisions? ` }),
+        h('button', {
+          type: 'button',
+          testid: `confirm-delete-${d.id}`,
+          class: 'bd-danger',
+          text: 'Delete',
+          on: {
+            click: async () => {
+              try {
+                await api('DELETE', `/api/designs/${encodeURIComponent(d.id)}`)
+                say(`Deleted ${d.name || d.id}.`)
+              } catch (err) {
+                say(`Delete failed: ${err.message}`, true)
+              }
+              load()
+            },
+          },
+        }),
+        h('button', { type: 'button', testid: `cancel-delete-${d.id}`, text: 'Cancel', on: { click: normal } }),
+      )
+      actions.querySelector('button').focus()
+    }
+    normal()
+    return tr
+  }
+
+  async function create() {
+    try {
+      const res = await api('POST', '/api/designs', {})
+      const id = res && res.design && res.design.id
+      if (!id) throw new Error('the server returned no design')
+      location.assign(editorURL(id))
+    } catch (err) {
+      say(`Cannot create a design: ${err.message}`, true)
+    }
+  }
+
+  async function upload(input) {
+    const file = input.files && input.files[0]
+    if (!file) return
+    try {
+      let design
+      try {
+        design = JSON.parse(await file.text())
+      } catch (err) {
+        throw new Error(`${file.name} is not JSON: ${err.message}`)
+      }
+      const res = await api('POST', '/api/designs/import', design)
+      const id = res && res.design && res.design.id
+      if (!id) throw new Error('the server returned no design')
+      location.assign(editorURL(id))
+    } catch (err) {
+      say(`Upload failed: ${err.message}`, true)
+    } finally {
+      input.value = ''
+    }
+  }
+
+  function start() {
+    list = byTestId('designs-list')
+    if (!list) {
+      list = h('div', { testid: 'designs-list' })
+      document.body.append(list)
+    }
+    list.classList.add('bd-list')
+    const bar = h('div', { class: 'bd-bar' })
+    list.parentNode.insertBefore(bar, list)
+    let btn = byTestId('new-design')
+    if (!btn) {
+      btn = h('button', { type: 'button', testid: 'new-design', text: 'New design' })
+      bar.append(btn)
+    }
+    btn.classList.add('bd-primary')
+    btn.addEventListener('click', (e) => {
+      e.preventDefault()
+      create()
+    })
+    let file = byTestId('import-json')
+    if (!file) {
+      file = h('input', { type: 'file', accept: '.json,application/json', testid: 'import-json', class: 'bd-file' })
+      bar.append(h('label', { class: 'bd-file-label', title: 'upload a design JSON as a new design' }, 'Upload JSON', file))
+    }
+    file.addEventListener('change', () => upload(file))
+    status = h('span', { class: 'bd-status', testid: 'status', role: 'status' })
+    bar.append(status)
+    load()
+  }
+
+  if (document.readyState === 'loading') document.addEventListener('DOMContentLoaded', start)
+  else start()
+})()
