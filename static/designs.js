@@ -127,7 +127,7 @@
       )
     }
     const rename = () => {
-      const input = h('input', { type: 'text', testid: `rename-input-${d.id}`, value: d.name || '', 'aria-label': 'new name' })
+      const input = h('input', { type: 'text', testid: `new-name-${d.id}`, value: d.name || '', 'aria-label': 'new name' })
       let done = false
       const finish = async (ok) => {
         if (done) return
@@ -151,8 +151,8 @@
       nameCell.append(input)
       actions.textContent = ''
       actions.append(
-        h('button', { type: 'button', testid: `rename-save-${d.id}`, text: 'Save', on: { mousedown: (e) => e.preventDefault(), click: () => finish(true) } }),
-        h('button', { type: 'button', testid: `rename-cancel-${d.id}`, text: 'Cancel', on: { mousedown: (e) => e.preventDefault(), click: () => finish(false) } }),
+        h('button', { type: 'button', testid: `save-name-${d.id}`, text: 'Save', on: { mousedown: (e) => e.preventDefault(), click: () => finish(true) } }),
+        h('button', { type: 'button', testid: `cancel-name-${d.id}`, text: 'Cancel', on: { mousedown: (e) => e.preventDefault(), click: () => finish(false) } }),
       )
       input.addEventListener('blur', () => finish(true))
       input.focus()

@@ -79,7 +79,7 @@ export class CompileView {
         chain.append(
           h(
             'li',
-            { class: 'be-chip', testid: `subtopology-${st.id}-node-${id}`, title: next.length ? `→ ${next.join(', ')}` : '', on: { click: () => this.opts.selectNode(id) } },
+            { class: 'be-chip', testid: `compile-node-${st.id}-${id}`, title: next.length ? `→ ${next.join(', ')}` : '', on: { click: () => this.opts.selectNode(id) } },
             h('span', { class: 'be-chip-kind', text: n.kind }),
             h('span', { class: 'be-chip-name', text: this.opts.nodeLabel(id) }),
             next.length ? h('span', { class: 'be-chip-next', text: '→ ' + next.map((t) => this.opts.nodeLabel(t)).join(', ') }) : null,

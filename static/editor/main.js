@@ -225,7 +225,7 @@ class Editor {
     this.statusEl.textContent = msg
     this.statusEl.className = 'be-status' + (kind === 'error' ? ' be-bad' : kind === 'ok' ? ' be-ok' : '')
     clearTimeout(this.statusTimer)
-    if (kind !== 'error') this.statusTimer = setTimeout(() => (this.statusEl.textContent = ''), 6000)
+    this.statusTimer = setTimeout(() => (this.statusEl.textContent = ''), kind === 'error' ? 15000 : 6000)
   }
 
   // button returns the page's button with the test id (if the template

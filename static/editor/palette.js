@@ -19,7 +19,7 @@ export function renderPalette(el, catalog, canvas) {
 
   const items = []
   for (const [group, kinds] of catalog.groupedKinds()) {
-    const groupEl = h('section', { class: 'be-palette-group', testid: `palette-group-${group.replace(/\s+/g, '-')}` }, h('h3', { text: group }))
+    const groupEl = h('section', { class: 'be-palette-group', testid: `group-${group.replace(/\s+/g, '-')}` }, h('h3', { text: group }))
     const groupItems = []
     for (const kind of kinds) {
       const item = h(

@@ -60,7 +60,7 @@ export class Problems {
       'h2',
       {},
       'Problems ',
-      h('span', { class: 'be-count' + (n ? ' be-bad' : ' be-ok'), testid: 'problem-count', text: String(n) }),
+      h('span', { class: 'be-count' + (n ? ' be-bad' : ' be-ok'), testid: 'problems-count', text: String(n) }),
     )
     const list = h('ol', { class: 'be-problem-list' })
     this.problems.forEach((p, i) => {

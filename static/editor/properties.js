@@ -131,7 +131,7 @@ export class Properties {
     const id = `be-param-${p.name}`
     const label = h('label', { for: id, class: 'be-label' }, p.name, p.required ? h('span', { class: 'be-required', title: 'required', text: ' *' }) : null)
     const help = h('div', { class: 'be-help', text: p.description || '' })
-    const problem = h('div', { class: 'be-field-problem', testid: `param-problem-${p.name}` })
+    const problem = h('div', { class: 'be-field-problem', testid: `field-problem-${p.name}` })
     const wrap = h('div', { class: 'be-field', dataset: { param: p.name } }, label)
     if (!applies) wrap.append(h('div', { class: 'be-error', text: `Only for ${p.when.param} ${p.when.values.join(' or ')}: clear it.` }))
     const value = this.value(data, kind, p)
@@ -293,7 +293,7 @@ export class Properties {
         box.append(
           h(
             'div',
-            { class: 'be-branch', testid: `branch-${i}` },
+            { class: 'be-branch' },
             h('div', { class: 'be-branch-row' }, name,
               h('button', { type: 'button', title: 'up', text: '↑', testid: `branch-up-${i}`, on: { click: () => move(-1) } }),
               h('button', { type: 'button', title: 'down', text: '↓', testid: `branch-down-${i}`, on: { click: () => move(1) } }),

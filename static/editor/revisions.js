@@ -41,8 +41,8 @@ export class Revisions {
           h(
             'div',
             { class: 'be-revision-actions' },
-            h('button', { type: 'button', testid: `revision-open-${n}`, text: 'open', on: { click: () => this.load(n, false) } }),
-            h('button', { type: 'button', testid: `revision-restore-${n}`, text: 'restore', on: { click: () => this.load(n, true) } }),
+            h('button', { type: 'button', testid: `open-revision-${n}`, text: 'open', on: { click: () => this.load(n, false) } }),
+            h('button', { type: 'button', testid: `restore-revision-${n}`, text: 'restore', on: { click: () => this.load(n, true) } }),
           ),
         ),
       )
