@@ -357,6 +357,7 @@ export class Canvas {
       const bad = this.problemNodes.has(cell.id)
       el.classList.toggle('has-problem', bad)
       el.setAttribute('data-problem', bad ? 'true' : 'false')
+      this.drawBadge(cell, el)
       for (const port of el.querySelectorAll('[port]')) {
         const [dir, name] = splitPortId(port.getAttribute('port'))
         port.setAttribute('data-testid', `port-${cell.id}-${dir}-${name}`)
@@ -368,6 +369,41 @@ export class Canvas {
         el.setAttribute('data-testid', `edge-${s.cell}-${splitPortId(s.port)[1]}-${t.cell}-${splitPortId(t.port)[1]}`)
       }
     }
+  }
+
+  // drawBadge shows the number of records the node emitted in the last
+  // preview at its top right corner (DOM only).
+  drawBadge(cell, el) {
+    const old = el.querySelector(':scope > .be-badge')
+    if (old) old.remove()
+    const n = this.badges && this.badges.get(cell.id)
+    if (n === undefined) return
+    const NS = 'http://www.w3.org/2000/svg'
+    const text = String(n)
+    const w = 10 + 7 * text.length
+    const g = document.createElementNS(NS, 'g')
+    g.setAttribute('class', 'be-badge')
+    g.setAttribute('data-testid', `badge-${cell.id}`)
+    g.setAttribute('transform', `translate(${cell.getSize().width - w + 6}, -9)`)
+    const r = document.createElementNS(NS, 'rect')
+    r.setAttribute('width', w)
+    r.setAttribute('height', 16)
+    r.setAttribute('rx', 8)
+    const t = document.createElementNS(NS, 'text')
+    t.setAttribute('x', w / 2)
+    t.setAttribute('y', 12)
+    t.setAttribute('text-anchor', 'middle')
+    t.textContent = text
+    const title = document.createElementNS(NS, 'title')
+    title.textContent = `${text} record(s) in the last preview`
+    g.append(title, r, t)
+    el.append(g)
+  }
+
+  // setBadges shows record counts by node id (null clears them).
+  setBadges(counts) {
+    this.badges = counts ? new Map(Object.entries(counts)) : null
+    for (const n of this.graph.getNodes()) this.decorateCell(n)
   }
 
   decorateCell(cell) {

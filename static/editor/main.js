@@ -133,6 +133,7 @@ class Editor {
       onProblems: (ps) => this.problems.set(ps),
       selectNode: (nid) => this.canvas.selectNode(nid),
       nodeLabel: (nid) => this.nodeLabel(nid),
+      badges: (c) => this.canvas.setBadges(c),
     })
     this.buildToolbar()
 

@@ -30,6 +30,7 @@ export class Preview {
   toggle(open = !this.isOpen()) {
     show(this.el, open)
     if (open) this.render()
+    if (this.opts.badges) this.opts.badges(open && this.result ? counts(this.opts.design(), this.result) : null)
   }
 
   // sources are the design's source nodes, one per topic.
@@ -152,6 +153,7 @@ export class Preview {
     try {
       const res = await api('POST', '/api/preview', { design, samples, partitions })
       this.result = res || {}
+      this.opts.badges && this.opts.badges(counts(design, this.result))
       this.statusEl.textContent = `Ran ${samples.length} sample(s).`
       this.statusEl.className = 'be-status be-ok'
       this.renderResult(design, this.result)
@@ -261,6 +263,18 @@ export class Preview {
       sec.scrollIntoView({ block: 'nearest' })
     }
   }
+}
+
+// counts are the records each node emitted (a sink: wrote).
+function counts(design, res) {
+  const out = {}
+  for (const n of design.nodes) {
+    const ports = (res.nodes && res.nodes[n.id]) || {}
+    let c = Object.values(ports).reduce((s, rs) => s + rs.length, 0)
+    if (n.kind === 'sink' && n.params && res.sinks && res.sinks[n.params.topic]) c = res.sinks[n.params.topic].length
+    out[n.id] = c
+  }
+  return out
 }
 
 function time(ms) {
