@@ -1,0 +1,1024 @@
+package compiler
+
+import (
+	_ "embed"
+	"errors"
+	"fmt"
+	"go/ast"
+	"go/format"
+	"go/parser"
+	"go/token"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/braidstream/braid/designer"
+)
+
+// ExportOptions adjust ExportGo.
+type ExportOptions struct {
+	// Revision is the stored revision of the design, for the header
+	// comment of the program; 0 when it is not known (a design file).
+	Revision int
+}
+
+// runtimeSource holds the helpers an exported program may need; see
+// export_runtime.go.
+//
+//go:embed export_runtime.go
+var runtimeSource string
+
+// streamsPath is the import path of the runtime API exported programs use.
+const streamsPath = "github.com/braidstream/braid/runtime/streams"
+
+// ExportGo writes d as a Go program: a gofmt-ed package main that builds
+// the same topology with the runtime API (github.com/braidstream/braid/
+// runtime/streams), making the DSL calls Compile makes, in the same order,
+// with the same names and options, so that its Describe is Compile's, and
+// runs it. Its flags are --brokers, --state-dir, --app-id (default: the
+// design's name), --commit-interval and --describe, which prints the
+// topology and exits.
+//
+// An expression within the subset export_expr.go lists becomes Go code
+// computing what expr-lang computes (values, their types and failures
+// alike); any other is compiled by the program with expr-lang at start-up,
+// as Compile compiles it. A design with problems gives them as
+// designer.Problems.
+//
+// Nothing of the design reaches the program but through strconv.Quote:
+// identifiers are made from node positions, comments quote what they
+// show.
+func ExportGo(d *designer.Design, opts ExportOptions) ([]byte, error) {
+	compiled, err := Compile(d, Options{})
+	if err != nil {
+		return nil, err
+	}
+	x := &exporter{d: d, compiled: compiled, opts: opts, outs: map[int]map[string]*xval{}, funcNames: map[string]bool{}}
+	if err := x.build(); err != nil {
+		return nil, fmt.Errorf("exporting design %q: %w", d.ID, err)
+	}
+	src, err := x.file()
+	if err != nil {
+		return nil, fmt.Errorf("exporting design %q: %w", d.ID, err)
+	}
+	return src, nil
+}
+
+// exporter writes one program.
+type exporter struct {
+	d        *designer.Design
+	compiled *Compiled
+	opts     ExportOptions
+	outs     map[int]map[string]*xval
+	// setup compiles the expressions left to expr-lang; body makes the
+	// DSL calls; funcs are the expressions written as Go.
+	setup, body, funcs strings.Builder
+	funcNames          map[string]bool
+}
+
+// xval is what leaves an output port, as compile.go's val, with the Go
+// code that gives it instead of the runtime's value.
+type xval struct {
+	typ       designer.DataType
+	code      *chain
+	key       keyInfo
+	value     string
+	repart    bool
+	groupName string
+	win       *windowInfo
+}
+
+// chain is a Go expression made of a receiver and method calls, each part
+// with the comment of the node that adds it.
+type chain struct {
+	parts []chainPart
+}
+
+type chainPart struct {
+	comment, code string
+}
+
+func root(code string) *chain { return &chain{parts: []chainPart{{code: code}}} }
+
+// then returns c with the method call code of a node appended.
+func (c *chain) then(comment, code string) *chain {
+	parts := append(append([]chainPart(nil), c.parts...), chainPart{comment: comment, code: code})
+	return &chain{parts: parts}
+}
+
+// statement writes c as a statement, assigned to variable unless it is "".
+func (c *chain) statement(variable string) string {
+	var above []string
+	if c.parts[0].comment != "" {
+		above = append(above, c.parts[0].comment)
+	}
+	text := c.parts[0].code
+	rest := c.parts[1:]
+	if c.parts[0].comment == "" && len(rest) > 0 {
+		above = append(above, rest[0].comment)
+		text += "." + rest[0].code
+		rest = rest[1:]
+	}
+	for _, p := range rest {
+		text += ".\n// " + p.comment + "\n" + p.code
+	}
+	var b strings.Builder
+	for _, line := range above {
+		b.WriteString("// " + line + "\n")
+	}
+	if variable != "" {
+		b.WriteString(variable + " := ")
+	}
+	b.WriteString(text + "\n")
+	return b.String()
+}
+
+// expression returns c as an operand: its variable, or the whole chain.
+func (c *chain) expression() string {
+	if len(c.parts) == 1 {
+		return c.parts[0].code
+	}
+	return strings.TrimSuffix(c.statement(""), "\n")
+}
+
+// quote is strconv.Quote: every string of the design enters the program
+// through it.
+func quote(s string) string { return strconv.Quote(s) }
+
+// commentText quotes s for a comment: one line, and nothing that could end
+// a comment.
+func commentText(s string) string {
+	return strings.ReplaceAll(quote(s), "*/", `*\/`)
+}
+
+// variable is the name of the Go variable of node i's output.
+func variable(i int) string { return "n" + strconv.Itoa(i+1) }
+
+func (x *exporter) nodeComment(i int) string {
+	n := x.d.Nodes[i]
+	return fmt.Sprintf("node %s (%s)", commentText(n.ID), n.Kind) // Compile knows the kind
+}
+
+// build writes the DSL calls of every node, in Compile's order.
+func (x *exporter) build() error {
+	c := &compilation{d: x.d}
+	order := c.order()
+	index := c.index()
+	inputs := map[int][]designer.Edge{}
+	outgoing := map[int]int{}
+	for _, e := range x.d.Edges {
+		to, ok1 := index[e.To]
+		from, ok2 := index[e.From]
+		if ok1 && ok2 {
+			inputs[to] = append(inputs[to], e)
+			outgoing[from]++
+		}
+	}
+	// A node's output is chained onto the next call when that call is
+	// its only reader and the next in order, and reads nothing else.
+	inline := map[int]bool{}
+	for pos, i := range order {
+		if outgoing[i] != 1 || pos+1 >= len(order) || x.d.Nodes[i].Kind == "branch" {
+			continue
+		}
+		next := order[pos+1]
+		if len(inputs[next]) == 1 && inputs[next][0].From == x.d.Nodes[i].ID {
+			inline[i] = true
+		}
+	}
+	for _, i := range order {
+		var in []*xval
+		for _, e := range inputs[i] {
+			if from, ok := index[e.From]; ok {
+				if v := x.outs[from][e.FromPort]; v != nil {
+					in = append(in, v)
+				}
+			}
+		}
+		out, err := x.node(i, in)
+		if err != nil {
+			return fmt.Errorf("node %q: %w", x.d.Nodes[i].ID, err)
+		}
+		switch {
+		case out == nil: // a sink, or a branch (its ports are set)
+		case inline[i]:
+			x.outs[i] = map[string]*xval{"out": out}
+		case outgoing[i] > 0:
+			x.body.WriteString(out.code.statement(variable(i)))
+			v := *out
+			v.code = root(variable(i))
+			x.outs[i] = map[string]*xval{"out": &v}
+		default:
+			x.body.WriteString(out.code.statement(""))
+		}
+	}
+	return nil
+}
+
+// on returns the chain of in with a node's call appended.
+func (x *exporter) on(i int, in *xval, code string) *chain {
+	return in.code.then(x.nodeComment(i), code)
+}
+
+// options joins option code, leaving out empty ones.
+func options(opts ...string) string {
+	var out []string
+	for _, o := range opts {
+		if o != "" {
+			out = append(out, o)
+		}
+	}
+	return strings.Join(out, ", ")
+}
+
+func namedCode(name string) string {
+	if name == "" {
+		return ""
+	}
+	return "streams.Named(" + quote(name) + ")"
+}
+
+// call writes method(args) with the non-empty args.
+func call(method string, args ...string) string {
+	return method + "(" + options(args...) + ")"
+}
+
+// node writes node i's DSL calls and returns its output; nil for a sink
+// and a branch, whose outputs it sets itself.
+func (x *exporter) node(i int, in []*xval) (*xval, error) {
+	n := x.d.Nodes[i]
+	var first *xval
+	if len(in) > 0 {
+		first = in[0]
+	}
+	if first == nil && n.Kind != "source-stream" && n.Kind != "source-table" {
+		return nil, errors.New("has no input")
+	}
+	opName := operatorName(n)
+	comment := x.nodeComment(i)
+	switch n.Kind {
+	case "source-stream":
+		key, value := serdeParam(n, "keySerde", "string"), serdeParam(n, "valueSerde", "json")
+		ts, err := x.exprFunc(i, "timestamp", designer.TimestampExtractor)
+		if err != nil {
+			return nil, err
+		}
+		if ts != "" {
+			ts = "streams.WithTimestamps(" + ts + ")"
+		}
+		code := call("b.Stream", "[]string{"+quote(designer.ParamString(n, "topic"))+"}", namedCode(opName), serdesCode(basicSerdeCode(key), basicSerdeCode(value)), ts)
+		return &xval{typ: designer.Stream, code: &chain{parts: []chainPart{{comment: comment, code: code}}}, key: keyInfo{serde: key}, value: value}, nil
+
+	case "source-table":
+		key, value := serdeParam(n, "keySerde", "string"), serdeParam(n, "valueSerde", "json")
+		ts, err := x.exprFunc(i, "timestamp", designer.TimestampExtractor)
+		if err != nil {
+			return nil, err
+		}
+		if ts != "" {
+			ts = "streams.WithTimestamps(" + ts + ")"
+		}
+		so := storeOptionsCode(n, "", false)
+		code := call("b.Table", quote(designer.ParamString(n, "topic")), namedCode(opName), serdesCode(basicSerdeCode(key), basicSerdeCode(value)), "streams.Materialized("+so+")", ts)
+		return &xval{typ: designer.Table, code: &chain{parts: []chainPart{{comment: comment, code: code}}}, key: keyInfo{serde: key}, value: value}, nil
+
+	case "filter", "filter-not":
+		pred, err := x.exprFunc(i, "predicate", designer.Predicate)
+		if err != nil {
+			return nil, err
+		}
+		method := "Filter"
+		if n.Kind == "filter-not" && first.typ != designer.Table {
+			method = "FilterNot"
+		}
+		out := *first
+		out.code = x.on(i, first, call(method, pred, namedCode(opName)))
+		return &out, nil
+
+	case "map":
+		k, err := x.exprFunc(i, "key", designer.KeyMapper)
+		if err != nil {
+			return nil, err
+		}
+		v, err := x.exprFunc(i, "value", designer.ValueMapper)
+		if err != nil {
+			return nil, err
+		}
+		out := *first
+		out.code = x.on(i, first, call("Map", "keyValue("+k+", "+v+")", namedCode(opName)))
+		out.key.win, out.repart = nil, true
+		return &out, nil
+
+	case "map-values":
+		v, err := x.exprFunc(i, "value", designer.ValueMapper)
+		if err != nil {
+			return nil, err
+		}
+		out := *first
+		out.code = x.on(i, first, call("MapValues", v, namedCode(opName)))
+		return &out, nil
+
+	case "flat-map":
+		fn, err := x.exprFunc(i, "records", designer.FlatMapper)
+		if err != nil {
+			return nil, err
+		}
+		out := *first
+		out.code = x.on(i, first, call("FlatMap", fn, namedCode(opName)))
+		out.key.win, out.repart = nil, true
+		return &out, nil
+
+	case "flat-map-values":
+		fn, err := x.exprFunc(i, "values", designer.ValuesMapper)
+		if err != nil {
+			return nil, err
+		}
+		out := *first
+		out.code = x.on(i, first, call("FlatMapValues", fn, namedCode(opName)))
+		return &out, nil
+
+	case "select-key":
+		fn, err := x.exprFunc(i, "key", designer.KeyMapper)
+		if err != nil {
+			return nil, err
+		}
+		out := *first
+		out.code = x.on(i, first, call("SelectKey", fn, namedCode(opName)))
+		out.key.win, out.repart = nil, true
+		return &out, nil
+
+	case "peek":
+		out := *first
+		action := "func(key, value any) {\nslog.Debug(\"peek\", \"node\", " + quote(n.ID) + ", \"key\", key, \"value\", value)\n}"
+		out.code = x.on(i, first, call("Peek", action, namedCode(opName)))
+		return &out, nil
+
+	case "branch":
+		return nil, x.branch(i, first, opName)
+
+	case "merge":
+		if len(in) < 2 {
+			return nil, errors.New("merges fewer than two streams")
+		}
+		acc := *in[0]
+		var calls []string
+		for j, other := range in[1:] {
+			name := ""
+			if j == len(in)-2 {
+				name = namedCode(opName)
+			}
+			calls = append(calls, call("Merge", other.code.expression(), name))
+			acc.repart = acc.repart || other.repart
+			if acc.key.serde != other.key.serde {
+				acc.key.serde = ""
+			}
+			if !sameWindow(acc.key.win, other.key.win) {
+				acc.key.win = nil
+			}
+			if acc.value != other.value {
+				acc.value = ""
+			}
+		}
+		acc.code = x.on(i, in[0], strings.Join(calls, "."))
+		return &acc, nil
+
+	case "repartition":
+		base := repartitionName(n)
+		key := keyInfo{serde: serdeParam(n, "keySerde", first.key.serde), win: first.key.win}
+		value := serdeParam(n, "valueSerde", first.value)
+		partitions := ""
+		if p := designer.ParamInt(n, "partitions"); p > 0 {
+			partitions = "streams.WithPartitions(" + strconv.Itoa(p) + ")"
+		}
+		code := call("Repartition", namedCode(base), serdesCode(keySerdeCode(key, ""), basicSerdeCode(value)), partitions)
+		return &xval{typ: designer.Stream, code: x.on(i, first, code), key: key, value: value}, nil
+
+	case "group-by-key":
+		key := keyInfo{serde: serdeParam(n, "keySerde", first.key.serde), win: first.key.win}
+		value := serdeParam(n, "valueSerde", first.value)
+		name := repartitionName(n)
+		code := call("GroupByKey", namedCode(name), serdesCode(keySerdeCode(key, ""), basicSerdeCode(value)))
+		return &xval{typ: designer.GroupedStream, code: x.on(i, first, code), key: key, value: value, repart: first.repart, groupName: name}, nil
+
+	case "group-by":
+		return x.groupBy(i, first)
+
+	case "windowed-by":
+		w, info := windowsCode(n)
+		code := call("WindowedBy", w)
+		if designer.ParamString(n, "emit") == designer.EmitOnWindowClose {
+			code += ".\nEmit(streams.EmitOnWindowClose)"
+		}
+		out := *first
+		out.typ, out.code, out.win = designer.WindowedStream, x.on(i, first, code), info
+		return &out, nil
+
+	case "count", "reduce", "aggregate":
+		return x.aggregate(i, first, opName)
+
+	case "to-stream":
+		return &xval{typ: designer.Stream, code: x.on(i, first, call("ToStream", namedCode(opName))), key: first.key, value: first.value}, nil
+
+	case "sink":
+		kp := designer.ParamString(n, "keySerde")
+		key, value := first.key, serdeParam(n, "valueSerde", first.value)
+		if kp != "" && kp != "windowed" && kp != "windowed-json" {
+			key = keyInfo{serde: kp}
+		}
+		code := call("To", quote(designer.ParamString(n, "topic")), namedCode(opName), serdesCode(keySerdeCode(key, kp), basicSerdeCode(value)))
+		x.body.WriteString(x.on(i, first, code).statement(""))
+		return nil, nil
+	}
+	return nil, fmt.Errorf("kind %q cannot be exported", n.Kind)
+}
+
+func (x *exporter) branch(i int, in *xval, opName string) error {
+	n := x.d.Nodes[i]
+	bs := designer.ParamBranches(n)
+	var list []string
+	for j, br := range bs {
+		entry := "{Name: " + quote(br.Name)
+		if br.Predicate != "" {
+			pred, err := x.exprSource(i, "Branch"+strconv.Itoa(j+1), fmt.Sprintf("branch %s's predicate", commentText(br.Name)), designer.Predicate, br.Predicate)
+			if err != nil {
+				return err
+			}
+			entry += ", Predicate: " + pred
+		}
+		list = append(list, entry+"}")
+	}
+	code := call("Branch", "[]streams.Branch{\n"+strings.Join(list, ",\n")+",\n}", namedCode(opName))
+	ch := x.on(i, in, code)
+	used := false
+	for _, e := range x.d.Edges {
+		if e.From == n.ID {
+			used = true
+		}
+	}
+	if !used {
+		x.body.WriteString(ch.statement(""))
+		return nil
+	}
+	x.body.WriteString(ch.statement(variable(i)))
+	x.outs[i] = map[string]*xval{}
+	for _, br := range bs {
+		full, ok := x.compiled.Outputs[n.ID][br.Name]
+		if !ok {
+			return fmt.Errorf("branch %q has no operator", br.Name)
+		}
+		v := *in
+		v.code = root(variable(i) + "[" + quote(full) + "]")
+		x.outs[i][br.Name] = &v
+	}
+	return nil
+}
+
+func (x *exporter) groupBy(i int, in *xval) (*xval, error) {
+	n := x.d.Nodes[i]
+	key := keyInfo{serde: serdeParam(n, "keySerde", in.key.serde)}
+	value := serdeParam(n, "valueSerde", in.value)
+	name := repartitionName(n)
+	opts := []string{namedCode(name), serdesCode(basicSerdeCode(key.serde), basicSerdeCode(value))}
+	k, err := x.exprFunc(i, "key", designer.KeyMapper)
+	if err != nil {
+		return nil, err
+	}
+	if in.typ == designer.Table {
+		v, err := x.exprFunc(i, "value", designer.ValueMapper)
+		if err != nil {
+			return nil, err
+		}
+		if v == "" {
+			v = "nil"
+		}
+		code := call("GroupBy", append([]string{"keyValue(" + k + ", " + v + ")"}, opts...)...)
+		return &xval{typ: designer.GroupedTable, code: x.on(i, in, code), key: key, value: value, repart: true, groupName: name}, nil
+	}
+	code := call("GroupBy", append([]string{k}, opts...)...)
+	return &xval{typ: designer.GroupedStream, code: x.on(i, in, code), key: key, value: value, repart: true, groupName: name}, nil
+}
+
+func (x *exporter) aggregate(i int, in *xval, opName string) (*xval, error) {
+	n := x.d.Nodes[i]
+	var dflt string
+	switch n.Kind {
+	case "count":
+		dflt = "int64"
+	case "reduce":
+		dflt = in.value
+	default:
+		dflt = "json"
+	}
+	value := serdeParam(n, "valueSerde", dflt)
+	so := storeOptionsCode(n, basicSerdeCode(value), in.typ == designer.WindowedStream)
+	opts := []string{namedCode(opName), "streams.Materialized(" + so + ")"}
+	fn := func(param string, role designer.ExprRole) (string, error) {
+		code, err := x.exprFunc(i, param, role)
+		if err == nil && code == "" {
+			err = fmt.Errorf("no %s", param)
+		}
+		return code, err
+	}
+	var code string
+	switch {
+	case n.Kind == "count":
+		code = call("Count", opts...)
+	case n.Kind == "reduce":
+		red, err := fn("reducer", designer.Reducer)
+		if err != nil {
+			return nil, err
+		}
+		args := []string{red}
+		if in.typ == designer.GroupedTable {
+			sub, err := fn("subtractor", designer.Reducer)
+			if err != nil {
+				return nil, err
+			}
+			args = append(args, sub)
+		}
+		code = call("Reduce", append(args, opts...)...)
+	default:
+		init, err := fn("initializer", designer.Initializer)
+		if err != nil {
+			return nil, err
+		}
+		agg, err := fn("aggregator", designer.Aggregator)
+		if err != nil {
+			return nil, err
+		}
+		args := []string{init, agg}
+		if in.typ == designer.GroupedTable {
+			sub, err := fn("subtractor", designer.Aggregator)
+			if err != nil {
+				return nil, err
+			}
+			args = append(args, sub)
+		}
+		code = call("Aggregate", append(args, opts...)...)
+		if in.typ == designer.WindowedStream && (in.win.session || designer.IsSet(n.Params["merger"])) {
+			merger, err := fn("merger", designer.SessionMerger)
+			if err != nil {
+				return nil, err
+			}
+			code = "MergeSessionsWith(" + merger + ").\n" + code
+		}
+	}
+	key := in.key
+	if in.typ == designer.WindowedStream {
+		key.win = in.win
+	}
+	return &xval{typ: designer.Table, code: x.on(i, in, code), key: key, value: value}, nil
+}
+
+// exprFunc returns the Go function value for node i's expression
+// parameter param, or "" when the node does not set it.
+func (x *exporter) exprFunc(i int, param string, role designer.ExprRole) (string, error) {
+	src, ok := x.d.Nodes[i].Params[param].(string)
+	if !ok || isBlank(src) {
+		return "", nil
+	}
+	return x.exprSource(i, exportName(param), "the "+param, role, src)
+}
+
+// exportName makes a catalog parameter name a part of a Go identifier.
+func exportName(s string) string {
+	var b strings.Builder
+	upper := true
+	for _, r := range s {
+		switch {
+		case r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9':
+			if upper && r >= 'a' && r <= 'z' {
+				r -= 'a' - 'A'
+			}
+			b.WriteRune(r)
+			upper = false
+		default:
+			upper = true
+		}
+	}
+	return b.String()
+}
+
+// fallbackMethod is the method of the program's expression type that
+// evaluates an expression of role in an operator of kind.
+func fallbackMethod(kind string, role designer.ExprRole) string {
+	switch role {
+	case designer.Predicate:
+		return "test"
+	case designer.TimestampExtractor:
+		return "timestamp"
+	case designer.FlatMapper:
+		return "flatMap"
+	case designer.ValuesMapper:
+		return "flatMapValues"
+	case designer.Initializer:
+		return "initialize"
+	case designer.Aggregator:
+		return "aggregate"
+	case designer.Reducer:
+		return "reduce"
+	case designer.SessionMerger:
+		return "merge"
+	}
+	if kind == "map-values" {
+		return "mapValue"
+	}
+	return "mapRecord"
+}
+
+// signature is the result list of the Go function of an expression of
+// role, its first result named "_" when named is set.
+func signature(role designer.ExprRole, named bool) string {
+	var first string
+	switch role {
+	case designer.Predicate:
+		first = "bool"
+	case designer.TimestampExtractor:
+		first = "int64"
+	case designer.FlatMapper:
+		first = "[]streams.KeyValue"
+	case designer.ValuesMapper:
+		first = "[]any"
+	default:
+		first = "any"
+	}
+	if named {
+		return "(_ " + first + ", err error)"
+	}
+	return "(" + first + ", error)"
+}
+
+// exprSource writes node i's expression source of role as a Go function
+// named after the node and suffix, or as an expr-lang expression compiled
+// at start-up, and returns the Go function value. what says which of the
+// node's expressions it is, for the function's comment.
+func (x *exporter) exprSource(i int, suffix, what string, role designer.ExprRole, src string) (string, error) {
+	n := x.d.Nodes[i]
+	name := variable(i) + suffix
+	if x.funcNames[name] {
+		return "", fmt.Errorf("two expressions named %s", name)
+	}
+	x.funcNames[name] = true
+	f, err := translateExpr(n.Kind, role, src)
+	if err != nil {
+		fmt.Fprintf(&x.setup, "%s, err := compileExpression(%s, %s)\nif err != nil {\nreturn nil, err\n}\n", name, quote(string(role)), quote(src))
+		return name + "." + fallbackMethod(n.Kind, role), nil
+	}
+	x.funcs.WriteString("\n// " + name + " computes " + what + " of node " + commentText(n.ID) + ": " + commentText(src) + ".\n")
+	x.funcs.WriteString(f.declaration(name, role, src))
+	return name, nil
+}
+
+// declaration writes f as the function name, computing the expression
+// source of role.
+func (f *goFunc) declaration(name string, role designer.ExprRole, source string) string {
+	params := strings.Join(f.params, ", ")
+	switch {
+	case role == designer.TimestampExtractor:
+		params = f.params[0] + ", " + f.params[1] + " any, " + f.params[2] + " int64"
+	case len(f.params) > 0:
+		params += " any"
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "func %s(%s) %s {\n", name, params, signature(role, f.fails))
+	if f.fails {
+		fmt.Fprintf(&b, "defer catch(&err, %s, %s)\n", quote(string(role)), quote(source))
+	}
+	b.WriteString(f.body + "}\n")
+	return b.String()
+}
+
+// basicSerdeCode is basicSerde as code.
+func basicSerdeCode(name string) string {
+	switch name {
+	case "string":
+		return "streams.String"
+	case "json":
+		return "streams.JSON"
+	case "int64":
+		return "streams.Int64"
+	case "bytes":
+		return "streams.Bytes"
+	}
+	return "nil"
+}
+
+// keySerdeCode is keySerde as code.
+func keySerdeCode(k keyInfo, param string) string {
+	if param != "" && param != "windowed" && param != "windowed-json" {
+		return basicSerdeCode(param)
+	}
+	inner := basicSerdeCode(k.serde)
+	if k.win == nil || inner == "nil" {
+		return inner
+	}
+	switch {
+	case param == "windowed-json":
+		return "streams.WindowedJSON(" + inner + ")"
+	case k.win.session:
+		return "streams.SessionWindowedSerde(" + inner + ")"
+	default:
+		return "streams.TimeWindowedSerde(" + inner + ", " + strconv.FormatInt(k.win.size.Milliseconds(), 10) + ")"
+	}
+}
+
+func serdesCode(key, value string) string {
+	return "streams.WithSerdes(" + key + ", " + value + ")"
+}
+
+// storeOptionsCode is the streams.StoreOptions literal of node n, with
+// the value serde and, for a windowed store, the retention.
+func storeOptionsCode(n designer.Node, valueSerde string, windowed bool) string {
+	var fields []string
+	if name := designer.ParamString(n, "store"); name != "" {
+		fields = append(fields, "Name: "+quote(name))
+	}
+	if designer.ParamString(n, "logging") == "off" {
+		fields = append(fields, "LoggingDisabled: true")
+	}
+	if designer.ParamString(n, "caching") == "off" {
+		fields = append(fields, "CachingDisabled: true")
+	}
+	if valueSerde != "" && valueSerde != "nil" {
+		fields = append(fields, "ValueSerde: "+valueSerde)
+	}
+	if windowed && designer.IsSet(n.Params["retention"]) {
+		fields = append(fields, "Retention: "+durationCode(designer.ParamDuration(n, "retention")))
+	}
+	return "streams.StoreOptions{" + strings.Join(fields, ", ") + "}"
+}
+
+// windowsCode is windowsOf as code.
+func windowsCode(n designer.Node) (string, *windowInfo) {
+	grace := durationCode(designer.ParamDuration(n, "grace"))
+	switch designer.ParamString(n, "type") {
+	case designer.Hopping:
+		size := designer.ParamDuration(n, "size")
+		return "streams.Hopping(" + durationCode(size) + ", " + durationCode(designer.ParamDuration(n, "advance")) + ", " + grace + ")", &windowInfo{size: size}
+	case designer.Sliding:
+		size := designer.ParamDuration(n, "size")
+		return "streams.Sliding(" + durationCode(size) + ", " + grace + ")", &windowInfo{size: size}
+	case designer.Session:
+		return "streams.Sessions(" + durationCode(designer.ParamDuration(n, "gap")) + ", " + grace + ")", &windowInfo{session: true}
+	default:
+		size := designer.ParamDuration(n, "size")
+		return "streams.Tumbling(" + durationCode(size) + ", " + grace + ")", &windowInfo{size: size}
+	}
+}
+
+// durationCode writes d in the largest unit that holds it whole.
+func durationCode(d time.Duration) string {
+	if d == 0 {
+		return "0"
+	}
+	for _, u := range []struct {
+		d    time.Duration
+		name string
+	}{{time.Hour, "Hour"}, {time.Minute, "Minute"}, {time.Second, "Second"}, {time.Millisecond, "Millisecond"}, {time.Microsecond, "Microsecond"}} {
+		if d%u.d == 0 {
+			if d == u.d {
+				return "time." + u.name
+			}
+			return strconv.FormatInt(int64(d/u.d), 10) + " * time." + u.name
+		}
+	}
+	return "time.Duration(" + strconv.FormatInt(int64(d), 10) + ")"
+}
+
+// file assembles the program.
+func (x *exporter) file() ([]byte, error) {
+	var b strings.Builder
+	x.header(&b)
+	b.WriteString("package main\n\n")
+	x.mainFunc(&b)
+	b.WriteString("\n// buildTopology makes the runtime's DSL calls for the nodes of the design.\n")
+	b.WriteString("func buildTopology() (*streams.Topology, error) {\n")
+	b.WriteString(x.setup.String())
+	b.WriteString("b := streams.NewBuilder()\n")
+	b.WriteString(x.body.String())
+	b.WriteString("return b.Build()\n}\n")
+	b.WriteString(x.funcs.String())
+	own := b.String()
+
+	helpers, err := x.helpers(own)
+	if err != nil {
+		return nil, err
+	}
+	src := own + helpers
+	src, err = addImports(src)
+	if err != nil {
+		return nil, err
+	}
+	out, err := format.Source([]byte(src))
+	if err != nil {
+		return nil, fmt.Errorf("formatting the program: %w\n%s", err, src)
+	}
+	return out, nil
+}
+
+func (x *exporter) header(b *strings.Builder) {
+	rev := "an unsaved revision"
+	if x.opts.Revision > 0 {
+		rev = "revision " + strconv.Itoa(x.opts.Revision)
+	}
+	fmt.Fprintf(b, "// This program runs Braid design %s (id %s, %s): it builds the\n", commentText(x.d.Name), commentText(x.d.ID), rev)
+	b.WriteString("// design's topology with Braid's runtime (" + streamsPath + ")\n")
+	b.WriteString("// and runs it as one instance of the application; start more to share the\n")
+	b.WriteString("// work. It was generated by `braid export`.\n//\n")
+	b.WriteString("// Usage:\n//\n")
+	b.WriteString("//\tgo run . [--brokers 127.0.0.1:9092] [--state-dir ./state] [--app-id ID] [--commit-interval 30s] [--describe]\n")
+}
+
+func (x *exporter) mainFunc(b *strings.Builder) {
+	fmt.Fprintf(b, `func main() {
+brokers := flag.String("brokers", "127.0.0.1:9092", "Kafka bootstrap addresses, comma-separated")
+stateDir := flag.String("state-dir", "./state", "directory of the local state stores")
+appID := flag.String("app-id", %s, "application id: the consumer group, and the prefix of internal topics")
+commitInterval := flag.Duration("commit-interval", 30*time.Second, "how often processed records are committed (and record caches flushed)")
+describe := flag.Bool("describe", false, "print the topology as Kafka Streams' describe() does, and exit")
+flag.Parse()
+
+topology, err := buildTopology()
+if err != nil {
+log.Fatal(err)
+}
+if *describe {
+fmt.Print(topology.Describe())
+return
+}
+app, err := streams.New(topology, streams.Config{
+ApplicationID:  *appID,
+Brokers:        strings.Split(*brokers, ","),
+StateDir:       *stateDir,
+CommitInterval: *commitInterval,
+})
+if err != nil {
+log.Fatal(err)
+}
+// Interrupt or terminate: commit what was processed, leave the group, exit.
+ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+err = app.Run(ctx)
+stop()
+if err != nil {
+log.Fatal(err)
+}
+}
+`, quote(x.d.Name))
+}
+
+// helperDecl is a declaration of export_runtime.go.
+type helperDecl struct {
+	// name is the declared name; for a method, recv is its receiver type.
+	name, recv string
+	src        string
+	// idents are the names it uses, sels the selectors.
+	idents, sels map[string]bool
+}
+
+// helpers returns the declarations of export_runtime.go that code uses,
+// directly or through one another, in the file's order.
+func (x *exporter) helpers(code string) (string, error) {
+	fset := token.NewFileSet()
+	f, err := parser.ParseFile(fset, "export_runtime.go", runtimeSource, parser.ParseComments)
+	if err != nil {
+		return "", err
+	}
+	var decls []*helperDecl
+	for _, d := range f.Decls {
+		h := &helperDecl{idents: map[string]bool{}, sels: map[string]bool{}}
+		switch d := d.(type) {
+		case *ast.FuncDecl:
+			h.name = d.Name.Name
+			if d.Recv != nil {
+				t := d.Recv.List[0].Type
+				if s, ok := t.(*ast.StarExpr); ok {
+					t = s.X
+				}
+				h.recv = t.(*ast.Ident).Name
+			}
+		case *ast.GenDecl:
+			if d.Tok == token.IMPORT {
+				continue
+			}
+			switch s := d.Specs[0].(type) {
+			case *ast.TypeSpec:
+				h.name = s.Name.Name
+			case *ast.ValueSpec:
+				h.name = s.Names[0].Name
+			}
+		}
+		usedNames(d, h.idents, h.sels)
+		start := d.Pos()
+		switch d := d.(type) {
+		case *ast.FuncDecl:
+			if d.Doc != nil {
+				start = d.Doc.Pos()
+			}
+		case *ast.GenDecl:
+			if d.Doc != nil {
+				start = d.Doc.Pos()
+			}
+		}
+		h.src = runtimeSource[fset.Position(start).Offset:fset.Position(d.End()).Offset]
+		decls = append(decls, h)
+	}
+
+	own, err := parser.ParseFile(token.NewFileSet(), "main.go", code, 0)
+	if err != nil {
+		return "", fmt.Errorf("parsing the program: %w\n%s", err, code)
+	}
+	idents, sels := map[string]bool{}, map[string]bool{}
+	usedNames(own, idents, sels)
+	used := make([]bool, len(decls))
+	for changed := true; changed; {
+		changed = false
+		for j, h := range decls {
+			if used[j] {
+				continue
+			}
+			if h.recv == "" && idents[h.name] || h.recv != "" && idents[h.recv] && sels[h.name] {
+				used[j], changed = true, true
+				for n := range h.idents {
+					idents[n] = true
+				}
+				for n := range h.sels {
+					sels[n] = true
+				}
+			}
+		}
+	}
+	var b strings.Builder
+	for j, h := range decls {
+		if used[j] {
+			b.WriteString("\n" + h.src + "\n")
+		}
+	}
+	return b.String(), nil
+}
+
+// usedNames collects the identifiers node uses, selectors apart.
+func usedNames(node ast.Node, idents, sels map[string]bool) {
+	ast.Inspect(node, func(n ast.Node) bool {
+		switch n := n.(type) {
+		case *ast.SelectorExpr:
+			sels[n.Sel.Name] = true
+			usedNames(n.X, idents, sels)
+			return false
+		case *ast.Ident:
+			idents[n.Name] = true
+		}
+		return true
+	})
+}
+
+// packages are the imports an exported program may need, by the name it
+// uses them with.
+var packages = map[string]string{
+	"context": "context", "flag": "flag", "fmt": "fmt", "log": "log", "slog": "log/slog",
+	"math": "math", "os": "os", "signal": "os/signal", "reflect": "reflect", "sort": "sort", "strconv": "strconv",
+	"strings": "strings", "syscall": "syscall", "time": "time", "utf8": "unicode/utf8",
+	"streams": streamsPath, "expr": "github.com/expr-lang/expr",
+	"types": "github.com/expr-lang/expr/types", "vm": "github.com/expr-lang/expr/vm",
+}
+
+// addImports inserts the import declaration of the packages src uses.
+func addImports(src string) (string, error) {
+	f, err := parser.ParseFile(token.NewFileSet(), "main.go", src, 0)
+	if err != nil {
+		return "", fmt.Errorf("parsing the program: %w\n%s", err, src)
+	}
+	var std, other []string
+	seen := map[string]bool{}
+	ast.Inspect(f, func(n ast.Node) bool {
+		if s, ok := n.(*ast.SelectorExpr); ok {
+			if id, ok := s.X.(*ast.Ident); ok && id.Obj == nil {
+				if path, ok := packages[id.Name]; ok && !seen[path] {
+					seen[path] = true
+					if strings.Contains(path, ".") {
+						other = append(other, path)
+					} else {
+						std = append(std, path)
+					}
+				}
+			}
+		}
+		return true
+	})
+	sort.Strings(std)
+	sort.Strings(other)
+	var imports strings.Builder
+	imports.WriteString("import (\n")
+	for _, p := range std {
+		imports.WriteString(quote(p) + "\n")
+	}
+	if len(std) > 0 && len(other) > 0 {
+		imports.WriteString("\n")
+	}
+	for _, p := range other {
+		imports.WriteString(quote(p) + "\n")
+	}
+	imports.WriteString(")\n\n")
+	at := strings.Index(src, "package main\n\n") + len("package main\n\n")
+	return src[:at] + imports.String() + src[at:], nil
+}
