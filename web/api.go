@@ -36,11 +36,13 @@ func (s *Server) routes() {
 	api.Get("/designs/:id/revisions", s.listRevisions)
 	api.Get("/designs/:id/revisions/:rev", s.getRevision)
 	api.Get("/designs/:id/export.json", s.exportDesign)
+	api.Get("/designs/:id/export.go", s.exportStoredGo)
 	api.Post("/validate", s.validate)
 	api.Post("/expression", s.expression)
 	api.Post("/compile", s.compile)
 	api.Post("/preview", s.preview)
 	api.Post("/import/describe", s.importDescribe)
+	api.Post("/export/go", s.exportGo)
 }
 
 // roles are the expression roles of designer.ExprRole.

@@ -32,6 +32,8 @@
 //	GET    /api/designs/:id/revisions        [revision], oldest first
 //	GET    /api/designs/:id/revisions/:rev   {"design", "revision"}
 //	GET    /api/designs/:id/export.json      the design file, as an attachment (?revision=n for an older one)
+//	GET    /api/designs/:id/export.go        the design as a Go program (compiler.ExportGo), the attachment
+//	                                         main.go, text/x-go (?revision=n for an older one); 422 with problems
 //	POST   /api/validate                     body: a design; {"problems": [...]} (empty when it compiles)
 //	POST   /api/expression                   body {"role", "source"}: {"ok": true} or
 //	                                         {"ok": false, "error": {"line", "column", "message"}}
@@ -41,6 +43,7 @@
 //	POST   /api/preview                      body {"design", "samples", "partitions"?, "maxRecords"?}:
 //	                                         compiler.Preview's JSON, or 422
 //	POST   /api/import/describe              body {"text", "name"}: {"design"} (not saved), or 400 with "line"
+//	POST   /api/export/go                    body: a design; main.go as for export.go, or 422
 //
 // A design travels as designer.Encode writes it; a summary and a revision
 // as designer.Summary and designer.Revision marshal.
