@@ -31,6 +31,7 @@ func commands() []command {
 		{"serve", "serve the designer web UI with the embedded broker", runServe},
 		{"compile", "compile a design and print its topology, internal topics and stores", runCompile},
 		{"import", "turn a Kafka Streams describe() text into a design", runImport},
+		{"export", "write a design as a Go program that uses the runtime API", runExport},
 	}
 }
 

@@ -23,6 +23,7 @@ func TestHelp(t *testing.T) {
 		{"serve", "--help"},
 		{"compile", "--help"},
 		{"import", "--help"},
+		{"export", "--help"},
 		{"bench", "--help"},
 		{"bench", "pipe", "--help"},
 		{"bench", "windowed", "--help"},
