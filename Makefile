@@ -1,4 +1,5 @@
-# Braid. `make run` starts the embedded broker and a demo topology;
+# Braid. `make run` starts the designer (http://127.0.0.1:8080) on the
+# embedded broker, with a demo design;
 # `make test` is what CI runs (.ci/run). Works the same with or without CI set
 # in the environment (make passes the environment through to the tests).
 
@@ -17,7 +18,7 @@ BENCH_ARGS ?=
 .PHONY: run test deps fmt fmt-check vet templ-check test-go fuzz-short fuzz bench
 
 run:
-	$(GO) run ./cmd/braid demo
+	$(GO) run ./cmd/braid serve
 
 bench:
 	$(GO) run ./cmd/braid bench pipe $(BENCH_ARGS)

@@ -1,2 +1,2 @@
-// Package e2e holds black-box tests: real external clients, the built binary, and later a real browser, against Braid.
+// Package e2e holds black-box tests: real external clients (kcat), the built binary and a real browser (headless Chromium through chromedp) against Braid.
 package e2e

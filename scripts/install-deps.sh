@@ -6,7 +6,7 @@ set -euo pipefail
 # command:package pairs. Adding a tool is one line.
 deps=(
 	"kcat:kcat"
-	# "chromium:chromium"
+	"chromium:chromium"
 )
 
 missing=()

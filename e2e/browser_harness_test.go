@@ -1,0 +1,204 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+)
+
+// buildBraid builds the braid binary once per test binary run.
+var buildBraid = sync.OnceValues(func() (string, error) {
+	dir, err := os.MkdirTemp("", "braid-e2e-bin-")
+	if err != nil {
+		return "", err
+	}
+	bin := filepath.Join(dir, "braid")
+	_, self, _, _ := runtime.Caller(0)
+	cmd := exec.Command("go", "build", "-o", bin, "./cmd/braid")
+	cmd.Dir = filepath.Dir(filepath.Dir(self))
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("building braid: %v\n%s", err, out)
+	}
+	return bin, nil
+})
+
+func freePort(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// startServe runs `braid serve` on free loopback ports with a new data
+// dir and returns its base URL once it answers.
+func startServe(t *testing.T) string {
+	t.Helper()
+	bin, err := buildBraid()
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := freePort(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	cmd := exec.CommandContext(ctx, bin, "serve", "--listen", addr, "--data-dir", t.TempDir(), "--broker-listen", freePort(t))
+	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
+	cmd.WaitDelay = 10 * time.Second
+	var logs strings.Builder
+	cmd.Stdout, cmd.Stderr = &logs, &logs
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cancel()
+		_ = cmd.Wait()
+		if t.Failed() {
+			t.Logf("braid serve output:\n%s", logs.String())
+		}
+	})
+	url := "http://" + addr
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		resp, err := http.Get(url + "/api/designs")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return url
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("braid serve did not answer on %s within 30 s: %v\n%s", url, err, logs.String())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// chromiumPath returns Debian's chromium. Without it the test skips,
+// unless CI is set.
+func chromiumPath(t *testing.T) string {
+	t.Helper()
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	msg := "chromium not found in PATH; run scripts/install-deps.sh"
+	if os.Getenv("CI") != "" {
+		t.Fatal(msg)
+	}
+	t.Skip(msg)
+	return ""
+}
+
+// browser is a headless Chromium tab that keeps a screenshot of every
+// step, written out when the test fails.
+type browser struct {
+	t     *testing.T
+	ctx   context.Context
+	shots []shot
+	logs  []string
+	mu    sync.Mutex
+}
+
+type shot struct {
+	name string
+	png  []byte
+}
+
+func newBrowser(t *testing.T) *browser {
+	t.Helper()
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(chromiumPath(t)),
+		chromedp.Flag("headless", true),
+		chromedp.NoSandbox,
+		chromedp.DisableGPU,
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.Flag("disable-quic", true),
+		chromedp.NoFirstRun,
+		chromedp.UserDataDir(t.TempDir()),
+		chromedp.WindowSize(1600, 1000),
+	)
+	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	b := &browser{t: t}
+	ctx, cancelCtx := chromedp.NewContext(actx, chromedp.WithLogf(func(format string, args ...any) {
+		b.mu.Lock()
+		b.logs = append(b.logs, fmt.Sprintf(format, args...))
+		b.mu.Unlock()
+	}))
+	b.ctx = ctx
+	// The first Do starts the browser, and the browser lives as long as
+	// that call's context: it gets the long-lived one, steps get timeouts.
+	if err := chromedp.Do(ctx); err != nil {
+		cancelCtx()
+		cancelAlloc()
+		t.Fatalf("starting chromium: %v", err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			b.saveShots()
+		}
+		cancelCtx()
+		cancelAlloc()
+	})
+	return b
+}
+
+// step runs actions under a timeout and keeps a screenshot of the page
+// after them; it fails the test on error.
+func (b *browser) step(name string, actions ...chromedp.Action[chromedp.Void]) {
+	b.t.Helper()
+	ctx, cancel := context.WithTimeout(b.ctx, 30*time.Second)
+	defer cancel()
+	err := chromedp.Do(ctx, actions...)
+	if png, serr := chromedp.Run(b.ctx, chromedp.CaptureScreenshot()); serr == nil {
+		b.shots = append(b.shots, shot{name: name, png: png})
+	}
+	if err != nil {
+		b.t.Fatalf("step %q: %v", name, err)
+	}
+}
+
+// saveShots writes the screenshots to the test's artifact directory
+// (kept with go test -artifacts) or, without it, to a directory that
+// outlives the test, and logs where.
+func (b *browser) saveShots() {
+	dir := b.t.ArtifactDir()
+	if !artifactsKept() {
+		var err error
+		if dir, err = os.MkdirTemp("", "braid-e2e-"+strings.ReplaceAll(b.t.Name(), "/", "_")+"-"); err != nil {
+			b.t.Logf("keeping screenshots: %v", err)
+			return
+		}
+	}
+	for i, s := range b.shots {
+		name := filepath.Join(dir, fmt.Sprintf("%02d-%s.png", i+1, strings.ReplaceAll(s.name, " ", "-")))
+		if err := os.WriteFile(name, s.png, 0o644); err != nil {
+			b.t.Logf("writing %s: %v", name, err)
+		}
+	}
+	b.t.Logf("screenshots of every step: %s", dir)
+}
+
+// artifactsKept reports whether go test was given -artifacts.
+func artifactsKept() bool {
+	for _, arg := range os.Args {
+		if arg == "-test.artifacts" || strings.HasPrefix(arg, "-test.artifacts=") {
+			return true
+		}
+	}
+	return false
+}
