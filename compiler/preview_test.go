@@ -79,3 +79,27 @@ func TestPreviewRefusesADesignWithProblems(t *testing.T) {
 		t.Fatalf("err %v (%T), want a problem on filter's predicate", err, err)
 	}
 }
+
+// TestPreviewRegroupedTable previews a table re-grouped and reduced: a
+// customer moving country is subtracted from one sum and added to the
+// other, and the results, cached in two sub-topologies, all come out.
+func TestPreviewRegroupedTable(t *testing.T) {
+	d := loadDesign(t, "../designer/testdata/credit-per-country.json")
+	p, err := RunPreview(d, []Sample{
+		{Topic: "customers", Key: "c1", Value: map[string]any{"country": "fr", "credit": 10}, Timestamp: 1},
+		{Topic: "customers", Key: "c2", Value: map[string]any{"country": "fr", "credit": 5}, Timestamp: 2},
+		{Topic: "customers", Key: "c1", Value: map[string]any{"country": "de", "credit": 7}, Timestamp: 3},
+	}, PreviewOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := json.Marshal(p.Sinks["credit-per-country"])
+	if want := `[{"key":"de","value":7,"timestamp":3},{"key":"fr","value":5,"timestamp":2}]`; string(got) != want {
+		t.Errorf("sink %s, want %s", got, want)
+	}
+	for _, r := range p.Nodes["by-country"]["out"] {
+		if r.Value == nil && r.Old == nil {
+			t.Errorf("by-country emitted %+v: neither a value to add nor one to subtract", r)
+		}
+	}
+}

@@ -223,13 +223,21 @@ func (d *TestDriver) PipeRecord(r Record) error {
 // commits every store, so that queries see the state.
 func (d *TestDriver) Commit() error {
 	a := d.app
-	for _, t := range d.tasks() {
-		if err := t.flushStores(); err != nil {
-			return &TaskFailedError{Task: t.id, Err: err}
+	// A flush can send records through a repartition topic into another
+	// task's cache: flush until every cache is empty.
+	for dirty := true; dirty; {
+		dirty = false
+		for _, t := range d.tasks() {
+			for _, st := range t.storeList {
+				dirty = dirty || len(st.order) > 0
+			}
+			if err := t.flushStores(); err != nil {
+				return &TaskFailedError{Task: t.id, Err: err}
+			}
 		}
-	}
-	if err := d.run(); err != nil {
-		return err
+		if err := d.run(); err != nil {
+			return err
+		}
 	}
 	a.markStreamTimes()
 	for _, t := range d.tasks() {

@@ -297,7 +297,16 @@ type tapProc struct {
 
 func (p *tapProc) process(t *task, r record) error {
 	if p.record {
-		t.app.tap(TapRecord{Task: t.id, Node: p.node, Key: r.key, Value: r.value, Old: r.old, Timestamp: r.timestamp})
+		tr := TapRecord{Task: t.id, Node: p.node, Key: r.key, Value: r.value, Old: r.old, Timestamp: r.timestamp}
+		if c, ok := r.value.(tableChange); ok {
+			// A re-grouped table's row on its way to the aggregation: a
+			// value to add, or an old one to subtract.
+			tr.Value, tr.Old = c.value, nil
+			if c.subtract {
+				tr.Value, tr.Old = nil, c.value
+			}
+		}
+		t.app.tap(tr)
 	}
 	return p.child.process(t, r)
 }
