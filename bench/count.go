@@ -204,29 +204,12 @@ func RunCount(ctx context.Context, opts CountOptions, braid CountFunc) (CountRep
 				return fmt.Errorf("bench count: %s: changelog %s holds %d records, want %d", r.Name, changelog, c, opts.Records)
 			}
 		}
-		line := fmt.Sprintf("%-*s  %8d records  %6.2fs  %9s rec/s", width, r.Name, res.Records, res.Elapsed.Seconds(), thousands(res.PerSecond()))
-		if warmUp {
-			line = fmt.Sprintf("%-*s  %8d records  %6.2fs  (not measured)", width, r.Name, res.Records, res.Elapsed.Seconds())
-		}
+		line := runLine(width, r.Name, res.Records, res.Elapsed, res.PerSecond(), warmUp)
 		line += fmt.Sprintf("  (%d output records)", n)
 		fmt.Fprintln(w, line)
 
-		after, err := topicNames(ctx, cl)
-		if err != nil {
+		if err := deleteTopicsSince(ctx, cl, adm, before); err != nil {
 			return fmt.Errorf("bench count: %w", err)
-		}
-		var created []string
-		for t := range after {
-			if !before[t] {
-				created = append(created, t)
-			}
-		}
-		resps, err := adm.DeleteTopics(ctx, created...)
-		if err == nil {
-			err = resps.Error()
-		}
-		if err != nil {
-			return fmt.Errorf("bench count: deleting %v after the run: %w", created, err)
 		}
 		return nil
 	}
@@ -286,6 +269,38 @@ func RunCount(ctx context.Context, opts CountOptions, braid CountFunc) (CountRep
 	fmt.Fprintf(w, "  %-*s  %9s rec/s  (%.3f of handwritten)\n", width, rep.Braid.Name, thousands(rep.Braid.PerSecond()), rep.Ratio)
 	fmt.Fprintf(w, "RESULT count ratio=%.3f braid=%.0f handwritten=%.0f\n", rep.Ratio, rep.Braid.PerSecond(), rep.Handwritten.PerSecond())
 	return rep, nil
+}
+
+// runLine is the line a benchmark prints for one run: its name, records,
+// time and rate, or "(not measured)" for a warm-up.
+func runLine(width int, name string, records int, elapsed time.Duration, perSecond float64, warmUp bool) string {
+	if warmUp {
+		return fmt.Sprintf("%-*s  %8d records  %6.2fs  (not measured)", width, name, records, elapsed.Seconds())
+	}
+	return fmt.Sprintf("%-*s  %8d records  %6.2fs  %9s rec/s", width, name, records, elapsed.Seconds(), thousands(perSecond))
+}
+
+// deleteTopicsSince deletes the topics that are not in before: what a run
+// created, so that the next starts with the broker holding only its input.
+func deleteTopicsSince(ctx context.Context, cl *kgo.Client, adm *kadm.Client, before map[string]bool) error {
+	after, err := topicNames(ctx, cl)
+	if err != nil {
+		return err
+	}
+	var created []string
+	for t := range after {
+		if !before[t] {
+			created = append(created, t)
+		}
+	}
+	resps, err := adm.DeleteTopics(ctx, created...)
+	if err == nil {
+		err = resps.Error()
+	}
+	if err != nil {
+		return fmt.Errorf("deleting %v after the run: %w", created, err)
+	}
+	return nil
 }
 
 // topicNames lists the cluster's topics, internal ones included, asking

@@ -272,10 +272,7 @@ func RunPipe(ctx context.Context, opts PipeOptions, variants []Variant) (Report,
 			return fmt.Errorf("bench pipe: %s: output topic %s holds %d records, want at least %d: %d are missing",
 				r.Name, r.Out, n, opts.Records, int64(opts.Records)-n)
 		}
-		line := fmt.Sprintf("%-*s  %8d records  %6.2fs  %9s rec/s", width, r.Name, res.Records, res.Elapsed.Seconds(), thousands(res.PerSecond()))
-		if warmUp {
-			line = fmt.Sprintf("%-*s  %8d records  %6.2fs  (not measured)", width, r.Name, res.Records, res.Elapsed.Seconds())
-		}
+		line := runLine(width, r.Name, res.Records, res.Elapsed, res.PerSecond(), warmUp)
 		if extra := n - int64(opts.Records); extra > 0 {
 			line += fmt.Sprintf("  (output holds %d more records than the input)", extra)
 		}

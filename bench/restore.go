@@ -319,9 +319,9 @@ func RunRestore(ctx context.Context, opts RestoreOptions, braid RestoreFunc) (Re
 			return fmt.Errorf("bench restore: %s reports %v elapsed, but its call took %v", r.Name, res.Elapsed, r.Wall)
 		}
 		mbps := float64(rep.Bytes) / 1e6 / res.Elapsed.Seconds()
-		line := fmt.Sprintf("%-*s  %8d records  %6.2fs  %9s rec/s  (%.0f MB/s)", width, r.Name, res.Records, res.Elapsed.Seconds(), thousands(res.PerSecond()), mbps)
-		if warmUp {
-			line = fmt.Sprintf("%-*s  %8d records  %6.2fs  (not measured)", width, r.Name, res.Records, res.Elapsed.Seconds())
+		line := runLine(width, r.Name, res.Records, res.Elapsed, res.PerSecond(), warmUp)
+		if !warmUp {
+			line += fmt.Sprintf("  (%.0f MB/s)", mbps)
 		}
 		fmt.Fprintln(w, line)
 		return nil

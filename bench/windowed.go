@@ -241,29 +241,12 @@ func RunWindowed(ctx context.Context, opts WindowedOptions, windowed, count Coun
 			return fmt.Errorf("bench windowed: %s: %w", r.Name, err)
 		}
 		r.OutRecords = n
-		line := fmt.Sprintf("%-*s  %8d records  %6.2fs  %9s rec/s", width, r.Name, res.Records, res.Elapsed.Seconds(), thousands(res.PerSecond()))
-		if warmUp {
-			line = fmt.Sprintf("%-*s  %8d records  %6.2fs  (not measured)", width, r.Name, res.Records, res.Elapsed.Seconds())
-		}
+		line := runLine(width, r.Name, res.Records, res.Elapsed, res.PerSecond(), warmUp)
 		line += fmt.Sprintf("  (%d output records)", n)
 		fmt.Fprintln(w, line)
 
-		after, err := topicNames(ctx, cl)
-		if err != nil {
+		if err := deleteTopicsSince(ctx, cl, adm, before); err != nil {
 			return fmt.Errorf("bench windowed: %w", err)
-		}
-		var created []string
-		for t := range after {
-			if !before[t] {
-				created = append(created, t)
-			}
-		}
-		resps, err := adm.DeleteTopics(ctx, created...)
-		if err == nil {
-			err = resps.Error()
-		}
-		if err != nil {
-			return fmt.Errorf("bench windowed: deleting %v after the run: %w", created, err)
 		}
 		return nil
 	}
