@@ -23,23 +23,15 @@ import (
 func runCompile(_ context.Context, args []string, stdout io.Writer) error {
 	fs := newFlagSet("compile", "braid compile [--app-id ID] design.json", stdout)
 	appID := fs.String("app-id", "", "application id that prefixes internal topic names (default: the design's name)")
-	// Flags may come before or after the file.
-	var files []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			return err
-		}
-		if fs.NArg() == 0 {
-			break
-		}
-		files = append(files, fs.Arg(0))
-		args = fs.Args()[1:]
+	files, err := parseFiles(fs, args)
+	if err != nil {
+		return err
 	}
 	if len(files) != 1 {
 		return fmt.Errorf("compile: want one design file, got %d (%q)", len(files), files)
 	}
 	path := files[0]
-	data, err := os.ReadFile(path)
+	data, path, err := readInput(path, os.Stdin)
 	if err != nil {
 		return fmt.Errorf("compile: %w", err)
 	}
@@ -53,11 +45,7 @@ func runCompile(_ context.Context, args []string, stdout io.Writer) error {
 		for _, p := range problems {
 			fmt.Fprintln(stdout, problemLine(p))
 		}
-		noun := "problems"
-		if len(problems) == 1 {
-			noun = "problem"
-		}
-		return fmt.Errorf("compile: %s: %d %s", path, len(problems), noun)
+		return fmt.Errorf("compile: %s: %s", path, countNoun(len(problems), "problem"))
 	}
 	if err != nil {
 		return fmt.Errorf("compile: %s: %w", path, err)

@@ -24,33 +24,18 @@ func runExport(_ context.Context, args []string, stdout io.Writer) error {
 		"--brokers, --state-dir, --app-id, --commit-interval and --describe. A design with problems is\n"+
 		"refused, its problems listed.", stdout)
 	revision := fs.Int("revision", 0, "the design's revision, for the program's header comment (default: not known)")
-	// Flags may come after the file too.
-	var files []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			return err
-		}
-		if fs.NArg() == 0 {
-			break
-		}
-		files = append(files, fs.Arg(0))
-		args = fs.Args()[1:]
+	files, err := parseFiles(fs, args)
+	if err != nil {
+		return err
 	}
 	if len(files) != 1 {
 		return fmt.Errorf("export: want one design file (or - for stdin), got %d (%q)", len(files), files)
 	}
+	path := files[0]
 	if *revision < 0 {
 		return fmt.Errorf("export: --revision %d is negative", *revision)
 	}
-	path := files[0]
-	var data []byte
-	var err error
-	if path == "-" {
-		data, err = io.ReadAll(exportStdin)
-		path = "stdin"
-	} else {
-		data, err = os.ReadFile(path)
-	}
+	data, path, err := readInput(path, exportStdin)
 	if err != nil {
 		return fmt.Errorf("export: %w", err)
 	}
@@ -66,11 +51,7 @@ func runExport(_ context.Context, args []string, stdout io.Writer) error {
 		for i, p := range problems {
 			lines[i] = "  " + problemLine(p)
 		}
-		noun := "problems"
-		if len(problems) == 1 {
-			noun = "problem"
-		}
-		return fmt.Errorf("export: %s: %d %s:\n%s", path, len(problems), noun, strings.Join(lines, "\n"))
+		return fmt.Errorf("export: %s: %s:\n%s", path, countNoun(len(problems), "problem"), strings.Join(lines, "\n"))
 	}
 	if err != nil {
 		return fmt.Errorf("export: %s: %w", path, err)

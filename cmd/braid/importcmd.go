@@ -22,40 +22,23 @@ func runImport(_ context.Context, args []string, stdout io.Writer) error {
 		"Turns the text of Kafka Streams' Topology.describe() (a file, or - for stdin) into a design\n"+
 		"and prints it as JSON. Expressions are not in the text: the design's validation asks for them.", stdout)
 	name := fs.String("name", "", `the design's name (default: the file's name without its extension; "imported" for stdin)`)
-	// Flags may come after the file too.
-	var files []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			return err
-		}
-		if fs.NArg() == 0 {
-			break
-		}
-		files = append(files, fs.Arg(0))
-		args = fs.Args()[1:]
+	files, err := parseFiles(fs, args)
+	if err != nil {
+		return err
 	}
 	if len(files) != 1 {
 		return fmt.Errorf("import: expected one describe() text file (or - for stdin), got %d arguments", len(files))
 	}
-	path := files[0]
-	var data []byte
-	var err error
-	if path == "-" {
-		data, err = io.ReadAll(importStdin)
-	} else {
-		data, err = os.ReadFile(path)
-	}
+	file := files[0]
+	data, path, err := readInput(file, importStdin)
 	if err != nil {
 		return fmt.Errorf("import: %w", err)
 	}
-	if *name == "" && path != "-" {
-		*name = designName(path)
+	if *name == "" && file != "-" {
+		*name = designName(file)
 	}
 	d, err := compiler.ImportDescribe(string(data), *name)
 	if err != nil {
-		if path == "-" {
-			path = "stdin"
-		}
 		return fmt.Errorf("import %s: %w", path, err)
 	}
 	enc := json.NewEncoder(stdout)
