@@ -1029,21 +1029,26 @@ func (bd *build) storeOptions(n designer.Node) streams.StoreOptions {
 	}
 }
 
+// aggregateValueSerde is the serde of an aggregation's store values: its
+// valueSerde parameter, else int64 for count, the stream's (inValue) for
+// reduce and json for aggregate.
+func aggregateValueSerde(n designer.Node, inValue string) string {
+	dflt := "json"
+	switch n.Kind {
+	case "count":
+		dflt = "int64"
+	case "reduce":
+		dflt = inValue
+	}
+	return serdeParam(n, "valueSerde", dflt)
+}
+
 func (bd *build) aggregate(i int, in *val, opName string) {
 	c := bd.c
 	n := c.d.Nodes[i]
 	ex := c.exprs[i]
 	so := bd.storeOptions(n)
-	var dflt string
-	switch n.Kind {
-	case "count":
-		dflt = "int64"
-	case "reduce":
-		dflt = in.value
-	default:
-		dflt = "json"
-	}
-	value := serdeParam(n, "valueSerde", dflt)
+	value := aggregateValueSerde(n, in.value)
 	if value == "" {
 		bd.problemOnce(i, "valueSerde", "the streams merged before this node have different value serdes: set valueSerde")
 	}

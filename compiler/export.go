@@ -310,42 +310,17 @@ func (x *exporter) node(i int, in []*xval) (*xval, error) {
 		out.key.win, out.repart = nil, true
 		return &out, nil
 
-	case "map-values":
-		v, err := x.exprFunc(i, "value", designer.ValueMapper)
+	case "map-values", "flat-map-values", "flat-map", "select-key":
+		op := oneExprOps[n.Kind]
+		fn, err := x.exprFunc(i, op.param, op.role)
 		if err != nil {
 			return nil, err
 		}
 		out := *first
-		out.code = x.on(i, first, call("MapValues", v, namedCode(opName)))
-		return &out, nil
-
-	case "flat-map":
-		fn, err := x.exprFunc(i, "records", designer.FlatMapper)
-		if err != nil {
-			return nil, err
+		out.code = x.on(i, first, call(op.method, fn, namedCode(opName)))
+		if op.rekeys {
+			out.key.win, out.repart = nil, true
 		}
-		out := *first
-		out.code = x.on(i, first, call("FlatMap", fn, namedCode(opName)))
-		out.key.win, out.repart = nil, true
-		return &out, nil
-
-	case "flat-map-values":
-		fn, err := x.exprFunc(i, "values", designer.ValuesMapper)
-		if err != nil {
-			return nil, err
-		}
-		out := *first
-		out.code = x.on(i, first, call("FlatMapValues", fn, namedCode(opName)))
-		return &out, nil
-
-	case "select-key":
-		fn, err := x.exprFunc(i, "key", designer.KeyMapper)
-		if err != nil {
-			return nil, err
-		}
-		out := *first
-		out.code = x.on(i, first, call("SelectKey", fn, namedCode(opName)))
-		out.key.win, out.repart = nil, true
 		return &out, nil
 
 	case "peek":
@@ -499,18 +474,24 @@ func (x *exporter) groupBy(i int, in *xval) (*xval, error) {
 	return &xval{typ: designer.GroupedStream, code: x.on(i, in, code), key: key, value: value, repart: true, groupName: name}, nil
 }
 
+// oneExprOps are the stateless kinds that become one DSL call taking one
+// expression: the parameter, its role, the method, and whether the key
+// may change (a grouping after it repartitions).
+var oneExprOps = map[string]struct {
+	param  string
+	role   designer.ExprRole
+	method string
+	rekeys bool
+}{
+	"map-values":      {"value", designer.ValueMapper, "MapValues", false},
+	"flat-map-values": {"values", designer.ValuesMapper, "FlatMapValues", false},
+	"flat-map":        {"records", designer.FlatMapper, "FlatMap", true},
+	"select-key":      {"key", designer.KeyMapper, "SelectKey", true},
+}
+
 func (x *exporter) aggregate(i int, in *xval, opName string) (*xval, error) {
 	n := x.d.Nodes[i]
-	var dflt string
-	switch n.Kind {
-	case "count":
-		dflt = "int64"
-	case "reduce":
-		dflt = in.value
-	default:
-		dflt = "json"
-	}
-	value := serdeParam(n, "valueSerde", dflt)
+	value := aggregateValueSerde(n, in.value)
 	so := storeOptionsCode(n, basicSerdeCode(value), in.typ == designer.WindowedStream)
 	opts := []string{namedCode(opName), "streams.Materialized(" + so + ")"}
 	fn := func(param string, role designer.ExprRole) (string, error) {

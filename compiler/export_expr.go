@@ -88,27 +88,6 @@ type goFunc struct {
 	fails bool
 }
 
-// exprParams returns the parameters, in the runtime's order, of the
-// function an expression of role becomes in an operator of kind.
-func exprParams(kind string, role designer.ExprRole) []string {
-	switch role {
-	case designer.Initializer:
-		return nil
-	case designer.Aggregator:
-		return []string{"key", "value", "aggregate"}
-	case designer.Reducer:
-		return []string{"aggregate", "value"}
-	case designer.SessionMerger:
-		return []string{"key", "agg1", "agg2"}
-	case designer.TimestampExtractor:
-		return []string{"key", "value", "timestamp"}
-	}
-	if kind == "map-values" || kind == "flat-map-values" {
-		return []string{"value"}
-	}
-	return []string{"key", "value"}
-}
-
 // translateExpr writes source, an expression of role in an operator of
 // kind, as the body of a Go function; errUntranslatable (or a compile
 // error) when it is outside the subset.
@@ -123,7 +102,7 @@ func translateExpr(kind string, role designer.ExprRole, source string) (*goFunc,
 		return nil, err
 	}
 	tree := e.program.Node()
-	params := exprParams(kind, role)
+	params := given(kind, role)
 	t := &translator{vars: map[string]bool{}, read: map[string]bool{}}
 	for _, p := range params {
 		t.vars[p] = true

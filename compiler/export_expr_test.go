@@ -397,7 +397,7 @@ func randomCases(n int) []exprCase {
 	var out []exprCase
 	for len(out) < n {
 		c := roles[len(out)%len(roles)]
-		g := &exprGen{rnd: rnd, vars: exprParams(c.kind, c.role)}
+		g := &exprGen{rnd: rnd, vars: given(c.kind, c.role)}
 		c.source = g.expr(3)
 		if _, err := translateExpr(c.kind, c.role, c.source); err == nil {
 			out = append(out, c)
