@@ -1,11 +1,5 @@
 package streams
 
-import (
-	"bytes"
-	"encoding/binary"
-	"fmt"
-)
-
 // sessionProc aggregates into session windows. A record starts a session
 // [ts, ts] of its own, merged with every session of its key that ends at
 // most Gap before it or starts at most Gap after it; the merged sessions
@@ -13,13 +7,6 @@ import (
 // record is folded into the merge.
 type sessionProc struct {
 	windowProc
-}
-
-// storedWindow is a window or session found in the store; value is stamped.
-type storedWindow struct {
-	kb    []byte
-	wk    Windowed
-	value any
 }
 
 func (p *sessionProc) process(t *task, r record) error {
@@ -31,7 +18,7 @@ func (p *sessionProc) process(t *task, r record) error {
 		return err
 	}
 	gap := p.spec.size
-	found, err := p.store.findSessions(inner, r.key, r.timestamp-gap, r.timestamp+gap)
+	found, err := p.store.keyWindows(inner, r.key, r.timestamp-gap, r.timestamp+gap, false)
 	if err != nil {
 		return t.processingError(p.name, err)
 	}
@@ -79,57 +66,4 @@ func (p *sessionProc) process(t *task, r record) error {
 	// Streams.
 	next := stamped{value: agg, ts: merged.End}
 	return p.store.putWindow(t, p.store.win.keyBytes(inner, merged), merged, next, old, oldFound, merged.End)
-}
-
-// findSessions returns the sessions of a key (inner serialized, key
-// decoded) that end at or after from and start at or before to, oldest
-// end first. Session stores write through, so pebble's pending batch
-// holds every session, cached or not.
-func (st *taskStore) findSessions(inner []byte, key any, from, to int64) ([]storedWindow, error) {
-	w := st.win
-	from = max(from, 0)
-	var out []storedWindow
-	var decodeErr error
-	for seg := from / w.interval; seg <= w.maxSegment; seg++ {
-		if seg < w.expiredBelow {
-			continue
-		}
-		prefix := w.keyPrefix(seg, inner)
-		lower := binary.BigEndian.AppendUint64(bytes.Clone(prefix), uint64(from))
-		upper := prefixUpper(prefix)
-		err := st.db.Range(lower, upper, func(sk, vb []byte) bool {
-			kb := sk[12:]
-			end := int64(binary.BigEndian.Uint64(kb[len(kb)-16:]))
-			start := int64(binary.BigEndian.Uint64(kb[len(kb)-8:]))
-			if start > to {
-				return true
-			}
-			v, err := st.valueSerde.Deserialize(st.changelogOrName(), bytes.Clone(vb))
-			if err != nil {
-				decodeErr = fmt.Errorf("store %q: decoding stored value: %w", st.spec.name, err)
-				return false
-			}
-			out = append(out, storedWindow{kb: bytes.Clone(kb), wk: Windowed{Key: key, Start: start, End: end}, value: v})
-			return true
-		})
-		if err == nil {
-			err = decodeErr
-		}
-		if err != nil {
-			return nil, err
-		}
-	}
-	return out, nil
-}
-
-// prefixUpper returns the smallest key above every key starting with p.
-func prefixUpper(p []byte) []byte {
-	end := bytes.Clone(p)
-	for i := len(end) - 1; i >= 0; i-- {
-		if end[i] != 0xff {
-			end[i]++
-			return end[:i+1]
-		}
-	}
-	return nil
 }

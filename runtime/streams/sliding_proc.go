@@ -1,11 +1,5 @@
 package streams
 
-import (
-	"bytes"
-	"encoding/binary"
-	"fmt"
-)
-
 // slidingProc aggregates into sliding windows with Kafka Streams'
 // algorithm (KStreamSlidingWindowAggregate): windows exist only where
 // records define them. A record at t has a left window [t-D, t], and a
@@ -53,7 +47,7 @@ func (p *slidingProc) process(t *task, r record) error {
 // start within [t-2D, t+1] from the newest start down.
 func (run *slidingRun) inOrder() error {
 	t, d := run.r.timestamp, run.p.spec.size
-	windows, err := run.p.store.fetchWindows(run.inner, run.r.key, max(0, t-2*d), t+1)
+	windows, err := run.p.store.keyWindows(run.inner, run.r.key, t-2*d, t+1, false)
 	if err != nil {
 		return run.t.processingError(run.p.name, err)
 	}
@@ -113,7 +107,7 @@ scan:
 // one at 0 is the combined window [0, D].
 func (run *slidingRun) early() error {
 	t := run.r.timestamp
-	windows, err := run.p.store.fetchWindows(run.inner, run.r.key, 0, t+1)
+	windows, err := run.p.store.keyWindows(run.inner, run.r.key, 0, t+1, false)
 	if err != nil {
 		return run.t.processingError(run.p.name, err)
 	}
@@ -184,36 +178,4 @@ func (run *slidingRun) copyRight(exists bool, agg *stamped) error {
 	}
 	wk := run.window(run.r.timestamp + 1)
 	return run.p.store.putWindow(run.t, run.p.store.win.keyBytes(run.inner, wk), wk, *agg, nil, false, agg.ts)
-}
-
-// fetchWindows returns the windows of a key (inner serialized, key
-// decoded) whose start is within [from, to], oldest start first. Sliding
-// window stores write through, so pebble's pending batch holds them all.
-func (st *taskStore) fetchWindows(inner []byte, key any, from, to int64) ([]storedWindow, error) {
-	w := st.win
-	var out []storedWindow
-	var decodeErr error
-	for seg := max(from/w.interval, w.expiredBelow); seg <= to/w.interval; seg++ {
-		prefix := w.keyPrefix(seg, inner)
-		lower := binary.BigEndian.AppendUint64(bytes.Clone(prefix), uint64(from))
-		upper := binary.BigEndian.AppendUint64(bytes.Clone(prefix), uint64(to+1))
-		err := st.db.Range(lower, upper, func(sk, vb []byte) bool {
-			kb := sk[12:]
-			start := int64(binary.BigEndian.Uint64(kb[len(kb)-8:]))
-			v, err := st.valueSerde.Deserialize(st.changelogOrName(), bytes.Clone(vb))
-			if err != nil {
-				decodeErr = fmt.Errorf("store %q: decoding stored value: %w", st.spec.name, err)
-				return false
-			}
-			out = append(out, storedWindow{kb: bytes.Clone(kb), wk: Windowed{Key: key, Start: start, End: start + w.spec.size}, value: v})
-			return true
-		})
-		if err == nil {
-			err = decodeErr
-		}
-		if err != nil {
-			return nil, err
-		}
-	}
-	return out, nil
 }

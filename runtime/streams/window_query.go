@@ -1,8 +1,6 @@
 package streams
 
 import (
-	"bytes"
-	"encoding/binary"
 	"fmt"
 	"slices"
 )
@@ -74,50 +72,20 @@ func cmpInt64(a, b int64) int {
 	return 0
 }
 
-// fetchCommitted reads a key's committed windows for FetchWindows.
+// fetchCommitted reads a key's committed windows for FetchWindows,
+// leaving out those past retention whose segment is not dropped yet.
 func (st *taskStore) fetchCommitted(t *task, inner []byte, key any, from, to int64) ([]WindowResult, error) {
-	w := st.win
-	session := w.spec.kind == sessionWindowKind
-	lastSeg := to / w.interval
-	if session {
-		lastSeg = w.maxSegment // segmented by end, which may be past to
+	found, err := st.keyWindows(inner, key, from, to, true)
+	if err != nil {
+		return nil, fmt.Errorf("querying store %q: %w", st.spec.name, err)
 	}
 	var out []WindowResult
-	var decodeErr error
-	for seg := max(from/w.interval, w.expiredBelow); seg <= lastSeg; seg++ {
-		prefix := w.keyPrefix(seg, inner)
-		err := st.db.RangeCommitted(prefix, prefixUpper(prefix), func(sk, vb []byte) bool {
-			kb := sk[12:]
-			wk := Windowed{Key: key, Start: int64(binary.BigEndian.Uint64(kb[len(kb)-8:]))}
-			if session {
-				wk.End = int64(binary.BigEndian.Uint64(kb[len(kb)-16:]))
-				if wk.End < from || wk.Start > to {
-					return true
-				}
-			} else {
-				wk.End = wk.Start + w.spec.size
-				if wk.Start < from || wk.Start > to {
-					return true
-				}
-			}
-			if t.streamTime >= 0 && w.segmentTime(kb)+w.retention <= t.streamTime {
-				return true // expired; its segment goes at the next expiry
-			}
-			v, err := st.valueSerde.Deserialize(st.changelogOrName(), bytes.Clone(vb))
-			if err != nil {
-				decodeErr = fmt.Errorf("querying store %q: decoding value: %w", st.spec.name, err)
-				return false
-			}
-			sv := v.(stamped)
-			out = append(out, WindowResult{Window: wk, Value: sv.value, Timestamp: sv.ts})
-			return true
-		})
-		if err == nil {
-			err = decodeErr
+	for _, f := range found {
+		if t.streamTime >= 0 && st.win.segmentTime(f.kb)+st.win.retention <= t.streamTime {
+			continue
 		}
-		if err != nil {
-			return nil, err
-		}
+		sv := f.value.(stamped)
+		out = append(out, WindowResult{Window: f.wk, Value: sv.value, Timestamp: sv.ts})
 	}
 	return out, nil
 }

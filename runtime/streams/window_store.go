@@ -468,6 +468,73 @@ func (st *taskStore) markStreamTime(t *task) bool {
 	return true
 }
 
+// storedWindow is a window or session found in the store; value is
+// stamped.
+type storedWindow struct {
+	kb    []byte
+	wk    Windowed
+	value any
+}
+
+// keyWindows returns the stored windows of a key (inner serialized, key
+// decoded), oldest first: of time and sliding windows those starting
+// within [from, to], of sessions those ending at or after from and
+// starting at or before to. It scans one range per live segment. With
+// committed it reads what the last commit applied, as queries from other
+// goroutines must; else the pending writes too, which hold every window of
+// the write-through stores (sessions, sliding windows).
+func (st *taskStore) keyWindows(inner []byte, key any, from, to int64, committed bool) ([]storedWindow, error) {
+	w := st.win
+	from = max(from, 0)
+	session := w.spec.kind == sessionWindowKind
+	lastSeg := to / w.interval
+	if session {
+		lastSeg = w.maxSegment // segmented by end, which may be past to
+	}
+	scan := st.db.Range
+	if committed {
+		scan = st.db.RangeCommitted
+	}
+	var out []storedWindow
+	var decodeErr error
+	for seg := max(from/w.interval, w.expiredBelow); seg <= lastSeg; seg++ {
+		prefix := w.keyPrefix(seg, inner)
+		// Within a segment a key's rows are in time order: by start, or
+		// for sessions by end and then start.
+		lower := binary.BigEndian.AppendUint64(bytes.Clone(prefix), uint64(from))
+		upper := prefixUpper(prefix)
+		if !session {
+			upper = binary.BigEndian.AppendUint64(bytes.Clone(prefix), uint64(to+1))
+		}
+		err := scan(lower, upper, func(sk, vb []byte) bool {
+			kb := sk[12:]
+			wk := Windowed{Key: key, Start: int64(binary.BigEndian.Uint64(kb[len(kb)-8:]))}
+			if session {
+				if wk.Start > to {
+					return true
+				}
+				wk.End = int64(binary.BigEndian.Uint64(kb[len(kb)-16:]))
+			} else {
+				wk.End = wk.Start + w.spec.size
+			}
+			v, err := st.valueSerde.Deserialize(st.changelogOrName(), bytes.Clone(vb))
+			if err != nil {
+				decodeErr = fmt.Errorf("store %q: decoding stored value: %w", st.spec.name, err)
+				return false
+			}
+			out = append(out, storedWindow{kb: bytes.Clone(kb), wk: wk, value: v})
+			return true
+		})
+		if err == nil {
+			err = decodeErr
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
 // restoreKey maps a changelog record of a windowed store to its pebble
 // key, or reports a stream-time marker.
 func (w *windowState) restoreKey(dst, kb, value []byte) (sk []byte, marker int64, isMarker bool, err error) {
@@ -481,4 +548,16 @@ func (w *windowState) restoreKey(dst, kb, value []byte) (sk []byte, marker int64
 		return nil, 0, false, fmt.Errorf("windowed changelog key of %d bytes is shorter than its %d bytes of timestamps", len(kb), w.tsBytes)
 	}
 	return w.storeKey(dst, kb), 0, false, nil
+}
+
+// prefixUpper returns the smallest key above every key starting with p.
+func prefixUpper(p []byte) []byte {
+	end := bytes.Clone(p)
+	for i := len(end) - 1; i >= 0; i-- {
+		if end[i] != 0xff {
+			end[i]++
+			return end[:i+1]
+		}
+	}
+	return nil
 }
