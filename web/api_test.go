@@ -449,31 +449,6 @@ func TestCompileAPI(t *testing.T) {
 	}
 }
 
-func TestOperatorSubtopologies(t *testing.T) {
-	text := `Topologies:
-   Sub-topology: 0
-    Source: s (topics: [a])
-      --> p
-    Processor: p (stores: [x])
-      --> k
-      <-- s
-    Sink: k (topic: b)
-      <-- p
-
-  Sub-topology: 1 for global store (will not generate tasks)
-    Source: g (topics: [c])
-      --> gp
-    Processor: gp (stores: [y])
-      --> none
-      <-- g
-`
-	ops, ids := operatorSubtopologies(text)
-	want := map[string]int{"s": 0, "p": 0, "k": 0, "g": 1, "gp": 1}
-	if !reflect.DeepEqual(ops, want) || !reflect.DeepEqual(ids, []int{0, 1}) {
-		t.Errorf("got %v %v, want %v [0 1]", ops, ids, want)
-	}
-}
-
 func TestPreviewAPI(t *testing.T) {
 	ts := start(t, Config{})
 	orders := readTestdata(t, "orders-windowed.json")

@@ -2,8 +2,6 @@ package web
 
 import (
 	"slices"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/braidstream/braid/compiler"
@@ -132,8 +130,8 @@ func compileAnswerOf(c *compiler.Compiled, appID string) compileAnswer {
 		a.Stores = append(a.Stores, sa)
 	}
 
-	ops, ids := operatorSubtopologies(describe)
-	members := make(map[int][]string, len(ids))
+	ops := topo.OperatorSubtopologies()
+	members := make(map[int][]string, topo.Subtopologies())
 	for _, n := range c.Design.Nodes {
 		na := nodeAnswer{Operator: c.Operators[n.ID], Parts: nonNil(slices.Clone(c.Parts[n.ID])), Subtopologies: []int{}}
 		add := func(op string) {
@@ -156,41 +154,8 @@ func compileAnswerOf(c *compiler.Compiled, appID string) compileAnswer {
 		}
 		a.Nodes[n.ID] = na
 	}
-	for _, id := range ids {
+	for id := range topo.Subtopologies() {
 		a.Subtopologies = append(a.Subtopologies, subtopologyAnswer{ID: id, Nodes: nonNil(members[id])})
 	}
 	return a
-}
-
-// operatorSubtopologies reads a describe() text: the sub-topology of each
-// operator (source, processor, sink), and the sub-topology ids in order.
-// The runtime has no accessor for an operator's sub-topology; its
-// describe() is Kafka Streams' format, which says it.
-func operatorSubtopologies(describe string) (map[string]int, []int) {
-	ops := make(map[string]int)
-	var ids []int
-	current := -1
-	for _, line := range strings.Split(describe, "\n") {
-		line = strings.TrimSpace(line)
-		if rest, ok := strings.CutPrefix(line, "Sub-topology: "); ok {
-			id, err := strconv.Atoi(strings.Fields(rest + " ")[0])
-			if err != nil {
-				current = -1
-				continue
-			}
-			current = id
-			ids = append(ids, id)
-			continue
-		}
-		if current < 0 {
-			continue
-		}
-		for _, prefix := range []string{"Source: ", "Processor: ", "Sink: "} {
-			if rest, ok := strings.CutPrefix(line, prefix); ok {
-				name, _, _ := strings.Cut(rest, " (")
-				ops[name] = current
-			}
-		}
-	}
-	return ops, ids
 }

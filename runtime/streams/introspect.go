@@ -111,3 +111,14 @@ func (t *Topology) Stores() []StoreInfo {
 	}
 	return out
 }
+
+// OperatorSubtopologies maps every operator of the topology (sources,
+// processors and sinks, by their names in Describe) to the sub-topology
+// it belongs to.
+func (t *Topology) OperatorSubtopologies() map[string]int {
+	out := make(map[string]int, len(t.nodes))
+	for _, n := range t.nodes {
+		out[n.name] = n.subtopology
+	}
+	return out
+}
