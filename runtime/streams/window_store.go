@@ -336,20 +336,29 @@ func (st *taskStore) closeWindow(t *task, ow *openWindow) error {
 	w := st.win
 	if w.emitFinal {
 		for _, kb := range slices.Sorted(maps.Keys(ow.keys)) {
-			wk := ow.keys[kb]
-			v, found, err := st.getBytes([]byte(kb))
-			if err != nil {
-				return err
-			}
-			if !found {
-				continue
+			// Most closing rows are in the cache: read the entry once, for
+			// the result and for flushing it.
+			e := st.cache[kb]
+			var v any
+			if e != nil && e.valueBytes != nil && decodesAs(st.valueSerde, e.value) {
+				v = e.value
+			} else {
+				var found bool
+				var err error
+				if v, found, err = st.getBytes([]byte(kb)); err != nil {
+					return err
+				} else if !found {
+					continue
+				}
 			}
 			sv := v.(stamped)
-			if err := forward(t, st.downstream, record{key: wk, value: sv.value, timestamp: sv.ts}); err != nil {
+			if err := forward(t, st.downstream, record{key: ow.keys[kb], value: sv.value, timestamp: sv.ts}); err != nil {
 				return err
 			}
-			if err := st.flushClosed(t, kb); err != nil {
-				return err
+			if e != nil {
+				if err := st.flushClosed(t, kb, e); err != nil {
+					return err
+				}
 			}
 		}
 	}
@@ -374,11 +383,7 @@ func (st *taskStore) closeWindow(t *task, ow *openWindow) error {
 // default) is not written at all: no record or query will read it again,
 // and a restore that lands before the close rebuilds it from the records
 // after the last commit, whose changelog holds all it had before.
-func (st *taskStore) flushClosed(t *task, kb string) error {
-	e := st.cache[kb]
-	if e == nil {
-		return nil
-	}
+func (st *taskStore) flushClosed(t *task, kb string, e *cacheEntry) error {
 	delete(st.cache, kb) // evict skips its entry in st.order
 	st.cacheBytes -= len(kb) + cacheEntryOverhead
 	t.cacheBytes -= len(kb) + cacheEntryOverhead
