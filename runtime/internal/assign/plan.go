@@ -1,0 +1,410 @@
+package assign
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+)
+
+// PlanInput is everything the group leader knows when it assigns.
+type PlanInput struct {
+	Members []PlanMember
+	// Tasks are all tasks of the topology.
+	Tasks []Task
+	// Ends holds, for every stateful task (one with changelogs), the sum of
+	// the end offsets of its changelog partitions. A task not in Ends is
+	// stateless: every member is caught up on it and it gets no standbys.
+	Ends                  map[Task]int64
+	StandbyReplicas       int
+	AcceptableRecoveryLag int64
+	MaxWarmupReplicas     int
+}
+
+// PlanMember is one group member (one instance).
+type PlanMember struct {
+	ID string
+	// PrevActive are the tasks the member ran actively before this rebalance.
+	PrevActive []Task
+	// Offsets holds, per task whose state the member has locally (active,
+	// standby, warm-up or just a state dir left from before), the sum of its
+	// stores' changelog offsets (the next offset to apply). A stateful task
+	// absent here means no local state: lag = the task's end sum.
+	Offsets map[Task]int64
+	// Tags are rack / zone tags, e.g. {"zone": "eu-1a"}; may be nil.
+	Tags map[string]string
+}
+
+// MemberPlan is what one member runs after the rebalance. A member holds
+// at most one of the three roles for any task.
+type MemberPlan struct {
+	Active, Standby, Warmup []Task // each sorted
+}
+
+// Plan is the assignment of every task to the members.
+type Plan struct {
+	Members map[string]*MemberPlan // one entry per member, even if empty
+	// Probe is true when a follow-up probing rebalance is needed: some
+	// active was placed away from its balanced destination because that
+	// destination was not caught up (a warm-up or standby there is
+	// catching up).
+	Probe bool
+	// Warnings says what could not be done, one line per task that got
+	// fewer standbys than requested.
+	Warnings []string
+}
+
+// Lag returns how many changelog records member m lacks of task t (0 for
+// stateless tasks, never negative). Offsets past the end, which a member
+// reports when a changelog was truncated or recreated, count as caught up
+// rather than as negative lag, which would rank such a member above one
+// that is exactly at the end.
+func (in PlanInput) Lag(m PlanMember, t Task) int64 {
+	end, stateful := in.Ends[t]
+	if !stateful {
+		return 0
+	}
+	return max(end-m.Offsets[t], 0) // absent: offset 0, lag the whole end
+}
+
+// planner carries the assignment while MakePlan builds it in steps.
+type planner struct {
+	in      PlanInput
+	members []PlanMember // sorted by ID, IDs unique
+	tasks   []Task       // sorted, unique
+	owner   map[Task]string
+	actives map[string]int // active tasks per member
+	load    map[string]int // standbys and warm-ups per member
+	standby map[Task][]string
+	warmup  map[Task]string
+	plan    Plan
+}
+
+// move records an active that left its balanced destination dest.
+type move struct {
+	task Task
+	dest string
+}
+
+// MakePlan assigns actives, standbys and warm-up replicas, as Kafka
+// Streams' HighAvailabilityTaskAssignor does. Actives are first placed
+// balanced and sticky; an active whose balanced destination has too little
+// state then stays on (or goes to) an instance that can run it at once,
+// while the destination warms up, so that a rebalance never makes a task
+// unavailable for a long restore. A later probing rebalance, once the
+// warm-up has caught up, moves the active where balance wants it.
+//
+// MakePlan is pure so that every rule can be pinned down by a table test:
+// members are visited by ID and tasks in (sub-topology, partition) order,
+// never in map order, so the same input gives the same plan. Of members
+// sharing an ID, the first is kept.
+func MakePlan(in PlanInput) Plan {
+	p := newPlanner(in)
+	if len(p.members) == 0 {
+		return p.plan
+	}
+	p.placeBalanced()
+	moves := p.placeCaughtUp()
+	p.placeStandbys()
+	p.placeWarmups(moves)
+	p.fill()
+	return p.plan
+}
+
+func newPlanner(in PlanInput) *planner {
+	members := slices.Clone(in.Members)
+	slices.SortStableFunc(members, func(a, b PlanMember) int { return cmp.Compare(a.ID, b.ID) })
+	members = slices.CompactFunc(members, func(a, b PlanMember) bool { return a.ID == b.ID })
+	tasks := slices.Clone(in.Tasks)
+	slices.SortFunc(tasks, compareTasks)
+	p := &planner{
+		in:      in,
+		members: members,
+		tasks:   slices.Compact(tasks),
+		owner:   make(map[Task]string),
+		actives: make(map[string]int),
+		load:    make(map[string]int),
+		standby: make(map[Task][]string),
+		warmup:  make(map[Task]string),
+		plan:    Plan{Members: make(map[string]*MemberPlan, len(members))},
+	}
+	for _, m := range members {
+		p.plan.Members[m.ID] = &MemberPlan{}
+	}
+	return p
+}
+
+func compareTasks(a, b Task) int {
+	return cmp.Or(cmp.Compare(a.Subtopology, b.Subtopology), cmp.Compare(a.Partition, b.Partition))
+}
+
+// stateful reports whether t has changelogs; only those have lag, standbys
+// and warm-ups.
+func (p *planner) stateful(t Task) bool {
+	_, ok := p.in.Ends[t]
+	return ok
+}
+
+func (p *planner) caughtUp(m PlanMember, t Task) bool {
+	return !p.stateful(t) || p.in.Lag(m, t) <= p.in.AcceptableRecoveryLag
+}
+
+func (p *planner) give(t Task, id string) {
+	if old, ok := p.owner[t]; ok {
+		p.actives[old]--
+	}
+	p.owner[t] = id
+	p.actives[id]++
+}
+
+// placeBalanced is rule 1: the ideal assignment, ignoring catch-up. Active
+// counts differ by at most one. Members first keep previous actives up to
+// the floor, then one more while extra slots remain, so stickiness never
+// costs balance (the same scheme as Assign).
+func (p *planner) placeBalanced() {
+	exists := make(map[Task]bool, len(p.tasks))
+	for _, t := range p.tasks {
+		exists[t] = true
+	}
+	floor, extra := len(p.tasks)/len(p.members), len(p.tasks)%len(p.members)
+	keep := func(m PlanMember, limit int) {
+		for _, t := range m.PrevActive {
+			if p.actives[m.ID] >= limit {
+				return
+			}
+			if _, taken := p.owner[t]; exists[t] && !taken {
+				p.give(t, m.ID)
+			}
+		}
+	}
+	for _, m := range p.members {
+		keep(m, floor)
+	}
+	for _, m := range p.members {
+		if extra > 0 && p.actives[m.ID] == floor {
+			keep(m, floor+1)
+			if p.actives[m.ID] > floor {
+				extra--
+			}
+		}
+	}
+	for _, t := range p.tasks {
+		if _, taken := p.owner[t]; taken {
+			continue
+		}
+		best := p.roomiest(t, floor, extra > 0)
+		if p.actives[best.ID] == floor {
+			extra--
+		}
+		p.give(t, best.ID)
+	}
+}
+
+// roomiest picks, among the members with room for one more active, the one
+// best placed to run t: lowest lag, then fewest actives, then ID. Ranking
+// by lag alone also ranks caught-up members first, since every caught-up
+// lag is at most the acceptable lag and every other lag is above it.
+// Tasks arrive in (sub-topology, partition) order, so with equal lags the
+// active count spreads each sub-topology over the members.
+func (p *planner) roomiest(t Task, floor int, extra bool) PlanMember {
+	best := -1
+	for i, m := range p.members {
+		n := p.actives[m.ID]
+		if n > floor || (n == floor && !extra) {
+			continue
+		}
+		if best < 0 || cmp.Or(
+			cmp.Compare(p.in.Lag(m, t), p.in.Lag(p.members[best], t)),
+			cmp.Compare(n, p.actives[p.members[best].ID]),
+		) < 0 {
+			best = i
+		}
+	}
+	return p.members[best]
+}
+
+// placeCaughtUp is rule 2: a stateful active whose balanced destination is
+// not caught up goes where it can run without a long restore. It returns
+// the moved tasks with their destinations, in task order, for warm-ups.
+func (p *planner) placeCaughtUp() []move {
+	var moves []move
+	for _, t := range p.tasks {
+		dest := p.owner[t]
+		if !p.stateful(t) || p.caughtUp(p.member(dest), t) {
+			continue
+		}
+		to, ok := p.caughtUpOwner(t)
+		if !ok {
+			to = p.mostState(t, dest)
+		}
+		if to == dest {
+			continue
+		}
+		p.give(t, to)
+		moves = append(moves, move{t, dest})
+		p.plan.Probe = true
+	}
+	return moves
+}
+
+func (p *planner) member(id string) PlanMember {
+	i, _ := slices.BinarySearchFunc(p.members, id, func(m PlanMember, id string) int { return cmp.Compare(m.ID, id) })
+	return p.members[i]
+}
+
+// caughtUpOwner returns the caught-up member that should run t: its
+// previous owner, whose state is surely hot, else the caught-up member
+// with the fewest actives (then lower lag, then ID), to limit imbalance.
+func (p *planner) caughtUpOwner(t Task) (string, bool) {
+	for _, m := range p.members {
+		if slices.Contains(m.PrevActive, t) && p.caughtUp(m, t) {
+			return m.ID, true
+		}
+	}
+	best := -1
+	for i, m := range p.members {
+		if !p.caughtUp(m, t) {
+			continue
+		}
+		if best < 0 || cmp.Or(
+			cmp.Compare(p.actives[m.ID], p.actives[p.members[best].ID]),
+			cmp.Compare(p.in.Lag(m, t), p.in.Lag(p.members[best], t)),
+		) < 0 {
+			best = i
+		}
+	}
+	if best < 0 {
+		return "", false
+	}
+	return p.members[best].ID, true
+}
+
+// mostState returns the member with the least lag on t when none is
+// caught up: it restores the least before the task runs again. Ties keep
+// the balanced destination dest, then go to fewer actives, then ID.
+func (p *planner) mostState(t Task, dest string) string {
+	best := p.member(dest)
+	for _, m := range p.members {
+		c := cmp.Compare(p.in.Lag(m, t), p.in.Lag(best, t))
+		if c == 0 && best.ID != dest {
+			c = cmp.Compare(p.actives[m.ID], p.actives[best.ID])
+		}
+		if c < 0 {
+			best = m
+		}
+	}
+	return best.ID
+}
+
+// placeStandbys is rule 3: StandbyReplicas standbys per stateful task on
+// distinct members other than the active owner, spread over racks first,
+// then on members that already have state, then by load.
+func (p *planner) placeStandbys() {
+	want := max(p.in.StandbyReplicas, 0)
+	tagged := slices.ContainsFunc(p.members, func(m PlanMember) bool { return len(m.Tags) > 0 })
+	for _, t := range p.tasks {
+		if !p.stateful(t) || want == 0 {
+			continue
+		}
+		for len(p.standby[t]) < want {
+			c, ok := p.standbyCandidate(t, tagged)
+			if !ok {
+				p.plan.Warnings = append(p.plan.Warnings, fmt.Sprintf(
+					"task %s: %d standby replicas requested, %d placed: no other instance has room",
+					t, want, len(p.standby[t])))
+				break
+			}
+			p.standby[t] = append(p.standby[t], c.ID)
+			p.load[c.ID]++
+		}
+	}
+}
+
+// standbyCandidate returns the best member for one more standby of t, or
+// false when every member already holds t.
+func (p *planner) standbyCandidate(t Task, tagged bool) (PlanMember, bool) {
+	holders := []PlanMember{p.member(p.owner[t])}
+	for _, id := range p.standby[t] {
+		holders = append(holders, p.member(id))
+	}
+	best := -1
+	for i, m := range p.members {
+		if p.holds(m.ID, t) {
+			continue
+		}
+		if best < 0 || p.compareStandby(t, m, p.members[best], holders, tagged) < 0 {
+			best = i
+		}
+	}
+	if best < 0 {
+		return PlanMember{}, false
+	}
+	return p.members[best], true
+}
+
+// compareStandby orders standby candidates: fewer tags shared with the
+// task's holders (a rack failure then takes fewer copies), lower lag (the
+// standby reuses local state), lower load. Equal candidates keep ID order.
+func (p *planner) compareStandby(t Task, a, b PlanMember, holders []PlanMember, tagged bool) int {
+	c := 0
+	if tagged {
+		c = cmp.Compare(sharedTags(a, holders), sharedTags(b, holders))
+	}
+	return cmp.Or(c,
+		cmp.Compare(p.in.Lag(a, t), p.in.Lag(b, t)),
+		cmp.Compare(p.load[a.ID], p.load[b.ID]))
+}
+
+// sharedTags counts the tag keys on which m has the value of one of the
+// holders.
+func sharedTags(m PlanMember, holders []PlanMember) int {
+	n := 0
+	for k, v := range m.Tags {
+		for _, h := range holders {
+			if hv, ok := h.Tags[k]; ok && hv == v {
+				n++
+				break
+			}
+		}
+	}
+	return n
+}
+
+// holds reports whether member id already has any role for t.
+func (p *planner) holds(id string, t Task) bool {
+	w, warm := p.warmup[t]
+	return p.owner[t] == id || slices.Contains(p.standby[t], id) || (warm && w == id)
+}
+
+// placeWarmups is rule 4: the balanced destination of each moved task
+// restores it as a warm-up so that a probing rebalance can move the active
+// there. A destination that holds a standby is warming up already. The cap
+// bounds the restore traffic one rebalance starts.
+func (p *planner) placeWarmups(moves []move) {
+	placed := 0
+	for _, mv := range moves {
+		if placed >= p.in.MaxWarmupReplicas {
+			return
+		}
+		if p.holds(mv.dest, mv.task) {
+			continue
+		}
+		p.warmup[mv.task] = mv.dest
+		p.load[mv.dest]++
+		placed++
+	}
+}
+
+// fill writes the roles into the plan in task order, so every list is
+// sorted.
+func (p *planner) fill() {
+	for _, t := range p.tasks {
+		mp := p.plan.Members[p.owner[t]]
+		mp.Active = append(mp.Active, t)
+		for _, id := range p.standby[t] {
+			p.plan.Members[id].Standby = append(p.plan.Members[id].Standby, t)
+		}
+		if id, ok := p.warmup[t]; ok {
+			p.plan.Members[id].Warmup = append(p.plan.Members[id].Warmup, t)
+		}
+	}
+}
