@@ -85,9 +85,29 @@ type App struct {
 	byTP    map[TopicPartition]*partitionQueue
 	taskOf  map[TopicPartition]*task
 
+	// suspended holds the tasks set aside by a rebalance until the new
+	// assignment says which stay (see rebalance.go); onDisk the changelog
+	// offset sums of task state left on disk but not open, for the
+	// assignor; probe is the pending probing rebalance. All under tasksMu.
+	suspended map[TaskID]*task
+	onDisk    map[TaskID]int64
+	probe     *time.Timer
+
 	// lastPurge is when committed repartition records were last deleted;
 	// commit, which holds tasksMu, reads and sets it.
 	lastPurge time.Time
+
+	// balancer is the group balancer; standby follows the changelogs of
+	// this instance's standby and warm-up replicas.
+	balancer *assign.Balancer
+	standby  *standbys
+
+	// clientCtx is the context of every Kafka client of the App; crash
+	// cancels it, which cuts their connections without a goodbye: no
+	// leave-group, no commit, no flush.
+	clientCtx    context.Context
+	clientCancel context.CancelFunc
+	crashing     atomic.Bool
 
 	// restored delivers finished restorations to the processing goroutine;
 	// waker cuts its poll short when one finishes.
@@ -122,16 +142,20 @@ func New(topo *Topology, cfg Config) (*App, error) {
 	}
 	cfg = cfg.withDefaults()
 	a := &App{
-		topo:     topo,
-		cfg:      cfg,
-		log:      cfg.Logger.With("app", cfg.ApplicationID, "instance", cfg.InstanceID),
-		hooks:    newHookSet(cfg.Hooks),
-		sources:  make(map[string]*graphNode),
-		tasks:    make(map[TaskID]*task),
-		byTP:     make(map[TopicPartition]*partitionQueue),
-		taskOf:   make(map[TopicPartition]*task),
-		restored: make(chan *restoration),
+		topo:      topo,
+		cfg:       cfg,
+		log:       cfg.Logger.With("app", cfg.ApplicationID, "instance", cfg.InstanceID),
+		hooks:     newHookSet(cfg.Hooks),
+		sources:   make(map[string]*graphNode),
+		tasks:     make(map[TaskID]*task),
+		suspended: make(map[TaskID]*task),
+		onDisk:    make(map[TaskID]int64),
+		byTP:      make(map[TopicPartition]*partitionQueue),
+		taskOf:    make(map[TopicPartition]*task),
+		restored:  make(chan *restoration),
 	}
+	a.clientCtx, a.clientCancel = context.WithCancel(context.Background())
+	a.standby = newStandbys(a)
 	a.promise = a.onProduced
 	for _, n := range topo.nodes {
 		if n.kind == sourceNode {
@@ -167,15 +191,16 @@ func (a *App) Run(ctx context.Context) error {
 	defer a.end()
 
 	a.setState(Rebalancing)
-	if err := a.prepareTopics(ctx); err != nil {
+	if err := a.start(ctx); err != nil {
 		a.fail(err)
-		return err
-	}
-	if err := a.startClient(); err != nil {
-		a.fail(err)
+		a.shutdown()
 		return err
 	}
 	runErr := a.loop(ctx)
+	if a.crashing.Load() {
+		a.shutdown()
+		return nil
+	}
 	if runErr == nil {
 		a.setState(PendingShutdown)
 	} else {
@@ -194,13 +219,63 @@ func (a *App) Run(ctx context.Context) error {
 			a.log.Error("commit after failure failed", "err", err)
 		}
 	}
-	a.kc().AllowRebalance()
-	a.kc().Close()
+	a.shutdown()
 	if runErr != nil {
 		return runErr
 	}
 	a.setState(NotRunning)
 	return nil
+}
+
+// start readies the App to poll: topics, the state left on disk, the
+// standby follower and the group client.
+func (a *App) start(ctx context.Context) error {
+	if err := a.prepareTopics(ctx); err != nil {
+		return err
+	}
+	if err := a.scanStateDir(); err != nil {
+		return err
+	}
+	if err := a.startStandbys(); err != nil {
+		return err
+	}
+	return a.startClient()
+}
+
+// shutdown leaves the group (unless crashing, when the cut connections
+// make the leave fail at once), closes every task and replica and stops
+// what start started.
+func (a *App) shutdown() {
+	if cl := a.kc(); cl != nil {
+		cl.AllowRebalance()
+		cl.Close()
+	}
+	a.dropTasks(!a.crashing.Load())
+	a.standby.stop()
+	a.tasksMu.Lock()
+	if a.probe != nil {
+		a.probe.Stop()
+	}
+	a.tasksMu.Unlock()
+	a.clientCancel()
+}
+
+// crash stops the App the way a killed process stops: the connections of
+// its clients are cut (no leave-group, so the group notices only when the
+// session times out), nothing is flushed or committed, pending store
+// writes are dropped and the state dir is kept. It returns once Run has
+// returned.
+func (a *App) crash() {
+	a.crashing.Store(true)
+	a.clientCancel()
+	a.mu.Lock()
+	cancel, done := a.cancel, a.done
+	a.mu.Unlock()
+	if cancel == nil {
+		return
+	}
+	cancel()
+	<-done
 }
 
 func (a *App) begin(ctx context.Context) (context.Context, error) {
@@ -461,8 +536,8 @@ func (a *App) resumeRestored() error {
 	}
 }
 
-// subtopologyInfo lists the real topics of each sub-topology for the
-// balancer.
+// subtopologyInfo lists the real topics and changelogs of each
+// sub-topology for the balancer.
 func (a *App) subtopologyInfo() []assign.Subtopology {
 	out := make([]assign.Subtopology, len(a.topo.subtopologies))
 	for i, st := range a.topo.subtopologies {
@@ -470,6 +545,13 @@ func (a *App) subtopologyInfo() []assign.Subtopology {
 		for _, src := range st.sources {
 			for _, t := range src.topics {
 				out[i].Topics = append(out[i].Topics, a.realTopic(t, src.internal))
+			}
+		}
+		for _, n := range st.nodes {
+			for _, spec := range n.storeSpecs {
+				if spec.logged {
+					out[i].Changelogs = append(out[i].Changelogs, changelogTopic(a.cfg.ApplicationID, spec.name))
+				}
 			}
 		}
 	}

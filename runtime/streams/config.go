@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -106,8 +107,44 @@ type Config struct {
 	MaxPollRecords int
 
 	// SessionTimeout is the group session timeout: how long the group
-	// waits for a silent member before moving its tasks. Default 10 s.
+	// waits for a silent member before moving its tasks, and so most of
+	// the time a crash takes to detect. Default 10 s (Kafka Streams' is
+	// 45 s); the embedded broker accepts values down to 500 ms. Members
+	// heartbeat every SessionTimeout/5, at most every 3 s, so that they
+	// also learn of a rebalance quickly.
 	SessionTimeout time.Duration
+
+	// StandbyReplicas is how many hot standby copies of each stateful
+	// task other instances keep, following its changelogs, so that a
+	// failover replays only what the standby had not applied. Default 0.
+	StandbyReplicas int
+
+	// AcceptableRecoveryLag is how many changelog records an instance may
+	// lack of a task and still count as caught up on it: the assignor
+	// gives a stateful task only to a caught-up instance when one exists,
+	// and warms the others up first. Default 10,000, as in Kafka Streams.
+	AcceptableRecoveryLag int64
+
+	// MaxWarmupReplicas bounds the warm-up replicas (standbys that
+	// restore a task's state on the instance that should run it) placed
+	// at once across the group. Default 2.
+	MaxWarmupReplicas int
+
+	// ProbingRebalanceInterval is how long after placing warm-ups the
+	// group rebalances again, to move the actives whose warm-ups caught
+	// up. Default 1 minute (Kafka Streams: 10 minutes; a Braid rebalance
+	// keeps every task's state open, so it costs little).
+	ProbingRebalanceInterval time.Duration
+
+	// ApplicationServer is the host:port where this instance answers
+	// interactive queries; every member learns the others' in the group
+	// metadata. Optional.
+	ApplicationServer string
+
+	// RackTags are this instance's rack or zone tags, e.g.
+	// {"zone": "eu-west-1a"}. When instances have tags, the assignor puts
+	// a task's standbys on instances whose tags differ from its active's.
+	RackTags map[string]string
 
 	// CacheMaxBytes bounds the record caches of all the instance's tasks
 	// together, like Kafka Streams' statestore.cache.max.bytes. Default
@@ -161,6 +198,15 @@ func (c Config) withDefaults() Config {
 	}
 	if c.SessionTimeout == 0 {
 		c.SessionTimeout = 10 * time.Second
+	}
+	if c.AcceptableRecoveryLag == 0 {
+		c.AcceptableRecoveryLag = 10_000
+	}
+	if c.MaxWarmupReplicas == 0 {
+		c.MaxWarmupReplicas = 2
+	}
+	if c.ProbingRebalanceInterval == 0 {
+		c.ProbingRebalanceInterval = time.Minute
 	}
 	if c.ReplicationFactor == 0 {
 		c.ReplicationFactor = -1
@@ -233,6 +279,30 @@ func (c Config) Validate() error {
 	}
 	if c.SessionTimeout < 0 {
 		bad("SessionTimeout", "%v is negative", c.SessionTimeout)
+	}
+	if c.StandbyReplicas < 0 {
+		bad("StandbyReplicas", "%d is negative", c.StandbyReplicas)
+	}
+	if c.AcceptableRecoveryLag < 0 {
+		bad("AcceptableRecoveryLag", "%d is negative", c.AcceptableRecoveryLag)
+	}
+	if c.MaxWarmupReplicas < 0 {
+		bad("MaxWarmupReplicas", "%d is negative", c.MaxWarmupReplicas)
+	}
+	if c.ProbingRebalanceInterval < 0 {
+		bad("ProbingRebalanceInterval", "%v is negative", c.ProbingRebalanceInterval)
+	}
+	if c.ApplicationServer != "" {
+		if _, port, err := net.SplitHostPort(c.ApplicationServer); err != nil {
+			bad("ApplicationServer", "%q is not host:port: %v", c.ApplicationServer, err)
+		} else if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+			bad("ApplicationServer", "%q: port %q is not a number from 1 to 65535", c.ApplicationServer, port)
+		}
+	}
+	for k := range c.RackTags {
+		if k == "" {
+			bad("RackTags", "a tag has an empty name")
+		}
 	}
 	if c.RepartitionPurgeInterval < 0 {
 		bad("RepartitionPurgeInterval", "%v is negative", c.RepartitionPurgeInterval)

@@ -167,7 +167,7 @@ func (d *TestDriver) createTasks() error {
 		}
 		for p := range n {
 			id := TaskID{Subtopology: st.id, Partition: int32(p)}
-			t, err := a.newTask(st, id)
+			t, err := a.newTask(st, id, nil)
 			if err != nil {
 				return err
 			}

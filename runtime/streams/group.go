@@ -39,11 +39,13 @@ func (a *App) startClient() error {
 		kgo.SeedBrokers(a.cfg.Brokers...),
 		kgo.ConsumerGroup(a.cfg.ApplicationID),
 		kgo.ConsumeTopics(topics...),
-		kgo.Balancers(assign.New(a.subtopologyInfo(), a.cfg.InstanceID)),
+		kgo.Balancers(a.newBalancer()),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 		kgo.DisableAutoCommit(),
 		kgo.BlockRebalanceOnPoll(),
 		kgo.SessionTimeout(a.cfg.SessionTimeout),
+		kgo.HeartbeatInterval(min(3*time.Second, a.cfg.SessionTimeout/5)),
+		kgo.WithContext(a.clientCtx),
 		kgo.OnPartitionsAssigned(a.onAssigned),
 		kgo.OnPartitionsRevoked(a.onRevoked),
 		kgo.OnPartitionsLost(a.onLost),
@@ -61,155 +63,47 @@ func (a *App) startClient() error {
 	return nil
 }
 
-// onAssigned creates the tasks of the newly assigned partitions.
-func (a *App) onAssigned(ctx context.Context, cl *kgo.Client, assigned map[string][]int32) {
-	a.client.Store(cl)
-	a.tasksMu.Lock()
-	var added []*task
-	for _, topic := range slices.Sorted(maps.Keys(assigned)) {
-		src, ok := a.sources[topic]
-		if !ok {
-			continue
-		}
-		st := a.topo.subtopologies[src.subtopology]
-		for _, p := range assigned[topic] {
-			id := TaskID{Subtopology: st.id, Partition: p}
-			t, ok := a.tasks[id]
-			if !ok {
-				var err error
-				if t, err = a.newTask(st, id); err != nil {
-					a.setAsyncError(&TaskFailedError{Task: id, Err: err})
-					continue
-				}
-				a.tasks[id] = t
-				added = append(added, t)
-			}
-			tp := TopicPartition{topic, p}
-			t.addPartition(tp, t.sources[src])
-			a.byTP[tp] = t.queues[len(t.queues)-1]
-			a.taskOf[tp] = t
-		}
+// newBalancer returns the group balancer: it tells the leader what state
+// this instance holds, and plans with the App's high-availability
+// settings when this instance leads.
+func (a *App) newBalancer() *assign.Balancer {
+	a.balancer = assign.New(assign.Options{
+		Subtopologies:         a.subtopologyInfo(),
+		Instance:              a.cfg.InstanceID,
+		Server:                a.cfg.ApplicationServer,
+		Tags:                  a.cfg.RackTags,
+		StandbyReplicas:       a.cfg.StandbyReplicas,
+		AcceptableRecoveryLag: a.cfg.AcceptableRecoveryLag,
+		MaxWarmupReplicas:     a.cfg.MaxWarmupReplicas,
+		ProbingInterval:       a.cfg.ProbingRebalanceInterval,
+		Held:                  a.heldState,
+		Ends:                  a.listEnds,
+		Warn:                  func(msg string) { a.log.Warn("assignment: " + msg) },
+	})
+	return a.balancer
+}
+
+// listEnds lists the end offsets of changelog topics for the balancer.
+func (a *App) listEnds(ctx context.Context, topics []string) (map[string]map[int32]int64, error) {
+	cl := a.kc()
+	if cl == nil {
+		return nil, errors.New("the client is not ready yet")
 	}
-	// One request for the end offsets of every new task's changelogs.
-	ends, err := changelogEnds(ctx, kadm.NewClient(cl), added)
+	listed, err := kadm.NewClient(cl).ListEndOffsets(ctx, topics...)
+	if err == nil {
+		err = listed.Error()
+	}
 	if err != nil {
-		a.setAsyncError(err)
+		return nil, err
 	}
-	for _, t := range added {
-		if err != nil {
-			break
+	out := make(map[string]map[int32]int64)
+	listed.Each(func(o kadm.ListedOffset) {
+		if out[o.Topic] == nil {
+			out[o.Topic] = make(map[int32]int64)
 		}
-		restoring, rerr := a.restoreStores(ctx, t, ends)
-		if rerr != nil {
-			a.setAsyncError(&TaskFailedError{Task: t.id, Err: rerr})
-			continue
-		}
-		if restoring {
-			cl.PauseFetchPartitions(t.partitionMap())
-		} else if err := t.start(); err != nil {
-			a.setAsyncError(&TaskFailedError{Task: t.id, Err: err})
-		}
-	}
-	a.publishStats()
-	a.tasksMu.Unlock()
-	for _, t := range added {
-		a.log.Info("task assigned", "task", t.id.String(), "partitions", fmt.Sprint(t.partitions()))
-		for _, h := range a.hooks.assigned {
-			h.OnTaskAssigned(a.taskEvent(t, true))
-		}
-	}
-	a.setState(Running)
-}
-
-func (a *App) taskEvent(t *task, clean bool) TaskEvent {
-	return TaskEvent{ApplicationID: a.cfg.ApplicationID, InstanceID: a.cfg.InstanceID, Task: t.id, Partitions: t.partitions(), Clean: clean}
-}
-
-// onRevoked commits what the revoked tasks processed, then drops them.
-// The protocol is eager: every rebalance revokes everything first.
-func (a *App) onRevoked(ctx context.Context, cl *kgo.Client, _ map[string][]int32) {
-	a.client.Store(cl)
-	a.enterRebalancing()
-	if err := a.commit(ctx); err != nil {
-		// The next owner reprocesses from the last commit: duplicates,
-		// never loss.
-		a.log.Warn("committing before revocation failed", "err", err)
-		a.reportError(TaskID{}, fmt.Errorf("committing before revocation: %w", err), false)
-	}
-	a.dropTasks(true)
-}
-
-// onLost drops the tasks without committing: another member may own them
-// already, and its commits must not be overwritten.
-func (a *App) onLost(_ context.Context, _ *kgo.Client, _ map[string][]int32) {
-	a.enterRebalancing()
-	a.dropTasks(false)
-}
-
-func (a *App) dropTasks(clean bool) {
-	a.tasksMu.Lock()
-	dropped := slices.SortedFunc(maps.Values(a.tasks), func(x, y *task) int {
-		return compareTaskIDs(x.id, y.id)
+		out[o.Topic][o.Partition] = o.Offset
 	})
-	clear(a.tasks)
-	clear(a.byTP)
-	clear(a.taskOf)
-	a.publishStats()
-	a.tasksMu.Unlock()
-	for _, t := range dropped {
-		if r := t.restoring; r != nil {
-			r.cancel()
-			<-r.done
-		}
-		t.closeStores()
-	}
-	for _, t := range dropped {
-		a.log.Info("task revoked", "task", t.id.String(), "clean", clean)
-		for _, h := range a.hooks.revoked {
-			h.OnTaskRevoked(a.taskEvent(t, clean))
-		}
-	}
-}
-
-func compareTaskIDs(x, y TaskID) int {
-	if x.Subtopology != y.Subtopology {
-		return x.Subtopology - y.Subtopology
-	}
-	return int(x.Partition - y.Partition)
-}
-
-// newTask opens the stores of sub-topology st for one task and
-// instantiates its processors.
-func (a *App) newTask(st *subtopology, id TaskID) (*task, error) {
-	t := &task{id: id, app: a, streamTime: -1, sources: make(map[*graphNode]*sourceProc), stores: make(map[string]*taskStore)}
-	for _, n := range st.nodes {
-		for _, spec := range n.storeSpecs {
-			ts, err := a.openStore(spec, id)
-			if err != nil {
-				t.closeStores()
-				return nil, err
-			}
-			t.stores[spec.name] = ts
-			t.storeList = append(t.storeList, ts)
-		}
-	}
-	procs := instantiate(st, t, func(n *graphNode, next []processor) processor {
-		keySerde, valueSerde := orDefault(n.keySerde, a.cfg.DefaultKeySerde), orDefault(n.valueSerde, a.cfg.DefaultValueSerde)
-		if cs, ok := valueSerde.(changeSerde); ok && cs.inner == nil {
-			valueSerde = changeSerde{inner: a.cfg.DefaultValueSerde}
-		}
-		if n.kind == sourceNode {
-			_, rawKeys := keySerde.(bytesSerde)
-			_, rawValues := valueSerde.(bytesSerde)
-			return &sourceProc{name: n.name, keySerde: keySerde, valueSerde: valueSerde, timestamps: n.timestamps, next: next,
-				rawKeys: rawKeys, rawValues: rawValues}
-		}
-		return &sinkProc{name: n.name, topic: a.realTopic(n.topic, n.internal), keySerde: keySerde, valueSerde: valueSerde}
-	})
-	for _, src := range st.sources {
-		t.sources[src] = procs[src].(*sourceProc)
-	}
-	return t, nil
+	return out, nil
 }
 
 // commit flushes everything produced so far and then commits the offsets
@@ -349,14 +243,15 @@ func (a *App) purgeRepartitions(ctx context.Context, committed map[TopicPartitio
 }
 
 // enterRebalancing marks a rebalance, unless the revocation is the App
-// leaving the group on shutdown.
-func (a *App) enterRebalancing() {
+// leaving the group on shutdown, which it reports.
+func (a *App) enterRebalancing() (leaving bool) {
 	a.mu.Lock()
-	leaving := a.state == PendingShutdown || a.state == Failed
+	leaving = a.state == PendingShutdown || a.state == Failed
 	a.mu.Unlock()
 	if !leaving {
 		a.setState(Rebalancing)
 	}
+	return leaving
 }
 
 // streamsPartitioner writes changelog records to the partition of their

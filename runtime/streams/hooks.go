@@ -5,7 +5,8 @@ import "time"
 // Hook is any value that implements one or more of the hook interfaces
 // below (TaskAssignedHook, TaskRevokedHook, CommitHook, StateChangeHook,
 // ErrorHook, RecordSkippedHook, RestoreHook, WindowClosedHook,
-// LateRecordHook, StreamTimeHook). The App calls each hook from its
+// LateRecordHook, StreamTimeHook, StandbyHook, TaskResumedHook,
+// FailoverHook). The App calls each hook from its
 // processing goroutine, so a hook must be fast and must never block: copy
 // what you need and hand it off.
 type Hook any
@@ -13,6 +14,20 @@ type Hook any
 // TaskAssignedHook is called when a task starts on this instance.
 type TaskAssignedHook interface {
 	OnTaskAssigned(TaskEvent)
+}
+
+// TaskResumedHook is called when a task that arrived on this instance
+// processes its first record here: the end of its move, whose cost the
+// event measures.
+type TaskResumedHook interface {
+	OnTaskResumed(TaskResumedEvent)
+}
+
+// FailoverHook is called by a Supervisor for every task that moved off an
+// instance it crashed or stopped, once the task processes again on its
+// new instance.
+type FailoverHook interface {
+	OnTaskFailedOver(FailoverEvent)
 }
 
 // TaskRevokedHook is called when a task stops on this instance, after its
@@ -116,6 +131,57 @@ type TaskEvent struct {
 	// Clean is false when the task was dropped without a commit because
 	// the instance lost its group membership.
 	Clean bool
+	// FromReplica says what the task was on this instance before it
+	// became active: "standby", "warm-up", or "" when it had no replica
+	// here.
+	FromReplica string
+	// LastRecord is when the task last processed a record here (zero if
+	// never); set on revocation.
+	LastRecord time.Time
+}
+
+// TaskResumedEvent describes the first record a task processed after it
+// arrived on this instance.
+type TaskResumedEvent struct {
+	ApplicationID string
+	InstanceID    string
+	Task          TaskID
+	// AssignedAt is when the assignment reached this instance,
+	// FirstRecordAt when the task processed its first record after it.
+	AssignedAt, FirstRecordAt time.Time
+	// Restored counts the changelog records replayed before processing.
+	Restored int64
+	// FromReplica: "standby", "warm-up" or "" (see TaskEvent).
+	FromReplica string
+}
+
+// FailoverEvent measures one task's move off a crashed or stopped
+// instance.
+type FailoverEvent struct {
+	ApplicationID string
+	Task          TaskID
+	// From is the instance that failed, To the one that took the task.
+	From, To string
+	// Cause is "crash" or "stop".
+	Cause string
+	// FailedAt is when the instance was crashed or asked to stop;
+	// LastRecordAt when it last processed a record of the task;
+	// AssignedAt when the new owner received the task; ResumedAt when
+	// it processed its first record.
+	FailedAt, LastRecordAt, AssignedAt, ResumedAt time.Time
+	// Detection is FailedAt to AssignedAt: the time the group took to
+	// notice and rebalance. Recovery is AssignedAt to ResumedAt: the new
+	// owner's restore and first fetch. Downtime is LastRecordAt to
+	// ResumedAt: how long no instance processed the task.
+	Detection, Recovery, Downtime time.Duration
+	// Restored counts the changelog records the new owner replayed;
+	// FromReplica says what it held before ("standby", "warm-up" or "").
+	Restored    int64
+	FromReplica string
+	// StandbyLag is the lag in records, at FailedAt, of the new owner's
+	// replica of the task, -1 when it had none; StandbyOffset is that
+	// replica's applied offset sum then.
+	StandbyLag, StandbyOffset int64
 }
 
 // CommitEvent describes one commit: the next offsets to consume, per
@@ -167,6 +233,9 @@ type hookSet struct {
 	closed   []WindowClosedHook
 	late     []LateRecordHook
 	time     []StreamTimeHook
+	standby  []StandbyHook
+	resumed  []TaskResumedHook
+	failover []FailoverHook
 }
 
 func newHookSet(hooks []Hook) hookSet {
@@ -202,6 +271,15 @@ func newHookSet(hooks []Hook) hookSet {
 		if h, ok := h.(StreamTimeHook); ok {
 			s.time = append(s.time, h)
 		}
+		if h, ok := h.(StandbyHook); ok {
+			s.standby = append(s.standby, h)
+		}
+		if h, ok := h.(TaskResumedHook); ok {
+			s.resumed = append(s.resumed, h)
+		}
+		if h, ok := h.(FailoverHook); ok {
+			s.failover = append(s.failover, h)
+		}
 	}
 	return s
 }
@@ -210,5 +288,5 @@ func newHookSet(hooks []Hook) hookSet {
 func implementsAny(h Hook) bool {
 	s := newHookSet([]Hook{h})
 	return len(s.assigned)+len(s.revoked)+len(s.commit)+len(s.state)+len(s.errs)+len(s.skipped)+len(s.restore)+
-		len(s.closed)+len(s.late)+len(s.time) > 0
+		len(s.closed)+len(s.late)+len(s.time)+len(s.standby)+len(s.resumed)+len(s.failover) > 0
 }

@@ -50,15 +50,22 @@ type restoration struct {
 }
 
 // changelogEnds lists, in one request, the end offsets of the changelogs
-// of tasks: the offsets their restores run to.
-func changelogEnds(ctx context.Context, adm *kadm.Client, tasks []*task) (kadm.ListedOffsets, error) {
+// of tasks and replicas: the offsets their restores run to, and where
+// replicas start to measure their lag.
+func changelogEnds(ctx context.Context, adm *kadm.Client, tasks []*task, replicas []*standbyTask) (kadm.ListedOffsets, error) {
 	var topics []string
-	for _, t := range tasks {
-		for _, st := range t.storeList {
+	add := func(stores []*taskStore) {
+		for _, st := range stores {
 			if st.changelog != "" && !slices.Contains(topics, st.changelog) {
 				topics = append(topics, st.changelog)
 			}
 		}
+	}
+	for _, t := range tasks {
+		add(t.storeList)
+	}
+	for _, sb := range replicas {
+		add(sb.stores)
 	}
 	if len(topics) == 0 {
 		return nil, nil
@@ -93,7 +100,7 @@ func (a *App) restoreStores(ctx context.Context, t *task, ends kadm.ListedOffset
 			// cannot be trusted and is rebuilt from what does.
 			a.log.Warn("store checkpoint is past its changelog's end; rebuilding the store",
 				"store", st.spec.name, "task", t.id.String(), "checkpoint", start, "changelog_end", end.Offset)
-			if err := a.rebuildStore(t, st); err != nil {
+			if err := a.rebuildStore(t.id, st); err != nil {
 				return false, err
 			}
 			start = 0
@@ -146,7 +153,7 @@ func (a *App) runRestore(ctx context.Context, t *task, stores []*storeRestore) e
 		kgo.FetchMaxBytes(64 << 20),
 		kgo.FetchMaxPartitionBytes(16 << 20),
 	}, a.cfg.ClientOptions...)
-	opts = append(opts, kgo.SeedBrokers(a.cfg.Brokers...), kgo.ConsumePartitions(parts))
+	opts = append(opts, kgo.SeedBrokers(a.cfg.Brokers...), kgo.ConsumePartitions(parts), kgo.WithContext(a.clientCtx))
 	cl, err := kgo.NewClient(opts...)
 	if err != nil {
 		return fmt.Errorf("creating restore client for task %s: %w", t.id, err)
@@ -205,6 +212,7 @@ func (a *App) runRestore(ctx context.Context, t *task, stores []*storeRestore) e
 				remaining--
 				a.restoreEvent(t, sr, "end")
 				sr.store.restored = sr.restored
+				t.restoredRecords += sr.restored
 				a.log.Info("restored store", "task", t.id.String(), "store", sr.store.spec.name,
 					"records", sr.restored, "took", time.Since(sr.began).Round(time.Millisecond))
 			}
@@ -287,15 +295,15 @@ func (st *taskStore) restoreEntry(r *kgo.Record) (e state.Entry, streamTime int6
 }
 
 // rebuildStore throws st's local state away and reopens it empty.
-func (a *App) rebuildStore(t *task, st *taskStore) error {
+func (a *App) rebuildStore(id TaskID, st *taskStore) error {
 	dir := st.db.Dir()
 	if err := st.db.Close(); err != nil {
-		return fmt.Errorf("closing store %q of task %s to rebuild it: %w", st.spec.name, t.id, err)
+		return fmt.Errorf("closing store %q of task %s to rebuild it: %w", st.spec.name, id, err)
 	}
 	if err := state.Destroy(dir); err != nil {
-		return fmt.Errorf("removing store %q of task %s: %w", st.spec.name, t.id, err)
+		return fmt.Errorf("removing store %q of task %s: %w", st.spec.name, id, err)
 	}
-	fresh, err := a.openStore(st.spec, t.id)
+	fresh, err := a.openStore(st.spec, id)
 	if err != nil {
 		return err
 	}

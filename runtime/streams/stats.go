@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"slices"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 )
@@ -15,6 +16,8 @@ type Stats struct {
 	InstanceID    string
 	State         State
 	Tasks         []TaskStats
+	// Standbys are the standby and warm-up replicas kept here.
+	Standbys []StandbyStats
 }
 
 // TaskStats is a snapshot of one active task.
@@ -28,7 +31,9 @@ type TaskStats struct {
 	Processed, Skipped int64
 	// Restoring is true while the task's stores catch up with their
 	// changelogs; the task processes nothing until then.
-	Restoring  bool
+	Restoring bool
+	// LastRecord is when the task last processed a record here.
+	LastRecord time.Time
 	Partitions []PartitionStats
 	Stores     []StoreStats
 }
@@ -62,9 +67,10 @@ type PartitionStats struct {
 // Stats returns a copy of the App's current state. It is updated after
 // every processed batch of records and every task change.
 func (a *App) Stats() Stats {
+	standbys := a.standby.stats()
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	s := Stats{ApplicationID: a.cfg.ApplicationID, InstanceID: a.cfg.InstanceID, State: a.state}
+	s := Stats{ApplicationID: a.cfg.ApplicationID, InstanceID: a.cfg.InstanceID, State: a.state, Standbys: standbys}
 	s.Tasks = make([]TaskStats, len(a.stats))
 	for i, ts := range a.stats {
 		ts.Partitions = slices.Clone(ts.Partitions)
@@ -86,7 +92,8 @@ func (a *App) publishStats() {
 func (a *App) snapshotTasks() []TaskStats {
 	out := make([]TaskStats, 0, len(a.tasks))
 	for _, t := range a.tasks {
-		ts := TaskStats{ID: t.id, StreamTime: t.streamTime, Processed: t.processed, Skipped: t.skipped, Restoring: t.restoring != nil}
+		ts := TaskStats{ID: t.id, StreamTime: t.streamTime, Processed: t.processed, Skipped: t.skipped, Restoring: t.restoring != nil,
+			LastRecord: t.lastRecordAt}
 		for _, st := range t.storeList {
 			ss := StoreStats{Name: st.spec.name, Changelog: st.changelog,
 				CheckpointOffset: st.db.Checkpoint().ChangelogOffset, Cached: len(st.order)}

@@ -3,6 +3,7 @@ package streams
 import (
 	"fmt"
 	"strconv"
+	"time"
 
 	"github.com/braidstream/braid/runtime/internal/bytebox"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -135,8 +136,20 @@ type task struct {
 	// cacheBytes is what the stores' record caches hold together.
 	cacheBytes int
 	// restoring is set while the stores catch up with their changelogs;
-	// the task processes nothing until then.
-	restoring *restoration
+	// the task processes nothing until then. interrupted marks a task
+	// suspended mid-restore, which restores again if it stays.
+	restoring   *restoration
+	interrupted bool
+
+	// For failover measurements: when this instance received the task,
+	// from which replica ("standby", "warm-up" or ""), how many changelog
+	// records it restored before processing, when it last processed a
+	// record, and whether it has reported its first since arriving.
+	assignedAt      time.Time
+	replica         string
+	restoredRecords int64
+	lastRecordAt    time.Time
+	resumed         bool
 
 	// streamTime is the largest timestamp processed, -1 before the first.
 	streamTime int64
@@ -189,6 +202,7 @@ func (t *task) processAvailable() error {
 	if len(t.app.hooks.time) > 0 {
 		defer t.reportStreamTime(t.streamTime)
 	}
+	defer t.noteProcessed(t.processed)
 	for q := t.nextQueue(); q != nil; q = t.nextQueue() {
 		raw := q.peekRaw()
 		t.current = raw
@@ -223,6 +237,24 @@ func (t *task) processAvailable() error {
 	}
 	t.current = nil
 	return nil
+}
+
+// noteProcessed stamps the time of the last processed record, once per
+// batch, and reports the first record of a task that arrived here.
+func (t *task) noteProcessed(before int64) {
+	if t.processed == before {
+		return
+	}
+	t.lastRecordAt = time.Now()
+	if t.resumed || t.assignedAt.IsZero() {
+		return
+	}
+	t.resumed = true
+	ev := TaskResumedEvent{ApplicationID: t.app.cfg.ApplicationID, InstanceID: t.app.cfg.InstanceID, Task: t.id,
+		AssignedAt: t.assignedAt, FirstRecordAt: t.lastRecordAt, Restored: t.restoredRecords, FromReplica: t.replica}
+	for _, h := range t.app.hooks.resumed {
+		h.OnTaskResumed(ev)
+	}
 }
 
 // processingError wraps err, returned by processor node, with the record
@@ -341,12 +373,7 @@ func (t *task) flushStores() error {
 
 // closeStores closes the task's stores; pending writes not committed are
 // dropped, and the changelog brings them back on the next restore.
-func (t *task) closeStores() {
-	for _, st := range t.storeList {
-		st.db.Abort()
-		st.db.Close()
-	}
-}
+func (t *task) closeStores() { closeTaskStores(t.storeList) }
 
 // checkpointStreamTime is the largest stream time the task's stores
 // checkpointed: stream time survives a restart or a move with the state.

@@ -41,7 +41,7 @@ func mergeTask(t *testing.T, handling ErrorHandling, valueSerde Serde) (*task, *
 	cfg := Config{ApplicationID: "white-box", Brokers: []string{"unused:9092"}, DeserializationErrors: handling, Hooks: []Hook{skipLog{log}}}.withDefaults()
 	a := &App{cfg: cfg, log: slog.New(slog.NewTextHandler(io.Discard, nil)), hooks: newHookSet(cfg.Hooks)}
 	st := topo.subtopologies[0]
-	tk, err := a.newTask(st, TaskID{0, 0})
+	tk, err := a.newTask(st, TaskID{0, 0}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

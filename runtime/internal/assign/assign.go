@@ -1,32 +1,45 @@
 // Package assign is Braid's group balancer: it assigns tasks, not
-// partitions, to the members of an application's consumer group.
+// partitions, to the members of an application's consumer group, and
+// with them standby and warm-up replicas.
 //
 // A task is one sub-topology's partition number; all input partitions of a
 // task must go to the same member, which none of Kafka's partition
-// assignors guarantee. The balancer keeps tasks where they were (sticky)
-// as far as balance allows, and balances the task count per member to
-// within one. It speaks the classic consumer protocol: members send
-// kmsg.ConsumerMemberMetadata with their owned partitions, and receive a
-// kmsg.ConsumerMemberAssignment.
+// assignors guarantee. The leader plans with MakePlan, a pure function
+// modelled on Kafka Streams' high-availability assignor: balanced sticky
+// actives, placed on members that are caught up on their state, standbys
+// never beside their active and spread over rack tags, and warm-ups where
+// an active should move once they have caught up.
+//
+// It speaks the classic consumer protocol, so that any Kafka broker runs
+// it: members send kmsg.ConsumerMemberMetadata whose user data says what
+// state they hold (see memberInfo), and receive a
+// kmsg.ConsumerMemberAssignment whose partitions are their active tasks'
+// and whose user data carries the rest of the plan (see assignmentInfo).
 package assign
 
 import (
 	"cmp"
+	"context"
+	"encoding/json"
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// ProtocolName is the group protocol name members agree on.
-const ProtocolName = "braid-tasks-v1"
-
-// Subtopology lists the (real) topics one sub-topology reads.
+// Subtopology lists the real topics one sub-topology reads and the
+// changelogs of its stores. A sub-topology without changelogs is
+// stateless: its tasks need no caught-up member and get no standbys.
 type Subtopology struct {
-	ID     int
-	Topics []string
+	ID         int
+	Topics     []string
+	Changelogs []string
 }
 
 // Task is one sub-topology's partition number.
@@ -37,21 +50,62 @@ type Task struct {
 
 func (t Task) String() string { return fmt.Sprintf("%d_%d", t.Subtopology, t.Partition) }
 
-// Balancer implements kgo.GroupBalancer for one topology.
+// ProtocolName is the group protocol name members agree on. The version
+// moves with the layout of the user data below.
+const ProtocolName = "braid-tasks-v2"
+
+// infoVersion is the version of memberInfo and assignmentInfo.
+const infoVersion = 2
+
+// Options configure a Balancer.
+type Options struct {
+	Subtopologies []Subtopology
+
+	// Instance, Server and Tags describe this member to the leader.
+	Instance string
+	Server   string
+	Tags     map[string]string
+
+	StandbyReplicas       int
+	AcceptableRecoveryLag int64
+	MaxWarmupReplicas     int
+	// ProbingInterval is how long after an assignment with warm-ups the
+	// leader asks for the probing rebalance.
+	ProbingInterval time.Duration
+
+	// Held is called when the member joins: the tasks it ran actively
+	// until now, and the changelog offset sum of every task whose state
+	// it holds.
+	Held func() (active []Task, offsets map[Task]int64)
+	// Ends is called on the leader: the end offsets of the given
+	// changelog topics, by topic and partition.
+	Ends func(ctx context.Context, topics []string) (map[string]map[int32]int64, error)
+	// Warn receives what the leader could not do (standbys without room,
+	// unknown end offsets). May be nil.
+	Warn func(msg string)
+}
+
+// Balancer implements kgo.GroupBalancer for one topology: the leader
+// plans actives, standbys and warm-ups with MakePlan.
 type Balancer struct {
-	subtopologies []Subtopology
-	byID          map[int]Subtopology
-	bySource      map[string]int
-	instance      string
+	opts     Options
+	byID     map[int]Subtopology
+	bySource map[string]int
+
+	// mu guards last and probe. franz-go's group goroutine writes them
+	// (probe when this member leads a rebalance, last when its SyncGroup
+	// response arrives); the App reads last in its assignment callback.
+	mu    sync.Mutex
+	last  Assignment
+	probe time.Duration
 }
 
 var _ kgo.GroupBalancer = (*Balancer)(nil)
 
-// New returns a balancer for the given sub-topologies; instance names the
-// member in its join metadata.
-func New(subtopologies []Subtopology, instance string) *Balancer {
-	b := &Balancer{subtopologies: subtopologies, byID: make(map[int]Subtopology), bySource: make(map[string]int), instance: instance}
-	for _, st := range subtopologies {
+// New returns a balancer for opts.
+func New(opts Options) *Balancer {
+	b := &Balancer{opts: opts, byID: make(map[int]Subtopology), bySource: make(map[string]int)}
+	for _, st := range opts.Subtopologies {
 		b.byID[st.ID] = st
 		for _, t := range st.Topics {
 			b.bySource[t] = st.ID
@@ -60,32 +114,120 @@ func New(subtopologies []Subtopology, instance string) *Balancer {
 	return b
 }
 
+// Assignment is what one member received in the last rebalance.
+type Assignment struct {
+	Active, Standby, Warmup []Task
+	// ProbeAfter, when positive, asks this member (the leader) to trigger
+	// a probing rebalance after that long.
+	ProbeAfter time.Duration
+	// Group is every member's assignment, for routing queries and for
+	// showing where each task and its replicas live.
+	Group []MemberAssignment
+}
+
+// MemberAssignment is one member's share of an assignment.
+type MemberAssignment struct {
+	Instance string            `json:"instance"`
+	Server   string            `json:"server,omitempty"`
+	Tags     map[string]string `json:"tags,omitempty"`
+	Active   []Task            `json:"active,omitempty"`
+	Standby  []Task            `json:"standby,omitempty"`
+	Warmup   []Task            `json:"warmup,omitempty"`
+}
+
+// Last returns the assignment of the last completed rebalance.
+func (b *Balancer) Last() Assignment {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.last
+}
+
+// MarshalText writes a task as "1_3", so that it can key JSON maps.
+func (t Task) MarshalText() ([]byte, error) { return []byte(t.String()), nil }
+
+// UnmarshalText reads "1_3".
+func (t *Task) UnmarshalText(b []byte) error {
+	st, p, ok := strings.Cut(string(b), "_")
+	sub, err1 := strconv.Atoi(st)
+	part, err2 := strconv.ParseInt(p, 10, 32)
+	if !ok || err1 != nil || err2 != nil || sub < 0 || part < 0 {
+		return fmt.Errorf("task id %q is not <subtopology>_<partition>", b)
+	}
+	*t = Task{Subtopology: sub, Partition: int32(part)}
+	return nil
+}
+
+// memberInfo is the user data of a member's join metadata.
+type memberInfo struct {
+	Version  int               `json:"v"`
+	Instance string            `json:"instance"`
+	Server   string            `json:"server,omitempty"`
+	Tags     map[string]string `json:"tags,omitempty"`
+	Active   []Task            `json:"active,omitempty"`
+	Offsets  map[Task]int64    `json:"offsets,omitempty"`
+}
+
+// assignmentInfo is the user data of a member's assignment; its active
+// partitions travel in the assignment proper.
+type assignmentInfo struct {
+	Version int                `json:"v"`
+	Active  []Task             `json:"active,omitempty"`
+	Standby []Task             `json:"standby,omitempty"`
+	Warmup  []Task             `json:"warmup,omitempty"`
+	Group   []MemberAssignment `json:"group,omitempty"`
+}
+
 // ProtocolName implements kgo.GroupBalancer.
 func (*Balancer) ProtocolName() string { return ProtocolName }
 
-// IsCooperative implements kgo.GroupBalancer: the protocol is eager, so
-// every member commits and drops its tasks before a new assignment.
+// IsCooperative implements kgo.GroupBalancer: the protocol is eager.
+// Every member commits and suspends its tasks before a rebalance, keeping
+// their stores open, so a task that stays put resumes at once and only
+// moved tasks pay for the move.
 func (*Balancer) IsCooperative() bool { return false }
 
 // JoinGroupMetadata implements kgo.GroupBalancer.
-func (b *Balancer) JoinGroupMetadata(topics []string, current map[string][]int32, generation int32) []byte {
+func (b *Balancer) JoinGroupMetadata(topics []string, _ map[string][]int32, generation int32) []byte {
+	b.mu.Lock()
+	b.probe = 0 // set again by Balance if this member leads this rebalance
+	b.mu.Unlock()
+	info := memberInfo{Version: infoVersion, Instance: b.opts.Instance, Server: b.opts.Server, Tags: b.opts.Tags}
+	if b.opts.Held != nil {
+		info.Active, info.Offsets = b.opts.Held()
+	}
+	data, _ := json.Marshal(info) // maps and slices of plain values: cannot fail
 	meta := kmsg.NewConsumerMemberMetadata()
 	meta.Version = 2
 	meta.Topics = topics
 	meta.Generation = generation
-	meta.UserData = []byte(b.instance)
-	for _, topic := range slices.Sorted(maps.Keys(current)) {
-		owned := kmsg.NewConsumerMemberMetadataOwnedPartition()
-		owned.Topic = topic
-		owned.Partitions = current[topic]
-		meta.OwnedPartitions = append(meta.OwnedPartitions, owned)
-	}
+	meta.UserData = data
 	return meta.AppendTo(nil)
 }
 
-// ParseSyncAssignment implements kgo.GroupBalancer.
-func (*Balancer) ParseSyncAssignment(assignment []byte) (map[string][]int32, error) {
-	return kgo.ParseConsumerSyncAssignment(assignment)
+// ParseSyncAssignment implements kgo.GroupBalancer, keeping the standby
+// and warm-up lists for Last.
+func (b *Balancer) ParseSyncAssignment(assignment []byte) (map[string][]int32, error) {
+	var a kmsg.ConsumerMemberAssignment
+	if err := a.ReadFrom(assignment); err != nil {
+		return nil, fmt.Errorf("reading assignment: %w", err)
+	}
+	parts := make(map[string][]int32, len(a.Topics))
+	for _, t := range a.Topics {
+		parts[t.Topic] = t.Partitions
+	}
+	var info assignmentInfo
+	if len(a.UserData) > 0 {
+		if err := json.Unmarshal(a.UserData, &info); err != nil {
+			return nil, fmt.Errorf("reading assignment user data: %w", err)
+		}
+	}
+	if info.Version != infoVersion && len(a.UserData) > 0 {
+		return nil, fmt.Errorf("reading assignment: user data version %d, want %d", info.Version, infoVersion)
+	}
+	b.mu.Lock()
+	b.last = Assignment{Active: info.Active, Standby: info.Standby, Warmup: info.Warmup, ProbeAfter: b.probe, Group: info.Group}
+	b.mu.Unlock()
+	return parts, nil
 }
 
 // MemberBalancer implements kgo.GroupBalancer.
@@ -97,11 +239,40 @@ func (b *Balancer) MemberBalancer(members []kmsg.JoinGroupResponseMember) (kgo.G
 	return cb, cb.MemberTopics(), nil
 }
 
-// Balance implements kgo.ConsumerBalancerBalance: it turns partition
-// counts into tasks, assigns them and returns the partition plan.
+// Balance implements kgo.ConsumerBalancerBalance: it plans tasks over the
+// members and returns each member's active partitions with its plan.
 func (b *Balancer) Balance(cb *kgo.ConsumerBalancer, partitions map[string]int32) kgo.IntoSyncAssignment {
+	in := PlanInput{
+		Tasks:                 b.tasks(partitions),
+		StandbyReplicas:       b.opts.StandbyReplicas,
+		AcceptableRecoveryLag: b.opts.AcceptableRecoveryLag,
+		MaxWarmupReplicas:     b.opts.MaxWarmupReplicas,
+	}
+	infos := make(map[string]memberInfo)
+	cb.EachMember(func(m *kmsg.JoinGroupResponseMember, meta *kmsg.ConsumerMemberMetadata) {
+		var info memberInfo
+		if err := json.Unmarshal(meta.UserData, &info); err != nil || info.Version != infoVersion {
+			// A member of another Braid version: it still gets tasks,
+			// as one with no state.
+			b.warn(fmt.Sprintf("member %s sent join metadata this version cannot read; it is treated as holding no state", m.MemberID))
+			info = memberInfo{Instance: m.MemberID}
+		}
+		infos[m.MemberID] = info
+		in.Members = append(in.Members, PlanMember{ID: m.MemberID, PrevActive: info.Active, Offsets: info.Offsets, Tags: info.Tags})
+	})
+	in.Ends = b.ends(in.Tasks, in.Members)
+	plan := MakePlan(in)
+	for _, w := range plan.Warnings {
+		b.warn(w)
+	}
+	return b.syncPlan(cb, plan, infos, partitions)
+}
+
+// tasks lists the topology's tasks for the source partition counts: a
+// sub-topology has as many tasks as its widest source topic.
+func (b *Balancer) tasks(partitions map[string]int32) []Task {
 	var tasks []Task
-	for _, st := range b.subtopologies {
+	for _, st := range b.opts.Subtopologies {
 		var n int32
 		for _, t := range st.Topics {
 			n = max(n, partitions[t])
@@ -110,119 +281,110 @@ func (b *Balancer) Balance(cb *kgo.ConsumerBalancer, partitions map[string]int32
 			tasks = append(tasks, Task{st.ID, p})
 		}
 	}
-	var members []Member
-	cb.EachMember(func(m *kmsg.JoinGroupResponseMember, meta *kmsg.ConsumerMemberMetadata) {
-		mem := Member{ID: m.MemberID}
-		for _, owned := range meta.OwnedPartitions {
-			st, ok := b.bySource[owned.Topic]
+	return tasks
+}
+
+// ends sums the end offsets of each stateful task's changelog partitions.
+// When they cannot be listed, the best offset any member holds stands in
+// for the end, so that placement still favours the most state.
+func (b *Balancer) ends(tasks []Task, members []PlanMember) map[Task]int64 {
+	var topics []string
+	for _, st := range b.opts.Subtopologies {
+		topics = append(topics, st.Changelogs...)
+	}
+	if len(topics) == 0 {
+		return nil
+	}
+	var listed map[string]map[int32]int64
+	var err error
+	if b.opts.Ends != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		listed, err = b.opts.Ends(ctx, topics)
+		cancel()
+	}
+	if err != nil {
+		b.warn(fmt.Sprintf("listing changelog end offsets: %v; placing tasks by the state members hold", err))
+	}
+	out := make(map[Task]int64)
+	for _, t := range tasks {
+		st := b.byID[t.Subtopology]
+		if len(st.Changelogs) == 0 {
+			continue
+		}
+		if listed == nil {
+			for _, m := range members {
+				out[t] = max(out[t], m.Offsets[t])
+			}
+			continue
+		}
+		for _, topic := range st.Changelogs {
+			out[t] += listed[topic][t.Partition]
+		}
+	}
+	return out
+}
+
+func (b *Balancer) warn(msg string) {
+	if b.opts.Warn != nil {
+		b.opts.Warn(msg)
+	}
+}
+
+// syncPlan turns the plan into each member's assignment: its active
+// tasks' partitions, and the plan itself in the user data.
+func (b *Balancer) syncPlan(cb *kgo.ConsumerBalancer, plan Plan, infos map[string]memberInfo, partitions map[string]int32) kgo.IntoSyncAssignment {
+	var group []MemberAssignment
+	for _, id := range slices.Sorted(maps.Keys(plan.Members)) {
+		mp, info := plan.Members[id], infos[id]
+		group = append(group, MemberAssignment{Instance: info.Instance, Server: info.Server, Tags: info.Tags,
+			Active: mp.Active, Standby: mp.Standby, Warmup: mp.Warmup})
+	}
+	slices.SortFunc(group, func(x, y MemberAssignment) int { return cmp.Compare(x.Instance, y.Instance) })
+	if plan.Probe {
+		// The leader alone probes: one rebalance serves the group.
+		b.mu.Lock()
+		b.probe = max(time.Millisecond, b.opts.ProbingInterval)
+		b.mu.Unlock()
+	}
+	out := make(syncAssignments, len(plan.Members))
+	for i := range cb.Members() {
+		m, _ := cb.MemberAt(i)
+		mp := plan.Members[m.MemberID]
+		if mp == nil {
+			mp = &MemberPlan{}
+		}
+		var a kmsg.ConsumerMemberAssignment
+		for _, topic := range slices.Sorted(maps.Keys(partitions)) {
+			st, ok := b.bySource[topic]
 			if !ok {
 				continue
 			}
-			for _, p := range owned.Partitions {
-				mem.Owned = append(mem.Owned, Task{st, p})
-			}
-		}
-		members = append(members, mem)
-	})
-	assigned := Assign(members, tasks)
-
-	plan := cb.NewPlan()
-	for i := range cb.Members() {
-		m, _ := cb.MemberAt(i)
-		for _, task := range assigned[m.MemberID] {
-			for _, topic := range b.byID[task.Subtopology].Topics {
-				if task.Partition < partitions[topic] {
-					plan.AddPartition(m, topic, task.Partition)
+			var ps []int32
+			for _, t := range mp.Active {
+				if t.Subtopology == st && t.Partition < partitions[topic] {
+					ps = append(ps, t.Partition)
 				}
 			}
+			if len(ps) > 0 {
+				a.Topics = append(a.Topics, kmsg.ConsumerMemberAssignmentTopic{Topic: topic, Partitions: ps})
+			}
 		}
+		info := assignmentInfo{Version: infoVersion, Active: mp.Active, Standby: mp.Standby, Warmup: mp.Warmup, Group: group}
+		a.UserData, _ = json.Marshal(info)
+		out[m.MemberID] = a.AppendTo(nil)
 	}
-	return plan
+	return out
 }
 
-// Member is a group member and the tasks it owned before this rebalance.
-type Member struct {
-	ID    string
-	Owned []Task
-}
+// syncAssignments is a finished plan: member id to encoded assignment.
+type syncAssignments map[string][]byte
 
-// Assign gives every task to exactly one member. Task counts per member
-// differ by at most one; within that bound each member keeps the tasks it
-// owned. The result is deterministic for the same input.
-func Assign(members []Member, tasks []Task) map[string][]Task {
-	out := make(map[string][]Task, len(members))
-	if len(members) == 0 {
-		return out
-	}
-	members = slices.Clone(members)
-	slices.SortFunc(members, func(a, b Member) int { return cmp.Compare(a.ID, b.ID) })
-	exists := make(map[Task]bool, len(tasks))
-	for _, t := range tasks {
-		exists[t] = true
-	}
-	floor, extra := len(tasks)/len(members), len(tasks)%len(members)
-	taken := make(map[Task]bool, len(tasks))
-
-	// Keep owned tasks up to the floor, then let members keep one more
-	// while extra slots remain, so stickiness never costs balance.
-	keep := func(m Member, limit int) {
-		for _, t := range m.Owned {
-			if len(out[m.ID]) >= limit {
-				return
-			}
-			if exists[t] && !taken[t] {
-				taken[t] = true
-				out[m.ID] = append(out[m.ID], t)
-			}
-		}
-	}
-	for _, m := range members {
-		keep(m, floor)
-	}
-	for _, m := range members {
-		if extra == 0 {
-			break
-		}
-		if len(out[m.ID]) == floor {
-			before := len(out[m.ID])
-			keep(m, floor+1)
-			if len(out[m.ID]) > before {
-				extra--
-			}
-		}
-	}
-
-	// Hand out the rest to the least loaded member that has room, one
-	// sub-topology after another, so that each sub-topology's tasks spread
-	// over the members.
-	var rest []Task
-	for _, t := range tasks {
-		if !taken[t] {
-			rest = append(rest, t)
-		}
-	}
-	slices.SortFunc(rest, func(a, b Task) int {
-		return cmp.Or(cmp.Compare(a.Subtopology, b.Subtopology), cmp.Compare(a.Partition, b.Partition))
-	})
-	for _, t := range rest {
-		best := -1
-		for i, m := range members {
-			n := len(out[m.ID])
-			room := n < floor || (n == floor && extra > 0)
-			if room && (best < 0 || n < len(out[members[best].ID])) {
-				best = i
-			}
-		}
-		id := members[best].ID
-		if len(out[id]) == floor {
-			extra--
-		}
-		out[id] = append(out[id], t)
-	}
-	for id := range out {
-		slices.SortFunc(out[id], func(a, b Task) int {
-			return cmp.Or(cmp.Compare(a.Subtopology, b.Subtopology), cmp.Compare(a.Partition, b.Partition))
-		})
+func (s syncAssignments) IntoSyncAssignment() []kmsg.SyncGroupRequestGroupAssignment {
+	out := make([]kmsg.SyncGroupRequestGroupAssignment, 0, len(s))
+	for _, id := range slices.Sorted(maps.Keys(s)) {
+		a := kmsg.NewSyncGroupRequestGroupAssignment()
+		a.MemberID, a.MemberAssignment = id, s[id]
+		out = append(out, a)
 	}
 	return out
 }

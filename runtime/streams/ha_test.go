@@ -1,0 +1,368 @@
+package streams_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/braidstream/braid/runtime/broker"
+	"github.com/braidstream/braid/runtime/streams"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// haGroup is three supervised instances counting clicks under steady
+// input, with every failover and restore recorded.
+type haGroup struct {
+	t       *testing.T
+	b       *broker.Broker
+	sup     *streams.Supervisor
+	events  *haEvents
+	session time.Duration
+
+	// truth counts what the producer wrote per user; the producer
+	// goroutine writes it until stopInput returns.
+	truthMu   sync.Mutex
+	truth     map[string]int64
+	stopInput func()
+}
+
+const haPartitions, haUsers = 6, 60
+
+func startHAGroup(t *testing.T, app string, standbys int) *haGroup {
+	b := startBroker(t)
+	createTopic(t, b, "clicks", haPartitions)
+	createTopic(t, b, "click-counts", haPartitions)
+	g := &haGroup{t: t, b: b, events: &haEvents{}, session: 3 * time.Second, truth: make(map[string]int64)}
+	cfg := testConfig(b, app)
+	cfg.StateDir = t.TempDir()
+	cfg.SessionTimeout = g.session
+	cfg.StandbyReplicas = standbys
+	cfg.Hooks = []streams.Hook{g.events}
+	sup, err := streams.NewSupervisor(countTopology(t, false), streams.SupervisorConfig{Config: cfg, Instances: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.sup = sup
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- sup.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("supervisor: %v", err)
+		}
+	})
+	// A changelog of thousands of records per task, so that a full
+	// restore and a standby's tail differ.
+	g.produce(0, 30_000)
+	g.startInput()
+	waitFor(t, 60*time.Second, "all tasks running and replicas placed", func() bool {
+		return g.settled(standbys)
+	})
+	waitFor(t, 60*time.Second, "the backlog processed", func() bool { return g.countsReach(30_000) })
+	return g
+}
+
+// produce writes clicks number from..from+n-1, user i%haUsers, and counts
+// them in the truth.
+func (g *haGroup) produce(from, n int) {
+	recs := make([]*kgo.Record, 0, n)
+	g.truthMu.Lock()
+	for i := from; i < from+n; i++ {
+		user := fmt.Sprintf("user-%02d", i%haUsers)
+		g.truth[user]++
+		recs = append(recs, &kgo.Record{Topic: "clicks", Key: []byte(user), Value: []byte("click")})
+	}
+	g.truthMu.Unlock()
+	produce(g.t, g.b, recs...)
+}
+
+// startInput produces 60 clicks every 20 ms until stopInput.
+func (g *haGroup) startInput() {
+	stop, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		tick := time.NewTicker(20 * time.Millisecond)
+		defer tick.Stop()
+		for i := 30_000; ; i += 60 {
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+				g.produce(i, 60)
+			}
+		}
+	}()
+	var once sync.Once
+	g.stopInput = func() { once.Do(func() { close(stop); <-done }) }
+	g.t.Cleanup(g.stopInput)
+}
+
+// settled reports whether every task is active on exactly one running
+// instance, restored, and has its standbys.
+func (g *haGroup) settled(standbys int) bool {
+	active, replicas := map[streams.TaskID]int{}, map[streams.TaskID]int{}
+	running := 0
+	for _, in := range g.sup.Instances() {
+		if in.State != streams.InstanceRunning {
+			continue
+		}
+		running++
+		if in.Stats.State != streams.Running {
+			return false
+		}
+		for _, ts := range in.Stats.Tasks {
+			if ts.Restoring {
+				return false
+			}
+			active[ts.ID]++
+		}
+		for _, sb := range in.Stats.Standbys {
+			if !sb.Warmup {
+				replicas[sb.ID]++
+			}
+		}
+	}
+	if len(active) != haPartitions {
+		return false
+	}
+	for id, n := range active {
+		if n != 1 || replicas[id] != min(standbys, running-1) {
+			return false
+		}
+	}
+	return true
+}
+
+// counts returns each user's count, from whichever instance runs it.
+func (g *haGroup) counts() map[string]int64 {
+	out := make(map[string]int64)
+	for u := range haUsers {
+		user := fmt.Sprintf("user-%02d", u)
+		if v, ok, err := g.sup.Get("clicks-per-user", user); err == nil && ok {
+			out[user] = v.(int64)
+		}
+	}
+	return out
+}
+
+// countsReach reports whether the counts add up to at least n clicks.
+func (g *haGroup) countsReach(n int64) bool {
+	var total int64
+	for _, c := range g.counts() {
+		total += c
+	}
+	return total >= n
+}
+
+// activeOn returns the tasks instance id runs.
+func (g *haGroup) activeOn(id string) []streams.TaskID {
+	for _, in := range g.sup.Instances() {
+		if in.ID == id {
+			var out []streams.TaskID
+			for _, ts := range in.Stats.Tasks {
+				out = append(out, ts.ID)
+			}
+			return out
+		}
+	}
+	return nil
+}
+
+// failovers waits for a failover event for every task in tasks.
+func (g *haGroup) failovers(tasks []streams.TaskID, timeout time.Duration) map[streams.TaskID]streams.FailoverEvent {
+	g.t.Helper()
+	var got map[streams.TaskID]streams.FailoverEvent
+	waitFor(g.t, timeout, fmt.Sprintf("failover events for tasks %v", tasks), func() bool {
+		got = g.events.failoversOf(tasks)
+		return len(got) == len(tasks)
+	})
+	return got
+}
+
+// checkNoLoss stops the input and waits until every user's count is at
+// least the truth, then reports how many clicks were counted twice.
+func (g *haGroup) checkNoLoss() {
+	g.t.Helper()
+	g.stopInput()
+	g.truthMu.Lock()
+	truth := make(map[string]int64, len(g.truth))
+	for k, v := range g.truth {
+		truth[k] = v
+	}
+	g.truthMu.Unlock()
+	var last map[string]int64
+	waitFor(g.t, 60*time.Second, "every count at least its truth", func() bool {
+		last = g.counts()
+		for user, n := range truth {
+			if last[user] < n {
+				return false
+			}
+		}
+		return true
+	})
+	var dup int64
+	for user, n := range truth {
+		dup += last[user] - n
+	}
+	g.t.Logf("at-least-once: %d clicks counted twice after the failover", dup)
+}
+
+// haEvents records failovers and restores.
+type haEvents struct {
+	mu        sync.Mutex
+	failover  []streams.FailoverEvent
+	restores  []streams.RestoreEvent
+	standbyUp int
+}
+
+func (h *haEvents) OnTaskFailedOver(ev streams.FailoverEvent) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.failover = append(h.failover, ev)
+}
+func (h *haEvents) OnRestoreStart(streams.RestoreEvent)    {}
+func (h *haEvents) OnRestoreProgress(streams.RestoreEvent) {}
+func (h *haEvents) OnRestoreEnd(ev streams.RestoreEvent) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.restores = append(h.restores, ev)
+}
+
+func (h *haEvents) failoversOf(tasks []streams.TaskID) map[streams.TaskID]streams.FailoverEvent {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	out := make(map[streams.TaskID]streams.FailoverEvent)
+	for _, ev := range h.failover {
+		for _, id := range tasks {
+			if ev.Task == id {
+				out[id] = ev
+			}
+		}
+	}
+	return out
+}
+
+// restoreOf returns the last restore of task on instance.
+func (h *haEvents) restoreOf(instance string, task streams.TaskID) (streams.RestoreEvent, bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for i := len(h.restores) - 1; i >= 0; i-- {
+		if ev := h.restores[i]; ev.InstanceID == instance && ev.Task == task {
+			return ev, true
+		}
+	}
+	return streams.RestoreEvent{}, false
+}
+
+func logFailover(t *testing.T, ev streams.FailoverEvent) {
+	t.Logf("task %s %s -> %s (%s, from %q): detection %v, recovery %v, downtime %v, restored %d, standby lag at failure %d",
+		ev.Task, ev.From, ev.To, ev.Cause, ev.FromReplica, ev.Detection.Round(time.Millisecond), ev.Recovery.Round(time.Millisecond),
+		ev.Downtime.Round(time.Millisecond), ev.Restored, ev.StandbyLag)
+}
+
+// TestCrashFailsOverToStandbys crashes one of three instances with one
+// standby per task: every task it ran resumes on the instance that held
+// its standby, replaying only the standby's lag and what arrived since,
+// and no click is lost.
+func TestCrashFailsOverToStandbys(t *testing.T) {
+	g := startHAGroup(t, "ha-standby", 1)
+	victim := "instance-1"
+	moved := g.activeOn(victim)
+	if len(moved) == 0 {
+		t.Fatalf("%s runs no task", victim)
+	}
+	changelogEnd := sum(endOffsets(t, g.b, "ha-standby-clicks-per-user-changelog"))
+	if err := g.sup.Crash(victim); err != nil {
+		t.Fatal(err)
+	}
+	events := g.failovers(moved, 60*time.Second)
+	for _, id := range moved {
+		ev := events[id]
+		logFailover(t, ev)
+		if ev.To == victim {
+			t.Errorf("task %s failed over to the crashed instance", id)
+		}
+		if ev.FromReplica != "standby" || ev.StandbyLag < 0 {
+			t.Errorf("task %s resumed on %s from replica %q (standby lag %d), want the instance holding its standby",
+				id, ev.To, ev.FromReplica, ev.StandbyLag)
+		}
+		// A crash leaves the group to notice the silence: no leave.
+		if ev.Detection < g.session*8/10 {
+			t.Errorf("task %s: detected after %v, less than the session timeout %v: the crash left the group", id, ev.Detection, g.session)
+		}
+		if ev.Restored > 0 {
+			r, ok := g.events.restoreOf(ev.To, id)
+			if !ok {
+				t.Errorf("task %s restored %d records with no restore event", id, ev.Restored)
+			} else if limit := r.EndOffset - ev.StandbyOffset; ev.Restored > limit {
+				t.Errorf("task %s restored %d records, more than the standby's lag at the crash plus what arrived since (%d)",
+					id, ev.Restored, limit)
+			}
+		}
+		if perTask := changelogEnd / haPartitions; ev.Restored > perTask/4 {
+			t.Errorf("task %s restored %d records of a changelog of about %d per task: not a standby's tail", id, ev.Restored, perTask)
+		}
+	}
+	g.checkNoLoss()
+}
+
+// TestCrashWithoutStandbysRestoresInFull is the same crash without
+// standbys: the new owners restore the moved tasks' whole changelogs.
+func TestCrashWithoutStandbysRestoresInFull(t *testing.T) {
+	g := startHAGroup(t, "ha-none", 0)
+	victim := "instance-2"
+	moved := g.activeOn(victim)
+	if len(moved) == 0 {
+		t.Fatalf("%s runs no task", victim)
+	}
+	if err := g.sup.Crash(victim); err != nil {
+		t.Fatal(err)
+	}
+	events := g.failovers(moved, 60*time.Second)
+	for _, id := range moved {
+		ev := events[id]
+		logFailover(t, ev)
+		if ev.FromReplica != "" || ev.StandbyLag != -1 {
+			t.Errorf("task %s resumed from replica %q with standby lag %d, want none", id, ev.FromReplica, ev.StandbyLag)
+		}
+		r, ok := g.events.restoreOf(ev.To, id)
+		if !ok || r.StartOffset != 0 {
+			t.Errorf("task %s: restore %+v (found %v), want a full restore from offset 0", id, r, ok)
+			continue
+		}
+		t.Logf("task %s: full restore of %d records took %v", id, r.Restored, r.Took.Round(time.Millisecond))
+		if ev.Restored < 30_000/haPartitions/2 {
+			t.Errorf("task %s restored only %d records", id, ev.Restored)
+		}
+	}
+	g.checkNoLoss()
+}
+
+// TestGracefulStopFailsOverFast stops one instance gracefully: it leaves
+// the group, so its tasks move without waiting for the session timeout.
+func TestGracefulStopFailsOverFast(t *testing.T) {
+	g := startHAGroup(t, "ha-stop", 1)
+	victim := "instance-3"
+	moved := g.activeOn(victim)
+	if len(moved) == 0 {
+		t.Fatalf("%s runs no task", victim)
+	}
+	if err := g.sup.Stop(victim); err != nil {
+		t.Fatal(err)
+	}
+	events := g.failovers(moved, 60*time.Second)
+	for _, id := range moved {
+		ev := events[id]
+		logFailover(t, ev)
+		if ev.Downtime <= 0 || ev.Downtime >= g.session/2 {
+			t.Errorf("task %s was down %v after a graceful stop, want under half the session timeout (%v)", id, ev.Downtime, g.session/2)
+		}
+		if ev.FromReplica != "standby" {
+			t.Errorf("task %s resumed from replica %q, want its standby", id, ev.FromReplica)
+		}
+	}
+	g.checkNoLoss()
+}

@@ -1,0 +1,481 @@
+package streams
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/braidstream/braid/runtime/internal/assign"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// The group protocol is eager: before every rebalance each member commits
+// and suspends all its tasks, and the new assignment arrives whole. A
+// suspended task keeps its stores open and its stream time, so a task
+// that stays resumes at once; a task that leaves becomes a standby when
+// the assignment says so, else it is closed; a task that arrives is taken
+// from a standby or warm-up replica when this instance has one, and then
+// replays only what the replica had not applied.
+
+// onAssigned takes up the tasks and replicas of a new assignment.
+func (a *App) onAssigned(ctx context.Context, cl *kgo.Client, assigned map[string][]int32) {
+	a.client.Store(cl)
+	plan := a.balancer.Last()
+	now := time.Now()
+	a.tasksMu.Lock()
+	arrived, resumed := a.takeActives(assigned, now)
+	left := a.leaveSuspended(plan)
+	fresh, err := a.placeReplicas(plan, left)
+	if err != nil {
+		a.setAsyncError(err)
+	}
+	ends, err := changelogEnds(ctx, kadm.NewClient(cl), append(slices.Clone(arrived), resumed...), fresh)
+	if err != nil {
+		a.setAsyncError(err)
+	} else {
+		a.startRestores(ctx, cl, append(arrived, resumed...), ends)
+		for _, sb := range fresh {
+			if err := a.standby.add(sb, ends); err != nil {
+				a.setAsyncError(&TaskFailedError{Task: sb.id, Err: err})
+				closeTaskStores(sb.stores)
+			}
+		}
+	}
+	if plan.ProbeAfter > 0 {
+		a.scheduleProbe(plan.ProbeAfter)
+	}
+	a.publishStats()
+	a.tasksMu.Unlock()
+	a.reportMoves(arrived, left)
+	a.setState(Running)
+}
+
+// takeActives makes a task of every assigned partition's task: the
+// suspended one, the replica's, or a new one. It returns the tasks new to
+// this instance, and the suspended ones that resume but must restore
+// first because a rebalance interrupted their restore.
+func (a *App) takeActives(assigned map[string][]int32, now time.Time) (arrived, resumed []*task) {
+	for _, topic := range slices.Sorted(maps.Keys(assigned)) {
+		src, ok := a.sources[topic]
+		if !ok {
+			continue
+		}
+		st := a.topo.subtopologies[src.subtopology]
+		for _, p := range assigned[topic] {
+			id := TaskID{Subtopology: st.id, Partition: p}
+			t, ok := a.tasks[id]
+			if !ok {
+				if t = a.suspended[id]; t != nil {
+					delete(a.suspended, id)
+					if t.interrupted {
+						t.interrupted = false
+						resumed = append(resumed, t)
+					}
+				} else {
+					var err error
+					if t, err = a.arrive(st, id, now); err != nil {
+						a.setAsyncError(&TaskFailedError{Task: id, Err: err})
+						continue
+					}
+					arrived = append(arrived, t)
+				}
+				a.tasks[id] = t
+			}
+			tp := TopicPartition{topic, p}
+			t.addPartition(tp, t.sources[src])
+			a.byTP[tp] = t.queues[len(t.queues)-1]
+			a.taskOf[tp] = t
+		}
+	}
+	return arrived, resumed
+}
+
+// arrive creates a task new to this instance, from its replica's stores
+// when there is one.
+func (a *App) arrive(st *subtopology, id TaskID, now time.Time) (*task, error) {
+	var stores []*taskStore
+	replica := ""
+	if sb := a.standby.release(id, "promoted"); sb != nil {
+		stores, replica = sb.stores, "standby"
+		if sb.warmup {
+			replica = "warm-up"
+		}
+	}
+	t, err := a.newTask(st, id, stores)
+	if err != nil {
+		return nil, err
+	}
+	delete(a.onDisk, id)
+	t.assignedAt, t.replica = now, replica
+	return t, nil
+}
+
+// leaveSuspended deals with the suspended tasks the assignment did not
+// give back: those planned as replicas here stay open for placeReplicas,
+// the others are closed. It returns them all.
+func (a *App) leaveSuspended(plan assign.Assignment) []*task {
+	keep := make(map[TaskID]bool)
+	for _, t := range slices.Concat(plan.Standby, plan.Warmup) {
+		keep[TaskID{t.Subtopology, t.Partition}] = true
+	}
+	var left []*task
+	for _, id := range slices.SortedFunc(maps.Keys(a.suspended), compareTaskIDs) {
+		t := a.suspended[id]
+		delete(a.suspended, id)
+		left = append(left, t)
+		if !keep[id] {
+			a.closeTask(t)
+		}
+	}
+	return left
+}
+
+// closeTask closes a task's stores and remembers what state it leaves on
+// disk, for the assignor. The caller holds tasksMu.
+func (a *App) closeTask(t *task) {
+	if t.hasChangelogs() {
+		a.onDisk[t.id] = offsetSum(t.storeList)
+	}
+	t.closeStores()
+}
+
+// placeReplicas makes this instance's replicas what the assignment says:
+// replicas no longer planned close, warm-ups that became standbys (or
+// back) change role, and new replicas are opened, from a task that just
+// left when there is one. The new ones are returned for the caller to
+// start once their changelogs' ends are known.
+func (a *App) placeReplicas(plan assign.Assignment, left []*task) ([]*standbyTask, error) {
+	want := make(map[TaskID]bool) // task: is a warm-up
+	for _, t := range plan.Standby {
+		want[TaskID{t.Subtopology, t.Partition}] = false
+	}
+	for _, t := range plan.Warmup {
+		want[TaskID{t.Subtopology, t.Partition}] = true
+	}
+	for _, id := range a.standby.ids() {
+		if warmup, ok := want[id]; ok && a.tasks[id] == nil {
+			a.standby.setWarmup(id, warmup)
+			delete(want, id)
+			continue
+		}
+		if sb := a.standby.release(id, "moved"); sb != nil {
+			a.onDisk[id] = offsetSum(sb.stores)
+			closeTaskStores(sb.stores)
+		}
+	}
+	leaving := make(map[TaskID]*task)
+	for _, t := range left {
+		leaving[t.id] = t
+	}
+	var fresh []*standbyTask
+	var errs []error
+	for _, id := range slices.SortedFunc(maps.Keys(want), compareTaskIDs) {
+		if a.tasks[id] != nil || id.Subtopology >= len(a.topo.subtopologies) {
+			continue // the plan never does this; a stale or foreign plan might
+		}
+		sb := &standbyTask{id: id, warmup: want[id]}
+		if t := leaving[id]; t != nil {
+			sb.stores = t.storeList
+		} else {
+			stores, err := a.openTaskStores(a.topo.subtopologies[id.Subtopology], id)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("opening replica of task %s: %w", id, err))
+				continue
+			}
+			sb.stores = stores
+		}
+		delete(a.onDisk, id)
+		fresh = append(fresh, sb)
+	}
+	return fresh, errors.Join(errs...)
+}
+
+// startRestores restores the stores of tasks that are behind their
+// changelogs, pausing their partitions meanwhile, and starts the others.
+func (a *App) startRestores(ctx context.Context, cl *kgo.Client, tasks []*task, ends kadm.ListedOffsets) {
+	for _, t := range tasks {
+		restoring, err := a.restoreStores(ctx, t, ends)
+		if err != nil {
+			a.setAsyncError(&TaskFailedError{Task: t.id, Err: err})
+			continue
+		}
+		if restoring {
+			cl.PauseFetchPartitions(t.partitionMap())
+		} else if err := t.start(); err != nil {
+			a.setAsyncError(&TaskFailedError{Task: t.id, Err: err})
+		}
+	}
+}
+
+// reportMoves logs and reports the tasks that arrived and left.
+func (a *App) reportMoves(arrived, left []*task) {
+	for _, t := range left {
+		a.log.Info("task revoked", "task", t.id.String())
+		for _, h := range a.hooks.revoked {
+			h.OnTaskRevoked(a.taskEvent(t, true))
+		}
+	}
+	for _, t := range arrived {
+		a.log.Info("task assigned", "task", t.id.String(), "partitions", fmt.Sprint(t.partitions()), "from_replica", t.replica)
+		for _, h := range a.hooks.assigned {
+			h.OnTaskAssigned(a.taskEvent(t, true))
+		}
+	}
+}
+
+func (a *App) taskEvent(t *task, clean bool) TaskEvent {
+	return TaskEvent{ApplicationID: a.cfg.ApplicationID, InstanceID: a.cfg.InstanceID, Task: t.id, Partitions: t.partitions(),
+		Clean: clean, FromReplica: t.replica, LastRecord: t.lastRecordAt}
+}
+
+// onRevoked commits what the tasks processed and suspends them until the
+// new assignment says which stay. When the commit fails the tasks are
+// closed instead: their stores may hold writes whose inputs the next owner
+// processes again.
+func (a *App) onRevoked(ctx context.Context, cl *kgo.Client, _ map[string][]int32) {
+	a.client.Store(cl)
+	if a.crashing.Load() {
+		a.dropTasks(false)
+		return
+	}
+	leaving := a.enterRebalancing()
+	if err := a.commit(ctx); err != nil {
+		// The next owner reprocesses from the last commit: duplicates,
+		// never loss.
+		a.log.Warn("committing before revocation failed", "err", err)
+		a.reportError(TaskID{}, fmt.Errorf("committing before revocation: %w", err), false)
+		a.dropTasks(true)
+		return
+	}
+	if leaving {
+		a.dropTasks(true)
+		return
+	}
+	a.suspendTasks()
+}
+
+// onLost drops the tasks without committing: another member may own them
+// already, and its commits must not be overwritten.
+func (a *App) onLost(_ context.Context, _ *kgo.Client, _ map[string][]int32) {
+	a.enterRebalancing()
+	a.dropTasks(false)
+}
+
+// suspendTasks sets every task aside with its stores open. A restore in
+// progress is stopped at its last applied batch and starts again from
+// there if the task stays.
+func (a *App) suspendTasks() {
+	a.tasksMu.Lock()
+	defer a.tasksMu.Unlock()
+	for id, t := range a.tasks {
+		if r := t.restoring; r != nil {
+			r.cancel()
+			<-r.done
+			t.restoring, t.interrupted = nil, true
+		}
+		t.queues = nil
+		a.suspended[id] = t
+	}
+	clear(a.tasks)
+	clear(a.byTP)
+	clear(a.taskOf)
+	a.publishStats()
+}
+
+// dropTasks closes every active and suspended task.
+func (a *App) dropTasks(clean bool) {
+	a.tasksMu.Lock()
+	dropped := slices.SortedFunc(maps.Values(a.tasks), func(x, y *task) int { return compareTaskIDs(x.id, y.id) })
+	for _, t := range a.suspended {
+		dropped = append(dropped, t)
+	}
+	clear(a.tasks)
+	clear(a.suspended)
+	clear(a.byTP)
+	clear(a.taskOf)
+	crashed := a.crashing.Load()
+	if !crashed {
+		// A crash leaves the last snapshot, which says what the
+		// instance had processed when it died.
+		a.publishStats()
+	}
+	for _, t := range dropped {
+		if r := t.restoring; r != nil {
+			r.cancel()
+			<-r.done
+		}
+		a.closeTask(t)
+	}
+	a.tasksMu.Unlock()
+	if crashed {
+		return // a dead process reports nothing
+	}
+	for _, t := range dropped {
+		a.log.Info("task revoked", "task", t.id.String(), "clean", clean)
+		for _, h := range a.hooks.revoked {
+			h.OnTaskRevoked(a.taskEvent(t, clean))
+		}
+	}
+}
+
+func compareTaskIDs(x, y TaskID) int {
+	if x.Subtopology != y.Subtopology {
+		return x.Subtopology - y.Subtopology
+	}
+	return int(x.Partition - y.Partition)
+}
+
+// openTaskStores opens the stores of sub-topology st for task id, in
+// topology order.
+func (a *App) openTaskStores(st *subtopology, id TaskID) ([]*taskStore, error) {
+	var stores []*taskStore
+	for _, n := range st.nodes {
+		for _, spec := range n.storeSpecs {
+			ts, err := a.openStore(spec, id)
+			if err != nil {
+				closeTaskStores(stores)
+				return nil, err
+			}
+			stores = append(stores, ts)
+		}
+	}
+	return stores, nil
+}
+
+// newTask instantiates the processors of sub-topology st for one task, on
+// the given stores or, when nil, on stores it opens.
+func (a *App) newTask(st *subtopology, id TaskID, stores []*taskStore) (*task, error) {
+	if stores == nil {
+		var err error
+		if stores, err = a.openTaskStores(st, id); err != nil {
+			return nil, err
+		}
+	}
+	t := &task{id: id, app: a, streamTime: -1, sources: make(map[*graphNode]*sourceProc), stores: make(map[string]*taskStore)}
+	for _, ts := range stores {
+		t.stores[ts.spec.name] = ts
+		t.storeList = append(t.storeList, ts)
+	}
+	procs := instantiate(st, t, func(n *graphNode, next []processor) processor {
+		keySerde, valueSerde := orDefault(n.keySerde, a.cfg.DefaultKeySerde), orDefault(n.valueSerde, a.cfg.DefaultValueSerde)
+		if cs, ok := valueSerde.(changeSerde); ok && cs.inner == nil {
+			valueSerde = changeSerde{inner: a.cfg.DefaultValueSerde}
+		}
+		if n.kind == sourceNode {
+			_, rawKeys := keySerde.(bytesSerde)
+			_, rawValues := valueSerde.(bytesSerde)
+			return &sourceProc{name: n.name, keySerde: keySerde, valueSerde: valueSerde, timestamps: n.timestamps, next: next,
+				rawKeys: rawKeys, rawValues: rawValues}
+		}
+		return &sinkProc{name: n.name, topic: a.realTopic(n.topic, n.internal), keySerde: keySerde, valueSerde: valueSerde}
+	})
+	for _, src := range st.sources {
+		t.sources[src] = procs[src].(*sourceProc)
+	}
+	return t, nil
+}
+
+// heldState is what this member tells the assignor when it joins: the
+// tasks it ran until now, and the changelog offset sum of every stateful
+// task whose state it holds, open or on disk.
+func (a *App) heldState() (active []assign.Task, offsets map[assign.Task]int64) {
+	held := make(map[TaskID]int64)
+	a.tasksMu.Lock()
+	maps.Copy(held, a.onDisk)
+	for _, group := range []map[TaskID]*task{a.tasks, a.suspended} {
+		for id, t := range group {
+			active = append(active, assign.Task{Subtopology: id.Subtopology, Partition: id.Partition})
+			if t.hasChangelogs() {
+				held[id] = offsetSum(t.storeList)
+			}
+		}
+	}
+	a.tasksMu.Unlock()
+	a.standby.offsets(held)
+	offsets = make(map[assign.Task]int64, len(held))
+	for id, off := range held {
+		offsets[assign.Task{Subtopology: id.Subtopology, Partition: id.Partition}] = off
+	}
+	return active, offsets
+}
+
+// hasChangelogs reports whether any of the task's stores is logged.
+func (t *task) hasChangelogs() bool {
+	return slices.ContainsFunc(t.storeList, func(st *taskStore) bool { return st.changelog != "" })
+}
+
+// scanStateDir finds the task state a previous run left on disk, so that
+// the first join already tells the assignor where state is.
+func (a *App) scanStateDir() error {
+	dir := filepath.Join(a.cfg.StateDir, a.cfg.ApplicationID)
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("reading state dir: %w", err)
+	}
+	for _, e := range entries {
+		id, ok := parseTaskDir(e.Name())
+		if !e.IsDir() || !ok || id.Subtopology >= len(a.topo.subtopologies) {
+			continue
+		}
+		sum, found := int64(0), false
+		for _, n := range a.topo.subtopologies[id.Subtopology].nodes {
+			for _, spec := range n.storeSpecs {
+				if !spec.logged {
+					continue
+				}
+				if _, err := os.Stat(filepath.Join(dir, e.Name(), spec.name)); err != nil {
+					continue
+				}
+				st, err := a.openStore(spec, id)
+				if err != nil {
+					return fmt.Errorf("reading the checkpoint of task %s: %w", id, err)
+				}
+				sum += st.db.Checkpoint().ChangelogOffset
+				found = true
+				st.db.Close()
+			}
+		}
+		if found {
+			a.onDisk[id] = sum
+		}
+	}
+	return nil
+}
+
+func parseTaskDir(name string) (TaskID, bool) {
+	s, p, ok := strings.Cut(name, "_")
+	sub, err1 := strconv.Atoi(s)
+	part, err2 := strconv.ParseInt(p, 10, 32)
+	if !ok || err1 != nil || err2 != nil || sub < 0 || part < 0 {
+		return TaskID{}, false
+	}
+	return TaskID{Subtopology: sub, Partition: int32(part)}, true
+}
+
+// scheduleProbe triggers the probing rebalance the leader was asked for,
+// which moves the actives whose warm-ups caught up. The caller holds
+// tasksMu.
+func (a *App) scheduleProbe(after time.Duration) {
+	if a.probe != nil {
+		a.probe.Stop()
+	}
+	a.probe = time.AfterFunc(after, func() {
+		if a.crashing.Load() {
+			return
+		}
+		a.log.Info("probing rebalance: moving caught-up warm-ups to active")
+		a.kc().ForceRebalance()
+	})
+}

@@ -1,0 +1,407 @@
+package streams
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/braidstream/braid/runtime/internal/state"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// StandbyHook is called for the standby and warm-up replicas this
+// instance keeps: when one starts following a task's changelogs, after
+// every batch it applies, and when it stops (promoted to active, moved to
+// another instance, or closed with the App).
+type StandbyHook interface {
+	OnStandbyStarted(StandbyEvent)
+	OnStandbyApplied(StandbyEvent)
+	OnStandbySuspended(StandbyEvent)
+}
+
+// StandbyEvent describes one store of a standby or warm-up replica.
+type StandbyEvent struct {
+	ApplicationID string
+	InstanceID    string
+	Task          TaskID
+	// Warmup is true for a warm-up replica: a standby placed to restore
+	// state on the instance that should run the task, until it can.
+	Warmup    bool
+	Store     string
+	Changelog string
+	Partition int32
+	// Offset is the next changelog offset to apply; EndOffset the
+	// changelog's end as last seen; Lag their difference in records.
+	Offset, EndOffset, Lag int64
+	// Applied counts the records of the batch (OnStandbyApplied only).
+	Applied int
+	// LastRecord is the timestamp of the last applied record (zero before
+	// the first); TimeLag is how far behind the standby is in time: the
+	// age of that record while Lag > 0, else 0.
+	LastRecord time.Time
+	TimeLag    time.Duration
+	// Reason says why a standby stopped: "promoted", "moved" or "closed".
+	Reason string
+}
+
+// StandbyStats is one standby or warm-up replica kept by this instance.
+type StandbyStats struct {
+	ID     TaskID
+	Warmup bool
+	Stores []StandbyStoreStats
+}
+
+// StandbyStoreStats is one followed store of a replica; see StandbyEvent
+// for the fields.
+type StandbyStoreStats struct {
+	Name, Changelog        string
+	Partition              int32
+	Offset, EndOffset, Lag int64
+	LastRecord             time.Time
+	TimeLag                time.Duration
+}
+
+// standbyTask is a task this instance keeps a replica of. Its stores are
+// the taskStores an active task uses, opened the same way, so that a
+// promotion hands them over open and replays only what they lack.
+type standbyTask struct {
+	id     TaskID
+	warmup bool
+	stores []*taskStore
+	logged []*followedStore
+}
+
+// followedStore is the progress of one logged store of a standby.
+type followedStore struct {
+	store *taskStore
+	task  *standbyTask
+	// end is the changelog end offset last seen; lastTimestamp the
+	// timestamp (ms) of the last applied record, -1 before the first.
+	end           int64
+	lastTimestamp int64
+}
+
+func (f *followedStore) offset() int64 { return f.store.db.Checkpoint().ChangelogOffset }
+
+func (f *followedStore) event(a *App, applied int, reason string) StandbyEvent {
+	off := f.offset()
+	ev := StandbyEvent{
+		ApplicationID: a.cfg.ApplicationID, InstanceID: a.cfg.InstanceID, Task: f.task.id, Warmup: f.task.warmup,
+		Store: f.store.spec.name, Changelog: f.store.changelog, Partition: f.store.partition,
+		Offset: off, EndOffset: f.end, Lag: max(0, f.end-off), Applied: applied, Reason: reason,
+	}
+	if f.lastTimestamp >= 0 {
+		ev.LastRecord = time.UnixMilli(f.lastTimestamp)
+		if ev.Lag > 0 {
+			ev.TimeLag = max(0, time.Since(ev.LastRecord))
+		}
+	}
+	return ev
+}
+
+// standbys follows the changelogs of every replica of the App with one
+// consumer of its own and applies them to the replicas' stores, exactly
+// as a restore does, for as long as the replica lives.
+type standbys struct {
+	app *App
+
+	// client, cancel and done are set by startStandbys before the
+	// group client exists, and so before anything else uses them.
+	//
+	// mu guards tasks and byTP, and is held while a fetch is applied, so
+	// that release never takes stores in the middle of a batch. Lock
+	// order: App.tasksMu before mu.
+	mu    sync.Mutex
+	tasks map[TaskID]*standbyTask
+	byTP  map[TopicPartition]*followedStore
+
+	client *kgo.Client
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// startStandbys creates the App's changelog follower and its goroutine;
+// stop ends both.
+func (a *App) startStandbys() error {
+	opts := append([]kgo.Opt{
+		kgo.FetchMaxBytes(64 << 20),
+		kgo.FetchMaxPartitionBytes(16 << 20),
+	}, a.cfg.ClientOptions...)
+	opts = append(opts, kgo.SeedBrokers(a.cfg.Brokers...), kgo.WithContext(a.clientCtx),
+		kgo.WithLogger(kgoLogger{a.log.With("client", "standby")}))
+	cl, err := kgo.NewClient(opts...)
+	if err != nil {
+		return fmt.Errorf("creating standby client: %w", err)
+	}
+	ctx, cancel := context.WithCancel(a.clientCtx)
+	s := a.standby
+	s.client, s.cancel, s.done = cl, cancel, make(chan struct{})
+	go s.run(ctx)
+	return nil
+}
+
+func newStandbys(a *App) *standbys {
+	return &standbys{app: a, tasks: make(map[TaskID]*standbyTask), byTP: make(map[TopicPartition]*followedStore)}
+}
+
+// stop ends the follower and closes every replica's stores.
+func (s *standbys) stop() {
+	if s.client == nil {
+		return // never started
+	}
+	s.cancel()
+	<-s.done
+	s.client.Close()
+	s.mu.Lock()
+	ids := slices.Collect(maps.Keys(s.tasks))
+	s.mu.Unlock()
+	for _, id := range ids {
+		if sb := s.release(id, "closed"); sb != nil {
+			closeTaskStores(sb.stores)
+		}
+	}
+}
+
+func (s *standbys) run(ctx context.Context) {
+	defer close(s.done)
+	for {
+		fetches := s.client.PollFetches(ctx)
+		if ctx.Err() != nil {
+			return
+		}
+		fetches.EachError(func(topic string, p int32, err error) {
+			if !errors.Is(err, context.Canceled) && !errors.Is(err, kgo.ErrClientClosed) {
+				s.app.log.Warn("fetching a standby changelog failed", "topic", topic, "partition", p, "err", err)
+			}
+		})
+		s.apply(fetches)
+	}
+}
+
+// apply writes one fetch into the replicas' stores, one pebble batch per
+// partition, with the checkpoint of what it applied.
+func (s *standbys) apply(fetches kgo.Fetches) {
+	var events []StandbyEvent
+	var failed []TaskID
+	s.mu.Lock()
+	fetches.EachPartition(func(p kgo.FetchTopicPartition) {
+		f := s.byTP[TopicPartition{p.Topic, p.Partition}]
+		if f == nil {
+			return // released meanwhile
+		}
+		f.end = max(f.end, p.HighWatermark)
+		n, err := f.applyRecords(p.Records)
+		if err != nil {
+			s.app.log.Error("standby stopped", "task", f.task.id.String(), "err", err)
+			s.app.reportError(f.task.id, err, false)
+			failed = append(failed, f.task.id)
+			return
+		}
+		if n >= 0 {
+			events = append(events, f.event(s.app, n, ""))
+		}
+	})
+	s.mu.Unlock()
+	for _, id := range failed {
+		// The next rebalance places the replica again, from its
+		// checkpoint.
+		if sb := s.release(id, "closed"); sb != nil {
+			closeTaskStores(sb.stores)
+		}
+	}
+	for _, ev := range events {
+		for _, h := range s.app.hooks.standby {
+			h.OnStandbyApplied(ev)
+		}
+	}
+}
+
+// applyRecords applies the records past the store's checkpoint and
+// returns how many it applied, -1 when none was new.
+func (f *followedStore) applyRecords(recs []*kgo.Record) (int, error) {
+	st := f.store
+	from := f.offset()
+	cp := st.db.Checkpoint()
+	entries := make([]state.Entry, 0, len(recs))
+	applied := -1
+	for _, r := range recs {
+		if r.Offset < from {
+			continue
+		}
+		e, ts, apply, err := st.restoreEntry(r)
+		if err != nil {
+			return 0, fmt.Errorf("standby of store %q of task %s: %s/%d at offset %d: %w",
+				st.spec.name, f.task.id, r.Topic, r.Partition, r.Offset, err)
+		}
+		cp.StreamTime = max(cp.StreamTime, ts)
+		cp.ChangelogOffset = r.Offset + 1
+		f.lastTimestamp = r.Timestamp.UnixMilli()
+		applied = max(applied, 0)
+		if apply {
+			entries = append(entries, e)
+			applied++
+		}
+	}
+	if applied < 0 {
+		return -1, nil
+	}
+	if err := st.db.Restore(entries, cp); err != nil {
+		return 0, fmt.Errorf("standby of store %q of task %s: %w", st.spec.name, f.task.id, err)
+	}
+	st.lastOffset.Store(cp.ChangelogOffset - 1)
+	return applied, nil
+}
+
+// add starts following sb's logged stores from their checkpoints; ends
+// holds their changelogs' end offsets. A store whose checkpoint is past
+// its changelog's end is rebuilt first, as a restore would.
+func (s *standbys) add(sb *standbyTask, ends kadm.ListedOffsets) error {
+	a := s.app
+	offsets := make(map[string]map[int32]kgo.Offset)
+	for _, st := range sb.stores {
+		if st.changelog == "" {
+			continue
+		}
+		end, ok := ends.Lookup(st.changelog, st.partition)
+		if !ok {
+			return fmt.Errorf("changelog %s has no partition %d for standby task %s", st.changelog, st.partition, sb.id)
+		}
+		if st.db.Checkpoint().ChangelogOffset > end.Offset {
+			if err := a.rebuildStore(sb.id, st); err != nil {
+				return err
+			}
+		}
+		f := &followedStore{store: st, task: sb, end: end.Offset, lastTimestamp: -1}
+		sb.logged = append(sb.logged, f)
+		offsets[st.changelog] = map[int32]kgo.Offset{st.partition: kgo.NewOffset().At(f.offset())}
+	}
+	s.mu.Lock()
+	s.tasks[sb.id] = sb
+	for _, f := range sb.logged {
+		s.byTP[TopicPartition{f.store.changelog, f.store.partition}] = f
+	}
+	s.client.AddConsumePartitions(offsets)
+	events := s.events(sb, "")
+	s.mu.Unlock()
+	role := "standby"
+	if sb.warmup {
+		role = "warm-up"
+	}
+	a.log.Info("replica started", "task", sb.id.String(), "role", role)
+	for _, ev := range events {
+		for _, h := range a.hooks.standby {
+			h.OnStandbyStarted(ev)
+		}
+	}
+	return nil
+}
+
+func (s *standbys) events(sb *standbyTask, reason string) []StandbyEvent {
+	out := make([]StandbyEvent, len(sb.logged))
+	for i, f := range sb.logged {
+		out[i] = f.event(s.app, 0, reason)
+	}
+	return out
+}
+
+// release stops following task id and returns its replica, with its
+// stores open, or nil when there is none.
+func (s *standbys) release(id TaskID, reason string) *standbyTask {
+	s.mu.Lock()
+	sb := s.tasks[id]
+	if sb == nil {
+		s.mu.Unlock()
+		return nil
+	}
+	delete(s.tasks, id)
+	remove := make(map[string][]int32)
+	for _, f := range sb.logged {
+		tp := TopicPartition{f.store.changelog, f.store.partition}
+		delete(s.byTP, tp)
+		remove[tp.Topic] = append(remove[tp.Topic], tp.Partition)
+	}
+	s.client.RemoveConsumePartitions(remove)
+	events := s.events(sb, reason)
+	s.mu.Unlock()
+	for _, ev := range events {
+		for _, h := range s.app.hooks.standby {
+			h.OnStandbySuspended(ev)
+		}
+	}
+	return sb
+}
+
+// has reports whether task id has a replica here, and whether a warm-up.
+func (s *standbys) has(id TaskID) (exists, warmup bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	sb := s.tasks[id]
+	return sb != nil, sb != nil && sb.warmup
+}
+
+// setWarmup turns a warm-up into a standby or back.
+func (s *standbys) setWarmup(id TaskID, warmup bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if sb := s.tasks[id]; sb != nil {
+		sb.warmup = warmup
+	}
+}
+
+// ids lists the replicas kept here.
+func (s *standbys) ids() []TaskID {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Collect(maps.Keys(s.tasks))
+}
+
+// offsets adds the changelog offset sum of every replica to out.
+func (s *standbys) offsets(out map[TaskID]int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for id, sb := range s.tasks {
+		out[id] = offsetSum(sb.stores)
+	}
+}
+
+// stats returns a snapshot of the replicas, sorted by task.
+func (s *standbys) stats() []StandbyStats {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]StandbyStats, 0, len(s.tasks))
+	for _, sb := range s.tasks {
+		ss := StandbyStats{ID: sb.id, Warmup: sb.warmup}
+		for _, f := range sb.logged {
+			ev := f.event(s.app, 0, "")
+			ss.Stores = append(ss.Stores, StandbyStoreStats{Name: ev.Store, Changelog: ev.Changelog, Partition: ev.Partition,
+				Offset: ev.Offset, EndOffset: ev.EndOffset, Lag: ev.Lag, LastRecord: ev.LastRecord, TimeLag: ev.TimeLag})
+		}
+		out = append(out, ss)
+	}
+	slices.SortFunc(out, func(x, y StandbyStats) int { return compareTaskIDs(x.ID, y.ID) })
+	return out
+}
+
+// offsetSum is the sum of the checkpointed changelog offsets of the
+// logged stores: what the assignor compares with the changelogs' ends.
+func offsetSum(stores []*taskStore) int64 {
+	var sum int64
+	for _, st := range stores {
+		if st.changelog != "" {
+			sum += st.db.Checkpoint().ChangelogOffset
+		}
+	}
+	return sum
+}
+
+func closeTaskStores(stores []*taskStore) {
+	for _, st := range stores {
+		st.db.Abort()
+		st.db.Close()
+	}
+}

@@ -1,0 +1,398 @@
+package streams
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+)
+
+// SupervisorConfig configures a Supervisor.
+type SupervisorConfig struct {
+	// Config is what every instance starts from. Each instance gets its
+	// own InstanceID, "<InstancePrefix>-<n>", and its own state directory,
+	// <Config.StateDir>/<InstanceID>. Config.Hooks receive the events of
+	// every instance, and the Supervisor's FailoverEvents.
+	Config Config
+	// Instances is how many instances Run starts. Default 1.
+	Instances int
+	// InstancePrefix names the instances. Default "instance".
+	InstancePrefix string
+}
+
+// InstanceState is what a Supervisor's instance is doing.
+type InstanceState int
+
+const (
+	// InstanceRunning: its App runs (it may be rebalancing or restoring).
+	InstanceRunning InstanceState = iota
+	// InstanceCrashed: Crash killed it; its state dir is kept.
+	InstanceCrashed
+	// InstanceStopped: Stop shut it down gracefully.
+	InstanceStopped
+	// InstanceFailed: its App returned an error; Err says which.
+	InstanceFailed
+)
+
+func (s InstanceState) String() string {
+	switch s {
+	case InstanceRunning:
+		return "running"
+	case InstanceCrashed:
+		return "crashed"
+	case InstanceStopped:
+		return "stopped"
+	case InstanceFailed:
+		return "failed"
+	}
+	return "InstanceState(" + strconv.Itoa(int(s)) + ")"
+}
+
+// InstanceInfo describes one instance of a Supervisor.
+type InstanceInfo struct {
+	ID    string
+	State InstanceState
+	// Err is why a failed instance failed.
+	Err error
+	// Since is when the instance entered State.
+	Since time.Time
+	// Stats are its App's, while it runs.
+	Stats Stats
+}
+
+// ErrSupervisorNotRunning is returned by a Supervisor's methods that
+// need Run to be running.
+var ErrSupervisorNotRunning = errors.New("supervisor is not running")
+
+// UnknownInstanceError names an instance a Supervisor does not have.
+type UnknownInstanceError struct{ ID string }
+
+func (e *UnknownInstanceError) Error() string { return fmt.Sprintf("no instance %q", e.ID) }
+
+// InstanceStateError says an instance is not in a state that allows the
+// operation asked for, e.g. starting one that runs.
+type InstanceStateError struct {
+	ID    string
+	State InstanceState
+	Op    string
+}
+
+func (e *InstanceStateError) Error() string {
+	return fmt.Sprintf("cannot %s instance %q: it is %s", e.Op, e.ID, e.State)
+}
+
+// Supervisor runs several instances of one topology in this process, each
+// an App with its own clients and state directory, as members of one
+// group: what a cluster of machines would run, in one place where they
+// can be crashed, stopped, started and added, and where every task's
+// failover is measured (see FailoverHook). The designer's live view and
+// the failover tests and benchmark use it.
+type Supervisor struct {
+	topo    *Topology
+	cfg     SupervisorConfig
+	tracker *failoverTracker
+
+	// mu guards everything below. Operations on one instance hold it
+	// only to change its record, never while an App stops, so that Stats
+	// and the other instances stay responsive.
+	mu        sync.Mutex
+	ctx       context.Context
+	instances []*instance
+	next      int
+	wg        sync.WaitGroup
+}
+
+// instance is one member run by the Supervisor.
+type instance struct {
+	id    string
+	app   *App
+	state InstanceState
+	err   error
+	since time.Time
+	// busy is set while an operation stops or starts the instance, so
+	// that two operations never race on one instance.
+	busy bool
+	done chan struct{} // closed when the current App's Run returned
+}
+
+// NewSupervisor checks cfg and returns a Supervisor for topo. Run starts
+// it.
+func NewSupervisor(topo *Topology, cfg SupervisorConfig) (*Supervisor, error) {
+	if topo == nil {
+		return nil, errors.New("creating supervisor: topology is nil")
+	}
+	if cfg.Instances < 0 {
+		return nil, fmt.Errorf("creating supervisor: config Instances: %d is negative", cfg.Instances)
+	}
+	if err := cfg.Config.Validate(); err != nil {
+		return nil, fmt.Errorf("creating supervisor: %w", err)
+	}
+	if cfg.Instances == 0 {
+		cfg.Instances = 1
+	}
+	if cfg.InstancePrefix == "" {
+		cfg.InstancePrefix = "instance"
+	}
+	cfg.Config = cfg.Config.withDefaults()
+	return &Supervisor{topo: topo, cfg: cfg, tracker: newFailoverTracker(cfg.Config)}, nil
+}
+
+// Run starts the configured instances and blocks until ctx ends; then it
+// stops every running instance gracefully and returns once all have
+// returned. An instance that fails does not end Run: it shows as failed
+// and can be started again.
+func (s *Supervisor) Run(ctx context.Context) error {
+	s.mu.Lock()
+	if s.ctx != nil {
+		s.mu.Unlock()
+		return errors.New("running supervisor: Run was already called")
+	}
+	s.ctx = ctx
+	s.mu.Unlock()
+	var errs []error
+	for range s.cfg.Instances {
+		if _, err := s.Add(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if len(errs) == 0 {
+		<-ctx.Done()
+	}
+	s.mu.Lock()
+	running := slices.Clone(s.instances)
+	s.mu.Unlock()
+	for _, in := range running {
+		if app := s.claim(in); app != nil {
+			app.Close()
+			<-in.done
+			s.release(in, InstanceStopped, nil)
+		}
+	}
+	s.wg.Wait()
+	return errors.Join(errs...)
+}
+
+// Add starts a new instance and returns its id.
+func (s *Supervisor) Add() (string, error) {
+	s.mu.Lock()
+	if s.ctx == nil || s.ctx.Err() != nil {
+		s.mu.Unlock()
+		return "", ErrSupervisorNotRunning
+	}
+	s.next++
+	in := &instance{id: s.cfg.InstancePrefix + "-" + strconv.Itoa(s.next), busy: true}
+	s.instances = append(s.instances, in)
+	s.mu.Unlock()
+	if err := s.launch(in); err != nil {
+		return in.id, err
+	}
+	return in.id, nil
+}
+
+// Crash kills instance id as a crashed process dies: its connections are
+// cut without leaving the group, nothing is flushed or committed, and its
+// state dir is kept. The group notices when the session times out; each
+// of its tasks is then measured as it fails over. Crash returns once the
+// instance has stopped.
+func (s *Supervisor) Crash(id string) error {
+	in, err := s.find(id, "crash", InstanceRunning)
+	if err != nil {
+		return err
+	}
+	app := s.claim(in)
+	if app == nil {
+		return &InstanceStateError{ID: id, State: in.state, Op: "crash"}
+	}
+	at := time.Now()
+	app.crash()
+	<-in.done
+	// The crashed App keeps its last published stats: what it had
+	// processed when it died.
+	s.tracker.departing(id, "crash", at, app.Stats(), s.otherStats(id))
+	s.release(in, InstanceCrashed, nil)
+	return nil
+}
+
+// Stop shuts instance id down gracefully: it commits and leaves the group,
+// which rebalances at once. Stop returns once the instance has stopped.
+func (s *Supervisor) Stop(id string) error {
+	in, err := s.find(id, "stop", InstanceRunning)
+	if err != nil {
+		return err
+	}
+	app := s.claim(in)
+	if app == nil {
+		return &InstanceStateError{ID: id, State: in.state, Op: "stop"}
+	}
+	// Recorded before the leave: the group may move the tasks before
+	// Close returns.
+	s.tracker.departing(id, "stop", time.Now(), app.Stats(), s.otherStats(id))
+	app.Close()
+	<-in.done
+	s.release(in, InstanceStopped, nil)
+	return nil
+}
+
+// Start starts a crashed, stopped or failed instance again, with the same
+// id and state directory.
+func (s *Supervisor) Start(id string) error {
+	in, err := s.find(id, "start", InstanceCrashed, InstanceStopped, InstanceFailed)
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	if in.busy {
+		s.mu.Unlock()
+		return &InstanceStateError{ID: id, State: in.state, Op: "start"}
+	}
+	in.busy = true
+	s.mu.Unlock()
+	return s.launch(in)
+}
+
+// Instances describes every instance, in the order they were added.
+func (s *Supervisor) Instances() []InstanceInfo {
+	s.mu.Lock()
+	type entry struct {
+		info InstanceInfo
+		app  *App
+	}
+	entries := make([]entry, len(s.instances))
+	for i, in := range s.instances {
+		entries[i] = entry{InstanceInfo{ID: in.id, State: in.state, Err: in.err, Since: in.since}, in.app}
+	}
+	s.mu.Unlock()
+	out := make([]InstanceInfo, len(entries))
+	for i, e := range entries {
+		out[i] = e.info
+		if e.info.State == InstanceRunning && e.app != nil {
+			out[i].Stats = e.app.Stats()
+		}
+	}
+	return out
+}
+
+// find returns instance id if it is in one of the states.
+func (s *Supervisor) find(id, op string, states ...InstanceState) (*instance, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ctx == nil || s.ctx.Err() != nil {
+		return nil, ErrSupervisorNotRunning
+	}
+	for _, in := range s.instances {
+		if in.id == id {
+			if !slices.Contains(states, in.state) {
+				return nil, &InstanceStateError{ID: id, State: in.state, Op: op}
+			}
+			return in, nil
+		}
+	}
+	return nil, &UnknownInstanceError{ID: id}
+}
+
+// claim marks a running instance busy and returns its App, or nil when
+// it is not running or another operation has it.
+func (s *Supervisor) claim(in *instance) *App {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if in.busy || in.state != InstanceRunning || in.app == nil {
+		return nil
+	}
+	in.busy = true
+	return in.app
+}
+
+// release ends an operation on in, leaving it in state to.
+func (s *Supervisor) release(in *instance, to InstanceState, err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	in.state, in.err, in.since, in.busy = to, err, time.Now(), false
+	in.app = nil
+}
+
+// launch starts a new App for in, which the caller marked busy.
+func (s *Supervisor) launch(in *instance) error {
+	cfg := s.cfg.Config
+	cfg.InstanceID = in.id
+	cfg.StateDir = filepath.Join(s.cfg.Config.StateDir, in.id)
+	cfg.Hooks = append(slices.Clip(cfg.Hooks), s.tracker)
+	app, err := New(s.topo, cfg)
+	if err != nil {
+		s.release(in, InstanceFailed, err)
+		return err
+	}
+	done := make(chan struct{})
+	s.mu.Lock()
+	in.app, in.done, in.state, in.err, in.since, in.busy = app, done, InstanceRunning, nil, time.Now(), false
+	ctx := s.ctx
+	s.wg.Add(1)
+	s.mu.Unlock()
+	go func() {
+		defer s.wg.Done()
+		err := app.Run(ctx)
+		close(done)
+		s.exited(in, app, err)
+	}()
+	return nil
+}
+
+// exited records an App that returned on its own: failed, or ended with
+// the Supervisor's context. Crash and Stop record their own outcome.
+func (s *Supervisor) exited(in *instance, app *App, err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if in.app != app || in.busy {
+		return
+	}
+	in.app, in.since = nil, time.Now()
+	if err != nil {
+		in.state, in.err = InstanceFailed, err
+	} else {
+		in.state = InstanceStopped
+	}
+}
+
+// otherStats snapshots every running instance but id.
+func (s *Supervisor) otherStats(id string) []Stats {
+	var out []Stats
+	for _, info := range s.Instances() {
+		if info.ID != id && info.State == InstanceRunning {
+			out = append(out, info.Stats)
+		}
+	}
+	return out
+}
+
+// Get looks key up in the named store on every running instance, as
+// App.Get does on one, and returns the answer of the instance whose active
+// task holds it. When none holds it and one is restoring the store, the
+// error is that instance's *StoreNotReadyError: the key may be there once
+// it has caught up.
+func (s *Supervisor) Get(store string, key any) (value any, found bool, err error) {
+	s.mu.Lock()
+	var apps []*App
+	for _, in := range s.instances {
+		if in.state == InstanceRunning && in.app != nil {
+			apps = append(apps, in.app)
+		}
+	}
+	s.mu.Unlock()
+	var notReady error
+	for _, app := range apps {
+		v, ok, err := app.Get(store, key)
+		var nr *StoreNotReadyError
+		switch {
+		case errors.As(err, &nr):
+			notReady = err
+		case err != nil:
+			return nil, false, err
+		case ok:
+			return v, true, nil
+		}
+	}
+	return nil, false, notReady
+}
