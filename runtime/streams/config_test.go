@@ -113,6 +113,34 @@ func TestConfigValidate(t *testing.T) {
 			want: []string{"MaxPollRecords: -1 is negative", "SessionTimeout: -1ms is negative"},
 		},
 		{
+			name: "high availability settings",
+			modify: func(c *streams.Config) {
+				c.StandbyReplicas = -1
+				c.AcceptableRecoveryLag = -5
+				c.MaxWarmupReplicas = -2
+				c.ProbingRebalanceInterval = -time.Second
+				c.ApplicationServer = "localhost"
+				c.RackTags = map[string]string{"": "a"}
+			},
+			want: []string{
+				"StandbyReplicas: -1 is negative", "AcceptableRecoveryLag: -5 is negative",
+				"MaxWarmupReplicas: -2 is negative", "ProbingRebalanceInterval: -1s is negative",
+				`ApplicationServer: "localhost" is not host:port`, "RackTags: a tag has an empty name",
+			},
+		},
+		{
+			name:   "application server port out of range",
+			modify: func(c *streams.Config) { c.ApplicationServer = "10.0.0.1:70000" },
+			want:   []string{`ApplicationServer: "10.0.0.1:70000": port "70000" is not a number from 1 to 65535`},
+		},
+		{
+			name: "high availability settings valid",
+			modify: func(c *streams.Config) {
+				c.StandbyReplicas, c.ApplicationServer = 2, "127.0.0.1:7070"
+				c.RackTags = map[string]string{"zone": "eu-1a"}
+			},
+		},
+		{
 			name:   "replication factor too small",
 			modify: func(c *streams.Config) { c.ReplicationFactor = -2 },
 			want:   []string{"ReplicationFactor: -2 is out of range"},

@@ -24,6 +24,24 @@
 // stored with its state and in its windowed changelogs, so windows neither
 // reopen nor close twice after a restart or a move.
 //
+// High availability follows Kafka Streams' design, on the classic group
+// protocol with Braid's own balancer. Each member tells the leader which
+// task state it holds (checkpointed changelog offsets); the leader puts
+// each active task on a member that is caught up on its state
+// (Config.AcceptableRecoveryLag), keeps Config.StandbyReplicas hot standby
+// replicas of every stateful task on other members (on other racks when
+// Config.RackTags say so), and places warm-up replicas where an active
+// should move, moving it in a probing rebalance once the warm-up caught
+// up. A standby applies its task's changelogs as they are written, so a
+// failover replays only what the standby had not applied yet. A rebalance
+// suspends tasks rather than closing them: a task that stays keeps its
+// open stores, and one that leaves becomes a standby when the plan says
+// so.
+//
+// A Supervisor runs several instances in one process and can crash, stop,
+// start and add them; it measures each moved task's detection, recovery
+// and downtime (see FailoverHook).
+//
 // Everything the App does is observable through hooks (see Hook), and Stats
 // returns a copy of its current state. The runtime imports franz-go and the
 // standard library only; the designer, the compiler and the web server are

@@ -317,3 +317,108 @@ func ExampleWindowedJSON() {
 	// {"key":{"id":1},"start":0,"end":10}
 	// 7@[0,10] <nil>
 }
+
+// failoverPrinter prints every task's failover.
+type failoverPrinter struct{ moved chan streams.FailoverEvent }
+
+func (p failoverPrinter) OnTaskFailedOver(ev streams.FailoverEvent) { p.moved <- ev }
+
+// A Supervisor runs instances of one topology in this process; crashing
+// one moves its tasks to the instances holding their standbys, and each
+// move is measured.
+func ExampleSupervisor() {
+	brk, err := broker.Start(broker.Config{})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer brk.Close()
+	ctx := context.Background()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brk.Addrs()...))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer cl.Close()
+	if _, err := kadm.NewClient(cl).CreateTopics(ctx, 4, 1, nil, "visits", "visit-counts"); err != nil {
+		log.Fatal(err)
+	}
+	for i := range 400 {
+		cl.Produce(ctx, &kgo.Record{Topic: "visits", Key: fmt.Appendf(nil, "page-%d", i%8), Value: []byte("visit")}, nil)
+	}
+	if err := cl.Flush(ctx); err != nil {
+		log.Fatal(err)
+	}
+
+	b := streams.NewBuilder()
+	b.Stream([]string{"visits"}, streams.WithSerdes(streams.String, streams.String)).
+		GroupByKey().
+		Count(streams.Materialized(streams.StoreOptions{Name: "visits-per-page"})).
+		To("visit-counts", streams.WithSerdes(streams.String, streams.Int64))
+	topo, err := b.Build()
+	if err != nil {
+		log.Fatal(err)
+	}
+	stateDir, err := os.MkdirTemp("", "supervisor-example")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer os.RemoveAll(stateDir)
+	moved := make(chan streams.FailoverEvent, 4)
+	sup, err := streams.NewSupervisor(topo, streams.SupervisorConfig{
+		Config: streams.Config{
+			ApplicationID:   "visits",
+			Brokers:         brk.Addrs(),
+			StateDir:        stateDir,
+			CommitInterval:  100 * time.Millisecond,
+			SessionTimeout:  2 * time.Second,
+			StandbyReplicas: 1,
+			Hooks:           []streams.Hook{failoverPrinter{moved}},
+			Logger:          testLogger(),
+		},
+		Instances: 2,
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	runCtx, stop := context.WithCancel(ctx)
+	done := make(chan error)
+	go func() { done <- sup.Run(runCtx) }()
+
+	// Wait until both instances run two tasks each and every count is in.
+	for {
+		total, ready := int64(0), true
+		for _, in := range sup.Instances() {
+			ready = ready && len(in.Stats.Tasks) == 2 && len(in.Stats.Standbys) == 2
+		}
+		for p := range 8 {
+			if v, ok, _ := sup.Get("visits-per-page", fmt.Sprintf("page-%d", p)); ok {
+				total += v.(int64)
+			}
+		}
+		if ready && total == 400 {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if err := sup.Crash("instance-1"); err != nil {
+		log.Fatal(err)
+	}
+	// A moved task's failover ends with the first record it processes on
+	// its new instance.
+	for i := range 8 {
+		cl.Produce(ctx, &kgo.Record{Topic: "visits", Key: fmt.Appendf(nil, "page-%d", i), Value: []byte("visit")}, nil)
+	}
+	if err := cl.Flush(ctx); err != nil {
+		log.Fatal(err)
+	}
+	for range 2 {
+		ev := <-moved
+		fmt.Printf("task moved %s -> %s from its %s\n", ev.From, ev.To, ev.FromReplica)
+	}
+	stop()
+	if err := <-done; err != nil {
+		log.Fatal(err)
+	}
+	// Output:
+	// task moved instance-1 -> instance-2 from its standby
+	// task moved instance-1 -> instance-2 from its standby
+}

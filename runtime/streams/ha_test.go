@@ -30,7 +30,7 @@ type haGroup struct {
 
 const haPartitions, haUsers = 6, 60
 
-func startHAGroup(t *testing.T, app string, standbys int) *haGroup {
+func startHAGroup(t *testing.T, app string, standbys int, configure ...func(*streams.Config)) *haGroup {
 	b := startBroker(t)
 	createTopic(t, b, "clicks", haPartitions)
 	createTopic(t, b, "click-counts", haPartitions)
@@ -40,6 +40,9 @@ func startHAGroup(t *testing.T, app string, standbys int) *haGroup {
 	cfg.SessionTimeout = g.session
 	cfg.StandbyReplicas = standbys
 	cfg.Hooks = []streams.Hook{g.events}
+	for _, c := range configure {
+		c(&cfg)
+	}
 	sup, err := streams.NewSupervisor(countTopology(t, false), streams.SupervisorConfig{Config: cfg, Instances: 3})
 	if err != nil {
 		t.Fatal(err)
@@ -210,12 +213,43 @@ func (g *haGroup) checkNoLoss() {
 	g.t.Logf("at-least-once: %d clicks counted twice after the failover", dup)
 }
 
-// haEvents records failovers and restores.
+// haEvents records failovers, restores, assignments and replicas.
 type haEvents struct {
-	mu        sync.Mutex
-	failover  []streams.FailoverEvent
-	restores  []streams.RestoreEvent
-	standbyUp int
+	mu       sync.Mutex
+	failover []streams.FailoverEvent
+	restores []streams.RestoreEvent
+	assigned []streams.TaskEvent
+	replicas []streams.StandbyEvent
+}
+
+func (h *haEvents) OnTaskAssigned(ev streams.TaskEvent) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.assigned = append(h.assigned, ev)
+}
+func (h *haEvents) OnStandbyStarted(ev streams.StandbyEvent) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.replicas = append(h.replicas, ev)
+}
+func (h *haEvents) OnStandbyApplied(streams.StandbyEvent)   {}
+func (h *haEvents) OnStandbySuspended(streams.StandbyEvent) {}
+
+// on returns the assignments and replica starts seen on instance.
+func (h *haEvents) on(instance string) (assigned []streams.TaskEvent, replicas []streams.StandbyEvent) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, ev := range h.assigned {
+		if ev.InstanceID == instance {
+			assigned = append(assigned, ev)
+		}
+	}
+	for _, ev := range h.replicas {
+		if ev.InstanceID == instance {
+			replicas = append(replicas, ev)
+		}
+	}
+	return assigned, replicas
 }
 
 func (h *haEvents) OnTaskFailedOver(ev streams.FailoverEvent) {
@@ -363,6 +397,54 @@ func TestGracefulStopFailsOverFast(t *testing.T) {
 		if ev.FromReplica != "standby" {
 			t.Errorf("task %s resumed from replica %q, want its standby", id, ev.FromReplica)
 		}
+	}
+	g.checkNoLoss()
+}
+
+// TestRestartedInstanceWarmsUpThenTakesTasksBack restarts a crashed
+// instance whose state fell behind: it gets warm-up replicas, not actives,
+// so no task waits for its restore; the probing rebalance then moves
+// actives to it once the warm-ups caught up, and they arrive from them.
+func TestRestartedInstanceWarmsUpThenTakesTasksBack(t *testing.T) {
+	g := startHAGroup(t, "ha-warmup", 1, func(c *streams.Config) {
+		c.AcceptableRecoveryLag = 50
+		c.ProbingRebalanceInterval = 2 * time.Second
+	})
+	victim := "instance-1"
+	moved := g.activeOn(victim)
+	if err := g.sup.Crash(victim); err != nil {
+		t.Fatal(err)
+	}
+	g.failovers(moved, 60*time.Second)
+	// The input runs on: the victim's state falls behind by more than
+	// the acceptable recovery lag on every task.
+	time.Sleep(time.Second)
+	if err := g.sup.Start(victim); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 60*time.Second, victim+" running tasks that arrived from its warm-ups", func() bool {
+		assigned, _ := g.events.on(victim)
+		fromWarmup := 0
+		for _, ev := range assigned {
+			if ev.FromReplica == "warm-up" {
+				fromWarmup++
+			}
+		}
+		return fromWarmup > 0 && len(g.activeOn(victim)) == haPartitions/3
+	})
+	assigned, replicas := g.events.on(victim)
+	warmups := 0
+	for _, ev := range replicas {
+		if ev.Warmup {
+			warmups++
+		}
+	}
+	t.Logf("%s: %d replica starts (%d warm-ups), %d task assignments in all", victim, len(replicas), warmups, len(assigned))
+	if warmups == 0 {
+		t.Error("the restarted instance got no warm-up replica")
+	}
+	if !g.settled(1) {
+		t.Error("the group did not settle with every task active once and one standby each")
 	}
 	g.checkNoLoss()
 }

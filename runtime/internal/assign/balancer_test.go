@@ -131,10 +131,10 @@ func TestBalancerRoundTrip(t *testing.T) {
 		ProbingInterval: time.Minute, Ends: ends}
 
 	// m1 ran everything and holds all state; m2 and m3 just joined, m2
-	// with a standby of 0_1 that is caught up.
+	// with an old copy of 0_1, too far behind to run it.
 	m1 := newMember("m1", opts, []assign.Task{task("0_0"), task("0_1"), task("0_2"), task("1_0"), task("1_1")},
 		map[assign.Task]int64{task("0_0"): 1000, task("0_1"): 1000, task("0_2"): 1000})
-	m2 := newMember("m2", opts, nil, map[assign.Task]int64{task("0_1"): 990})
+	m2 := newMember("m2", opts, nil, map[assign.Task]int64{task("0_1"): 500})
 	m3 := newMember("m3", opts, nil, nil)
 	got := rebalance(t, []*member{m1, m2, m3})
 

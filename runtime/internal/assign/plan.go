@@ -156,6 +156,26 @@ func (p *planner) give(t Task, id string) {
 	p.actives[id]++
 }
 
+// keepOrder is the order in which m keeps its previous actives when it
+// cannot keep them all: the tasks fewest other members are caught up on
+// come first, so that a member sheds the tasks another can run at once.
+// This is what lets a probing rebalance converge: the tasks a warm-up has
+// caught up on are the ones their old owner gives away.
+func (p *planner) keepOrder(m PlanMember) []Task {
+	others := func(t Task) int {
+		n := 0
+		for _, o := range p.members {
+			if o.ID != m.ID && p.caughtUp(o, t) {
+				n++
+			}
+		}
+		return n
+	}
+	order := slices.Clone(m.PrevActive)
+	slices.SortStableFunc(order, func(a, b Task) int { return cmp.Compare(others(a), others(b)) })
+	return order
+}
+
 // placeBalanced is rule 1: the ideal assignment, ignoring catch-up. Active
 // counts differ by at most one. Members first keep previous actives up to
 // the floor, then one more while extra slots remain, so stickiness never
@@ -166,8 +186,12 @@ func (p *planner) placeBalanced() {
 		exists[t] = true
 	}
 	floor, extra := len(p.tasks)/len(p.members), len(p.tasks)%len(p.members)
+	keepOrder := make(map[string][]Task, len(p.members))
+	for _, m := range p.members {
+		keepOrder[m.ID] = p.keepOrder(m)
+	}
 	keep := func(m PlanMember, limit int) {
-		for _, t := range m.PrevActive {
+		for _, t := range keepOrder[m.ID] {
 			if p.actives[m.ID] >= limit {
 				return
 			}

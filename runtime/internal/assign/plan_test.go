@@ -445,6 +445,24 @@ func TestMakePlan(t *testing.T) {
 			},
 		},
 		{
+			// Without shedding by catch-up, a would keep 0_0 (first in its
+			// list) and give away 0_2, on which n is not caught up: the
+			// probing rebalance would warm up again, forever.
+			name: "probing rebalance: owners shed the tasks the warm-ups caught up on, whatever their order",
+			in: PlanInput{
+				Members:               append(slices.Clone(twoOwners), PlanMember{ID: "n", Offsets: offsets("0_0=1000", "0_3=995")}),
+				Tasks:                 planTasks(0, 6),
+				Ends:                  stateful6,
+				AcceptableRecoveryLag: 10,
+				MaxWarmupReplicas:     2,
+			},
+			want: map[string]string{
+				"a": "A[0_1 0_2] S[] W[]",
+				"b": "A[0_4 0_5] S[] W[]",
+				"n": "A[0_0 0_3] S[] W[]",
+			},
+		},
+		{
 			name: "no one caught up: the active goes where the most state is, warm-up on the destination",
 			in: PlanInput{
 				Members: []PlanMember{
