@@ -448,3 +448,105 @@ func TestRestartedInstanceWarmsUpThenTakesTasksBack(t *testing.T) {
 	}
 	g.checkNoLoss()
 }
+
+// windowEvents is a windowLog that also records failovers.
+type windowEvents struct {
+	windowLog
+	moved chan streams.FailoverEvent
+}
+
+func (w *windowEvents) OnTaskFailedOver(ev streams.FailoverEvent) { w.moved <- ev }
+
+// TestStandbyCarriesWindowsAndStreamTime fails an emit-final windowed
+// count over to its standby: the standby applied the stream-time markers,
+// so a record for a window closed before the crash is dropped as late on
+// the new owner, and the windows still open at the crash close there with
+// every record counted, each emitted once.
+func TestStandbyCarriesWindowsAndStreamTime(t *testing.T) {
+	b := startBroker(t)
+	createTopic(t, b, "readings", 2)
+	createTopic(t, b, "window-counts", 2)
+	events := &windowEvents{moved: make(chan streams.FailoverEvent, 2)}
+	cfg := testConfig(b, "ha-windows")
+	cfg.StateDir, cfg.SessionTimeout, cfg.StandbyReplicas = t.TempDir(), 2*time.Second, 1
+	cfg.Hooks = []streams.Hook{events}
+	sup, err := streams.NewSupervisor(windowTopology(t), streams.SupervisorConfig{Config: cfg, Instances: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- sup.Run(ctx) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("supervisor: %v", err)
+		}
+	}()
+
+	var offsets []int64
+	for off := int64(0); off <= 24_000; off += 1000 {
+		offsets = append(offsets, off)
+	}
+	produceReadings(t, b, offsets...)
+	// [0,10 s) closes at 15 s; [10,20 s) and [20,30 s) stay open.
+	waitFor(t, 30*time.Second, "the first windows closed and the standbys caught up", func() bool {
+		if closed, _ := events.counts(); closed < 2 {
+			return false
+		}
+		for _, in := range sup.Instances() {
+			if len(in.Stats.Tasks) != 1 || len(in.Stats.Standbys) != 1 {
+				return false
+			}
+			for _, st := range in.Stats.Standbys[0].Stores {
+				if st.Lag != 0 || st.Offset == 0 {
+					return false
+				}
+			}
+		}
+		return true
+	})
+	var crashedTime int64
+	for _, in := range sup.Instances() {
+		if in.ID == "instance-1" {
+			crashedTime = in.Stats.Tasks[0].StreamTime
+		}
+	}
+	if err := sup.Crash("instance-1"); err != nil {
+		t.Fatal(err)
+	}
+	// Late for the closed [0,10 s), then on to 26 s, which closes
+	// [10,20 s).
+	produceReadings(t, b, 1000, 26_000)
+	var ev streams.FailoverEvent
+	select {
+	case ev = <-events.moved:
+	case <-time.After(30 * time.Second):
+		t.Fatal("no failover")
+	}
+	logFailover(t, ev)
+	if ev.FromReplica != "standby" {
+		t.Errorf("the task resumed from replica %q, want its standby", ev.FromReplica)
+	}
+	waitFor(t, 30*time.Second, "the late reading dropped on the new owner", func() bool {
+		events.mu.Lock()
+		defer events.mu.Unlock()
+		for _, l := range events.late {
+			if l.InstanceID == ev.To && l.Task == ev.Task && l.Timestamp == t0+1000 {
+				if l.StreamTime < crashedTime {
+					t.Errorf("late drop at stream time %d, before the crashed owner's %d", l.StreamTime, crashedTime)
+				}
+				return true
+			}
+		}
+		return false
+	})
+	got := windowResults(t, consumeN(t, b, "window-counts", 2*readingKeys, 30*time.Second))
+	for k := range readingKeys {
+		for start, want := range map[int64]int64{0: 10, 10_000: 10} {
+			if id := fmt.Sprintf("sensor-%d@%d", k, start); got[id] != want {
+				t.Errorf("window %s counted %d, want %d", id, got[id], want)
+			}
+		}
+	}
+}

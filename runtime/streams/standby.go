@@ -245,6 +245,9 @@ func (f *followedStore) applyRecords(recs []*kgo.Record) (int, error) {
 		if apply {
 			entries = append(entries, e)
 			applied++
+			if st.win != nil {
+				st.win.stored(st.win.segmentTime(r.Key))
+			}
 		}
 	}
 	if applied < 0 {
@@ -254,7 +257,30 @@ func (f *followedStore) applyRecords(recs []*kgo.Record) (int, error) {
 		return 0, fmt.Errorf("standby of store %q of task %s: %w", st.spec.name, f.task.id, err)
 	}
 	st.lastOffset.Store(cp.ChangelogOffset - 1)
+	if err := f.expire(cp); err != nil {
+		return 0, err
+	}
 	return applied, nil
+}
+
+// expire drops the segments of a windowed store that stream time has
+// expired, as the active does: the changelog never deletes them, so a
+// long-lived standby would otherwise keep every window it ever saw.
+func (f *followedStore) expire(cp state.Checkpoint) error {
+	st := f.store
+	if st.win == nil || cp.StreamTime < 0 {
+		return nil
+	}
+	if err := st.expireSegments(cp.StreamTime); err != nil {
+		return fmt.Errorf("standby of task %s: %w", f.task.id, err)
+	}
+	if st.db.Pending() == 0 {
+		return nil
+	}
+	if err := st.db.Commit(cp); err != nil {
+		return fmt.Errorf("standby of store %q of task %s: dropping expired segments: %w", st.spec.name, f.task.id, err)
+	}
+	return nil
 }
 
 // add starts following sb's logged stores from their checkpoints; ends

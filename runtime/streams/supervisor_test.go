@@ -1,0 +1,116 @@
+package streams_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/braidstream/braid/runtime/streams"
+)
+
+func TestSupervisorConfigErrors(t *testing.T) {
+	topo := countTopology(t, true)
+	if _, err := streams.NewSupervisor(nil, streams.SupervisorConfig{}); err == nil || !strings.Contains(err.Error(), "topology is nil") {
+		t.Errorf("nil topology: %v", err)
+	}
+	_, err := streams.NewSupervisor(topo, streams.SupervisorConfig{Instances: -1})
+	if err == nil || !strings.Contains(err.Error(), "Instances: -1 is negative") {
+		t.Errorf("negative instances: %v", err)
+	}
+	_, err = streams.NewSupervisor(topo, streams.SupervisorConfig{Config: streams.Config{StandbyReplicas: -1}})
+	for _, want := range []string{"ApplicationID", "Brokers", "StandbyReplicas"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("bad config: %v, want it to name %s", err, want)
+		}
+	}
+}
+
+// TestSupervisorOperations walks one instance through every operation and
+// checks that operations not allowed in its state are refused with typed
+// errors.
+func TestSupervisorOperations(t *testing.T) {
+	b := startBroker(t)
+	createTopic(t, b, "clicks", 2)
+	createTopic(t, b, "click-counts", 2)
+	cfg := testConfig(b, "supervised")
+	cfg.StateDir = t.TempDir()
+	sup, err := streams.NewSupervisor(countTopology(t, true), streams.SupervisorConfig{Config: cfg, InstancePrefix: "node"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sup.Crash("node-1"); !errors.Is(err, streams.ErrSupervisorNotRunning) {
+		t.Errorf("Crash before Run = %v, want ErrSupervisorNotRunning", err)
+	}
+	if _, err := sup.Add(); !errors.Is(err, streams.ErrSupervisorNotRunning) {
+		t.Errorf("Add before Run = %v, want ErrSupervisorNotRunning", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- sup.Run(ctx) }()
+	state := func(id string) streams.InstanceState {
+		for _, in := range sup.Instances() {
+			if in.ID == id {
+				return in.State
+			}
+		}
+		t.Fatalf("no instance %s", id)
+		return 0
+	}
+	waitFor(t, 30*time.Second, "node-1 running both tasks", func() bool {
+		in := sup.Instances()
+		return len(in) == 1 && len(in[0].Stats.Tasks) == 2
+	})
+
+	var unknown *streams.UnknownInstanceError
+	if err := sup.Stop("node-9"); !errors.As(err, &unknown) || unknown.ID != "node-9" {
+		t.Errorf("Stop(node-9) = %v, want an UnknownInstanceError", err)
+	}
+	var wrong *streams.InstanceStateError
+	if err := sup.Start("node-1"); !errors.As(err, &wrong) || wrong.State != streams.InstanceRunning || wrong.Op != "start" {
+		t.Errorf("Start of a running instance = %v, want an InstanceStateError", err)
+	}
+	id, err := sup.Add()
+	if err != nil || id != "node-2" {
+		t.Fatalf("Add = %q, %v; want node-2", id, err)
+	}
+	waitFor(t, 30*time.Second, "one task on each node", func() bool {
+		in := sup.Instances()
+		return len(in) == 2 && len(in[0].Stats.Tasks) == 1 && len(in[1].Stats.Tasks) == 1
+	})
+	if err := sup.Stop("node-2"); err != nil {
+		t.Fatal(err)
+	}
+	if got := state("node-2"); got != streams.InstanceStopped {
+		t.Errorf("node-2 is %v after Stop, want stopped", got)
+	}
+	if err := sup.Crash("node-2"); !errors.As(err, &wrong) || wrong.State != streams.InstanceStopped {
+		t.Errorf("Crash of a stopped instance = %v, want an InstanceStateError", err)
+	}
+	if err := sup.Crash("node-1"); err != nil {
+		t.Fatal(err)
+	}
+	if got := state("node-1"); got != streams.InstanceCrashed {
+		t.Errorf("node-1 is %v after Crash, want crashed", got)
+	}
+	for _, id := range []string{"node-1", "node-2"} {
+		if err := sup.Start(id); err != nil {
+			t.Fatalf("Start(%s): %v", id, err)
+		}
+	}
+	waitFor(t, 30*time.Second, "both nodes running a task again", func() bool {
+		in := sup.Instances()
+		return in[0].State == streams.InstanceRunning && in[1].State == streams.InstanceRunning &&
+			len(in[0].Stats.Tasks) == 1 && len(in[1].Stats.Tasks) == 1
+	})
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	for _, in := range sup.Instances() {
+		if in.State != streams.InstanceStopped {
+			t.Errorf("%s is %v after Run returned, want stopped", in.ID, in.State)
+		}
+	}
+}
