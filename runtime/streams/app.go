@@ -156,6 +156,7 @@ func New(topo *Topology, cfg Config) (*App, error) {
 	}
 	a.clientCtx, a.clientCancel = context.WithCancel(context.Background())
 	a.standby = newStandbys(a)
+	a.balancer = a.newBalancer()
 	a.promise = a.onProduced
 	for _, n := range topo.nodes {
 		if n.kind == sourceNode {

@@ -39,7 +39,7 @@ func (a *App) startClient() error {
 		kgo.SeedBrokers(a.cfg.Brokers...),
 		kgo.ConsumerGroup(a.cfg.ApplicationID),
 		kgo.ConsumeTopics(topics...),
-		kgo.Balancers(a.newBalancer()),
+		kgo.Balancers(a.balancer),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 		kgo.DisableAutoCommit(),
 		kgo.BlockRebalanceOnPoll(),
@@ -67,7 +67,7 @@ func (a *App) startClient() error {
 // this instance holds, and plans with the App's high-availability
 // settings when this instance leads.
 func (a *App) newBalancer() *assign.Balancer {
-	a.balancer = assign.New(assign.Options{
+	return assign.New(assign.Options{
 		Subtopologies:         a.subtopologyInfo(),
 		Instance:              a.cfg.InstanceID,
 		Server:                a.cfg.ApplicationServer,
@@ -80,7 +80,6 @@ func (a *App) newBalancer() *assign.Balancer {
 		Ends:                  a.listEnds,
 		Warn:                  func(msg string) { a.log.Warn("assignment: " + msg) },
 	})
-	return a.balancer
 }
 
 // listEnds lists the end offsets of changelog topics for the balancer.

@@ -443,9 +443,7 @@ func TestRestartedInstanceWarmsUpThenTakesTasksBack(t *testing.T) {
 	if warmups == 0 {
 		t.Error("the restarted instance got no warm-up replica")
 	}
-	if !g.settled(1) {
-		t.Error("the group did not settle with every task active once and one standby each")
-	}
+	waitFor(t, 30*time.Second, "every task active once with one standby", func() bool { return g.settled(1) })
 	g.checkNoLoss()
 }
 

@@ -479,3 +479,40 @@ func (a *App) scheduleProbe(after time.Duration) {
 		a.kc().ForceRebalance()
 	})
 }
+
+// Member is one member of the application's group, with its tasks, as
+// the last rebalance assigned them.
+type Member struct {
+	InstanceID string
+	// Server is the member's Config.ApplicationServer, where it answers
+	// interactive queries; RackTags its Config.RackTags.
+	Server   string
+	RackTags map[string]string
+	Active   []TaskID
+	Standby  []TaskID
+	Warmup   []TaskID
+}
+
+// Members returns every member of the group and its active, standby and
+// warm-up tasks as the last rebalance this instance took part in assigned
+// them, sorted by instance id; nil before the first. It is how one
+// instance finds which other holds a task, to route a query there.
+func (a *App) Members() []Member {
+	group := a.balancer.Last().Group
+	if group == nil {
+		return nil
+	}
+	ids := func(ts []assign.Task) []TaskID {
+		out := make([]TaskID, len(ts))
+		for i, t := range ts {
+			out[i] = TaskID{Subtopology: t.Subtopology, Partition: t.Partition}
+		}
+		return out
+	}
+	out := make([]Member, len(group))
+	for i, m := range group {
+		out[i] = Member{InstanceID: m.Instance, Server: m.Server, RackTags: maps.Clone(m.Tags),
+			Active: ids(m.Active), Standby: ids(m.Standby), Warmup: ids(m.Warmup)}
+	}
+	return out
+}

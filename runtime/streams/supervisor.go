@@ -396,3 +396,22 @@ func (s *Supervisor) Get(store string, key any) (value any, found bool, err erro
 	}
 	return nil, false, notReady
 }
+
+// Members returns the group's members and their tasks as a running
+// instance last saw them assigned (see App.Members), nil when none runs.
+func (s *Supervisor) Members() []Member {
+	s.mu.Lock()
+	var apps []*App
+	for _, in := range s.instances {
+		if in.state == InstanceRunning && in.app != nil {
+			apps = append(apps, in.app)
+		}
+	}
+	s.mu.Unlock()
+	for _, app := range apps {
+		if m := app.Members(); m != nil {
+			return m
+		}
+	}
+	return nil
+}

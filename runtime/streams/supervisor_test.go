@@ -79,6 +79,11 @@ func TestSupervisorOperations(t *testing.T) {
 		in := sup.Instances()
 		return len(in) == 2 && len(in[0].Stats.Tasks) == 1 && len(in[1].Stats.Tasks) == 1
 	})
+	members := sup.Members()
+	if len(members) != 2 || members[0].InstanceID != "node-1" || members[1].InstanceID != "node-2" ||
+		len(members[0].Active) != 1 || len(members[1].Active) != 1 || members[0].Active[0] == members[1].Active[0] {
+		t.Errorf("Members() = %+v, want node-1 and node-2 with one task each", members)
+	}
 	if err := sup.Stop("node-2"); err != nil {
 		t.Fatal(err)
 	}
