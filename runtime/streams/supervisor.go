@@ -162,16 +162,22 @@ func (s *Supervisor) Run(ctx context.Context) error {
 	if len(errs) == 0 {
 		<-ctx.Done()
 	}
+	// All at once: one by one, each leave would move tasks to instances
+	// about to leave too.
 	s.mu.Lock()
 	running := slices.Clone(s.instances)
 	s.mu.Unlock()
+	var stopping sync.WaitGroup
 	for _, in := range running {
 		if app := s.claim(in); app != nil {
-			app.Close()
-			<-in.done
-			s.release(in, InstanceStopped, nil)
+			stopping.Go(func() {
+				app.Close()
+				<-in.done
+				s.release(in, InstanceStopped, nil)
+			})
 		}
 	}
+	stopping.Wait()
 	s.wg.Wait()
 	return errors.Join(errs...)
 }
