@@ -25,6 +25,7 @@ bench:
 	$(GO) run ./cmd/braid bench count $(BENCH_ARGS)
 	$(GO) run ./cmd/braid bench restore $(BENCH_ARGS)
 	$(GO) run ./cmd/braid bench windowed $(BENCH_ARGS)
+	$(GO) run ./cmd/braid bench failover $(BENCH_ARGS)
 
 deps:
 	scripts/install-deps.sh

@@ -6,16 +6,18 @@ import (
 	"io"
 	"os"
 	"runtime/pprof"
+	"time"
 
 	"github.com/braidstream/braid/bench"
 )
 
 func runBench(ctx context.Context, args []string, stdout io.Writer) error {
-	const list = "Usage: braid bench <pipe|count|restore|windowed> [flags]\n\nBenchmarks:\n" +
+	const list = "Usage: braid bench <pipe|count|restore|windowed|failover> [flags]\n\nBenchmarks:\n" +
 		"  pipe      a hand-written franz-go pipe against a Braid Filter+MapValues topology\n" +
 		"  count     a hand-written franz-go + pebble count against Braid's GroupByKey().Count()\n" +
 		"  restore   a plain consumer writing pebble batches against Braid restoring a store\n" +
-		"  windowed  Braid's tumbling-window count (emit final) against its plain Count()"
+		"  windowed  Braid's tumbling-window count (emit final) against its plain Count()\n" +
+		"  failover  crash one of 3 instances of a count, with 1 standby and with none: per-task detection, recovery, downtime"
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" {
 		fmt.Fprintln(stdout, list)
 		if len(args) == 0 {
@@ -24,22 +26,42 @@ func runBench(ctx context.Context, args []string, stdout io.Writer) error {
 		return nil
 	}
 	name := args[0]
-	if name != "pipe" && name != "count" && name != "restore" && name != "windowed" {
-		return fmt.Errorf("bench: unknown benchmark %q (known: pipe, count, restore, windowed)", name)
+	if name != "pipe" && name != "count" && name != "restore" && name != "windowed" && name != "failover" {
+		return fmt.Errorf("bench: unknown benchmark %q (known: pipe, count, restore, windowed, failover)", name)
 	}
-	defaultRecords, defaultKeys := 1_000_000, 10_000
-	if name == "restore" {
+	defaultRecords, defaultKeys, defaultPartitions := 1_000_000, 10_000, 4
+	if name == "restore" || name == "failover" {
 		defaultKeys = 100_000
 	}
-	usage := "braid bench " + name + " [--records N] [--keys N] [--partitions N] [--rounds N]"
-	if name == "windowed" {
-		usage += " [--event-rate N]"
+	if name == "failover" {
+		defaultPartitions = 8
+	}
+	usage := "braid bench " + name + " [--records N] [--keys N] [--partitions N]"
+	switch name {
+	case "failover":
+		usage += " [--instances N] [--session-timeout D] [--rate N]"
+	case "windowed":
+		usage += " [--rounds N] [--event-rate N]"
+	default:
+		usage += " [--rounds N]"
 	}
 	fs := newFlagSet("bench "+name, usage, stdout)
-	records := fs.Int("records", defaultRecords, "records to seed and process")
+	recordsUsage := "records to seed and process"
+	if name == "failover" {
+		recordsUsage = "records to seed per run: the changelog records of the count"
+	}
+	records := fs.Int("records", defaultRecords, recordsUsage)
 	keys := fs.Int("keys", defaultKeys, "distinct keys")
-	partitions := fs.Int("partitions", 4, "partitions of every topic")
-	rounds := fs.Int("rounds", 0, "rounds of every side; each reports its median (default: 5 for pipe, 3 otherwise)")
+	partitions := fs.Int("partitions", defaultPartitions, "partitions of every topic")
+	var rounds, instances, rate int
+	var sessionTimeout time.Duration
+	if name == "failover" {
+		fs.IntVar(&instances, "instances", 3, "instances of the topology, one of which is crashed")
+		fs.DurationVar(&sessionTimeout, "session-timeout", 3*time.Second, "group session timeout: most of the time a crash takes to detect")
+		fs.IntVar(&rate, "rate", 20_000, "steady input during each run, in records per second")
+	} else {
+		fs.IntVar(&rounds, "rounds", 0, "rounds of every side; each reports its median (default: 5 for pipe, 3 otherwise)")
+	}
 	eventRate := bench.DefaultEventRate
 	if name == "windowed" {
 		fs.IntVar(&eventRate, "event-rate", bench.DefaultEventRate, "records per second of event time")
@@ -59,16 +81,22 @@ func runBench(ctx context.Context, args []string, stdout io.Writer) error {
 		}
 		defer pprof.StopCPUProfile()
 	}
+	if name == "failover" && (*records <= 0 || *keys <= 0 || *partitions <= 0 || instances < 2 || sessionTimeout <= 0 || rate <= 0) {
+		return fmt.Errorf("bench failover: --records, --keys, --partitions, --session-timeout and --rate must be positive, --instances at least 2")
+	}
 	var err error
 	switch name {
 	case "pipe":
-		_, err = bench.RunPipe(ctx, bench.PipeOptions{Records: *records, Keys: *keys, Partitions: *partitions, Rounds: *rounds, Out: stdout}, bench.BraidVariants())
+		_, err = bench.RunPipe(ctx, bench.PipeOptions{Records: *records, Keys: *keys, Partitions: *partitions, Rounds: rounds, Out: stdout}, bench.BraidVariants())
 	case "count":
-		_, err = bench.RunCount(ctx, bench.CountOptions{Records: *records, Keys: *keys, Partitions: *partitions, Rounds: *rounds, Out: stdout}, bench.BraidCount)
+		_, err = bench.RunCount(ctx, bench.CountOptions{Records: *records, Keys: *keys, Partitions: *partitions, Rounds: rounds, Out: stdout}, bench.BraidCount)
 	case "restore":
-		_, err = bench.RunRestore(ctx, bench.RestoreOptions{Records: *records, Keys: *keys, Partitions: *partitions, Rounds: *rounds, Out: stdout}, bench.BraidRestore)
+		_, err = bench.RunRestore(ctx, bench.RestoreOptions{Records: *records, Keys: *keys, Partitions: *partitions, Rounds: rounds, Out: stdout}, bench.BraidRestore)
 	case "windowed":
-		_, err = bench.RunWindowed(ctx, bench.WindowedOptions{Records: *records, Keys: *keys, Partitions: *partitions, EventRate: eventRate, Rounds: *rounds, Out: stdout}, bench.BraidWindowedCount, bench.BraidCount)
+		_, err = bench.RunWindowed(ctx, bench.WindowedOptions{Records: *records, Keys: *keys, Partitions: *partitions, EventRate: eventRate, Rounds: rounds, Out: stdout}, bench.BraidWindowedCount, bench.BraidCount)
+	case "failover":
+		_, err = bench.RunFailover(ctx, bench.FailoverOptions{Records: *records, Keys: *keys, Partitions: *partitions, Instances: instances,
+			SessionTimeout: sessionTimeout, Rate: rate, Out: stdout})
 	}
 	return err
 }
