@@ -1,6 +1,7 @@
 package streams
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -456,6 +457,9 @@ func (a *App) processFetches(fetches kgo.Fetches) error {
 			touched = append(touched, t)
 		}
 	})
+	// Tasks that just arrived first: each is down until it processes a
+	// record, while the others only have a batch to catch up on.
+	slices.SortStableFunc(touched, func(x, y *task) int { return cmp.Compare(x.rank(), y.rank()) })
 	for _, t := range touched {
 		if err := t.processAvailable(); err != nil {
 			a.publishStats()
@@ -463,7 +467,21 @@ func (a *App) processFetches(fetches kgo.Fetches) error {
 		}
 	}
 	a.publishStats()
+	if len(touched) > 0 && a.standby.waiting.Load() && !a.restoring() {
+		a.standby.goAhead()
+	}
 	return nil
+}
+
+// restoring reports whether a task is restoring. The caller holds
+// tasksMu.
+func (a *App) restoring() bool {
+	for _, t := range a.tasks {
+		if t.restoring != nil {
+			return true
+		}
+	}
+	return false
 }
 
 func (a *App) produce(r *kgo.Record) { a.send(r, a.promise) }

@@ -34,21 +34,12 @@ func (a *App) onAssigned(ctx context.Context, cl *kgo.Client, assigned map[strin
 	a.tasksMu.Lock()
 	arrived, resumed := a.takeActives(assigned, now)
 	left := a.leaveSuspended(plan)
-	fresh, err := a.placeReplicas(plan, left)
-	if err != nil {
-		a.setAsyncError(err)
-	}
-	ends, err := changelogEnds(ctx, kadm.NewClient(cl), append(slices.Clone(arrived), resumed...), fresh)
-	if err != nil {
+	a.standby.queue(a.placeReplicas(plan, left))
+	starting := append(slices.Clone(arrived), resumed...)
+	if ends, err := changelogEnds(ctx, kadm.NewClient(cl), starting, nil); err != nil {
 		a.setAsyncError(err)
 	} else {
-		a.startRestores(ctx, cl, append(arrived, resumed...), ends)
-		for _, sb := range fresh {
-			if err := a.standby.add(sb, ends); err != nil {
-				a.setAsyncError(&TaskFailedError{Task: sb.id, Err: err})
-				closeTaskStores(sb.stores)
-			}
-		}
+		a.startRestores(ctx, cl, starting, ends)
 	}
 	if plan.ProbeAfter > 0 {
 		a.scheduleProbe(plan.ProbeAfter)
@@ -104,7 +95,7 @@ func (a *App) takeActives(assigned map[string][]int32, now time.Time) (arrived, 
 func (a *App) arrive(st *subtopology, id TaskID, now time.Time) (*task, error) {
 	var stores []*taskStore
 	replica := ""
-	if sb := a.standby.release(id, "promoted"); sb != nil {
+	if sb := a.standby.release(id, "promoted"); sb != nil && sb.stores != nil {
 		stores, replica = sb.stores, "standby"
 		if sb.warmup {
 			replica = "warm-up"
@@ -150,10 +141,10 @@ func (a *App) closeTask(t *task) {
 
 // placeReplicas makes this instance's replicas what the assignment says:
 // replicas no longer planned close, warm-ups that became standbys (or
-// back) change role, and new replicas are opened, from a task that just
-// left when there is one. The new ones are returned for the caller to
-// start once their changelogs' ends are known.
-func (a *App) placeReplicas(plan assign.Assignment, left []*task) ([]*standbyTask, error) {
+// back) change role, and the new replicas are returned for the follower
+// to start (see replica_start.go), with the open stores of a task that
+// just left here when there is one.
+func (a *App) placeReplicas(plan assign.Assignment, left []*task) []*standbyTask {
 	want := make(map[TaskID]bool) // task: is a warm-up
 	for _, t := range plan.Standby {
 		want[TaskID{t.Subtopology, t.Partition}] = false
@@ -167,7 +158,7 @@ func (a *App) placeReplicas(plan assign.Assignment, left []*task) ([]*standbyTas
 			delete(want, id)
 			continue
 		}
-		if sb := a.standby.release(id, "moved"); sb != nil {
+		if sb := a.standby.release(id, "moved"); sb != nil && sb.stores != nil {
 			a.onDisk[id] = offsetSum(sb.stores)
 			closeTaskStores(sb.stores)
 		}
@@ -177,7 +168,6 @@ func (a *App) placeReplicas(plan assign.Assignment, left []*task) ([]*standbyTas
 		leaving[t.id] = t
 	}
 	var fresh []*standbyTask
-	var errs []error
 	for _, id := range slices.SortedFunc(maps.Keys(want), compareTaskIDs) {
 		if a.tasks[id] != nil || id.Subtopology >= len(a.topo.subtopologies) {
 			continue // the plan never does this; a stale or foreign plan might
@@ -185,18 +175,10 @@ func (a *App) placeReplicas(plan assign.Assignment, left []*task) ([]*standbyTas
 		sb := &standbyTask{id: id, warmup: want[id]}
 		if t := leaving[id]; t != nil {
 			sb.stores = t.storeList
-		} else {
-			stores, err := a.openTaskStores(a.topo.subtopologies[id.Subtopology], id)
-			if err != nil {
-				errs = append(errs, fmt.Errorf("opening replica of task %s: %w", id, err))
-				continue
-			}
-			sb.stores = stores
 		}
-		delete(a.onDisk, id)
 		fresh = append(fresh, sb)
 	}
-	return fresh, errors.Join(errs...)
+	return fresh
 }
 
 // startRestores restores the stores of tasks that are behind their

@@ -7,6 +7,7 @@ import (
 	"maps"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/braidstream/braid/runtime/internal/state"
@@ -119,6 +120,12 @@ type standbys struct {
 	mu    sync.Mutex
 	tasks map[TaskID]*standbyTask
 	byTP  map[TopicPartition]*followedStore
+	// pending, startAt and wakePoll (under mu) and waiting: see
+	// replica_start.go.
+	pending  []*standbyTask
+	startAt  time.Time
+	wakePoll context.CancelFunc
+	waiting  atomic.Bool
 
 	client *kgo.Client
 	cancel context.CancelFunc
@@ -157,10 +164,7 @@ func (s *standbys) stop() {
 	s.cancel()
 	<-s.done
 	s.client.Close()
-	s.mu.Lock()
-	ids := slices.Collect(maps.Keys(s.tasks))
-	s.mu.Unlock()
-	for _, id := range ids {
+	for _, id := range s.ids() {
 		if sb := s.release(id, "closed"); sb != nil {
 			closeTaskStores(sb.stores)
 		}
@@ -170,12 +174,15 @@ func (s *standbys) stop() {
 func (s *standbys) run(ctx context.Context) {
 	defer close(s.done)
 	for {
-		fetches := s.client.PollFetches(ctx)
+		s.startDue(ctx)
+		pollCtx, cancel := s.pollContext(ctx)
+		fetches := s.client.PollFetches(pollCtx)
+		cancel()
 		if ctx.Err() != nil {
 			return
 		}
 		fetches.EachError(func(topic string, p int32, err error) {
-			if !errors.Is(err, context.Canceled) && !errors.Is(err, kgo.ErrClientClosed) {
+			if !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, kgo.ErrClientClosed) {
 				s.app.log.Warn("fetching a standby changelog failed", "topic", topic, "partition", p, "err", err)
 			}
 		})
@@ -283,10 +290,12 @@ func (f *followedStore) expire(cp state.Checkpoint) error {
 	return nil
 }
 
-// add starts following sb's logged stores from their checkpoints; ends
-// holds their changelogs' end offsets. A store whose checkpoint is past
-// its changelog's end is rebuilt first, as a restore would.
-func (s *standbys) add(sb *standbyTask, ends kadm.ListedOffsets) error {
+// addLocked starts following sb's logged stores from their checkpoints;
+// ends holds their changelogs' end offsets. A store whose checkpoint is
+// past its changelog's end is rebuilt first, as a restore would. It
+// returns the started events for the caller to report once it unlocked
+// mu, which it holds.
+func (s *standbys) addLocked(sb *standbyTask, ends kadm.ListedOffsets) ([]StandbyEvent, error) {
 	a := s.app
 	offsets := make(map[string]map[int32]kgo.Offset)
 	for _, st := range sb.stores {
@@ -295,36 +304,28 @@ func (s *standbys) add(sb *standbyTask, ends kadm.ListedOffsets) error {
 		}
 		end, ok := ends.Lookup(st.changelog, st.partition)
 		if !ok {
-			return fmt.Errorf("changelog %s has no partition %d for standby task %s", st.changelog, st.partition, sb.id)
+			return nil, fmt.Errorf("changelog %s has no partition %d for standby task %s", st.changelog, st.partition, sb.id)
 		}
 		if st.db.Checkpoint().ChangelogOffset > end.Offset {
 			if err := a.rebuildStore(sb.id, st); err != nil {
-				return err
+				return nil, err
 			}
 		}
 		f := &followedStore{store: st, task: sb, end: end.Offset, lastTimestamp: -1}
 		sb.logged = append(sb.logged, f)
 		offsets[st.changelog] = map[int32]kgo.Offset{st.partition: kgo.NewOffset().At(f.offset())}
 	}
-	s.mu.Lock()
 	s.tasks[sb.id] = sb
 	for _, f := range sb.logged {
 		s.byTP[TopicPartition{f.store.changelog, f.store.partition}] = f
 	}
 	s.client.AddConsumePartitions(offsets)
-	events := s.events(sb, "")
-	s.mu.Unlock()
 	role := "standby"
 	if sb.warmup {
 		role = "warm-up"
 	}
 	a.log.Info("replica started", "task", sb.id.String(), "role", role)
-	for _, ev := range events {
-		for _, h := range a.hooks.standby {
-			h.OnStandbyStarted(ev)
-		}
-	}
-	return nil
+	return s.events(sb, ""), nil
 }
 
 func (s *standbys) events(sb *standbyTask, reason string) []StandbyEvent {
@@ -336,9 +337,16 @@ func (s *standbys) events(sb *standbyTask, reason string) []StandbyEvent {
 }
 
 // release stops following task id and returns its replica, with its
-// stores open, or nil when there is none.
+// stores open, or nil when there is none. A replica not started yet is
+// returned too; its stores are nil unless it was an active task before.
 func (s *standbys) release(id TaskID, reason string) *standbyTask {
 	s.mu.Lock()
+	if i := slices.IndexFunc(s.pending, func(sb *standbyTask) bool { return sb.id == id }); i >= 0 {
+		sb := s.pending[i]
+		s.pending = slices.Delete(s.pending, i, i+1)
+		s.mu.Unlock()
+		return sb
+	}
 	sb := s.tasks[id]
 	if sb == nil {
 		s.mu.Unlock()
@@ -362,14 +370,6 @@ func (s *standbys) release(id TaskID, reason string) *standbyTask {
 	return sb
 }
 
-// has reports whether task id has a replica here, and whether a warm-up.
-func (s *standbys) has(id TaskID) (exists, warmup bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	sb := s.tasks[id]
-	return sb != nil, sb != nil && sb.warmup
-}
-
 // setWarmup turns a warm-up into a standby or back.
 func (s *standbys) setWarmup(id TaskID, warmup bool) {
 	s.mu.Lock()
@@ -377,25 +377,40 @@ func (s *standbys) setWarmup(id TaskID, warmup bool) {
 	if sb := s.tasks[id]; sb != nil {
 		sb.warmup = warmup
 	}
+	for _, sb := range s.pending {
+		if sb.id == id {
+			sb.warmup = warmup
+		}
+	}
 }
 
-// ids lists the replicas kept here.
+// ids lists the replicas kept here, started or not.
 func (s *standbys) ids() []TaskID {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return slices.Collect(maps.Keys(s.tasks))
+	out := slices.Collect(maps.Keys(s.tasks))
+	for _, sb := range s.pending {
+		out = append(out, sb.id)
+	}
+	return out
 }
 
-// offsets adds the changelog offset sum of every replica to out.
+// offsets adds the changelog offset sum of every replica with open
+// stores to out.
 func (s *standbys) offsets(out map[TaskID]int64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for id, sb := range s.tasks {
 		out[id] = offsetSum(sb.stores)
 	}
+	for _, sb := range s.pending {
+		if sb.stores != nil {
+			out[sb.id] = offsetSum(sb.stores)
+		}
+	}
 }
 
-// stats returns a snapshot of the replicas, sorted by task.
+// stats returns a snapshot of the started replicas, sorted by task.
 func (s *standbys) stats() []StandbyStats {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -202,6 +202,11 @@ func (t *task) processAvailable() error {
 	if len(t.app.hooks.time) > 0 {
 		defer t.reportStreamTime(t.streamTime)
 	}
+	if !t.resumed && !t.assignedAt.IsZero() {
+		// A task that arrived here: its recovery ends as its first
+		// record is processed, not after the whole batch it missed.
+		defer t.noteResumed(time.Now(), t.processed)
+	}
 	defer t.noteProcessed(t.processed)
 	for q := t.nextQueue(); q != nil; q = t.nextQueue() {
 		raw := q.peekRaw()
@@ -239,19 +244,32 @@ func (t *task) processAvailable() error {
 	return nil
 }
 
-// noteProcessed stamps the time of the last processed record, once per
-// batch, and reports the first record of a task that arrived here.
-func (t *task) noteProcessed(before int64) {
-	if t.processed == before {
-		return
+// rank orders tasks for processing: 0 for a task that arrived here and
+// has not processed a record yet, 1 for the others.
+func (t *task) rank() int {
+	if !t.resumed && !t.assignedAt.IsZero() {
+		return 0
 	}
-	t.lastRecordAt = time.Now()
-	if t.resumed || t.assignedAt.IsZero() {
+	return 1
+}
+
+// noteProcessed stamps the time of the last processed record, once per
+// batch.
+func (t *task) noteProcessed(before int64) {
+	if t.processed != before {
+		t.lastRecordAt = time.Now()
+	}
+}
+
+// noteResumed reports the first record a task that arrived here
+// processed, which it began to process at first.
+func (t *task) noteResumed(first time.Time, before int64) {
+	if t.processed == before {
 		return
 	}
 	t.resumed = true
 	ev := TaskResumedEvent{ApplicationID: t.app.cfg.ApplicationID, InstanceID: t.app.cfg.InstanceID, Task: t.id,
-		AssignedAt: t.assignedAt, FirstRecordAt: t.lastRecordAt, Restored: t.restoredRecords, FromReplica: t.replica}
+		AssignedAt: t.assignedAt, FirstRecordAt: first, Restored: t.restoredRecords, FromReplica: t.replica}
 	for _, h := range t.app.hooks.resumed {
 		h.OnTaskResumed(ev)
 	}
