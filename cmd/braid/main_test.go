@@ -27,6 +27,7 @@ func TestHelp(t *testing.T) {
 		{"bench", "--help"},
 		{"bench", "pipe", "--help"},
 		{"bench", "windowed", "--help"},
+		{"bench", "failover", "--help"},
 	} {
 		t.Run(strings.Join(args, " "), func(t *testing.T) {
 			var out bytes.Buffer
