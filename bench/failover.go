@@ -151,9 +151,9 @@ type FailoverTask struct {
 	// zero when it restored nothing).
 	Restore time.Duration
 	// FirstBatch is from then until ResumedAt: fetching the input the
-	// task missed and processing the first batch of it (ResumedAt is
-	// stamped once that batch is processed). Assign, Restore and
-	// FirstBatch add up to Recovery.
+	// task missed, until its first record is processed (the new owner
+	// processes the tasks that just arrived before the others). Assign,
+	// Restore and FirstBatch add up to Recovery.
 	FirstBatch time.Duration
 }
 
@@ -214,9 +214,9 @@ func RunFailover(ctx context.Context, opts FailoverOptions) (FailoverReport, err
 	w := opts.Out
 	fmt.Fprintf(w, "bench failover: %d instances, %d partitions, count over %d keys with %d changelog records per run, steady input %d rec/s, session timeout %v, commit every %v, GOMAXPROCS=%d, embedded broker\n",
 		opts.Instances, opts.Partitions, opts.Keys, opts.Records, opts.Rate, opts.SessionTimeout, opts.CommitInterval, rep.GOMAXPROCS)
-	fmt.Fprintf(w, "per moved task: detection = crash to the new owner's assignment; recovery = assignment to its first processed batch\n"+
-		"  = assign (its assignment callback) + restore (to the restore's end) + batch (fetching and processing the first batch it missed);\n"+
-		"  downtime = its last record on %s to its first batch on the new owner\n", FailoverVictim)
+	fmt.Fprintf(w, "per moved task: detection = crash to the new owner's assignment; recovery = assignment to its first processed record\n"+
+		"  = assign (its assignment callback) + restore (to the restore's end) + batch (fetching what it missed, to its first record);\n"+
+		"  downtime = its last record on %s to its first record on the new owner\n", FailoverVictim)
 
 	for i, standbys := range []int{1, 0} {
 		run, err := failoverRun(ctx, brokers, cl, opts, i+1, standbys)
