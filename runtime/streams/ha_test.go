@@ -39,6 +39,10 @@ func startHAGroup(t *testing.T, app string, standbys int, configure ...func(*str
 	cfg.StateDir = t.TempDir()
 	cfg.SessionTimeout = g.session
 	cfg.StandbyReplicas = standbys
+	// Each task's changelog holds about 5,000 records, under the default
+	// acceptable lag of 10,000: an instance with no state would count as
+	// caught up, and could rightly get a task instead of its standby.
+	cfg.AcceptableRecoveryLag = 100
 	cfg.Hooks = []streams.Hook{g.events}
 	for _, c := range configure {
 		c(&cfg)
@@ -57,14 +61,17 @@ func startHAGroup(t *testing.T, app string, standbys int, configure ...func(*str
 			t.Errorf("supervisor: %v", err)
 		}
 	})
+	// Settled on empty changelogs first, where every instance is caught
+	// up on every task, so that the tasks spread over all three.
+	waitFor(t, 60*time.Second, "all tasks running and replicas placed", func() bool {
+		return g.settled(standbys)
+	})
 	// A changelog of thousands of records per task, so that a full
 	// restore and a standby's tail differ.
 	g.produce(0, 30_000)
 	g.startInput()
-	waitFor(t, 60*time.Second, "all tasks running and replicas placed", func() bool {
-		return g.settled(standbys)
-	})
 	waitFor(t, 60*time.Second, "the backlog processed", func() bool { return g.countsReach(30_000) })
+	waitFor(t, 60*time.Second, "the standbys caught up", func() bool { return g.settled(standbys) })
 	return g
 }
 
@@ -104,7 +111,7 @@ func (g *haGroup) startInput() {
 }
 
 // settled reports whether every task is active on exactly one running
-// instance, restored, and has its standbys.
+// instance, restored, and has its standbys, caught up.
 func (g *haGroup) settled(standbys int) bool {
 	active, replicas := map[streams.TaskID]int{}, map[streams.TaskID]int{}
 	running := 0
@@ -123,6 +130,11 @@ func (g *haGroup) settled(standbys int) bool {
 			active[ts.ID]++
 		}
 		for _, sb := range in.Stats.Standbys {
+			for _, st := range sb.Stores {
+				if st.Lag > 100 {
+					return false // not caught up yet
+				}
+			}
 			if !sb.Warmup {
 				replicas[sb.ID]++
 			}
