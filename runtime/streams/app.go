@@ -452,6 +452,7 @@ func (a *App) processFetches(fetches kgo.Fetches) error {
 			return // revoked meanwhile; its records are fetched again by the next owner
 		}
 		q.push(p.Records)
+		q.endOffset = p.HighWatermark
 		t := a.taskOf[tp]
 		if t.restoring == nil && (len(touched) == 0 || touched[len(touched)-1] != t) {
 			touched = append(touched, t)

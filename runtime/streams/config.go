@@ -163,6 +163,12 @@ type Config struct {
 	// the broker's default.
 	ReplicationFactor int
 
+	// NodeMetrics makes every task count the records each processor node
+	// receives and forwards (TaskStats.Nodes), for live views of the
+	// topology. It costs an indirect call per record per edge; off by
+	// default.
+	NodeMetrics bool
+
 	// Hooks receive the App's events; see Hook.
 	Hooks []Hook
 

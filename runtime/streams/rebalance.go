@@ -343,6 +343,9 @@ func (a *App) newTask(st *subtopology, id TaskID, stores []*taskStore) (*task, e
 		}
 	}
 	t := &task{id: id, app: a, streamTime: -1, sources: make(map[*graphNode]*sourceProc), stores: make(map[string]*taskStore)}
+	if a.cfg.NodeMetrics {
+		t.meters = make(map[string]*nodeMeter)
+	}
 	for _, ts := range stores {
 		t.stores[ts.spec.name] = ts
 		t.storeList = append(t.storeList, ts)

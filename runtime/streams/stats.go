@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -36,6 +37,16 @@ type TaskStats struct {
 	LastRecord time.Time
 	Partitions []PartitionStats
 	Stores     []StoreStats
+	// Nodes counts, per processor node, the records it received and
+	// forwarded, sorted by name; only with Config.NodeMetrics. A source's
+	// In is its Out.
+	Nodes []NodeStats
+}
+
+// NodeStats is one processor node's record counts in a task.
+type NodeStats struct {
+	Name    string
+	In, Out int64
 }
 
 // StoreStats is one state store of a task.
@@ -62,6 +73,10 @@ type PartitionStats struct {
 	Position, Committed int64
 	// Buffered counts fetched records not processed yet.
 	Buffered int
+	// EndOffset is the partition's high watermark as the last fetch saw
+	// it, -1 before one; Lag is EndOffset - Position, -1 when either is
+	// unknown.
+	EndOffset, Lag int64
 }
 
 // Stats returns a copy of the App's current state. It is updated after
@@ -75,6 +90,7 @@ func (a *App) Stats() Stats {
 	for i, ts := range a.stats {
 		ts.Partitions = slices.Clone(ts.Partitions)
 		ts.Stores = slices.Clone(ts.Stores)
+		ts.Nodes = slices.Clone(ts.Nodes)
 		s.Tasks[i] = ts
 	}
 	return s
@@ -103,7 +119,10 @@ func (a *App) snapshotTasks() []TaskStats {
 			ts.Stores = append(ts.Stores, ss)
 		}
 		for _, q := range t.queues {
-			ps := PartitionStats{TopicPartition: q.tp, Position: q.next.Offset, Committed: q.committed}
+			ps := PartitionStats{TopicPartition: q.tp, Position: q.next.Offset, Committed: q.committed, EndOffset: q.endOffset, Lag: -1}
+			if q.endOffset >= 0 && q.next.Offset >= 0 {
+				ps.Lag = max(0, q.endOffset-q.next.Offset)
+			}
 			for i, b := range q.batches {
 				if i == 0 {
 					ps.Buffered += len(b) - q.pos
@@ -112,6 +131,17 @@ func (a *App) snapshotTasks() []TaskStats {
 				}
 			}
 			ts.Partitions = append(ts.Partitions, ps)
+		}
+		if t.meters != nil {
+			ts.Nodes = make([]NodeStats, 0, len(t.meters))
+			for name, m := range t.meters {
+				ns := NodeStats{Name: name, In: m.in, Out: m.out}
+				if ns.In == 0 {
+					ns.In = ns.Out // a source: records enter it from its queues
+				}
+				ts.Nodes = append(ts.Nodes, ns)
+			}
+			slices.SortFunc(ts.Nodes, func(x, y NodeStats) int { return strings.Compare(x.Name, y.Name) })
 		}
 		out = append(out, ts)
 	}

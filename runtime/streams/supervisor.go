@@ -421,3 +421,21 @@ func (s *Supervisor) Members() []Member {
 	}
 	return nil
 }
+
+// OpenWindows returns the open windows of a windowed store on a running
+// instance, as App.OpenWindows does.
+func (s *Supervisor) OpenWindows(id, store string) ([]OpenWindow, error) {
+	s.mu.Lock()
+	i := slices.IndexFunc(s.instances, func(in *instance) bool { return in.id == id })
+	if i < 0 {
+		s.mu.Unlock()
+		return nil, &UnknownInstanceError{ID: id}
+	}
+	in := s.instances[i]
+	app, state := in.app, in.state
+	s.mu.Unlock()
+	if state != InstanceRunning || app == nil {
+		return nil, &InstanceStateError{ID: id, State: state, Op: "query"}
+	}
+	return app.OpenWindows(store)
+}

@@ -119,3 +119,43 @@ func TestSupervisorOperations(t *testing.T) {
 		}
 	}
 }
+
+// TestNodeMetricsAndLag checks the counts Config.NodeMetrics adds and the
+// consumer lag of input partitions.
+func TestNodeMetricsAndLag(t *testing.T) {
+	b := startBroker(t)
+	createTopic(t, b, "clicks", 1)
+	createTopic(t, b, "click-counts", 1)
+	cfg := testConfig(b, "metered")
+	cfg.StateDir, cfg.NodeMetrics = t.TempDir(), true
+	app, err := streams.New(countTopology(t, false), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runApp(t, app)
+	produceClicks(t, b, 0, 300, 3)
+	var task streams.TaskStats
+	waitFor(t, 30*time.Second, "300 clicks processed", func() bool {
+		st := app.Stats()
+		if len(st.Tasks) != 1 {
+			return false
+		}
+		task = st.Tasks[0]
+		return task.Processed == 300
+	})
+	nodes := map[string]streams.NodeStats{}
+	for _, n := range task.Nodes {
+		nodes[n.Name] = n
+	}
+	if len(nodes) != 4 {
+		t.Fatalf("nodes %+v, want source, count, to-stream and sink", task.Nodes)
+	}
+	for name, n := range nodes {
+		if n.In != 300 || (!strings.Contains(name, "SINK") && n.Out != 300) {
+			t.Errorf("node %s: in %d, out %d; want 300 each (uncached count: one update per click)", name, n.In, n.Out)
+		}
+	}
+	if p := task.Partitions[0]; p.EndOffset != 300 || p.Lag != 0 {
+		t.Errorf("partition %+v: want end offset 300 and lag 0", p)
+	}
+}

@@ -59,6 +59,8 @@ type partitionQueue struct {
 	// next is the offset to commit: one past the last processed record.
 	next      kgo.EpochOffset
 	committed int64
+	// endOffset is the high watermark of the last fetch, -1 before one.
+	endOffset int64
 }
 
 func (q *partitionQueue) empty() bool { return len(q.batches) == 0 }
@@ -156,6 +158,9 @@ type task struct {
 	processed  int64
 	skipped    int64
 
+	// meters count each node's records when Config.NodeMetrics is set.
+	meters map[string]*nodeMeter
+
 	// current is the raw record being processed, for error context.
 	current *kgo.Record
 	boxer   bytebox.Boxer
@@ -165,7 +170,7 @@ type task struct {
 func (t *task) addPartition(tp TopicPartition, src *sourceProc) {
 	// next starts below any offset: a task that processed nothing must
 	// commit nothing, or it would rewind the group's committed offset.
-	t.queues = append(t.queues, &partitionQueue{tp: tp, src: src, next: kgo.EpochOffset{Epoch: -1, Offset: -1}, committed: -1})
+	t.queues = append(t.queues, &partitionQueue{tp: tp, src: src, next: kgo.EpochOffset{Epoch: -1, Offset: -1}, committed: -1, endOffset: -1})
 }
 
 // nextQueue returns the queue whose head has the lowest timestamp, or nil
@@ -307,11 +312,16 @@ func instantiate(st *subtopology, t *task, resolve func(n *graphNode, next []pro
 		}
 		next := make([]processor, len(n.children))
 		var taps []*tapProc
+		var meters []*meterProc
 		for i, c := range n.children {
 			next[i] = build(c)
 			if t.app.tap != nil {
 				tp := &tapProc{node: n.name, child: next[i], record: i == 0}
 				taps, next[i] = append(taps, tp), tp
+			}
+			if t.meters != nil {
+				mp := &meterProc{from: t.meter(n.name), to: t.meter(c.name), child: next[i], countOut: i == 0}
+				meters, next[i] = append(meters, mp), mp
 			}
 		}
 		var p processor
@@ -325,6 +335,9 @@ func instantiate(st *subtopology, t *task, resolve func(n *graphNode, next []pro
 			for _, tp := range taps {
 				tp.record = true // each branch gets records of its own
 			}
+			for _, mp := range meters {
+				mp.countOut = true
+			}
 		}
 		made[n] = p
 		return p
@@ -333,6 +346,37 @@ func instantiate(st *subtopology, t *task, resolve func(n *graphNode, next []pro
 		build(src)
 	}
 	return made
+}
+
+// meterProc counts the records a node forwards to one of its children
+// and the child receives (Config.NodeMetrics). A node forwards each record
+// to all its children, so only the meter of its first child counts it
+// out, except below a branch, as for tapProc.
+type meterProc struct {
+	from, to *nodeMeter
+	child    processor
+	countOut bool
+}
+
+// nodeMeter counts one node's records in a task.
+type nodeMeter struct{ in, out int64 }
+
+func (p *meterProc) process(t *task, r record) error {
+	if p.countOut {
+		p.from.out++
+	}
+	p.to.in++
+	return p.child.process(t, r)
+}
+
+// meter returns the named node's meter, made on first use.
+func (t *task) meter(node string) *nodeMeter {
+	m := t.meters[node]
+	if m == nil {
+		m = &nodeMeter{}
+		t.meters[node] = m
+	}
+	return m
 }
 
 // tapProc reports what node forwards to one of its children, for the
