@@ -57,6 +57,8 @@ var rules = []rule{
 	{pkg: module + "/templates/...", allowed: []string{std, module + "/templates/...", module + "/static/...", "github.com/a-h/templ/..."}},
 	{pkg: module + "/static/...", allowed: []string{std, module + "/static/..."}},
 	{pkg: module + "/web/...", allowed: []string{anything}},
+	// datagen produces test data with franz-go; nothing else of ours.
+	{pkg: module + "/datagen/...", allowed: []string{std, module + "/datagen/...", "github.com/twmb/franz-go/..."}},
 	// bench holds hand-written baselines: franz-go and pebble used directly.
 	{pkg: module + "/bench/...", allowed: []string{std, module + "/runtime/...", module + "/bench/...", "github.com/twmb/franz-go/...", "github.com/cockroachdb/pebble/..."}},
 	// e2e drives the built binary, real external clients and a browser

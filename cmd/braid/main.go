@@ -27,6 +27,7 @@ func commands() []command {
 	return []command{
 		{"broker", "run the embedded Kafka-compatible broker", runBroker},
 		{"demo", "run the embedded broker and a demo topology fed by a generator", runDemo},
+		{"gen", "produce generated JSON records to a topic (rate, keys, jitter, late records)", runGen},
 		{"bench", "measure Braid against baselines (braid bench pipe)", runBench},
 		{"serve", "serve the designer web UI with the embedded broker", runServe},
 		{"compile", "compile a design and print its topology, internal topics and stores", runCompile},

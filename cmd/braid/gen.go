@@ -1,0 +1,173 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/braidstream/braid/datagen"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// genReportInterval is how often `braid gen` prints its progress; a
+// variable for tests.
+var genReportInterval = 2 * time.Second
+
+func runGen(ctx context.Context, args []string, stdout io.Writer) error {
+	fs := newFlagSet("gen", "braid gen --topic T [--brokers 127.0.0.1:9092] [--rate R] [--keys N] [--key-prefix P]\n"+
+		"                 [--field name=generator ...] [--jitter D] [--late-fraction F] [--late-by D] [--duration D] [--seed S]\n\n"+
+		"Produces JSON records to an existing topic at a rate, over a set of keys, optionally out of order\n"+
+		"(--jitter) and with a fraction of records far in the past (--late-fraction, --late-by).\n"+
+		"Field generators: key, sequence, sequence(start), random(min, max), randfloat(min, max),\n"+
+		"choice(a, b, ...), timestamp, bool, 'quoted text' or a JSON number. Without --field:\n"+
+		"key=key seq=sequence value=random(1, 100).", stdout)
+	topic := fs.String("topic", "", "topic to produce to (required; it must exist)")
+	brokers := fs.String("brokers", "127.0.0.1:9092", "comma-separated bootstrap brokers")
+	rate := fs.Float64("rate", 10, "records per second, up to 1e6")
+	keys := fs.Int("keys", 10, "key cardinality: keys PREFIX-0 .. PREFIX-(N-1)")
+	keyPrefix := fs.String("key-prefix", "key", "prefix of the keys")
+	fields := genFields{}
+	fs.Var(fields, "field", "a field of the JSON value as `name=generator`, e.g. amount='random(1, 500)'; repeatable")
+	jitter := fs.Duration("jitter", 0, "out-of-order records: each timestamp is now minus a random duration up to this")
+	lateFraction := fs.Float64("late-fraction", 0, "fraction (0..1) of records stamped --late-by in the past")
+	lateBy := fs.Duration("late-by", time.Minute, "how far in the past late records lie; must exceed --jitter")
+	duration := fs.Duration("duration", 0, "stop after this long; 0: run until Ctrl-C")
+	seed := fs.Int64("seed", 0, "random seed, for repeatable data; 0: time-based")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	switch {
+	case fs.NArg() > 0:
+		return fmt.Errorf("gen: unexpected arguments %q", fs.Args())
+	case *topic == "":
+		return errors.New("gen: --topic is required")
+	case *rate <= 0:
+		return fmt.Errorf("gen: --rate %v: must be > 0", *rate)
+	case *keys <= 0:
+		return fmt.Errorf("gen: --keys %d: must be positive", *keys)
+	case *lateBy <= 0:
+		return fmt.Errorf("gen: --late-by %v: must be positive", *lateBy)
+	case *duration < 0:
+		return fmt.Errorf("gen: --duration %v: must not be negative", *duration)
+	}
+	spec := datagen.Spec{
+		Topic: *topic, Rate: *rate, Keys: *keys, KeyPrefix: *keyPrefix, Template: fields,
+		Jitter: *jitter, LateFraction: *lateFraction, LateBy: *lateBy, Seed: *seed,
+	}
+	if err := spec.Validate(); err != nil {
+		return fmt.Errorf("gen: %w", err)
+	}
+
+	seeds := splitBrokers(*brokers)
+	if len(seeds) == 0 {
+		return errors.New("gen: --brokers is empty")
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...))
+	if err != nil {
+		return fmt.Errorf("gen: %w", err)
+	}
+	defer cl.Close()
+	if err := checkTopicExists(ctx, cl, *topic, *brokers); err != nil {
+		return err
+	}
+	g, err := datagen.New(cl, spec)
+	if err != nil {
+		return fmt.Errorf("gen: %w", err)
+	}
+
+	if *duration > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, *duration)
+		defer cancel()
+	}
+	until := "stop with Ctrl-C"
+	if *duration > 0 {
+		until = "for " + duration.String()
+	}
+	fmt.Fprintf(stdout, "braid gen: producing to %q on %s at %v records/s over %d keys (%s)\n", *topic, *brokers, *rate, *keys, until)
+	done := make(chan error, 1)
+	go func() { done <- g.Run(ctx) }()
+	report := time.NewTicker(genReportInterval)
+	defer report.Stop()
+	for {
+		select {
+		case err := <-done:
+			st := g.Stats()
+			var took time.Duration
+			if !st.Started.IsZero() {
+				took = time.Since(st.Started).Round(time.Millisecond)
+			}
+			fmt.Fprintf(stdout, "braid gen: %s to %q in %v: %d late, %d errors, %.1f records/s\n",
+				countNoun(int(st.Produced), "record"), *topic, took, st.Late, st.Errors, st.Rate)
+			if err != nil {
+				return fmt.Errorf("gen: %w", err)
+			}
+			return nil
+		case <-report.C:
+			st := g.Stats()
+			fmt.Fprintf(stdout, "%s  produced %d  late %d  errors %d  %.1f records/s\n", clock(), st.Produced, st.Late, st.Errors, st.Rate)
+		}
+	}
+}
+
+// checkTopicExists fails, naming the topic, when the cluster does not
+// have it: gen never creates topics (even where the broker would on
+// produce), so that a typo does not silently feed a new topic.
+func checkTopicExists(ctx context.Context, cl *kgo.Client, topic, brokers string) error {
+	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	details, err := kadm.NewClient(cl).ListTopics(ctx, topic)
+	if err != nil {
+		return fmt.Errorf("gen: reading the metadata of topic %q from %s: %w", topic, brokers, err)
+	}
+	d, ok := details[topic]
+	if !ok || d.Err != nil || len(d.Partitions) == 0 {
+		return fmt.Errorf("gen: topic %q does not exist on %s", topic, brokers)
+	}
+	return nil
+}
+
+func splitBrokers(s string) []string {
+	var out []string
+	for b := range strings.SplitSeq(s, ",") {
+		if b = strings.TrimSpace(b); b != "" {
+			out = append(out, b)
+		}
+	}
+	return out
+}
+
+// genFields collects repeated --field name=generator flags into a
+// datagen template.
+type genFields map[string]string
+
+func (f genFields) String() string {
+	var parts []string
+	for name, gen := range f {
+		parts = append(parts, name+"="+gen)
+	}
+	return strings.Join(parts, " ")
+}
+
+func (f genFields) Set(s string) error {
+	name, gen, ok := strings.Cut(s, "=")
+	name = strings.TrimSpace(name)
+	switch {
+	case !ok:
+		return fmt.Errorf("%q is not name=generator", s)
+	case name == "":
+		return fmt.Errorf("%q has no field name", s)
+	}
+	if _, dup := f[name]; dup {
+		return fmt.Errorf("field %q given twice", name)
+	}
+	if _, err := datagen.ParseTemplate(map[string]string{name: gen}); err != nil {
+		return err
+	}
+	f[name] = gen
+	return nil
+}

@@ -1,0 +1,169 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/braidstream/braid/runtime/broker"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// genBroker starts an in-process broker with the topic "orders".
+func genBroker(t *testing.T) (addr string, cl *kgo.Client) {
+	t.Helper()
+	b, err := broker.Start(broker.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	cl, err = kgo.NewClient(kgo.SeedBrokers(b.Addrs()...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	resp, err := kadm.NewClient(cl).CreateTopic(ctx, 2, 1, nil, "orders")
+	if err == nil {
+		err = resp.Err
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b.Addr(), cl
+}
+
+func TestGenCommand(t *testing.T) {
+	addr, _ := genBroker(t)
+	defer func(d time.Duration) { genReportInterval = d }(genReportInterval)
+	genReportInterval = 300 * time.Millisecond
+
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var out bytes.Buffer
+	err := run(ctx, []string{"gen", "--brokers", addr, "--topic", "orders", "--rate", "200", "--keys", "4", "--key-prefix", "cust",
+		"--field", "customer=key", "--field", "amount=random(1, 500)", "--field", "tier=choice(gold, silver)",
+		"--field", "note='a=b, c'", "--field", "ts=timestamp",
+		"--jitter", "500ms", "--late-fraction", "0.2", "--late-by", "1h", "--duration", "1s", "--seed", "7"}, &out, io.Discard)
+	if err != nil {
+		t.Fatalf("gen: %v\n%s", err, out.String())
+	}
+	t.Logf("output:\n%s", out.String())
+	if !regexp.MustCompile(`(?m)^\S+  produced \d+  late \d+  errors 0  [0-9.]+ records/s$`).MatchString(out.String()) {
+		t.Errorf("no progress line in the output:\n%s", out.String())
+	}
+	m := regexp.MustCompile(`braid gen: (\d+) records to "orders" in \S+: (\d+) late, 0 errors, [0-9.]+ records/s\n$`).FindStringSubmatch(out.String())
+	if m == nil {
+		t.Fatalf("no final summary at the end of the output:\n%s", out.String())
+	}
+	produced, _ := strconv.Atoi(m[1])
+	lateSaid, _ := strconv.Atoi(m[2])
+	if produced < 100 || produced > 300 {
+		t.Errorf("%d records in a second at 200/s", produced)
+	}
+
+	consumer, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ConsumeTopics("orders"), kgo.FetchMaxWait(100*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer consumer.Close()
+	got, late := 0, 0
+	for got < produced && ctx.Err() == nil {
+		fetches := consumer.PollFetches(ctx)
+		if err := fetches.Err(); err != nil {
+			t.Fatal(err)
+		}
+		for _, rec := range fetches.Records() {
+			got++
+			var v map[string]any
+			if err := json.Unmarshal(rec.Value, &v); err != nil {
+				t.Fatalf("record value %s: %v", rec.Value, err)
+			}
+			amount, _ := v["amount"].(float64)
+			if len(v) != 5 || v["customer"] != string(rec.Key) || !regexp.MustCompile(`^cust-[0-3]$`).Match(rec.Key) ||
+				amount < 1 || amount > 500 || (v["tier"] != "gold" && v["tier"] != "silver") || v["note"] != "a=b, c" ||
+				v["ts"] != float64(rec.Timestamp.UnixMilli()) {
+				t.Fatalf("record key %s value %s", rec.Key, rec.Value)
+			}
+			if time.Since(rec.Timestamp) > 30*time.Minute {
+				late++
+			}
+		}
+	}
+	if got != produced || late != lateSaid || late == 0 {
+		t.Errorf("the topic holds %d records, %d late; gen said %d, %d late", got, late, produced, lateSaid)
+	}
+}
+
+func TestGenMissingTopic(t *testing.T) {
+	addr, cl := genBroker(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	err := run(ctx, []string{"gen", "--brokers", addr, "--topic", "nope", "--duration", "1s"}, io.Discard, io.Discard)
+	if want := fmt.Sprintf(`gen: topic "nope" does not exist on %s`, addr); err == nil || err.Error() != want {
+		t.Errorf("gen to a missing topic = %v, want %s", err, want)
+	}
+	// Checking did not create it.
+	details, err := kadm.NewClient(cl).ListTopics(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if details.Has("nope") {
+		t.Error(`gen created the topic "nope"`)
+	}
+}
+
+func TestGenBadInvocations(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{nil, "gen: --topic is required"},
+		{[]string{"--topic", "t", "extra"}, `gen: unexpected arguments ["extra"]`},
+		{[]string{"--topic", "t", "--rate", "0"}, "gen: --rate 0: must be > 0"},
+		{[]string{"--topic", "t", "--rate", "2e6"}, `gen: datagen spec "t": Rate 2e+06: must be > 0 and <= 1e6 records per second`},
+		{[]string{"--topic", "t", "--keys", "0"}, "gen: --keys 0: must be positive"},
+		{[]string{"--topic", "t", "--late-fraction", "2"}, `LateFraction 2: must be between 0 and 1`},
+		{[]string{"--topic", "t", "--jitter", "2m", "--late-fraction", "0.1"}, `LateBy 1m0s: must exceed Jitter 2m0s`},
+		{[]string{"--topic", "t", "--field", "amount=random(5, 1)"}, `Template field "amount": random(5, 1): min is above max`},
+		{[]string{"--topic", "t", "--field", "amount"}, `"amount" is not name=generator`},
+		{[]string{"--topic", "t", "--field", "=key"}, `"=key" has no field name`},
+		{[]string{"--topic", "t", "--field", "a=key", "--field", "a=bool"}, `field "a" given twice`},
+		{[]string{"--topic", "bad topic"}, `Topic: "bad topic" has the character ' '`},
+		{[]string{"--topic", "t", "--brokers", " , "}, "gen: --brokers is empty"},
+	} {
+		err := run(context.Background(), append([]string{"gen"}, tc.args...), io.Discard, io.Discard)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("gen %q = %v, want an error containing %s", tc.args, err, tc.want)
+		}
+	}
+}
+
+func TestGenHelp(t *testing.T) {
+	var out bytes.Buffer
+	err := run(context.Background(), []string{"gen", "--help"}, &out, io.Discard)
+	if !errors.Is(err, flag.ErrHelp) {
+		t.Fatalf("gen --help = %v, want flag.ErrHelp", err)
+	}
+	for _, want := range []string{"Usage: braid gen --topic T", "-field", "-late-fraction", "-duration", "randfloat(min, max)"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("gen --help lacks %q:\n%s", want, out.String())
+		}
+	}
+	out.Reset()
+	run(context.Background(), []string{"--help"}, &out, io.Discard)
+	if !strings.Contains(out.String(), "  gen ") {
+		t.Errorf("braid --help does not list gen:\n%s", out.String())
+	}
+}

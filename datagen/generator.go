@@ -1,0 +1,194 @@
+package datagen
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+const (
+	// tick is how often Run produces the records that came due.
+	tick = 20 * time.Millisecond
+	// maxBacklog bounds, in seconds of the rate, how far Run catches up
+	// after producing stalled (a full buffer, a slow broker); beyond it
+	// the records are skipped and the achieved rate shows the shortfall.
+	maxBacklog = 0.25
+	// drainTimeout is how long Run waits, once its context ends, for the
+	// records it handed to the client to be acknowledged.
+	drainTimeout = 5 * time.Second
+)
+
+// Generator produces a Spec's records to Kafka until stopped.
+type Generator struct {
+	cl   *kgo.Client
+	spec spec
+	rng  *rand.Rand // Run's goroutine only
+	seq  int64      // Run's goroutine only
+
+	running atomic.Bool
+
+	produced, late, errors atomic.Int64
+
+	mu      sync.Mutex
+	started time.Time
+	stopped time.Time
+}
+
+// Stats are a generator's counts so far.
+type Stats struct {
+	Produced, Late int64     // records acknowledged by the broker; Late of them were late ones
+	Errors         int64     // records that failed
+	Started        time.Time // when Run started; zero before
+	Rate           float64   // achieved records/s: Produced over the time Run has run
+}
+
+// New returns a generator of spec's records that produces with cl. It
+// validates the spec. The spec's topic must exist, unless cl allows
+// automatic topic creation and the cluster does it.
+func New(cl *kgo.Client, spec Spec) (*Generator, error) {
+	if cl == nil {
+		return nil, errors.New("datagen: New needs a client")
+	}
+	s, errs := spec.compile()
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	seed := s.Seed
+	if seed == 0 {
+		seed = time.Now().UnixNano()
+	}
+	return &Generator{cl: cl, spec: s, rng: rand.New(rand.NewPCG(uint64(seed), 0x9e3779b97f4a7c15))}, nil
+}
+
+// Run produces at the spec's rate, in small batches every few tens of
+// milliseconds, until ctx ends; it returns nil then, or the first produce
+// error. Keys cycle uniformly at random over the cardinality. Once ctx
+// ends, Run waits a few seconds at most for the records in flight, so
+// that Stats are final when it returns. A Generator runs once.
+func (g *Generator) Run(ctx context.Context) error {
+	if !g.running.CompareAndSwap(false, true) {
+		return fmt.Errorf("datagen %q: Run called twice", g.spec.Topic)
+	}
+	// Records outlive ctx by drainTimeout, so that those handed to the
+	// client are delivered rather than failed at once by the cancellation.
+	produceCtx, cancelProduce := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancelProduce()
+	stopDrain := context.AfterFunc(ctx, func() { time.AfterFunc(drainTimeout, cancelProduce) })
+	defer stopDrain()
+
+	var (
+		inflight sync.WaitGroup
+		firstErr = make(chan error, 1)
+	)
+	promise := func(late bool) func(*kgo.Record, error) {
+		return func(_ *kgo.Record, err error) {
+			defer inflight.Done()
+			switch {
+			case err == nil:
+				g.produced.Add(1)
+				if late {
+					g.late.Add(1)
+				}
+			case produceCtx.Err() != nil && errors.Is(err, context.Canceled):
+				// Abandoned when stopping: neither produced nor an error.
+			default:
+				g.errors.Add(1)
+				select {
+				case firstErr <- err:
+				default:
+				}
+			}
+		}
+	}
+
+	start := time.Now()
+	g.mu.Lock()
+	g.started = start
+	g.mu.Unlock()
+	defer func() {
+		g.mu.Lock()
+		g.stopped = time.Now()
+		g.mu.Unlock()
+	}()
+
+	ticker := time.NewTicker(tick)
+	defer ticker.Stop()
+	credit, last := 1.0, start // the first record goes at once
+	limit := max(1, g.spec.Rate*maxBacklog)
+	var err error
+loop:
+	for {
+		for ; credit >= 1 && ctx.Err() == nil; credit-- {
+			rec, late := g.next(time.Now())
+			inflight.Add(1)
+			g.cl.Produce(produceCtx, rec, promise(late))
+		}
+		select {
+		case <-ctx.Done():
+			break loop
+		case err = <-firstErr:
+			break loop
+		case now := <-ticker.C:
+			credit = min(credit+g.spec.Rate*now.Sub(last).Seconds(), limit)
+			last = now
+		}
+	}
+	if err != nil {
+		cancelProduce()
+	}
+	inflight.Wait()
+	if err == nil {
+		select {
+		case err = <-firstErr:
+		default:
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("datagen %q: producing: %w", g.spec.Topic, err)
+	}
+	return nil
+}
+
+// next returns the next record, made at now, and whether it is a late one.
+func (g *Generator) next(now time.Time) (*kgo.Record, bool) {
+	s := &g.spec
+	i := g.rng.IntN(s.Keys)
+	key := s.KeyPrefix + "-" + strconv.Itoa(i)
+	ts, late := now, false
+	switch {
+	case s.LateFraction > 0 && g.rng.Float64() < s.LateFraction:
+		ts, late = now.Add(-s.LateBy), true
+	case s.Jitter > 0:
+		ts = now.Add(-time.Duration(g.rng.Int64N(int64(s.Jitter) + 1)))
+	}
+	// Kafka keeps milliseconds; the value's timestamps say the same.
+	ts = time.UnixMilli(ts.UnixMilli())
+	value := s.tmpl.Render(key, g.seq, ts, g.rng)
+	g.seq++
+	return &kgo.Record{Topic: s.Topic, Key: []byte(key), Value: value, Timestamp: ts}, late
+}
+
+// Stats returns counts so far, safe from any goroutine.
+func (g *Generator) Stats() Stats {
+	g.mu.Lock()
+	started, stopped := g.started, g.stopped
+	g.mu.Unlock()
+	st := Stats{Produced: g.produced.Load(), Late: g.late.Load(), Errors: g.errors.Load(), Started: started}
+	if !started.IsZero() {
+		end := stopped
+		if end.IsZero() {
+			end = time.Now()
+		}
+		if d := end.Sub(started).Seconds(); d > 0 {
+			st.Rate = float64(st.Produced) / d
+		}
+	}
+	return st
+}
