@@ -1,0 +1,903 @@
+package wsbridge
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+	"github.com/gofiber/fiber/v2"
+)
+
+func echoServer(t *testing.T, opts Options) *testServer {
+	return startServer(t, opts, nil, func(app *fiber.App, b *Bridge) {
+		app.Get("/echo", b.Handler(echo))
+	})
+}
+
+// Point 1 of the note: the 101 handshake works through the bridge (which
+// fiber's adaptor cannot do), and a plain GET gets Accept's 426 with
+// Connection: close.
+func TestHandshake(t *testing.T) {
+	t.Parallel()
+	s := echoServer(t, Options{Accept: &websocket.AcceptOptions{
+		Subprotocols:    []string{"braid.v1"},
+		CompressionMode: websocket.CompressionContextTakeover,
+	}})
+
+	t.Run("upgrade", func(t *testing.T) {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		c, resp, err := websocket.Dial(ctx, s.url("/echo"), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.CloseNow()
+		if resp.StatusCode != http.StatusSwitchingProtocols {
+			t.Fatalf("status %d, want 101", resp.StatusCode)
+		}
+		for i := range 3 {
+			msg := fmt.Sprintf("hello %d", i)
+			if err := c.Write(ctx, websocket.MessageText, []byte(msg)); err != nil {
+				t.Fatal(err)
+			}
+			typ, p, err := c.Read(ctx)
+			if err != nil || typ != websocket.MessageText || string(p) != msg {
+				t.Fatalf("echo: %v %q %v, want text %q", typ, p, err, msg)
+			}
+		}
+		if err := c.Close(websocket.StatusNormalClosure, ""); err != nil {
+			t.Fatalf("close handshake: %v", err)
+		}
+	})
+
+	t.Run("subprotocol and compression", func(t *testing.T) {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		c, resp, err := websocket.Dial(ctx, s.url("/echo"), &websocket.DialOptions{
+			Subprotocols:    []string{"braid.v1"},
+			CompressionMode: websocket.CompressionContextTakeover,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.CloseNow()
+		if c.Subprotocol() != "braid.v1" || !strings.Contains(resp.Header.Get("Sec-WebSocket-Extensions"), "permessage-deflate") {
+			t.Fatalf("subprotocol %q, extensions %q", c.Subprotocol(), resp.Header.Get("Sec-WebSocket-Extensions"))
+		}
+		big := bytes.Repeat([]byte("compressible "), 1000)
+		if err := c.Write(ctx, websocket.MessageBinary, big); err != nil {
+			t.Fatal(err)
+		}
+		if _, p, err := c.Read(ctx); err != nil || !bytes.Equal(p, big) {
+			t.Fatalf("compressed echo: %d bytes, %v", len(p), err)
+		}
+		c.Close(websocket.StatusNormalClosure, "")
+	})
+
+	t.Run("plain GET gets 426", func(t *testing.T) {
+		resp, body, closed := roundTrip(t, s.addr, "GET /echo HTTP/1.1\r\nHost: "+s.addr+"\r\n\r\n")
+		if resp.StatusCode != http.StatusUpgradeRequired {
+			t.Fatalf("status %d, want 426; body %q", resp.StatusCode, body)
+		}
+		// net/http's reader turns Connection: close into resp.Close.
+		if !resp.Close || !closed {
+			t.Fatalf("Connection: close %v, connection closed %v; want true, true", resp.Close, closed)
+		}
+		// And through net/http's client.
+		r, err := http.Get("http://" + s.addr + "/echo")
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, r.Body)
+		r.Body.Close()
+		if r.StatusCode != http.StatusUpgradeRequired || !r.Close {
+			t.Fatalf("net/http client: status %d, Close %v", r.StatusCode, r.Close)
+		}
+	})
+	waitFor(t, "Active() == 0", 5*time.Second, func() bool { return s.bridge.Active() == 0 })
+}
+
+// Point 2 of the note: HijackSetNoResponse; the first bytes on the wire are
+// the 101, not a 200 of fasthttp's, and middleware that acts after Next
+// never gets a response out.
+func TestNoResponseBefore101(t *testing.T) {
+	t.Parallel()
+	s := startServer(t, Options{}, nil, func(app *fiber.App, b *Bridge) {
+		app.Use(func(c *fiber.Ctx) error {
+			err := c.Next()
+			c.Set("X-After-Next", "1")
+			c.Status(http.StatusTeapot)
+			return err
+		})
+		app.Get("/echo", b.Handler(echo))
+	})
+	c := rawDial(t, s.addr)
+	msg := clientFrame(1, []byte("after the 101"))
+	if _, err := io.WriteString(c, upgradeRequest(s.addr, "/echo")); err != nil {
+		t.Fatal(err)
+	}
+	br := bufio.NewReader(c)
+	line, err := br.ReadString('\n')
+	if err != nil {
+		t.Fatal(err)
+	}
+	if line != "HTTP/1.1 101 Switching Protocols\r\n" {
+		t.Fatalf("first line %q, want the 101", line)
+	}
+	var head strings.Builder
+	for {
+		l, err := br.ReadString('\n')
+		if err != nil {
+			t.Fatal(err)
+		}
+		if l == "\r\n" {
+			break
+		}
+		head.WriteString(l)
+	}
+	if !strings.Contains(head.String(), "Sec-Websocket-Accept: "+testAccept) || strings.Contains(head.String(), "X-After-Next") {
+		t.Fatalf("101 headers:\n%s", head.String())
+	}
+	if _, err := c.Write(msg); err != nil {
+		t.Fatal(err)
+	}
+	// Nothing else came between the 101 and the echo.
+	op, p, err := readMessage(br)
+	if err != nil || op != 1 || string(p) != "after the 101" {
+		t.Fatalf("echo: opcode %d %q %v", op, p, err)
+	}
+}
+
+// Point 3 of the note: the *http.Request is copied in the fiber handler,
+// before the hijack, because fiber recycles its Ctx before the callback runs.
+// Many concurrent upgrades (and plain requests churning fiber's and
+// fasthttp's pools meanwhile) each see exactly their own request. The app
+// is not Immutable here: the copy must not depend on it.
+func TestRequestCopy(t *testing.T) {
+	t.Parallel()
+	type seen struct {
+		Method, Path, Query, Host, RequestURI, RemoteAddr string
+		Client, Long, HostHeader                          string
+		Proto                                             string
+		TLS, HasCtx                                       bool
+	}
+	// Generous timeouts: 100 handshakes and the churn at once can take
+	// fasthttp more than 1 s to read under the race detector (it answers
+	// 408), and timeouts are not the point here.
+	config := func(cfg *fiber.Config) {
+		cfg.Immutable = false
+		cfg.ReadTimeout, cfg.WriteTimeout, cfg.IdleTimeout = 10*time.Second, 10*time.Second, 10*time.Second
+	}
+	s := startServer(t, Options{}, config, func(app *fiber.App, b *Bridge) {
+		app.Get("/ws/:id", b.Handler(func(ctx context.Context, c *websocket.Conn, r *http.Request) {
+			// Let fiber and fasthttp reuse what served this request.
+			time.Sleep(30 * time.Millisecond)
+			v := seen{
+				Method: r.Method, Path: r.URL.Path, Query: r.URL.RawQuery, Host: r.Host, RequestURI: r.RequestURI,
+				RemoteAddr: r.RemoteAddr, Client: r.Header.Get("X-Client"), Long: r.Header.Get("X-Long"),
+				HostHeader: r.Header.Get("Host"), Proto: r.Proto, TLS: r.TLS != nil, HasCtx: r.Context() == ctx,
+			}
+			p, _ := json.Marshal(v)
+			c.Write(ctx, websocket.MessageText, p)
+			c.Read(ctx)
+		}))
+		app.Get("/churn", func(c *fiber.Ctx) error {
+			return c.SendString(c.Get("X-Client") + c.Get("X-Long"))
+		})
+	})
+
+	const clients = 100
+	churnClient := &http.Client{Transport: &http.Transport{}}
+	// Unused keep-alive connections would hold fiber's shutdown.
+	defer churnClient.CloseIdleConnections()
+	stopChurn := make(chan struct{})
+	var churn sync.WaitGroup
+	for i := range 8 {
+		churn.Add(1)
+		go func() {
+			defer churn.Done()
+			for n := 0; ; n++ {
+				select {
+				case <-stopChurn:
+					return
+				default:
+				}
+				req, _ := http.NewRequest("GET", fmt.Sprintf("http://%s/churn?x=%d", s.addr, n), nil)
+				req.Header.Set("X-Client", fmt.Sprintf("churn-%d-%d", i, n))
+				req.Header.Set("X-Long", strings.Repeat("z", 900))
+				resp, err := churnClient.Do(req)
+				if err != nil {
+					continue
+				}
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+			}
+		}()
+	}
+
+	var wg sync.WaitGroup
+	errs := make(chan error, clients)
+	for i := range clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			var local atomic.Value
+			dialer := &net.Dialer{}
+			client := &http.Client{Transport: &http.Transport{
+				DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+					c, err := dialer.DialContext(ctx, network, addr)
+					if err == nil {
+						local.Store(c.LocalAddr().String())
+					}
+					return c, err
+				},
+			}}
+			id := fmt.Sprintf("client-%03d", i)
+			long := strings.Repeat(string(rune('a'+i%26)), 500+i)
+			c, _, err := websocket.Dial(ctx, s.url(fmt.Sprintf("/ws/%d?n=%d&id=%s", i, i, id)), &websocket.DialOptions{
+				HTTPClient: client,
+				HTTPHeader: http.Header{"X-Client": {id}, "X-Long": {long}},
+			})
+			if err != nil {
+				errs <- fmt.Errorf("%s: dial: %w", id, err)
+				return
+			}
+			defer c.CloseNow()
+			_, p, err := c.Read(ctx)
+			if err != nil {
+				errs <- fmt.Errorf("%s: read: %w", id, err)
+				return
+			}
+			var got seen
+			if err := json.Unmarshal(p, &got); err != nil {
+				errs <- fmt.Errorf("%s: %w", id, err)
+				return
+			}
+			want := seen{
+				Method: "GET", Path: fmt.Sprintf("/ws/%d", i), Query: fmt.Sprintf("n=%d&id=%s", i, id), Host: s.addr,
+				RequestURI: fmt.Sprintf("/ws/%d?n=%d&id=%s", i, i, id), RemoteAddr: local.Load().(string),
+				Client: id, Long: long, Proto: "HTTP/1.1", HasCtx: true,
+			}
+			if got != want {
+				errs <- fmt.Errorf("%s: fn saw\n%+v\nwant\n%+v", id, got, want)
+			}
+			c.Close(websocket.StatusNormalClosure, "")
+		}()
+	}
+	wg.Wait()
+	close(stopChurn)
+	churn.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+}
+
+// Point 4 of the note: fasthttp's hijacked conn ignores Close, so the bridge
+// needs the real connection from its UnsafeConn method. This fails if
+// fasthttp's wrapper loses that method.
+func TestHijackedConnHasUnsafeConn(t *testing.T) {
+	t.Parallel()
+	type result struct {
+		ok         bool
+		wrapper    string
+		underlying string
+	}
+	got := make(chan result, 1)
+	s := startServer(t, Options{}, nil, func(app *fiber.App, b *Bridge) {
+		app.Get("/raw", func(c *fiber.Ctx) error {
+			c.Context().HijackSetNoResponse(true)
+			c.Context().Hijack(func(nc net.Conn) {
+				u, ok := nc.(unsafeConner)
+				r := result{ok: ok, wrapper: fmt.Sprintf("%T", nc)}
+				if ok {
+					r.underlying = fmt.Sprintf("%T", u.UnsafeConn())
+				}
+				got <- r
+			})
+			return nil
+		})
+	})
+	c := rawDial(t, s.addr)
+	io.WriteString(c, "GET /raw HTTP/1.1\r\nHost: "+s.addr+"\r\n\r\n")
+	select {
+	case r := <-got:
+		if !r.ok {
+			t.Fatalf("fasthttp's hijacked conn %s has no UnsafeConn() net.Conn: the bridge cannot close websockets any more", r.wrapper)
+		}
+		if r.underlying != "*net.TCPConn" {
+			t.Fatalf("UnsafeConn returned a %s, want the *net.TCPConn the listener accepted", r.underlying)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the hijack callback did not run")
+	}
+}
+
+// Point 4 of the note: because the bridge hands coder/websocket the real
+// connection, CloseNow and an ended context unblock a pending Read on the
+// server even when the client stays silent.
+func TestCloseUnblocksRead(t *testing.T) {
+	t.Parallel()
+	type outcome struct {
+		err     error
+		elapsed time.Duration
+	}
+	closeNow := make(chan outcome, 1)
+	ctxEnd := make(chan outcome, 1)
+	s := startServer(t, Options{}, nil, func(app *fiber.App, b *Bridge) {
+		app.Get("/closenow", b.Handler(func(ctx context.Context, c *websocket.Conn, r *http.Request) {
+			done := make(chan error, 1)
+			start := time.Now()
+			go func() {
+				_, _, err := c.Read(context.Background())
+				done <- err
+			}()
+			time.Sleep(100 * time.Millisecond)
+			c.CloseNow()
+			select {
+			case err := <-done:
+				closeNow <- outcome{err, time.Since(start)}
+			case <-time.After(3 * time.Second):
+				closeNow <- outcome{errors.New("Read still blocked 3 s after CloseNow"), time.Since(start)}
+			}
+		}))
+		app.Get("/deadline", b.Handler(func(ctx context.Context, c *websocket.Conn, r *http.Request) {
+			start := time.Now()
+			rctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+			defer cancel()
+			_, _, err := c.Read(rctx)
+			ctxEnd <- outcome{err, time.Since(start)}
+		}))
+	})
+	s.dial(t, "/closenow", nil)
+	s.dial(t, "/deadline", nil)
+	for name, ch := range map[string]chan outcome{"CloseNow": closeNow, "context deadline": ctxEnd} {
+		select {
+		case o := <-ch:
+			if o.err == nil || o.elapsed > 2*time.Second {
+				t.Errorf("%s: Read returned %v after %v; want an error within 2 s", name, o.err, o.elapsed)
+			}
+		case <-time.After(5 * time.Second):
+			t.Errorf("%s: the handler did not finish", name)
+		}
+	}
+	waitFor(t, "Active() == 0", 5*time.Second, func() bool { return s.bridge.Active() == 0 })
+}
+
+// fakeHijacked stands for fasthttp's hijacked conn (it has UnsafeConn).
+type fakeHijacked struct{ net.Conn }
+
+func (f fakeHijacked) UnsafeConn() net.Conn { return f.Conn }
+
+func testRequest(t *testing.T) *http.Request {
+	r, err := http.ReadRequest(bufio.NewReader(strings.NewReader(upgradeRequest("example.test", "/ws"))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.RemoteAddr = "192.0.2.1:1234"
+	return r
+}
+
+// serveOnPipe runs b.serve on one end of a pipe and returns the answer read
+// from the other end.
+func serveOnPipe(t *testing.T, b *Bridge, wrap func(net.Conn) net.Conn) *http.Response {
+	t.Helper()
+	server, client := net.Pipe()
+	defer client.Close()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		defer server.Close()
+		b.serve(wrap(server), testRequest(t), func(ctx context.Context, c *websocket.Conn, r *http.Request) {
+			t.Error("fn ran")
+		})
+	}()
+	client.SetDeadline(time.Now().Add(5 * time.Second))
+	resp, err := http.ReadResponse(bufio.NewReader(client), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("serve did not return")
+	}
+	return resp
+}
+
+// Point 4 of the note: a hijacked conn without UnsafeConn is refused with a
+// 500 (and logged) rather than served with a Close that does nothing.
+func TestNoUnsafeConnRefused(t *testing.T) {
+	t.Parallel()
+	logs := &syncBuffer{}
+	b := New(Options{Logger: slogTo(logs)})
+	resp := serveOnPipe(t, b, func(c net.Conn) net.Conn { return c })
+	if resp.StatusCode != http.StatusInternalServerError || !resp.Close {
+		t.Fatalf("status %d, Connection: close %v; want 500, true", resp.StatusCode, resp.Close)
+	}
+	if !strings.Contains(logs.String(), "UnsafeConn") {
+		t.Fatalf("not logged: %q", logs.String())
+	}
+}
+
+// Point 5 of the note: a client that pipelines its first frames with the
+// upgrade request; fasthttp has some of them in its buffer at the hijack.
+// The bridge must hand them over before the rest, in order: a small frame,
+// then one large enough to be cut between fasthttp's 4 KiB buffer and the
+// socket.
+func TestPipelinedFirstFrame(t *testing.T) {
+	t.Parallel()
+	s := echoServer(t, Options{})
+	large := bytes.Repeat([]byte("0123456789abcdef"), 400) // 6400 bytes
+	frames := append(clientFrame(1, []byte("pipelined")), clientFrame(2, large)...)
+	c, br := rawHandshake(t, s.addr, "/echo", frames)
+	op, p, err := readMessage(br)
+	if err != nil || op != 1 || string(p) != "pipelined" {
+		t.Fatalf("first echo: opcode %d %q %v", op, p, err)
+	}
+	op, p, err = readMessage(br)
+	if err != nil || op != 2 || !bytes.Equal(p, large) {
+		t.Fatalf("second echo: opcode %d, %d bytes, %v", op, len(p), err)
+	}
+	// And the connection goes on normally.
+	c.Write(clientFrame(1, []byte("then")))
+	if op, p, err = readMessage(br); err != nil || string(p) != "then" {
+		t.Fatalf("third echo: opcode %d %q %v", op, p, err)
+	}
+	c.Write(clientFrame(8, []byte{0x03, 0xe8}))
+	if op, p, err = readMessage(br); err != nil || op != 8 || closeCode(p) != websocket.StatusNormalClosure {
+		t.Fatalf("close: opcode %d %v %v", op, p, err)
+	}
+}
+
+// Point 6 of the note: every answer other than 101 says Connection: close,
+// and the connection is closed after it.
+func TestNon101AnswersClose(t *testing.T) {
+	t.Parallel()
+	s := echoServer(t, Options{})
+	for _, tc := range []struct {
+		name    string
+		request string
+		status  int
+	}{
+		{"plain GET", "GET /echo HTTP/1.1\r\nHost: " + s.addr + "\r\n\r\n", http.StatusUpgradeRequired},
+		{"plain GET, keep-alive asked", "GET /echo HTTP/1.1\r\nHost: " + s.addr + "\r\nConnection: keep-alive\r\n\r\n", http.StatusUpgradeRequired},
+		{"HTTP/1.0", strings.Replace(upgradeRequest(s.addr, "/echo"), "HTTP/1.1", "HTTP/1.0", 1), http.StatusUpgradeRequired},
+		{"wrong version", strings.Replace(upgradeRequest(s.addr, "/echo"), "Version: 13", "Version: 8", 1), http.StatusBadRequest},
+		{"no key", strings.Replace(upgradeRequest(s.addr, "/echo"), "Sec-WebSocket-Key: "+testKey+"\r\n", "", 1), http.StatusBadRequest},
+		{"cross origin", upgradeRequest(s.addr, "/echo", "Origin: http://evil.example"), http.StatusForbidden},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			resp, body, closed := roundTrip(t, s.addr, tc.request)
+			if resp.StatusCode != tc.status {
+				t.Fatalf("status %d, want %d; body %q", resp.StatusCode, tc.status, body)
+			}
+			// net/http's reader turns Connection: close into resp.Close.
+			if !resp.Close || !closed {
+				t.Fatalf("Connection: close %v, connection closed %v; want true, true", resp.Close, closed)
+			}
+		})
+	}
+	waitFor(t, "Active() == 0", 5*time.Second, func() bool { return s.bridge.Active() == 0 })
+	if !strings.Contains(s.logs.String(), "upgrade refused") {
+		t.Errorf("refusals not logged: %s", s.logs.String())
+	}
+
+	t.Run("503 during shutdown", func(t *testing.T) {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := s.bridge.Shutdown(ctx); err != nil {
+			t.Fatal(err)
+		}
+		resp, body, closed := roundTrip(t, s.addr, upgradeRequest(s.addr, "/echo"))
+		if resp.StatusCode != http.StatusServiceUnavailable || !resp.Close || !closed {
+			t.Fatalf("status %d, Connection: close %v, closed %v; want 503, true, true; body %q", resp.StatusCode, resp.Close, closed, body)
+		}
+		// The hijack callback can start after Shutdown: it answers 503 too.
+		resp = serveOnPipe(t, s.bridge, func(c net.Conn) net.Conn { return fakeHijacked{c} })
+		if resp.StatusCode != http.StatusServiceUnavailable || !resp.Close {
+			t.Fatalf("late hijack: status %d, Connection: close %v; want 503, true", resp.StatusCode, resp.Close)
+		}
+	})
+}
+
+// Point 7 of the note: fiber's shutdown does not see hijacked connections;
+// Bridge.Shutdown closes them with 1001, waits for the handlers, and answers
+// later upgrades with 503.
+func TestShutdown(t *testing.T) {
+	t.Parallel()
+	t.Run("fiber shutdown alone leaves websockets running", func(t *testing.T) {
+		t.Parallel()
+		s := echoServer(t, Options{})
+		c := s.dial(t, "/echo", nil)
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := s.app.ShutdownWithTimeout(2 * time.Second); err != nil {
+			t.Fatalf("fiber shutdown: %v", err)
+		}
+		if err := c.Write(ctx, websocket.MessageText, []byte("still there?")); err != nil {
+			t.Fatal(err)
+		}
+		if _, p, err := c.Read(ctx); err != nil || string(p) != "still there?" {
+			t.Fatalf("after fiber's shutdown: %q %v; the websocket should still echo", p, err)
+		}
+		if n := s.bridge.Active(); n != 1 {
+			t.Fatalf("Active() = %d, want 1", n)
+		}
+		read := make(chan error, 1)
+		go func() { _, _, err := c.Read(ctx); read <- err }()
+		if err := s.bridge.Shutdown(ctx); err != nil {
+			t.Fatalf("bridge shutdown: %v", err)
+		}
+		if err := <-read; websocket.CloseStatus(err) != websocket.StatusGoingAway {
+			t.Fatalf("client read %v, want close status 1001", err)
+		}
+		if n := s.bridge.Active(); n != 0 {
+			t.Fatalf("Active() = %d after Shutdown, want 0", n)
+		}
+	})
+
+	t.Run("1001, waits for handlers, then 503", func(t *testing.T) {
+		t.Parallel()
+		var slowDone atomic.Bool
+		var pushed atomic.Int64
+		s := startServer(t, Options{}, nil, func(app *fiber.App, b *Bridge) {
+			// echo reads with ctx: the same as CloseRead below.
+			app.Get("/echo", b.Handler(echo))
+			// The usual pattern for pushing (web's live socket): CloseRead
+			// with ctx, then select on the context it returns. The
+			// CloseRead reader drops the connection without a close frame
+			// as soon as ctx ends, so this gets its 1001 only because the
+			// bridge sends it before cancelling ctx.
+			app.Get("/push", b.Handler(func(ctx context.Context, c *websocket.Conn, r *http.Request) {
+				ctx = c.CloseRead(ctx)
+				tick := time.NewTicker(20 * time.Millisecond)
+				defer tick.Stop()
+				for {
+					select {
+					case <-ctx.Done():
+						c.Close(websocket.StatusGoingAway, "bye")
+						return
+					case <-tick.C:
+						if c.Write(ctx, websocket.MessageText, []byte("tick")) == nil {
+							pushed.Add(1)
+						}
+					}
+				}
+			}))
+			// A handler that takes a while to return after ctx ends.
+			app.Get("/slow", b.Handler(func(ctx context.Context, c *websocket.Conn, r *http.Request) {
+				<-ctx.Done()
+				time.Sleep(300 * time.Millisecond)
+				slowDone.Store(true)
+			}))
+		})
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		var clients []*websocket.Conn
+		for range 3 {
+			clients = append(clients, s.dial(t, "/echo", nil))
+		}
+		clients = append(clients, s.dial(t, "/push", nil), s.dial(t, "/slow", nil))
+		statuses := make(chan websocket.StatusCode, len(clients))
+		for _, c := range clients {
+			go func() {
+				for {
+					if _, _, err := c.Read(ctx); err != nil {
+						statuses <- websocket.CloseStatus(err)
+						return
+					}
+				}
+			}()
+		}
+		waitFor(t, "all connections open", 5*time.Second, func() bool { return s.bridge.Active() == len(clients) && pushed.Load() > 0 })
+
+		if err := s.bridge.Shutdown(ctx); err != nil {
+			t.Fatalf("Shutdown: %v", err)
+		}
+		if !slowDone.Load() {
+			t.Fatal("Shutdown returned before the slow handler")
+		}
+		if n := s.bridge.Active(); n != 0 {
+			t.Fatalf("Active() = %d after Shutdown, want 0", n)
+		}
+		for range clients {
+			if code := <-statuses; code != websocket.StatusGoingAway {
+				t.Errorf("a client saw close status %v, want 1001 (going away)", code)
+			}
+		}
+		_, resp, err := websocket.Dial(ctx, s.url("/echo"), nil)
+		if err == nil || resp == nil || resp.StatusCode != http.StatusServiceUnavailable {
+			t.Fatalf("upgrade after Shutdown: %v, %v; want 503", resp, err)
+		}
+		if !resp.Close {
+			t.Errorf("503 without Connection: close: %v", resp.Header)
+		}
+		if err := s.bridge.Shutdown(ctx); err != nil {
+			t.Fatalf("second Shutdown: %v", err)
+		}
+	})
+
+	t.Run("stuck handlers are force-closed when ctx ends", func(t *testing.T) {
+		t.Parallel()
+		release := make(chan struct{})
+		readerReturned := make(chan error, 1)
+		s := startServer(t, Options{}, nil, func(app *fiber.App, b *Bridge) {
+			// Ignores ctx and reads forever.
+			app.Get("/deaf", b.Handler(func(ctx context.Context, c *websocket.Conn, r *http.Request) {
+				_, _, err := c.Read(context.Background())
+				readerReturned <- err
+			}))
+			// Ignores everything.
+			app.Get("/blocked", b.Handler(func(ctx context.Context, c *websocket.Conn, r *http.Request) {
+				<-release
+			}))
+		})
+		defer close(release)
+		// A client that never answers the close handshake.
+		deaf, deafReader := rawHandshake(t, s.addr, "/deaf", nil)
+		blocked := s.dial(t, "/blocked", nil)
+		blockedRead := make(chan error, 1)
+		go func() { _, _, err := blocked.Read(context.Background()); blockedRead <- err }()
+		waitFor(t, "both open", 5*time.Second, func() bool { return s.bridge.Active() == 2 })
+
+		ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+		defer cancel()
+		start := time.Now()
+		err := s.bridge.Shutdown(ctx)
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("Shutdown = %v, want context.DeadlineExceeded", err)
+		}
+		if d := time.Since(start); d < 400*time.Millisecond || d > 2*time.Second {
+			t.Fatalf("Shutdown took %v, want about 500ms", d)
+		}
+		select {
+		case <-readerReturned:
+		case <-time.After(3 * time.Second):
+			t.Fatal("the deaf handler's Read was not unblocked by the force close")
+		}
+		// The deaf client got the 1001 first, then the connection ended.
+		op, p, err := readMessage(deafReader)
+		if err != nil || op != 8 || closeCode(p) != websocket.StatusGoingAway {
+			t.Fatalf("deaf client: opcode %d %v %v; want a close frame with 1001", op, p, err)
+		}
+		deaf.SetReadDeadline(time.Now().Add(3 * time.Second))
+		if _, err := deafReader.ReadByte(); !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) && !isReset(err) {
+			t.Fatalf("deaf client after the close frame: %v, want the connection closed", err)
+		}
+		select {
+		case err := <-blockedRead:
+			if websocket.CloseStatus(err) != websocket.StatusGoingAway {
+				t.Errorf("blocked client: %v, want 1001", err)
+			}
+		case <-time.After(3 * time.Second):
+			t.Fatal("the blocked handler's client was not closed")
+		}
+		waitFor(t, "Active() == 1 while one handler is still blocked", 3*time.Second, func() bool { return s.bridge.Active() == 1 })
+		if err := s.bridge.Shutdown(ctx); !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("second Shutdown with an expired ctx = %v, want DeadlineExceeded", err)
+		}
+		release <- struct{}{}
+		waitFor(t, "Active() == 0", 5*time.Second, func() bool { return s.bridge.Active() == 0 })
+		ctx2, cancel2 := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel2()
+		if err := s.bridge.Shutdown(ctx2); err != nil {
+			t.Fatalf("Shutdown once every handler returned: %v", err)
+		}
+	})
+}
+
+func isReset(err error) bool {
+	return err != nil && strings.Contains(err.Error(), "connection reset")
+}
+
+// Point 8 of the note: a panic in fn is recovered (fasthttp's hijack
+// goroutine would let it end the process) and logged, the connection is
+// closed with 1011, and the server keeps serving.
+func TestPanicRecovered(t *testing.T) {
+	t.Parallel()
+	s := startServer(t, Options{}, nil, func(app *fiber.App, b *Bridge) {
+		app.Get("/echo", b.Handler(echo))
+		app.Get("/panic", b.Handler(func(ctx context.Context, c *websocket.Conn, r *http.Request) {
+			c.Write(ctx, websocket.MessageText, []byte("about to panic"))
+			panic("boom in a handler")
+		}))
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for range 3 {
+		c := s.dial(t, "/panic", nil)
+		if _, p, err := c.Read(ctx); err != nil || string(p) != "about to panic" {
+			t.Fatalf("first message: %q %v", p, err)
+		}
+		if _, _, err := c.Read(ctx); websocket.CloseStatus(err) != websocket.StatusInternalError {
+			t.Fatalf("after the panic the client read %v, want close status 1011", err)
+		}
+	}
+	logs := s.logs.String()
+	if !strings.Contains(logs, "panic in a websocket handler") || !strings.Contains(logs, "boom in a handler") {
+		t.Fatalf("panic not logged: %s", logs)
+	}
+	c := s.dial(t, "/echo", nil)
+	if err := c.Write(ctx, websocket.MessageText, []byte("alive")); err != nil {
+		t.Fatal(err)
+	}
+	if _, p, err := c.Read(ctx); err != nil || string(p) != "alive" {
+		t.Fatalf("echo after the panics: %q %v", p, err)
+	}
+	c.Close(websocket.StatusNormalClosure, "")
+	waitFor(t, "Active() == 0", 5*time.Second, func() bool { return s.bridge.Active() == 0 })
+}
+
+// 200 concurrent clients, each receiving 50 messages pushed over 3 s,
+// which is longer than fiber's timeouts (2 s here: under the race detector
+// on a busy machine a burst of 200 handshakes can take fasthttp more than
+// 1 s to read, and it answers 408; the handshakes are also spread a little).
+func TestManyClients(t *testing.T) {
+	t.Parallel()
+	const (
+		clients  = 200
+		messages = 50
+		interval = 60 * time.Millisecond
+		timeout  = 2 * time.Second
+	)
+	var maxActive atomic.Int64
+	config := func(cfg *fiber.Config) {
+		cfg.ReadTimeout, cfg.WriteTimeout, cfg.IdleTimeout = timeout, timeout, timeout
+	}
+	s := startServer(t, Options{}, config, func(app *fiber.App, b *Bridge) {
+		app.Get("/push/:id", b.Handler(func(ctx context.Context, c *websocket.Conn, r *http.Request) {
+			if n := int64(b.Active()); n > maxActive.Load() {
+				maxActive.Store(n) // racy maximum, good enough for a lower bound
+			}
+			ctx = c.CloseRead(ctx)
+			tick := time.NewTicker(interval)
+			defer tick.Stop()
+			id := strings.TrimPrefix(r.URL.Path, "/push/")
+			for i := range messages {
+				select {
+				case <-ctx.Done():
+					return
+				case <-tick.C:
+				}
+				if err := c.Write(ctx, websocket.MessageText, fmt.Appendf(nil, "%s %d", id, i)); err != nil {
+					return
+				}
+			}
+			c.Close(websocket.StatusNormalClosure, "done")
+		}))
+	})
+	var wg sync.WaitGroup
+	errs := make(chan error, clients)
+	handshakes := make(chan struct{}, 20)
+	start := time.Now()
+	for i := range clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			handshakes <- struct{}{}
+			c, _, err := websocket.Dial(ctx, s.url(fmt.Sprintf("/push/%d", i)), nil)
+			<-handshakes
+			if err != nil {
+				errs <- fmt.Errorf("client %d: dial: %w", i, err)
+				return
+			}
+			defer c.CloseNow()
+			for j := range messages {
+				_, p, err := c.Read(ctx)
+				if err != nil {
+					errs <- fmt.Errorf("client %d: message %d: %w", i, j, err)
+					return
+				}
+				if want := fmt.Sprintf("%d %d", i, j); string(p) != want {
+					errs <- fmt.Errorf("client %d: got %q, want %q", i, p, want)
+					return
+				}
+			}
+			if _, _, err := c.Read(ctx); websocket.CloseStatus(err) != websocket.StatusNormalClosure {
+				errs <- fmt.Errorf("client %d: end: %v, want a normal closure", i, err)
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	if d := time.Since(start); d < timeout+500*time.Millisecond {
+		t.Errorf("the pushes took %v; the test means to outlive fiber's %v timeouts", d, timeout)
+	}
+	if maxActive.Load() < clients/2 {
+		t.Errorf("at most %d connections open at once; the clients should overlap", maxActive.Load())
+	}
+	waitFor(t, "Active() == 0", 5*time.Second, func() bool { return s.bridge.Active() == 0 })
+}
+
+// A websocket outlives fiber's ReadTimeout and IdleTimeout (1 s here) while
+// silent in both directions.
+func TestOutlivesFiberTimeouts(t *testing.T) {
+	t.Parallel()
+	s := echoServer(t, Options{})
+	c := s.dial(t, "/echo", nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for _, pause := range []time.Duration{0, 3500 * time.Millisecond} {
+		time.Sleep(pause)
+		if err := c.Write(ctx, websocket.MessageText, []byte("ping")); err != nil {
+			t.Fatalf("after %v of silence: %v", pause, err)
+		}
+		if _, p, err := c.Read(ctx); err != nil || string(p) != "ping" {
+			t.Fatalf("after %v of silence: %q %v", pause, p, err)
+		}
+	}
+	if err := c.Close(websocket.StatusNormalClosure, ""); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A client that drops the TCP connection without a close frame: fn's Read
+// fails and Active goes back to 0.
+func TestAbruptDisconnect(t *testing.T) {
+	t.Parallel()
+	readErrs := make(chan error, 4)
+	s := startServer(t, Options{}, nil, func(app *fiber.App, b *Bridge) {
+		app.Get("/read", b.Handler(func(ctx context.Context, c *websocket.Conn, r *http.Request) {
+			for {
+				if _, _, err := c.Read(ctx); err != nil {
+					readErrs <- err
+					return
+				}
+			}
+		}))
+	})
+	check := func(t *testing.T) {
+		t.Helper()
+		select {
+		case err := <-readErrs:
+			if websocket.CloseStatus(err) != -1 {
+				t.Fatalf("fn's Read: %v, want an error without a close status", err)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatal("fn's Read did not fail")
+		}
+		waitFor(t, "Active() == 0", 5*time.Second, func() bool { return s.bridge.Active() == 0 })
+	}
+	t.Run("CloseNow", func(t *testing.T) {
+		c := s.dial(t, "/read", nil)
+		waitFor(t, "Active() == 1", 5*time.Second, func() bool { return s.bridge.Active() == 1 })
+		c.CloseNow()
+		check(t)
+	})
+	t.Run("FIN mid-frame", func(t *testing.T) {
+		c, _ := rawHandshake(t, s.addr, "/read", nil)
+		waitFor(t, "Active() == 1", 5*time.Second, func() bool { return s.bridge.Active() == 1 })
+		frame := clientFrame(1, []byte("cut short"))
+		c.Write(frame[:5])
+		c.Close()
+		check(t)
+	})
+	t.Run("RST", func(t *testing.T) {
+		c, _ := rawHandshake(t, s.addr, "/read", nil)
+		waitFor(t, "Active() == 1", 5*time.Second, func() bool { return s.bridge.Active() == 1 })
+		c.(*net.TCPConn).SetLinger(0)
+		c.Close()
+		check(t)
+	})
+}
