@@ -43,6 +43,7 @@ func (s *Server) routes() {
 	api.Post("/preview", s.preview)
 	api.Post("/import/describe", s.importDescribe)
 	api.Post("/export/go", s.exportGo)
+	s.liveRoutes()
 }
 
 // roles are the expression roles of designer.ExprRole.

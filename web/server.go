@@ -16,7 +16,10 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
+	"github.com/braidstream/braid/deploy"
 	"github.com/braidstream/braid/designer"
+	"github.com/braidstream/braid/monitor"
+	"github.com/braidstream/braid/web/wsbridge"
 )
 
 // DefaultListen is where the server listens when Config.Listen is empty.
@@ -45,17 +48,24 @@ type Config struct {
 	// BodyLimit is the largest request body in bytes; default
 	// DefaultBodyLimit. Larger bodies get 413.
 	BodyLimit int
+	// Deployments and Monitor, when both are set, add the deployments
+	// API, the live pages, their websocket and /metrics.
+	Deployments *deploy.Manager
+	Monitor     *monitor.Monitor
 }
 
 // Server is the designer's HTTP server. It is listening from New on; Listen
 // serves until its context ends.
 type Server struct {
-	cfg   Config
-	app   *fiber.App
-	ln    *lingerListener
-	addr  string
-	log   *slog.Logger
-	store *designer.Store
+	cfg Config
+	app *fiber.App
+	// bridge serves the websockets and closes them on shutdown, which
+	// fiber does not track.
+	bridge *wsbridge.Bridge
+	ln     *lingerListener
+	addr   string
+	log    *slog.Logger
+	store  *designer.Store
 	// loopback is whether the listener is on a loopback address.
 	loopback bool
 	// saving serializes the check-then-save of mutations (baseRevision,
@@ -102,7 +112,8 @@ func New(cfg Config) (*Server, error) {
 		ln.Close()
 		return nil, fmt.Errorf("web: refusing to listen on %s (%s), which is not a loopback address, without an auth token", cfg.Listen, ln.Addr())
 	}
-	s := &Server{cfg: cfg, ln: newLingerListener(ln), addr: ln.Addr().String(), log: cfg.Logger, store: cfg.Store, loopback: loopback}
+	s := &Server{cfg: cfg, ln: newLingerListener(ln), addr: ln.Addr().String(), log: cfg.Logger, store: cfg.Store, loopback: loopback,
+		bridge: wsbridge.New(wsbridge.Options{Logger: cfg.Logger})}
 	s.app = fiber.New(fiber.Config{
 		AppName:               "braid",
 		BodyLimit:             cfg.BodyLimit,
@@ -207,6 +218,10 @@ func (s *Server) Close() error {
 	s.closeOnce.Do(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
 		defer cancel()
+		// Websockets first: fiber's shutdown does not see them.
+		if err := s.bridge.Shutdown(ctx); err != nil {
+			s.log.Warn("web: websockets did not close in time", "err", err)
+		}
 		// Shutdown closes the listener too, whether or not it served.
 		if err := s.app.ShutdownWithContext(ctx); err != nil {
 			s.closeErr = fmt.Errorf("web: shutting down: %w", err)

@@ -7,11 +7,16 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/url"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
+	"time"
 
+	"github.com/braidstream/braid/deploy"
 	"github.com/braidstream/braid/designer"
+	"github.com/braidstream/braid/monitor"
 	"github.com/braidstream/braid/runtime/broker"
 	"github.com/braidstream/braid/web"
 )
@@ -27,11 +32,13 @@ var demoDesign []byte
 // runServe runs the designer's web server with the embedded broker beside
 // it, until ctx ends.
 func runServe(ctx context.Context, args []string, stdout io.Writer) error {
-	fs := newFlagSet("serve", "braid serve [--listen 127.0.0.1:8080] [--data-dir DIR] [--auth-token TOKEN] [--broker-listen 127.0.0.1:9092]", stdout)
+	fs := newFlagSet("serve", "braid serve [--listen 127.0.0.1:8080] [--data-dir DIR] [--auth-token TOKEN] [--broker-listen 127.0.0.1:9092] [--brokers ADDRS] [--no-demo]", stdout)
 	listen := fs.String("listen", web.DefaultListen, "host:port of the web UI; a non-loopback address needs --auth-token")
 	dataDir := fs.String("data-dir", "braid-data", "directory of the designs (DIR/designs) and the broker's data (DIR/broker)")
 	token := fs.String("auth-token", os.Getenv("BRAID_AUTH_TOKEN"), "token every request must carry (default $BRAID_AUTH_TOKEN); required off loopback")
 	brokerListen := fs.String("broker-listen", "127.0.0.1:9092", "host:port of the embedded Kafka-compatible broker; empty: run none")
+	brokers := fs.String("brokers", "", "comma-separated Kafka bootstrap addresses for deployments (default: the embedded broker)")
+	noDemo := fs.Bool("no-demo", false, "on a new data dir, do not deploy the demo design with its generator")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -59,12 +66,6 @@ func runServe(ctx context.Context, args []string, stdout io.Writer) error {
 		}
 	}
 
-	srv, err := web.New(web.Config{Listen: *listen, AuthToken: *token, Store: store, Logger: slog.Default()})
-	if err != nil {
-		return fmt.Errorf("serve: %w", err)
-	}
-	defer srv.Close()
-
 	var b *broker.Broker
 	if *brokerListen != "" {
 		b, err = broker.Start(broker.Config{Listen: *brokerListen, DataDir: filepath.Join(*dataDir, "broker"), Logger: slog.Default()})
@@ -73,6 +74,27 @@ func runServe(ctx context.Context, args []string, stdout io.Writer) error {
 		}
 		defer b.Close()
 	}
+	bootstrap := splitList(*brokers)
+	if len(bootstrap) == 0 && b != nil {
+		bootstrap = b.Addrs()
+	}
+	mon := monitor.New(monitor.Options{})
+	var deployments *deploy.Manager
+	if len(bootstrap) > 0 {
+		deployments, err = deploy.NewManager(deploy.Config{
+			Brokers: bootstrap, StateDir: filepath.Join(*dataDir, "state"), Designs: store, Monitor: mon, Logger: quietLogger(),
+		})
+		if err != nil {
+			return fmt.Errorf("serve: %w", err)
+		}
+	}
+
+	srv, err := web.New(web.Config{Listen: *listen, AuthToken: *token, Store: store, Logger: slog.Default(),
+		Deployments: deployments, Monitor: mon})
+	if err != nil {
+		return fmt.Errorf("serve: %w", err)
+	}
+	defer srv.Close()
 
 	fmt.Fprintf(stdout, "braid serve: the designer is at %s\n", srv.URL())
 	if b != nil {
@@ -82,24 +104,79 @@ func runServe(ctx context.Context, args []string, stdout io.Writer) error {
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	// The broker is closed by the deferred Close once all of these have
+	// returned: the deployments commit on their way out.
 	var wg sync.WaitGroup
-	errs := make([]error, 2)
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
+	errs := make([]error, 3)
+	wg.Go(func() {
 		defer cancel()
 		errs[0] = srv.Listen(ctx)
-	}()
-	if b != nil {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			defer cancel()
-			errs[1] = b.Run(ctx)
-		}()
+	})
+	wg.Go(func() { errs[1] = mon.Run(ctx) })
+	if deployments != nil {
+		wg.Go(func() { errs[2] = deployments.Run(ctx) })
+		if newStore && !*noDemo {
+			if err := deployDemo(deployments); err != nil {
+				fmt.Fprintf(stdout, "braid serve: the demo was not deployed: %v\n", err)
+			} else {
+				fmt.Fprintf(stdout, "braid serve: the demo design runs live at %s\n", liveURL(srv.URL(), "orders-demo"))
+			}
+		}
 	}
 	wg.Wait()
 	return errors.Join(errs...)
+}
+
+// liveURL is the live page of a deployment on the server at base (its
+// designs list, perhaps with a ?token=).
+func liveURL(base, id string) string {
+	u, err := url.Parse(base)
+	if err != nil {
+		return base
+	}
+	u.Path = "/live/" + url.PathEscape(id)
+	return u.String()
+}
+
+// deployDemo deploys the demo design with 3 instances and 1 standby, and
+// a generator of orders: 20 customers, 50 orders a second, up to 2 s out
+// of order, 2% late beyond the 5 s grace.
+func deployDemo(m *deploy.Manager) error {
+	// Run has just been started on its goroutine: wait until it accepts.
+	var err error
+	for range 50 {
+		if _, err = m.Deploy(deploy.Request{Design: "orders-demo", Instances: 3, Standbys: 1}); !errors.Is(err, deploy.ErrNotRunning) {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err != nil {
+		return err
+	}
+	return m.StartGenerator("orders-demo", deploy.GeneratorSpec{
+		Topic: "orders", Rate: 50, Keys: 20, KeyPrefix: "customer",
+		Template:     map[string]string{"id": "sequence", "customer": "key", "amount": "random(1, 500)", "ts": "timestamp"},
+		JitterMs:     2000,
+		LateFraction: 0.02,
+		LateByMs:     20_000,
+	})
+}
+
+// splitList splits a comma-separated list, dropping empty items.
+func splitList(s string) []string {
+	var out []string
+	for _, item := range strings.Split(s, ",") {
+		if item = strings.TrimSpace(item); item != "" {
+			out = append(out, item)
+		}
+	}
+	return out
+}
+
+// quietLogger is the deployments' logger: warnings and errors only, so
+// that task moves do not flood the terminal (the live view shows them).
+func quietLogger() *slog.Logger {
+	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 }
 
 // loadDemo saves the demo design into store, unless it holds designs

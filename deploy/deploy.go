@@ -1,0 +1,439 @@
+// Package deploy runs designs. A deployment is one design, compiled from
+// one of its saved revisions, running on a streams.Supervisor as N local
+// instances of one application, with the monitor's hook in every
+// instance, and data generators feeding its source topics. The designer's
+// live view drives it: deploy, redeploy, undeploy, crash, stop, start and
+// add instances, start and stop generators, query stores.
+//
+// One deployment per design: its id is the design's id, its application
+// id "braid-<design id>", so a redeploy of a new revision reuses the state
+// and changelogs of the previous one when they are compatible.
+package deploy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"path/filepath"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/braidstream/braid/compiler"
+	"github.com/braidstream/braid/designer"
+	"github.com/braidstream/braid/monitor"
+	"github.com/braidstream/braid/runtime/streams"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// Config configures a Manager.
+type Config struct {
+	// Brokers are the Kafka bootstrap addresses. Required.
+	Brokers []string
+	// StateDir holds every deployment's state, under <StateDir>/<id>.
+	// Required.
+	StateDir string
+	// Designs is where designs are read from. Required.
+	Designs *designer.Store
+	// Monitor receives every deployment's hooks and instance events.
+	// Required.
+	Monitor *monitor.Monitor
+	// Partitions of the source and sink topics a deployment creates when
+	// they are missing. Default 4.
+	Partitions int
+	// SessionTimeout of the deployments' instances. Default 3 s: short,
+	// so that a crash shows its failover within seconds.
+	SessionTimeout time.Duration
+	// Logger gets the instances' logs. Default: slog.Default().
+	Logger *slog.Logger
+}
+
+// Request asks for a deployment. Zero fields take the defaults.
+type Request struct {
+	// Design is the design's id. Required.
+	Design string `json:"design"`
+	// Revision to deploy; 0 means the latest.
+	Revision int `json:"revision"`
+	// Instances to run; default 3, at most 16.
+	Instances int `json:"instances"`
+	// Standbys per stateful task; default 1 (0 with one instance). 0 is
+	// asked for with NoStandbys, since 0 is the JSON default.
+	Standbys   int  `json:"standbys"`
+	NoStandbys bool `json:"noStandbys"`
+	// Guarantee is "at-least-once" (default) or "exactly-once" (not yet
+	// supported).
+	Guarantee string `json:"guarantee"`
+	// CommitIntervalMs defaults to 1000.
+	CommitIntervalMs int64 `json:"commitIntervalMs"`
+}
+
+// Info describes a deployment.
+type Info struct {
+	ID               string            `json:"id"`
+	Design           string            `json:"design"`
+	DesignName       string            `json:"designName"`
+	Revision         int               `json:"revision"`
+	ApplicationID    string            `json:"applicationId"`
+	Instances        int               `json:"instances"`
+	Standbys         int               `json:"standbys"`
+	Guarantee        string            `json:"guarantee"`
+	CommitIntervalMs int64             `json:"commitIntervalMs"`
+	SourceTopics     []string          `json:"sourceTopics"`
+	SinkTopics       []string          `json:"sinkTopics"`
+	Generators       []GeneratorInfo   `json:"generators"`
+	Stores           []StoreInfo       `json:"stores"`
+	Operators        map[string]string `json:"operators"`
+	Started          time.Time         `json:"started"`
+}
+
+// StoreInfo is one state store of a deployment.
+type StoreInfo struct {
+	Name string `json:"name"`
+	// Type is "key-value", "window" or "session".
+	Type    string `json:"type"`
+	GraceMs int64  `json:"graceMs"`
+	// Node is the design node that keeps the store.
+	Node string `json:"node"`
+}
+
+// NotDeployedError says a design has no deployment.
+type NotDeployedError struct{ ID string }
+
+func (e *NotDeployedError) Error() string { return fmt.Sprintf("design %q is not deployed", e.ID) }
+
+// RequestError says what is wrong with a Request or a generator spec.
+type RequestError struct {
+	Field, Problem string
+}
+
+func (e *RequestError) Error() string { return fmt.Sprintf("%s: %s", e.Field, e.Problem) }
+
+// ErrExactlyOnce is returned for a request of the exactly-once guarantee,
+// which the runtime does not offer yet.
+var ErrExactlyOnce = errors.New("exactly-once is not available yet: deploy at-least-once")
+
+// ErrNotRunning is returned before Run and after it returned.
+var ErrNotRunning = errors.New("the deployment manager is not running")
+
+// Manager runs the deployments.
+type Manager struct {
+	cfg Config
+	log *slog.Logger
+
+	// mu guards ctx and deps. Deploy and Undeploy hold it only to change
+	// the map; starting and stopping a Supervisor happens outside it, one
+	// operation per deployment at a time (busy).
+	mu   sync.Mutex
+	ctx  context.Context
+	deps map[string]*deployment
+	busy map[string]bool
+
+	client *kgo.Client
+}
+
+// deployment is one running design.
+type deployment struct {
+	info     Info
+	compiled *compiler.Compiled
+	sup      *streams.Supervisor
+	stop     context.CancelFunc
+	done     chan error
+	gens     *generators
+}
+
+// NewManager checks cfg and returns a Manager; Run runs it.
+func NewManager(cfg Config) (*Manager, error) {
+	var errs []error
+	if len(cfg.Brokers) == 0 {
+		errs = append(errs, errors.New("deploy: Config.Brokers is required"))
+	}
+	if cfg.StateDir == "" {
+		errs = append(errs, errors.New("deploy: Config.StateDir is required"))
+	}
+	if cfg.Designs == nil {
+		errs = append(errs, errors.New("deploy: Config.Designs is required"))
+	}
+	if cfg.Monitor == nil {
+		errs = append(errs, errors.New("deploy: Config.Monitor is required"))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	if cfg.Partitions <= 0 {
+		cfg.Partitions = 4
+	}
+	if cfg.SessionTimeout <= 0 {
+		cfg.SessionTimeout = 3 * time.Second
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(cfg.Brokers...), kgo.ProducerLinger(5*time.Millisecond))
+	if err != nil {
+		return nil, fmt.Errorf("deploy: creating client: %w", err)
+	}
+	return &Manager{cfg: cfg, log: cfg.Logger, deps: make(map[string]*deployment), busy: make(map[string]bool), client: cl}, nil
+}
+
+// Run lets deployments run until ctx ends, then undeploys them all and
+// returns once they have stopped.
+func (m *Manager) Run(ctx context.Context) error {
+	m.mu.Lock()
+	m.ctx = ctx
+	m.mu.Unlock()
+	<-ctx.Done()
+	m.mu.Lock()
+	ids := slices.Collect(maps.Keys(m.deps))
+	m.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, id := range ids {
+		wg.Go(func() {
+			if err := m.Undeploy(id); err != nil && !errors.As(err, new(*NotDeployedError)) {
+				m.log.Warn("undeploying on shutdown", "deployment", id, "err", err)
+			}
+		})
+	}
+	wg.Wait()
+	m.client.Close()
+	return nil
+}
+
+// Deploy compiles the requested revision and runs it. A design that is
+// deployed already is redeployed: its generators and instances stop, and
+// the new revision starts with the same application id, so its state is
+// reused where compatible, and the generators start again.
+func (m *Manager) Deploy(req Request) (Info, error) {
+	req, err := m.check(req)
+	if err != nil {
+		return Info{}, err
+	}
+	d, rev, err := m.cfg.Designs.GetRevision(req.Design, req.Revision)
+	if err != nil {
+		return Info{}, err
+	}
+	compiled, err := compiler.Compile(d, compiler.Options{})
+	if err != nil {
+		return Info{}, err
+	}
+	if err := m.claim(req.Design); err != nil {
+		return Info{}, err
+	}
+	defer m.unclaim(req.Design)
+	var specs []GeneratorSpec
+	if old := m.take(req.Design); old != nil {
+		specs = old.gens.specs()
+		m.shutdown(old)
+	}
+	dep, err := m.start(req, d, rev.Number, compiled)
+	if err != nil {
+		return Info{}, err
+	}
+	for _, spec := range specs {
+		if err := dep.gens.start(spec); err != nil {
+			m.log.Warn("restarting a generator after the redeploy failed", "deployment", dep.info.ID, "topic", spec.Topic, "err", err)
+		}
+	}
+	return m.describe(dep), nil
+}
+
+// check fills the request's defaults and reports what is wrong with it.
+func (m *Manager) check(req Request) (Request, error) {
+	if req.Design == "" {
+		return req, &RequestError{Field: "design", Problem: "is required"}
+	}
+	if req.Instances == 0 {
+		req.Instances = 3
+	}
+	if req.Instances < 1 || req.Instances > 16 {
+		return req, &RequestError{Field: "instances", Problem: fmt.Sprintf("%d is not from 1 to 16", req.Instances)}
+	}
+	if req.Standbys == 0 && !req.NoStandbys {
+		req.Standbys = min(1, req.Instances-1)
+	}
+	if req.Standbys < 0 || req.Standbys >= max(req.Instances, 2) {
+		return req, &RequestError{Field: "standbys", Problem: fmt.Sprintf("%d is not from 0 to %d (instances - 1)", req.Standbys, max(req.Instances-1, 0))}
+	}
+	switch req.Guarantee {
+	case "", streams.AtLeastOnce.String():
+		req.Guarantee = streams.AtLeastOnce.String()
+	case streams.ExactlyOnce.String():
+		return req, ErrExactlyOnce
+	default:
+		return req, &RequestError{Field: "guarantee", Problem: fmt.Sprintf("%q is not at-least-once or exactly-once", req.Guarantee)}
+	}
+	if req.CommitIntervalMs == 0 {
+		req.CommitIntervalMs = 1000
+	}
+	if req.CommitIntervalMs < 10 || req.CommitIntervalMs > 60_000 {
+		return req, &RequestError{Field: "commitIntervalMs", Problem: fmt.Sprintf("%d is not from 10 to 60000", req.CommitIntervalMs)}
+	}
+	return req, nil
+}
+
+// claim marks a deployment busy, so that two operations never start or
+// stop it at once.
+func (m *Manager) claim(id string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.ctx == nil || m.ctx.Err() != nil {
+		return ErrNotRunning
+	}
+	if m.busy[id] {
+		return &RequestError{Field: "design", Problem: fmt.Sprintf("%q is being deployed or undeployed; try again", id)}
+	}
+	m.busy[id] = true
+	return nil
+}
+
+func (m *Manager) unclaim(id string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.busy, id)
+}
+
+// take removes a deployment from the map and returns it.
+func (m *Manager) take(id string) *deployment {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	dep := m.deps[id]
+	delete(m.deps, id)
+	return dep
+}
+
+// Undeploy stops a deployment's generators and instances.
+func (m *Manager) Undeploy(id string) error {
+	m.mu.Lock()
+	_, ok := m.deps[id]
+	m.mu.Unlock()
+	if !ok {
+		return &NotDeployedError{ID: id}
+	}
+	m.mu.Lock()
+	busy := m.busy[id]
+	if !busy {
+		m.busy[id] = true
+	}
+	m.mu.Unlock()
+	if busy {
+		return &RequestError{Field: "design", Problem: fmt.Sprintf("%q is being deployed or undeployed; try again", id)}
+	}
+	defer m.unclaim(id)
+	dep := m.take(id)
+	if dep == nil {
+		return &NotDeployedError{ID: id}
+	}
+	m.shutdown(dep)
+	m.cfg.Monitor.RemoveDeployment(id)
+	return nil
+}
+
+// shutdown stops a deployment's generators, then its instances.
+func (m *Manager) shutdown(dep *deployment) {
+	dep.gens.stopAll()
+	dep.stop()
+	if err := <-dep.done; err != nil {
+		m.log.Warn("deployment stopped with an error", "deployment", dep.info.ID, "err", err)
+	}
+}
+
+// start makes the topics, the Supervisor and the monitor's view of a
+// compiled design, and runs it.
+func (m *Manager) start(req Request, d *designer.Design, revision int, compiled *compiler.Compiled) (*deployment, error) {
+	topo := compiled.Topology
+	info := Info{
+		ID: d.ID, Design: d.ID, DesignName: d.Name, Revision: revision, ApplicationID: "braid-" + d.ID,
+		Instances: req.Instances, Standbys: req.Standbys, Guarantee: req.Guarantee, CommitIntervalMs: req.CommitIntervalMs,
+		SourceTopics: nonNil(topo.SourceTopics()), SinkTopics: nonNil(topo.SinkTopics()),
+		Operators: compiled.Operators, Started: time.Now(),
+	}
+	storeNode := make(map[string]string, len(compiled.Stores))
+	for node, store := range compiled.Stores {
+		storeNode[store] = node
+	}
+	for _, st := range topo.Stores() {
+		info.Stores = append(info.Stores, StoreInfo{Name: st.Name, Type: st.Type, GraceMs: st.Grace.Milliseconds(), Node: storeNode[st.Name]})
+	}
+	if err := m.ensureTopics(slices.Concat(info.SourceTopics, info.SinkTopics)); err != nil {
+		return nil, err
+	}
+	src := &lazySource{}
+	hook := m.cfg.Monitor.AddDeployment(monitor.DeploymentInfo{
+		ID: info.ID, Design: info.Design, DesignName: info.DesignName, Revision: info.Revision,
+		ApplicationID: info.ApplicationID, Instances: info.Instances, Standbys: info.Standbys, Guarantee: info.Guarantee,
+		CommitInterval: time.Duration(req.CommitIntervalMs) * time.Millisecond, CommitIntervalMs: req.CommitIntervalMs,
+		Topology: topo, Started: info.Started,
+	}, src)
+	sup, err := streams.NewSupervisor(topo, streams.SupervisorConfig{
+		Config: streams.Config{
+			ApplicationID:   info.ApplicationID,
+			Brokers:         m.cfg.Brokers,
+			StateDir:        filepath.Join(m.cfg.StateDir, d.ID),
+			CommitInterval:  time.Duration(req.CommitIntervalMs) * time.Millisecond,
+			SessionTimeout:  m.cfg.SessionTimeout,
+			StandbyReplicas: req.Standbys,
+			NodeMetrics:     true,
+			Hooks:           []streams.Hook{hook},
+			Logger:          m.log.With("deployment", d.ID),
+		},
+		Instances: req.Instances,
+	})
+	if err != nil {
+		m.cfg.Monitor.RemoveDeployment(info.ID)
+		return nil, fmt.Errorf("deploying %q: %w", d.ID, err)
+	}
+	src.set(sup)
+	m.mu.Lock()
+	parent := m.ctx
+	m.mu.Unlock()
+	ctx, stop := context.WithCancel(parent)
+	dep := &deployment{info: info, compiled: compiled, sup: sup, stop: stop, done: make(chan error, 1)}
+	dep.gens = newGenerators(m.client, info.SourceTopics, m.log.With("deployment", d.ID))
+	go func() { dep.done <- sup.Run(ctx) }()
+	m.mu.Lock()
+	m.deps[d.ID] = dep
+	m.mu.Unlock()
+	m.log.Info("deployed", "deployment", d.ID, "revision", revision, "instances", req.Instances, "standbys", req.Standbys)
+	return dep, nil
+}
+
+// lazySource is the monitor's Source of a deployment: the Supervisor,
+// which is made after the monitor's hook it needs in its config.
+type lazySource struct {
+	mu  sync.Mutex
+	sup *streams.Supervisor
+}
+
+func (l *lazySource) set(sup *streams.Supervisor) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.sup = sup
+}
+
+func (l *lazySource) get() *streams.Supervisor {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.sup
+}
+
+func (l *lazySource) Instances() []streams.InstanceInfo {
+	if sup := l.get(); sup != nil {
+		return sup.Instances()
+	}
+	return nil
+}
+
+func (l *lazySource) OpenWindows(instance, store string) ([]streams.OpenWindow, error) {
+	if sup := l.get(); sup != nil {
+		return sup.OpenWindows(instance, store)
+	}
+	return nil, nil
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}

@@ -1,0 +1,215 @@
+package deploy_test
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/braidstream/braid/deploy"
+	"github.com/braidstream/braid/designer"
+	"github.com/braidstream/braid/monitor"
+	"github.com/braidstream/braid/runtime/broker"
+	"github.com/braidstream/braid/runtime/streams"
+)
+
+// harness is a running Manager on the embedded broker, with the
+// orders-windowed design stored.
+type harness struct {
+	m      *deploy.Manager
+	mon    *monitor.Monitor
+	store  *designer.Store
+	design string
+}
+
+func start(t *testing.T) *harness {
+	t.Helper()
+	b, err := broker.Start(broker.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	store, err := designer.OpenStore(filepath.Join(t.TempDir(), "designs"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	data, err := os.ReadFile("../designer/testdata/orders-windowed.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, _, err := store.Import(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mon := monitor.New(monitor.Options{PublishInterval: 50 * time.Millisecond})
+	m, err := deploy.NewManager(deploy.Config{Brokers: b.Addrs(), StateDir: t.TempDir(), Designs: store, Monitor: mon,
+		SessionTimeout: 2 * time.Second, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{}, 2)
+	go func() { mon.Run(ctx); done <- struct{}{} }()
+	go func() { m.Run(ctx); done <- struct{}{} }()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+		<-done
+	})
+	h := &harness{m: m, mon: mon, store: store, design: d.ID}
+	waitFor(t, 5*time.Second, "the manager running", func() bool {
+		_, err := m.Get("none")
+		return !errors.Is(err, deploy.ErrNotRunning)
+	})
+	return h
+}
+
+func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s", timeout, what)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// deployment returns the monitor's view of deployment id.
+func (h *harness) deployment(id string) (monitor.Deployment, bool) {
+	for _, d := range h.mon.Snapshot().Deployments {
+		if d.ID == id {
+			return d, true
+		}
+	}
+	return monitor.Deployment{}, false
+}
+
+func (h *harness) processed(id string) int64 {
+	d, _ := h.deployment(id)
+	var n int64
+	for _, in := range d.Instances {
+		for _, t := range in.Tasks {
+			if t.Role == "active" {
+				n += t.Processed
+			}
+		}
+	}
+	return n
+}
+
+var orderTemplate = map[string]string{"id": "sequence", "customer": "key", "amount": "random(1, 500)", "ts": "timestamp"}
+
+func TestDeployRunsTheDesignWithItsGenerator(t *testing.T) {
+	h := start(t)
+	info, err := h.m.Deploy(deploy.Request{Design: h.design, Instances: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.ApplicationID != "braid-"+h.design || info.Instances != 2 || info.Standbys != 1 || info.Revision != 1 ||
+		info.Guarantee != "at-least-once" || len(info.SourceTopics) != 1 || len(info.Stores) != 1 || info.Stores[0].Type != "window" {
+		t.Errorf("Deploy = %+v", info)
+	}
+	topic := info.SourceTopics[0]
+	if err := h.m.StartGenerator(h.design, deploy.GeneratorSpec{Topic: topic, Rate: 200, Keys: 5, KeyPrefix: "customer", Template: orderTemplate}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 30*time.Second, "the deployment processing generated orders", func() bool { return h.processed(h.design) > 50 })
+	got, err := h.m.Get(h.design)
+	if err != nil || len(got.Generators) != 1 || got.Generators[0].Produced == 0 {
+		t.Errorf("Get = %+v, %v; want one generator that produced", got, err)
+	}
+
+	// A crash moves the tasks; a second crash of the same instance is
+	// refused with the instance's state.
+	d, _ := h.deployment(h.design)
+	victim := d.Instances[0].ID
+	if err := h.m.Crash(h.design, victim); err != nil {
+		t.Fatal(err)
+	}
+	var ise *streams.InstanceStateError
+	if err := h.m.Crash(h.design, victim); !errors.As(err, &ise) {
+		t.Errorf("second Crash = %v, want an InstanceStateError", err)
+	}
+	if err := h.m.Start(h.design, victim); err != nil {
+		t.Fatal(err)
+	}
+	added, err := h.m.Add(h.design)
+	if err != nil || added != "instance-3" {
+		t.Errorf("Add = %q, %v", added, err)
+	}
+
+	// Redeploying keeps the generator and reuses the application id.
+	again, err := h.m.Deploy(deploy.Request{Design: h.design, Instances: 1, NoStandbys: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again.ApplicationID != info.ApplicationID || again.Standbys != 0 || len(again.Generators) != 1 {
+		t.Errorf("redeploy = %+v", again)
+	}
+	waitFor(t, 30*time.Second, "the redeployed design processing on one instance", func() bool {
+		d, ok := h.deployment(h.design)
+		return ok && len(d.Instances) == 1 && h.processed(h.design) > 0
+	})
+
+	if err := h.m.StopGenerator(h.design, topic); err != nil {
+		t.Fatal(err)
+	}
+	var ng *deploy.NoGeneratorError
+	if err := h.m.StopGenerator(h.design, topic); !errors.As(err, &ng) {
+		t.Errorf("second StopGenerator = %v, want a NoGeneratorError", err)
+	}
+	if err := h.m.Undeploy(h.design); err != nil {
+		t.Fatal(err)
+	}
+	var nd *deploy.NotDeployedError
+	if _, err := h.m.Get(h.design); !errors.As(err, &nd) {
+		t.Errorf("Get after Undeploy = %v, want a NotDeployedError", err)
+	}
+	if _, ok := h.deployment(h.design); ok {
+		t.Error("the monitor still shows the undeployed design")
+	}
+}
+
+func TestDeployRefusesBadRequests(t *testing.T) {
+	h := start(t)
+	for _, tt := range []struct {
+		req  deploy.Request
+		want string
+	}{
+		{deploy.Request{}, "design: is required"},
+		{deploy.Request{Design: h.design, Instances: 40}, "instances: 40 is not from 1 to 16"},
+		{deploy.Request{Design: h.design, Instances: 2, Standbys: 2}, "standbys: 2 is not from 0 to 1"},
+		{deploy.Request{Design: h.design, Guarantee: "exactly-once"}, "exactly-once is not available yet"},
+		{deploy.Request{Design: h.design, Guarantee: "maybe"}, `guarantee: "maybe" is not`},
+		{deploy.Request{Design: h.design, CommitIntervalMs: 5}, "commitIntervalMs: 5 is not from 10 to 60000"},
+		{deploy.Request{Design: "nope"}, `"nope"`},
+		{deploy.Request{Design: h.design, Revision: 9}, "revision 9"},
+	} {
+		if _, err := h.m.Deploy(tt.req); err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("Deploy(%+v) = %v, want an error containing %q", tt.req, err, tt.want)
+		}
+	}
+	var nd *deploy.NotDeployedError
+	if err := h.m.Crash("nope", "instance-1"); !errors.As(err, &nd) {
+		t.Errorf("Crash of an undeployed design = %v", err)
+	}
+	if _, err := h.m.Deploy(deploy.Request{Design: h.design, Instances: 1}); err != nil {
+		t.Fatal(err)
+	}
+	var re *deploy.RequestError
+	if err := h.m.StartGenerator(h.design, deploy.GeneratorSpec{Topic: "elsewhere"}); !errors.As(err, &re) || re.Field != "topic" {
+		t.Errorf("generator on a foreign topic = %v", err)
+	}
+	if err := h.m.StartGenerator(h.design, deploy.GeneratorSpec{Topic: "orders", Template: map[string]string{"x": "random(5, 1)"}}); !errors.As(err, &re) {
+		t.Errorf("generator with a bad template = %v", err)
+	}
+	if _, _, err := h.m.Query(h.design, "nope", "k"); !errors.As(err, &re) {
+		t.Errorf("query of an unknown store = %v", err)
+	}
+}

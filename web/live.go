@@ -1,0 +1,239 @@
+package web
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/coder/websocket"
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/braidstream/braid/deploy"
+	"github.com/braidstream/braid/designer"
+	"github.com/braidstream/braid/monitor"
+	"github.com/braidstream/braid/runtime/streams"
+	"github.com/braidstream/braid/templates"
+)
+
+// liveRoutes adds the deployments API, the live page, its websocket and
+// /metrics, when the server has deployments to show.
+func (s *Server) liveRoutes() {
+	if s.cfg.Deployments == nil || s.cfg.Monitor == nil {
+		return
+	}
+	app := s.app
+	app.Get("/live/:id", s.livePage)
+	app.Get("/ws/live", s.bridge.Handler(s.liveSocket))
+	app.Get("/metrics", s.metrics)
+	api := app.Group("/api/deployments")
+	api.Get("", s.listDeployments)
+	api.Post("", s.deploy)
+	api.Get("/:id", s.getDeployment)
+	api.Delete("/:id", s.undeploy)
+	api.Post("/:id/instances", s.addInstance)
+	api.Post("/:id/instances/:instance/:op", s.instanceOp)
+	api.Post("/:id/generators", s.startGenerator)
+	api.Delete("/:id/generators/:topic", s.stopGenerator)
+	api.Get("/:id/query", s.queryStore)
+}
+
+// deployError turns the deployment manager's errors into answers.
+func deployError(err error) error {
+	var (
+		nd  *deploy.NotDeployedError
+		ng  *deploy.NoGeneratorError
+		re  *deploy.RequestError
+		ui  *streams.UnknownInstanceError
+		ise *streams.InstanceStateError
+		ps  designer.Problems
+		snr *streams.StoreNotReadyError
+	)
+	switch {
+	case errors.As(err, &nd), errors.As(err, &ng), errors.As(err, &ui):
+		return errorf(fiber.StatusNotFound, err.Error())
+	case errors.As(err, &ise):
+		return errorf(fiber.StatusConflict, err.Error())
+	case errors.As(err, &re), errors.Is(err, deploy.ErrExactlyOnce):
+		return errorf(fiber.StatusUnprocessableEntity, err.Error())
+	case errors.As(err, &ps):
+		return problemsError(problemCount(ps)+" in the design", ps)
+	case errors.As(err, &snr):
+		return errorf(fiber.StatusServiceUnavailable, err.Error())
+	case errors.Is(err, deploy.ErrNotRunning), errors.Is(err, streams.ErrSupervisorNotRunning):
+		return errorf(fiber.StatusServiceUnavailable, err.Error())
+	}
+	return storeError(err)
+}
+
+func (s *Server) listDeployments(c *fiber.Ctx) error {
+	return c.JSON(s.cfg.Deployments.List())
+}
+
+func (s *Server) getDeployment(c *fiber.Ctx) error {
+	info, err := s.cfg.Deployments.Get(c.Params("id"))
+	if err != nil {
+		return deployError(err)
+	}
+	return c.JSON(info)
+}
+
+func (s *Server) deploy(c *fiber.Ctx) error {
+	var req deploy.Request
+	if err := decodeBody(c, &req); err != nil {
+		return err
+	}
+	info, err := s.cfg.Deployments.Deploy(req)
+	if err != nil {
+		return deployError(err)
+	}
+	return c.Status(fiber.StatusCreated).JSON(info)
+}
+
+func (s *Server) undeploy(c *fiber.Ctx) error {
+	if err := s.cfg.Deployments.Undeploy(c.Params("id")); err != nil {
+		return deployError(err)
+	}
+	return c.SendStatus(fiber.StatusNoContent)
+}
+
+func (s *Server) addInstance(c *fiber.Ctx) error {
+	id, err := s.cfg.Deployments.Add(c.Params("id"))
+	if err != nil {
+		return deployError(err)
+	}
+	return c.Status(fiber.StatusCreated).JSON(fiber.Map{"instance": id})
+}
+
+func (s *Server) instanceOp(c *fiber.Ctx) error {
+	id, instance := c.Params("id"), c.Params("instance")
+	var err error
+	switch op := c.Params("op"); op {
+	case "crash":
+		err = s.cfg.Deployments.Crash(id, instance)
+	case "stop":
+		err = s.cfg.Deployments.Stop(id, instance)
+	case "start":
+		err = s.cfg.Deployments.Start(id, instance)
+	default:
+		return errorf(fiber.StatusNotFound, fmt.Sprintf("no instance operation %q: crash, stop or start", op))
+	}
+	if err != nil {
+		return deployError(err)
+	}
+	return c.SendStatus(fiber.StatusNoContent)
+}
+
+func (s *Server) startGenerator(c *fiber.Ctx) error {
+	var spec deploy.GeneratorSpec
+	if err := decodeBody(c, &spec); err != nil {
+		return err
+	}
+	if err := s.cfg.Deployments.StartGenerator(c.Params("id"), spec); err != nil {
+		return deployError(err)
+	}
+	return c.Status(fiber.StatusCreated).JSON(fiber.Map{"topic": spec.Topic})
+}
+
+func (s *Server) stopGenerator(c *fiber.Ctx) error {
+	if err := s.cfg.Deployments.StopGenerator(c.Params("id"), c.Params("topic")); err != nil {
+		return deployError(err)
+	}
+	return c.SendStatus(fiber.StatusNoContent)
+}
+
+func (s *Server) queryStore(c *fiber.Ctx) error {
+	store, key := c.Query("store"), c.Query("key")
+	if store == "" {
+		return errorf(fiber.StatusBadRequest, "query: ?store= is required")
+	}
+	value, found, err := s.cfg.Deployments.Query(c.Params("id"), store, key)
+	if err != nil {
+		return deployError(err)
+	}
+	return c.JSON(fiber.Map{"found": found, "value": value})
+}
+
+func (s *Server) livePage(c *fiber.Ctx) error {
+	info, err := s.cfg.Deployments.Get(c.Params("id"))
+	var nd *deploy.NotDeployedError
+	if errors.As(err, &nd) {
+		return s.render(c, fiber.StatusNotFound, templates.ErrorPage(templates.ErrorData{
+			Status: fiber.StatusNotFound, Title: "Not deployed",
+			Message: fmt.Sprintf("Design %q is not deployed. Deploy it from its editor.", c.Params("id")),
+		}))
+	}
+	if err != nil {
+		return deployError(err)
+	}
+	return s.render(c, fiber.StatusOK, templates.LivePage(templates.LiveProps{
+		DeploymentID: info.ID, DesignID: info.Design, DesignName: info.DesignName,
+	}))
+}
+
+func (s *Server) metrics(c *fiber.Ctx) error {
+	c.Set(fiber.HeaderContentType, "text/plain; version=0.0.4; charset=utf-8")
+	return s.cfg.Monitor.WriteMetrics(c)
+}
+
+// liveSocket streams the monitor's messages for one deployment (or all,
+// without ?deployment=) to a websocket, until either side ends it. The
+// monitor coalesces for a slow client; writes time out so that a client
+// that stopped reading cannot hold the handler forever.
+func (s *Server) liveSocket(ctx context.Context, conn *websocket.Conn, r *http.Request) {
+	deployment := r.URL.Query().Get("deployment")
+	sub := s.cfg.Monitor.Subscribe()
+	defer sub.Close()
+	// The client sends nothing; reading lets the library answer pings
+	// and notice a close.
+	ctx = conn.CloseRead(ctx)
+	for {
+		msg, err := sub.Next(ctx)
+		if err != nil {
+			conn.Close(websocket.StatusGoingAway, "server stopping")
+			return
+		}
+		if deployment != "" {
+			if msg = forDeployment(msg, deployment); msg.Type == "" {
+				continue
+			}
+		}
+		data, err := json.Marshal(msg)
+		if err != nil {
+			conn.Close(websocket.StatusInternalError, "encoding failed")
+			return
+		}
+		wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		err = conn.Write(wctx, websocket.MessageText, data)
+		cancel()
+		if err != nil {
+			return
+		}
+	}
+}
+
+// forDeployment keeps of a message what concerns one deployment; an
+// event of another comes back empty.
+func forDeployment(msg monitor.Message, id string) monitor.Message {
+	switch {
+	case msg.Event != nil:
+		if msg.Event.Deployment != id {
+			return monitor.Message{}
+		}
+	case msg.Snapshot != nil:
+		snap := *msg.Snapshot
+		snap.Deployments = nil
+		for _, d := range msg.Snapshot.Deployments {
+			if d.ID == id {
+				snap.Deployments = append(snap.Deployments, d)
+			}
+		}
+		if snap.Deployments == nil {
+			snap.Deployments = []monitor.Deployment{}
+		}
+		msg.Snapshot = &snap
+	}
+	return msg
+}

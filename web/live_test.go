@@ -1,0 +1,160 @@
+package web
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"github.com/braidstream/braid/deploy"
+	"github.com/braidstream/braid/designer"
+	"github.com/braidstream/braid/monitor"
+	"github.com/braidstream/braid/runtime/broker"
+)
+
+// startLive runs a server with deployments on the embedded broker and the
+// orders-windowed design stored.
+func startLive(t *testing.T) *testServer {
+	t.Helper()
+	b, err := broker.Start(broker.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	store, err := designer.OpenStore(filepath.Join(t.TempDir(), "designs"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	if _, _, err := store.Import([]byte(readTestdata(t, "orders-windowed.json"))); err != nil {
+		t.Fatal(err)
+	}
+	mon := monitor.New(monitor.Options{PublishInterval: 50 * time.Millisecond})
+	m, err := deploy.NewManager(deploy.Config{Brokers: b.Addrs(), StateDir: t.TempDir(), Designs: store, Monitor: mon,
+		SessionTimeout: 2 * time.Second, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{}, 2)
+	go func() { mon.Run(ctx); done <- struct{}{} }()
+	go func() { m.Run(ctx); done <- struct{}{} }()
+	// Registered before the server's cleanup, so it runs after it.
+	t.Cleanup(func() {
+		cancel()
+		<-done
+		<-done
+	})
+	return start(t, Config{Store: store, Deployments: m, Monitor: mon})
+}
+
+func TestDeploymentsAPI(t *testing.T) {
+	ts := startLive(t)
+	// The manager's Run starts on its goroutine: the first deploy may
+	// come before it accepts.
+	var r *response
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		r = ts.do("POST", "/api/deployments", `{"design": "orders-windowed", "instances": 2}`)
+		if r.status != 503 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if r.status != 201 {
+		t.Fatalf("deploy: %d %s", r.status, r)
+	}
+	var info deploy.Info
+	r.decode(t, &info)
+	if info.ID != "orders-windowed" || info.Instances != 2 || info.Standbys != 1 || info.Operators["count"] == "" {
+		t.Errorf("deploy answered %+v", info)
+	}
+	runCases(t, ts, []apiCase{
+		{name: "list", method: "GET", path: "/api/deployments", status: 200},
+		{name: "get", method: "GET", path: "/api/deployments/orders-windowed", status: 200},
+		{name: "not deployed", method: "GET", path: "/api/deployments/nope", status: 404,
+			check: wantError(`design "nope" is not deployed`, 0, 0, "")},
+		{name: "exactly-once", method: "POST", path: "/api/deployments", body: `{"design": "orders-windowed", "guarantee": "exactly-once"}`,
+			status: 422, check: wantError("exactly-once is not available yet: deploy at-least-once", 0, 0, "")},
+		{name: "unknown field", method: "POST", path: "/api/deployments", body: `{"design": "orders-windowed", "replicas": 2}`, status: 400},
+		{name: "unknown design", method: "POST", path: "/api/deployments", body: `{"design": "nope"}`, status: 404},
+		{name: "generator", method: "POST", path: "/api/deployments/orders-windowed/generators",
+			body: `{"topic": "orders", "rate": 100, "keys": 5, "keyPrefix": "customer", "template": {"customer": "key", "amount": "random(1, 500)", "ts": "timestamp"}}`,
+			status: 201},
+		{name: "bad generator", method: "POST", path: "/api/deployments/orders-windowed/generators",
+			body: `{"topic": "orders", "template": {"amount": "random(9, 1)"}}`, status: 422},
+		{name: "unknown instance", method: "POST", path: "/api/deployments/orders-windowed/instances/instance-9/crash", status: 404},
+		{name: "unknown operation", method: "POST", path: "/api/deployments/orders-windowed/instances/instance-1/explode", status: 404},
+		{name: "start a running instance", method: "POST", path: "/api/deployments/orders-windowed/instances/instance-1/start", status: 409},
+		{name: "query a windowed store", method: "GET", path: "/api/deployments/orders-windowed/query?store=big-orders-per-10s&key=x", status: 422},
+		{name: "query without a store", method: "GET", path: "/api/deployments/orders-windowed/query", status: 400},
+	})
+	if r := ts.do("GET", "/live/orders-windowed", ""); r.status != 200 || !strings.Contains(r.String(), "/static/live/") {
+		t.Errorf("live page: %d %.300s", r.status, r)
+	}
+	if r := ts.do("GET", "/live/nope", ""); r.status != 404 || !strings.Contains(r.String(), "not deployed") {
+		t.Errorf("live page of an undeployed design: %d %.300s", r.status, r)
+	}
+
+	// The websocket: a snapshot first, then events, for this deployment.
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	conn, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(ts.base, "http")+"/ws/live?deployment=orders-windowed", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.CloseNow()
+	conn.SetReadLimit(16 << 20)
+	read := func() monitor.Message {
+		t.Helper()
+		_, data, err := conn.Read(ctx)
+		if err != nil {
+			t.Fatalf("reading the websocket: %v", err)
+		}
+		var msg monitor.Message
+		if err := json.Unmarshal(data, &msg); err != nil {
+			t.Fatalf("message is not JSON: %v: %s", err, data)
+		}
+		return msg
+	}
+	if first := read(); first.Type != "snapshot" || len(first.Snapshot.Deployments) != 1 || first.Snapshot.Deployments[0].ID != "orders-windowed" {
+		t.Fatalf("first message %+v, want a snapshot of orders-windowed", first)
+	}
+	if r := ts.do("POST", "/api/deployments/orders-windowed/instances", "{}"); r.status != 201 || !strings.Contains(r.String(), "instance-3") {
+		t.Errorf("add instance: %d %s", r.status, r)
+	}
+	for {
+		msg := read()
+		if msg.Event != nil && msg.Event.Kind == "instance-added" {
+			if msg.Event.Deployment != "orders-windowed" || msg.Event.Instance != "instance-3" {
+				t.Errorf("event %+v", msg.Event)
+			}
+			break
+		}
+	}
+	if r := ts.do("GET", "/metrics", ""); r.status != 200 || !strings.Contains(r.String(), "braid_records_processed_total") {
+		t.Errorf("/metrics: %d %.300s", r.status, r)
+	}
+	if r := ts.do("DELETE", "/api/deployments/orders-windowed", ""); r.status != 204 {
+		t.Errorf("undeploy: %d %s", r.status, r)
+	}
+	if r := ts.do("DELETE", "/api/deployments/orders-windowed", ""); r.status != 404 {
+		t.Errorf("second undeploy: %d %s", r.status, r)
+	}
+}
+
+// TestLiveRoutesNeedDeployments: a server without deployments has no
+// live routes.
+func TestLiveRoutesNeedDeployments(t *testing.T) {
+	ts := start(t, Config{})
+	for _, path := range []string{"/api/deployments", "/metrics", "/live/x"} {
+		if r := ts.do("GET", path, ""); r.status != 404 {
+			t.Errorf("GET %s: %d, want 404", path, r.status)
+		}
+	}
+}
