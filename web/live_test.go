@@ -84,7 +84,7 @@ func TestDeploymentsAPI(t *testing.T) {
 		{name: "unknown field", method: "POST", path: "/api/deployments", body: `{"design": "orders-windowed", "replicas": 2}`, status: 400},
 		{name: "unknown design", method: "POST", path: "/api/deployments", body: `{"design": "nope"}`, status: 404},
 		{name: "generator", method: "POST", path: "/api/deployments/orders-windowed/generators",
-			body: `{"topic": "orders", "rate": 100, "keys": 5, "keyPrefix": "customer", "template": {"customer": "key", "amount": "random(1, 500)", "ts": "timestamp"}}`,
+			body:   `{"topic": "orders", "rate": 100, "keys": 5, "keyPrefix": "customer", "template": {"customer": "key", "amount": "random(1, 500)", "ts": "timestamp"}}`,
 			status: 201},
 		{name: "bad generator", method: "POST", path: "/api/deployments/orders-windowed/generators",
 			body: `{"topic": "orders", "template": {"amount": "random(9, 1)"}}`, status: 422},
