@@ -38,7 +38,7 @@ func runServe(ctx context.Context, args []string, stdout io.Writer) error {
 	token := fs.String("auth-token", os.Getenv("BRAID_AUTH_TOKEN"), "token every request must carry (default $BRAID_AUTH_TOKEN); required off loopback")
 	brokerListen := fs.String("broker-listen", "127.0.0.1:9092", "host:port of the embedded Kafka-compatible broker; empty: run none")
 	brokers := fs.String("brokers", "", "comma-separated Kafka bootstrap addresses for deployments (default: the embedded broker)")
-	noDemo := fs.Bool("no-demo", false, "on a new data dir, do not deploy the demo design with its generator")
+	noDemo := fs.Bool("no-demo", false, "do not deploy the demo design (orders-demo) with its generator at start")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -115,11 +115,11 @@ func runServe(ctx context.Context, args []string, stdout io.Writer) error {
 	wg.Go(func() { errs[1] = mon.Run(ctx) })
 	if deployments != nil {
 		wg.Go(func() { errs[2] = deployments.Run(ctx) })
-		if newStore && !*noDemo {
+		if _, _, err := store.Get(demoID); err == nil && !*noDemo {
 			if err := deployDemo(deployments); err != nil {
 				fmt.Fprintf(stdout, "braid serve: the demo was not deployed: %v\n", err)
 			} else {
-				fmt.Fprintf(stdout, "braid serve: the demo design runs live at %s\n", liveURL(srv.URL(), "orders-demo"))
+				fmt.Fprintf(stdout, "braid serve: the demo design runs live at %s\n", liveURL(srv.URL(), demoID))
 			}
 		}
 	}
@@ -138,6 +138,9 @@ func liveURL(base, id string) string {
 	return u.String()
 }
 
+// demoID is the demo design's id.
+const demoID = "orders-demo"
+
 // deployDemo deploys the demo design with 3 instances and 1 standby, and
 // a generator of orders: 20 customers, 50 orders a second, up to 2 s out
 // of order, 2% late beyond the 5 s grace.
@@ -145,7 +148,7 @@ func deployDemo(m *deploy.Manager) error {
 	// Run has just been started on its goroutine: wait until it accepts.
 	var err error
 	for range 50 {
-		if _, err = m.Deploy(deploy.Request{Design: "orders-demo", Instances: 3, Standbys: 1}); !errors.Is(err, deploy.ErrNotRunning) {
+		if _, err = m.Deploy(deploy.Request{Design: demoID, Instances: 3, Standbys: 1}); !errors.Is(err, deploy.ErrNotRunning) {
 			break
 		}
 		time.Sleep(20 * time.Millisecond)
@@ -153,7 +156,7 @@ func deployDemo(m *deploy.Manager) error {
 	if err != nil {
 		return err
 	}
-	return m.StartGenerator("orders-demo", deploy.GeneratorSpec{
+	return m.StartGenerator(demoID, deploy.GeneratorSpec{
 		Topic: "orders", Rate: 50, Keys: 20, KeyPrefix: "customer",
 		Template:     map[string]string{"id": "sequence", "customer": "key", "amount": "random(1, 500)", "ts": "timestamp"},
 		JitterMs:     2000,

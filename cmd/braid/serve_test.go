@@ -107,6 +107,14 @@ func (s *serving) designs(t *testing.T) []designer.Summary {
 // TestServe: a new data directory gets the demo design, which compiles;
 // the page and the broker work; a restart keeps what the user did (a
 // deleted demo is not brought back); cancel stops everything.
+func TestServeNoDemo(t *testing.T) {
+	s := startServe(t, "--listen", "127.0.0.1:0", "--broker-listen", "127.0.0.1:0", "--data-dir", t.TempDir(), "--no-demo")
+	var deployed []any
+	if st := s.get(t, "/api/deployments", &deployed); st != 200 || len(deployed) != 0 {
+		t.Errorf("GET /api/deployments with --no-demo: %d %v, want none", st, deployed)
+	}
+}
+
 func TestServe(t *testing.T) {
 	dir := t.TempDir()
 	args := []string{"--listen", "127.0.0.1:0", "--broker-listen", "127.0.0.1:0", "--data-dir", dir}
@@ -145,6 +153,38 @@ func TestServe(t *testing.T) {
 	cl.Close()
 	if err != nil {
 		t.Errorf("pinging the embedded broker at %s: %v", s.broker, err)
+	}
+
+	// The demo runs live: deployed with its generator, processing.
+	if !strings.Contains(s.out.String(), "the demo design runs live at "+strings.TrimSuffix(s.url, "/")+"/live/orders-demo") {
+		t.Errorf("serve did not print the live page of the demo:\n%s", s.out.String())
+	}
+	var deployed []struct {
+		ID         string `json:"id"`
+		Instances  int    `json:"instances"`
+		Standbys   int    `json:"standbys"`
+		Generators []struct {
+			Produced int64 `json:"produced"`
+		} `json:"generators"`
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if st := s.get(t, "/api/deployments", &deployed); st != 200 {
+			t.Fatalf("GET /api/deployments: %d", st)
+		}
+		if len(deployed) == 1 && len(deployed[0].Generators) == 1 && deployed[0].Generators[0].Produced > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the demo deployment: %+v, want orders-demo with a generator that produced", deployed)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if d := deployed[0]; d.ID != "orders-demo" || d.Instances != 3 || d.Standbys != 1 {
+		t.Errorf("the demo deployment: %+v, want orders-demo on 3 instances with 1 standby", d)
+	}
+	if st := s.get(t, "/live/orders-demo", nil); st != 200 {
+		t.Errorf("live page: %d", st)
 	}
 
 	// A restart does not load the demo again.
