@@ -1,0 +1,50 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestWatch tails the demo deployment of a running serve: snapshots print
+// one line per instance, and the stream ends cleanly with the context.
+func TestWatch(t *testing.T) {
+	s := startServe(t, "--listen", "127.0.0.1:0", "--broker-listen", "127.0.0.1:0", "--data-dir", t.TempDir())
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Second)
+	defer cancel()
+	var out syncBuffer
+	if err := runWatch(ctx, []string{"orders-demo", "--server", strings.TrimSuffix(s.url, "/"), "--every", "500ms"}, &out); err != nil {
+		t.Fatalf("watch: %v\n%s", err, out.String())
+	}
+	got := out.String()
+	for _, want := range []string{"watching orders-demo", "-- orders-demo revision 1, 3 instances, 1 standby replicas", "instance-1", "instance-3", "running"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("watch output lacks %q:\n%s", want, got)
+		}
+	}
+}
+
+func TestWatchBadInvocations(t *testing.T) {
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{nil, "name one deployment"},
+		{[]string{"a", "b"}, "name one deployment"},
+		{[]string{"a", "--server", "ftp://x"}, `--server "ftp://x" is not an http(s) address`},
+		{[]string{"a", "--server", "http://127.0.0.1:1"}, "connecting to ws://127.0.0.1:1/ws/live"},
+	} {
+		var out syncBuffer
+		err := runWatch(context.Background(), tt.args, &out)
+		if err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("watch %q = %v, want an error containing %q", tt.args, err, tt.want)
+		}
+	}
+	var out syncBuffer
+	if err := runWatch(context.Background(), []string{"--help"}, &out); !errors.Is(err, flag.ErrHelp) || !strings.Contains(out.String(), "Usage: braid watch") {
+		t.Errorf("watch --help = %v:\n%s", err, out.String())
+	}
+}
