@@ -57,12 +57,14 @@ templ-check:
 		exit 1; \
 	fi
 
-# runtime/... with the race detector, everything else without.
+# The concurrent packages (runtime/..., monitor, the websocket bridge, the
+# deployments) with the race detector, everything else without.
+RACE_PKGS = ^$(MODULE)/(runtime|monitor|deploy|web/wsbridge)(/|$$)
 test-go:
 	@pkgs=$$($(GO) list ./...); \
-	runtime=$$(grep -E '^$(MODULE)/runtime(/|$$)' <<<"$$pkgs" || true); \
-	others=$$(grep -vE '^$(MODULE)/runtime(/|$$)' <<<"$$pkgs" || true); \
-	if [[ -n "$$runtime" ]]; then echo "go test -race $(TEST_FLAGS) <runtime packages>"; $(GO) test -race $(TEST_FLAGS) $$runtime; fi; \
+	runtime=$$(grep -E '$(RACE_PKGS)' <<<"$$pkgs" || true); \
+	others=$$(grep -vE '$(RACE_PKGS)' <<<"$$pkgs" || true); \
+	if [[ -n "$$runtime" ]]; then echo "go test -race $(TEST_FLAGS) <runtime, monitor, deploy, web/wsbridge>"; $(GO) test -race $(TEST_FLAGS) $$runtime; fi; \
 	if [[ -n "$$others" ]]; then echo "go test $(TEST_FLAGS) <other packages>"; $(GO) test $(TEST_FLAGS) $$others; fi
 
 # A short run of each parser's fuzz target (the corpus in testdata/fuzz and
