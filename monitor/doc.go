@@ -1,0 +1,25 @@
+// Package monitor watches running deployments of streams topologies: it
+// implements the runtime's hooks, keeps the live state of every
+// deployment, instance and task and a bounded log of what happened, and
+// fans both out to subscribers (the web server's websockets, `braid
+// watch`) without ever slowing the runtime. It also writes Prometheus
+// metrics.
+//
+// A Monitor learns about a deployment in two ways. The hook that
+// AddDeployment returns goes into the deployment's streams.Config.Hooks:
+// the runtime calls it from its processing goroutines, so every hook
+// method only takes a mutex briefly, updates counters, appends to the
+// event log and hands the event to each subscriber's bounded queue.
+// Run samples the deployment's Source (a streams.Supervisor) every
+// PublishInterval for what hooks do not carry (processed counts, lags,
+// open windows, replicas) and publishes a snapshot.
+//
+// Subscribers never block the Monitor: a subscriber that does not read
+// keeps at most one pending snapshot, the newest, and a bounded queue of
+// events whose oldest are dropped and counted when it is full; the next
+// message it reads is then a snapshot whose MissedEvents says how many.
+//
+// Messages, snapshots and events are JSON contracts (see their tags).
+// Snapshots and events handed out are shared between subscribers and
+// must be treated as read-only.
+package monitor

@@ -1,0 +1,349 @@
+package monitor
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/braidstream/braid/runtime/streams"
+)
+
+// hook is what AddDeployment returns: every runtime hook of one
+// deployment. Each method takes the Monitor's mutex briefly, updates
+// counters and logs at most one event; none blocks or calls the runtime.
+type hook struct {
+	m *Monitor
+	d *deployment
+}
+
+var _ interface {
+	streams.TaskAssignedHook
+	streams.TaskRevokedHook
+	streams.CommitHook
+	streams.StateChangeHook
+	streams.ErrorHook
+	streams.RestoreHook
+	streams.WindowClosedHook
+	streams.LateRecordHook
+	streams.StreamTimeHook
+	streams.StandbyHook
+	streams.TaskResumedHook
+	streams.FailoverHook
+} = (*hook)(nil)
+
+// lock takes the Monitor's mutex and reports whether the deployment is
+// still registered; when it is not, the mutex is released.
+func (h *hook) lock() bool {
+	h.m.mu.Lock()
+	if h.d.removed {
+		h.m.mu.Unlock()
+		return false
+	}
+	return true
+}
+
+func (h *hook) emit(now time.Time, instance string, task streams.TaskID, kind, msg string, detail map[string]any) {
+	h.m.emitLocked(now, entry{ev: Event{Deployment: h.d.info.ID, Instance: instance, Kind: kind, Message: msg, Detail: detail},
+		task: task, hasTask: true})
+}
+
+func (h *hook) OnTaskAssigned(ev streams.TaskEvent) {
+	if !h.lock() {
+		return
+	}
+	defer h.m.mu.Unlock()
+	now := time.Now()
+	h.d.instance(ev.InstanceID).task(ev.Task).assignedAt = now
+	msg := fmt.Sprintf("task %s assigned to %s", ev.Task, ev.InstanceID)
+	if ev.FromReplica != "" {
+		msg += " from its " + ev.FromReplica + " replica"
+	}
+	parts := make([]string, len(ev.Partitions))
+	for i, tp := range ev.Partitions {
+		parts[i] = fmt.Sprintf("%s/%d", tp.Topic, tp.Partition)
+	}
+	h.emit(now, ev.InstanceID, ev.Task, kindTaskAssigned, msg, map[string]any{"partitions": parts, "fromReplica": ev.FromReplica})
+}
+
+func (h *hook) OnTaskRevoked(ev streams.TaskEvent) {
+	if !h.lock() {
+		return
+	}
+	defer h.m.mu.Unlock()
+	in := h.d.instance(ev.InstanceID)
+	if t := in.tasks[ev.Task]; t != nil {
+		t.restores = nil
+	}
+	msg := fmt.Sprintf("task %s revoked from %s", ev.Task, ev.InstanceID)
+	if !ev.Clean {
+		msg += " without a commit: the instance lost its group membership"
+	}
+	detail := map[string]any{"clean": ev.Clean}
+	if !ev.LastRecord.IsZero() {
+		detail["lastRecord"] = ev.LastRecord.UnixMilli()
+	}
+	h.emit(time.Now(), ev.InstanceID, ev.Task, kindTaskRevoked, msg, detail)
+}
+
+func (h *hook) OnCommit(ev streams.CommitEvent) {
+	if !h.lock() {
+		return
+	}
+	in := h.d.instance(ev.InstanceID)
+	in.lastCommit, in.commitTook = time.Now(), ev.Took
+	h.m.mu.Unlock()
+}
+
+func (h *hook) OnStateChange(ev streams.StateChange) {
+	if !h.lock() {
+		return
+	}
+	defer h.m.mu.Unlock()
+	in := h.d.instance(ev.InstanceID)
+	now := time.Now()
+	switch ev.To {
+	case streams.Rebalancing:
+		if in.rebalanceFrom.IsZero() {
+			in.rebalanceFrom = now
+		}
+	case streams.Running:
+		if in.rebalanceFrom.IsZero() {
+			return
+		}
+		took := now.Sub(in.rebalanceFrom)
+		in.rebalanceFrom = time.Time{}
+		h.m.emitLocked(now, entry{ev: Event{Deployment: h.d.info.ID, Instance: ev.InstanceID, Kind: kindRebalance,
+			Message: fmt.Sprintf("%s rebalanced in %v", ev.InstanceID, took.Round(time.Millisecond)),
+			Detail:  map[string]any{"durationMs": took.Milliseconds()}}})
+	default:
+		in.rebalanceFrom = time.Time{}
+	}
+}
+
+func (h *hook) OnError(ev streams.ErrorEvent) {
+	if !h.lock() {
+		return
+	}
+	defer h.m.mu.Unlock()
+	now := time.Now()
+	in := h.d.instance(ev.InstanceID)
+	// Handled errors can come once per record: at most a few a second
+	// are logged.
+	var suppressed int64
+	if !ev.Fatal {
+		ok, n := in.errors.allow(now.UnixMilli(), errorEventsPerSec)
+		if !ok {
+			return
+		}
+		suppressed = n
+	}
+	e := entry{ev: Event{Deployment: h.d.info.ID, Instance: ev.InstanceID, Kind: kindError, Detail: map[string]any{"fatal": ev.Fatal}}}
+	msg := ev.InstanceID + ": "
+	if ev.Task != (streams.TaskID{}) {
+		e.task, e.hasTask = ev.Task, true
+		msg += "task " + ev.Task.String() + ": "
+	}
+	if ev.Err != nil {
+		msg += ev.Err.Error()
+	} else {
+		msg += "unknown error"
+	}
+	if ev.Fatal {
+		msg += " (fatal)"
+	}
+	if suppressed > 0 {
+		msg += fmt.Sprintf(" (and %d more errors not logged)", suppressed)
+		e.ev.Detail["suppressed"] = suppressed
+	}
+	e.ev.Message = msg
+	h.m.emitLocked(now, e)
+}
+
+func (h *hook) OnRestoreStart(ev streams.RestoreEvent) {
+	if !h.lock() {
+		return
+	}
+	defer h.m.mu.Unlock()
+	t := h.d.instance(ev.InstanceID).task(ev.Task)
+	if t.restores == nil {
+		t.restores = map[string]*restoreState{}
+	}
+	t.restores[ev.Store] = &restoreState{start: ev.StartOffset, end: ev.EndOffset}
+	h.emit(time.Now(), ev.InstanceID, ev.Task, kindRestoreStarted,
+		fmt.Sprintf("restoring %s of task %s on %s: %d changelog records from %s/%d",
+			ev.Store, ev.Task, ev.InstanceID, ev.EndOffset-ev.StartOffset, ev.Changelog, ev.Partition),
+		map[string]any{"store": ev.Store, "changelog": ev.Changelog, "partition": ev.Partition,
+			"startOffset": ev.StartOffset, "endOffset": ev.EndOffset})
+}
+
+func (h *hook) OnRestoreProgress(ev streams.RestoreEvent) {
+	if !h.lock() {
+		return
+	}
+	if t := h.d.instance(ev.InstanceID).tasks[ev.Task]; t != nil {
+		if r := t.restores[ev.Store]; r != nil {
+			r.restored, r.rate = ev.Restored, ev.Rate
+		}
+	}
+	h.m.mu.Unlock()
+}
+
+func (h *hook) OnRestoreEnd(ev streams.RestoreEvent) {
+	if !h.lock() {
+		return
+	}
+	defer h.m.mu.Unlock()
+	if t := h.d.instance(ev.InstanceID).tasks[ev.Task]; t != nil {
+		delete(t.restores, ev.Store)
+	}
+	h.emit(time.Now(), ev.InstanceID, ev.Task, kindRestoreFinished,
+		fmt.Sprintf("restored %s of task %s on %s: %d records in %v (%.0f/s)",
+			ev.Store, ev.Task, ev.InstanceID, ev.Restored, ev.Took.Round(time.Millisecond), ev.Rate),
+		map[string]any{"store": ev.Store, "changelog": ev.Changelog, "partition": ev.Partition, "restored": ev.Restored,
+			"tookMs": ev.Took.Milliseconds(), "rate": ev.Rate})
+}
+
+func (h *hook) OnWindowClosed(ev streams.WindowClosedEvent) {
+	if !h.lock() {
+		return
+	}
+	now := time.Now()
+	if t := h.d.instance(ev.InstanceID).task(ev.Task); ev.StreamTime > t.streamTime {
+		t.streamTime = ev.StreamTime
+	}
+	h.m.emitLocked(now, entry{ev: Event{Deployment: h.d.info.ID, Instance: ev.InstanceID, Kind: kindWindowClosed},
+		task: ev.Task, hasTask: true, lazy: true,
+		win: windowPayload{store: ev.Store, start: ev.Start, end: ev.End, closesAt: ev.ClosesAt, streamTime: ev.StreamTime,
+			grace: ev.Grace.Milliseconds(), keys: ev.Keys, emitted: ev.Emitted, session: h.d.sessions[ev.Store]}})
+	h.m.mu.Unlock()
+}
+
+func (h *hook) OnLateRecordDropped(ev streams.LateRecordEvent) {
+	if !h.lock() {
+		return
+	}
+	now := time.Now()
+	t := h.d.instance(ev.InstanceID).task(ev.Task)
+	t.lateDrops++
+	k := storeKey{instance: ev.InstanceID, task: ev.Task, store: ev.Store}
+	l := h.d.late[k]
+	if l == nil {
+		l = &lateStat{}
+		h.d.late[k] = l
+	}
+	l.drops++
+	l.lateness = ev.StreamTime - ev.Timestamp
+	// One event per late record would flood the log: a few a second per
+	// task, the others only counted.
+	if ok, suppressed := t.late.allow(now.UnixMilli(), lateEventsPerSec); ok {
+		h.m.emitLocked(now, entry{ev: Event{Deployment: h.d.info.ID, Instance: ev.InstanceID, Kind: kindLateDrop},
+			task: ev.Task, hasTask: true, lazy: true,
+			win: windowPayload{store: ev.Store, topic: ev.Topic, partition: ev.Partition, offset: ev.Offset, timestamp: ev.Timestamp,
+				streamTime: ev.StreamTime, start: ev.WindowStart, end: ev.WindowEnd, suppressed: suppressed,
+				session: h.d.sessions[ev.Store]}})
+	}
+	h.m.mu.Unlock()
+}
+
+func (h *hook) OnStreamTime(ev streams.StreamTimeEvent) {
+	if !h.lock() {
+		return
+	}
+	h.d.instance(ev.InstanceID).task(ev.Task).streamTime = ev.StreamTime
+	h.m.mu.Unlock()
+}
+
+func (h *hook) OnStandbyStarted(ev streams.StandbyEvent) {
+	if !h.lock() {
+		return
+	}
+	defer h.m.mu.Unlock()
+	in := h.d.instance(ev.InstanceID)
+	stores := in.replicas[ev.Task]
+	if stores == nil {
+		stores = map[string]bool{}
+		in.replicas[ev.Task] = stores
+	}
+	first := len(stores) == 0
+	stores[ev.Store] = true
+	if !first {
+		return
+	}
+	what := "standby"
+	if ev.Warmup {
+		what = "warm-up"
+	}
+	h.emit(time.Now(), ev.InstanceID, ev.Task, kindStandbyStarted,
+		fmt.Sprintf("%s replica of task %s started on %s, %d records behind", what, ev.Task, ev.InstanceID, ev.Lag),
+		map[string]any{"warmup": ev.Warmup, "store": ev.Store, "offset": ev.Offset, "endOffset": ev.EndOffset, "lag": ev.Lag})
+}
+
+// OnStandbyApplied needs nothing: the replicas' lags are sampled.
+func (h *hook) OnStandbyApplied(streams.StandbyEvent) {}
+
+func (h *hook) OnStandbySuspended(ev streams.StandbyEvent) {
+	if !h.lock() {
+		return
+	}
+	defer h.m.mu.Unlock()
+	in := h.d.instance(ev.InstanceID)
+	stores := in.replicas[ev.Task]
+	if stores == nil {
+		return
+	}
+	delete(stores, ev.Store)
+	if len(stores) > 0 {
+		return
+	}
+	delete(in.replicas, ev.Task)
+	if ev.Reason != "promoted" {
+		return
+	}
+	what := "standby"
+	if ev.Warmup {
+		what = "warm-up"
+	}
+	h.emit(time.Now(), ev.InstanceID, ev.Task, kindStandbyPromoted,
+		fmt.Sprintf("%s replica of task %s on %s promoted to active, %d records behind", what, ev.Task, ev.InstanceID, ev.Lag),
+		map[string]any{"warmup": ev.Warmup, "lag": ev.Lag, "timeLagMs": ev.TimeLag.Milliseconds()})
+}
+
+// OnTaskResumed needs nothing: a failover's event carries what it
+// measures.
+func (h *hook) OnTaskResumed(streams.TaskResumedEvent) {}
+
+func (h *hook) OnTaskFailedOver(ev streams.FailoverEvent) {
+	if !h.lock() {
+		return
+	}
+	defer h.m.mu.Unlock()
+	task := ev.Task.String()
+	f := Failover{Task: task, From: ev.From, To: ev.To, Cause: ev.Cause, Replica: ev.FromReplica,
+		DetectionMs: ev.Detection.Milliseconds(), RecoveryMs: ev.Recovery.Milliseconds(), DowntimeMs: ev.Downtime.Milliseconds(),
+		Restored: ev.Restored, At: ev.ResumedAt.UnixMilli()}
+	if ev.ResumedAt.IsZero() {
+		f.At = time.Now().UnixMilli()
+	}
+	d := h.d
+	if len(d.failovers) == maxFailovers {
+		d.failovers = append(d.failovers[:0], d.failovers[1:]...)
+	}
+	d.failovers = append(d.failovers, f)
+	d.failoverCounts[failoverKey{from: ev.From, task: task}]++
+	d.lastDowntime[task] = f.DowntimeMs
+	cause := "a " + ev.Cause
+	if ev.Cause == "stop" {
+		cause = "a graceful stop"
+	}
+	msg := fmt.Sprintf("task %s failed over from %s to %s after %s: detected in %v, recovered in %v, down %v; restored %d records",
+		task, ev.From, ev.To, cause, ev.Detection.Round(time.Millisecond), ev.Recovery.Round(time.Millisecond),
+		ev.Downtime.Round(time.Millisecond), ev.Restored)
+	if ev.FromReplica != "" {
+		msg += " onto its " + ev.FromReplica + " replica"
+	}
+	detail := map[string]any{"from": ev.From, "to": ev.To, "cause": ev.Cause, "replica": ev.FromReplica,
+		"detectionMs": f.DetectionMs, "recoveryMs": f.RecoveryMs, "downtimeMs": f.DowntimeMs, "restored": ev.Restored}
+	if ev.StandbyLag >= 0 {
+		detail["standbyLag"] = ev.StandbyLag
+	}
+	h.emit(time.Now(), ev.To, ev.Task, kindTaskFailedOver, msg, detail)
+}

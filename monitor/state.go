@@ -1,0 +1,461 @@
+package monitor
+
+import (
+	"bufio"
+	"math"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/braidstream/braid/runtime/streams"
+)
+
+const (
+	maxFailovers      = 50
+	throughputPoints  = 300 // 5 minutes, one a second
+	windowsPerStore   = 30
+	rateTau           = time.Second // smoothing of the per-second rates
+	lateEventsPerSec  = 5
+	errorEventsPerSec = 5
+)
+
+// deployment is the state of one deployment: what the hooks told, and the
+// last sample of its Source. The Monitor's mu guards it.
+type deployment struct {
+	info    DeploymentInfo
+	src     Source
+	removed bool
+
+	// From the topology: the windowed stores (sampled for open windows),
+	// each store's writer and type, and the sink nodes.
+	windowed  []string
+	storeNode map[string]string
+	sessions  map[string]bool
+	sinks     map[string]bool
+
+	instances map[string]*instanceState
+	// order lists the instances as the Source last did.
+	order []string
+
+	failovers      []Failover
+	failoverCounts map[failoverKey]int64
+	lastDowntime   map[string]int64 // by task
+	late           map[storeKey]*lateStat
+
+	throughput []Point // a ring of throughputPoints
+	tpHead     int
+	pointAt    time.Time
+	pointCount float64 // records processed since pointAt
+	sampledAt  time.Time
+}
+
+type failoverKey struct{ from, task string }
+
+type storeKey struct {
+	instance string
+	task     streams.TaskID
+	store    string
+}
+
+// lateStat counts the late records of one store of a task on an instance;
+// lateness is stream time minus the last one's timestamp.
+type lateStat struct{ drops, lateness int64 }
+
+type instanceState struct {
+	id string
+
+	// Sampled.
+	info    streams.InstanceInfo
+	sampled bool
+	windows map[streams.TaskID][]Window
+
+	// From hooks.
+	rebalanceFrom time.Time
+	lastCommit    time.Time
+	commitTook    time.Duration
+	errors        limiter
+	tasks         map[streams.TaskID]*taskState
+	replicas      map[streams.TaskID]map[string]bool // stores followed, from the standby hooks
+}
+
+type taskState struct {
+	// From hooks.
+	streamTime int64 // -1 unknown
+	lateDrops  int64
+	late       limiter
+	restores   map[string]*restoreState
+
+	// assignedAt is when the task last arrived on the instance.
+	assignedAt time.Time
+
+	// Sampled: the previous counts and the smoothed rates.
+	active        bool
+	prevProcessed int64
+	inRate        float64
+	outRate       float64
+	nodes         map[string]*nodeState
+}
+
+type nodeState struct {
+	prevIn, prevOut int64
+	in, out         float64
+}
+
+// restoreState is one store's restore in progress.
+type restoreState struct {
+	start, end, restored int64
+	rate                 float64
+}
+
+// limiter lets at most n events a second through and counts the others.
+type limiter struct {
+	windowStart int64 // unix ms
+	n           int
+	suppressed  int64
+}
+
+// allow reports whether an event may be logged at now (unix ms); when it
+// may, suppressed is how many were not since the last one logged.
+func (l *limiter) allow(now int64, max int) (ok bool, suppressed int64) {
+	if now-l.windowStart >= 1000 || now < l.windowStart {
+		l.windowStart, l.n = now, 0
+	}
+	if l.n >= max {
+		l.suppressed++
+		return false, 0
+	}
+	l.n++
+	suppressed, l.suppressed = l.suppressed, 0
+	return true, suppressed
+}
+
+func newDeployment(info DeploymentInfo, src Source) *deployment {
+	d := &deployment{info: info, src: src, storeNode: map[string]string{}, sessions: map[string]bool{}, sinks: map[string]bool{},
+		instances: map[string]*instanceState{}, failoverCounts: map[failoverKey]int64{}, lastDowntime: map[string]int64{},
+		late: map[storeKey]*lateStat{}}
+	if t := info.Topology; t != nil {
+		for _, st := range t.Stores() {
+			d.storeNode[st.Name] = st.Processor
+			if st.Type == "window" || st.Type == "session" {
+				d.windowed = append(d.windowed, st.Name)
+			}
+			d.sessions[st.Name] = st.Type == "session"
+		}
+		sc := bufio.NewScanner(strings.NewReader(t.Describe()))
+		for sc.Scan() {
+			if rest, ok := strings.CutPrefix(strings.TrimSpace(sc.Text()), "Sink: "); ok {
+				name, _, _ := strings.Cut(rest, " ")
+				d.sinks[name] = true
+			}
+		}
+	}
+	return d
+}
+
+func (d *deployment) instance(id string) *instanceState {
+	in := d.instances[id]
+	if in == nil {
+		in = &instanceState{id: id, tasks: map[streams.TaskID]*taskState{}, replicas: map[streams.TaskID]map[string]bool{}}
+		d.instances[id] = in
+	}
+	return in
+}
+
+func (in *instanceState) task(id streams.TaskID) *taskState {
+	t := in.tasks[id]
+	if t == nil {
+		t = &taskState{streamTime: -1}
+		in.tasks[id] = t
+	}
+	return t
+}
+
+// sample is what Run read from a deployment's Source, outside the lock.
+type sample struct {
+	d         *deployment
+	instances []streams.InstanceInfo
+	// windows holds, per instance, the open windows of each windowed
+	// store.
+	windows map[string]map[string][]streams.OpenWindow
+}
+
+// take reads d's Source. The caller must not hold the Monitor's mu:
+// src's methods may wait for the runtime, whose hooks take it.
+func take(d *deployment, src Source, windowed []string) sample {
+	s := sample{d: d, instances: src.Instances(), windows: map[string]map[string][]streams.OpenWindow{}}
+	for _, info := range s.instances {
+		if info.State != streams.InstanceRunning || len(windowed) == 0 {
+			continue
+		}
+		byStore := map[string][]streams.OpenWindow{}
+		for _, store := range windowed {
+			if ws, err := src.OpenWindows(info.ID, store); err == nil {
+				byStore[store] = ws
+			}
+		}
+		s.windows[info.ID] = byStore
+	}
+	return s
+}
+
+// apply folds a sample taken at now into d: the instances' stats, the
+// tasks' rates, the open windows and the throughput.
+func (d *deployment) apply(now time.Time, s sample) {
+	dt, prev := 0.0, d.sampledAt
+	if !prev.IsZero() {
+		dt = now.Sub(prev).Seconds()
+	}
+	d.sampledAt = now
+	alpha := 1 - math.Exp(-dt/rateTau.Seconds())
+	smooth := func(rate *float64, delta int64) {
+		if dt > 0 {
+			*rate += alpha * (float64(delta)/dt - *rate)
+		}
+	}
+	var processed, lag int64
+	d.order = d.order[:0]
+	for _, info := range s.instances {
+		d.order = append(d.order, info.ID)
+		in := d.instance(info.ID)
+		in.info, in.sampled = info, true
+		running := info.State == streams.InstanceRunning
+		if !running {
+			in.rebalanceFrom = time.Time{}
+			in.replicas = map[streams.TaskID]map[string]bool{}
+		}
+		active := make(map[streams.TaskID]bool, len(info.Stats.Tasks))
+		for _, ts := range info.Stats.Tasks {
+			active[ts.ID] = true
+			t := in.task(ts.ID)
+			// fresh: arrived since the last sample, so that everything it
+			// counted is new; otherwise a task seen for the first time only
+			// sets the baseline.
+			fresh := !t.active && !prev.IsZero() && !t.assignedAt.Before(prev)
+			counting := t.active || fresh
+			if counting {
+				delta := ts.Processed - t.prevProcessed
+				if fresh || delta < 0 { // a new life of the task counts from zero
+					delta = ts.Processed
+				}
+				processed += delta
+				smooth(&t.inRate, delta)
+			}
+			t.prevProcessed = ts.Processed
+			if tl := taskLag(ts); tl > 0 {
+				lag += tl
+			}
+			if t.nodes == nil {
+				t.nodes = map[string]*nodeState{}
+			}
+			t.outRate = 0
+			for _, ns := range ts.Nodes {
+				n := t.nodes[ns.Name]
+				if n == nil {
+					n = &nodeState{}
+					if !counting {
+						n.prevIn, n.prevOut = ns.In, ns.Out
+					}
+					t.nodes[ns.Name] = n
+				}
+				if counting {
+					dIn, dOut := ns.In-n.prevIn, ns.Out-n.prevOut
+					if dIn < 0 || dOut < 0 {
+						dIn, dOut = ns.In, ns.Out
+					}
+					smooth(&n.in, dIn)
+					smooth(&n.out, dOut)
+				}
+				n.prevIn, n.prevOut = ns.In, ns.Out
+				if d.sinks[ns.Name] {
+					t.outRate += n.in
+				}
+			}
+			t.active = true
+		}
+		for id, t := range in.tasks {
+			if !active[id] {
+				t.active, t.inRate, t.outRate, t.nodes = false, 0, 0, nil
+				if !running {
+					t.restores = nil
+				}
+			}
+		}
+		in.windows = map[streams.TaskID][]Window{}
+		for _, store := range d.windowed {
+			ws := s.windows[info.ID][store]
+			byTask := map[streams.TaskID][]streams.OpenWindow{}
+			for _, w := range ws {
+				byTask[w.Task] = append(byTask[w.Task], w)
+			}
+			for id, ws := range byTask {
+				// The newest windowsPerStore, oldest first.
+				slices.SortFunc(ws, func(x, y streams.OpenWindow) int {
+					if x.Start != y.Start {
+						return cmpInt64(x.Start, y.Start)
+					}
+					return cmpInt64(x.End, y.End)
+				})
+				if len(ws) > windowsPerStore {
+					ws = ws[len(ws)-windowsPerStore:]
+				}
+				for _, w := range ws {
+					in.windows[id] = append(in.windows[id], Window{Store: store, Start: w.Start, End: w.End, ClosesAt: w.ClosesAt, Keys: w.Keys})
+				}
+			}
+		}
+	}
+	// One throughput point per wall-clock second.
+	d.pointCount += float64(processed)
+	switch {
+	case d.pointAt.IsZero():
+		d.pointAt = now
+	case now.Unix() != d.pointAt.Unix():
+		p := Point{Time: now.UnixMilli(), Lag: lag}
+		if el := now.Sub(d.pointAt).Seconds(); el > 0 {
+			p.RecordsPerSec = d.pointCount / el
+		}
+		d.addPoint(p)
+		d.pointAt, d.pointCount = now, 0
+	}
+}
+
+func (d *deployment) addPoint(p Point) {
+	if len(d.throughput) < throughputPoints {
+		d.throughput = append(d.throughput, p)
+		return
+	}
+	d.throughput[d.tpHead] = p
+	d.tpHead = (d.tpHead + 1) % throughputPoints
+}
+
+func cmpInt64(a, b int64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// taskLag sums a task's known partition lags, -1 when none is known.
+func taskLag(ts streams.TaskStats) int64 {
+	lag, known := int64(0), false
+	for _, p := range ts.Partitions {
+		if p.Lag >= 0 {
+			lag, known = lag+p.Lag, true
+		}
+	}
+	if !known {
+		return -1
+	}
+	return lag
+}
+
+// instanceStateName is the Instance.State of a sampled instance.
+func instanceStateName(info streams.InstanceInfo) string {
+	if info.State == streams.InstanceRunning && info.Stats.State == streams.Rebalancing {
+		return "rebalancing"
+	}
+	return info.State.String()
+}
+
+// build returns the deployment's snapshot.
+func (d *deployment) build() Deployment {
+	out := Deployment{DeploymentInfo: d.info, Instances: make([]Instance, 0, len(d.order)), Nodes: map[string]NodeRate{},
+		Failovers: slices.Clone(d.failovers), Throughput: make([]Point, 0, len(d.throughput))}
+	if out.Failovers == nil {
+		out.Failovers = []Failover{}
+	}
+	out.Throughput = append(out.Throughput, d.throughput[d.tpHead:]...)
+	out.Throughput = append(out.Throughput, d.throughput[:d.tpHead]...)
+	for _, id := range d.order {
+		in := d.instances[id]
+		out.Instances = append(out.Instances, d.buildInstance(in, out.Nodes))
+	}
+	for k, l := range d.late {
+		if node := d.storeNode[k.store]; node != "" {
+			n := out.Nodes[node]
+			n.LateDrops += l.drops
+			out.Nodes[node] = n
+		}
+	}
+	return out
+}
+
+// buildInstance returns in's snapshot and adds its tasks' node rates to
+// nodes.
+func (d *deployment) buildInstance(in *instanceState, nodes map[string]NodeRate) Instance {
+	info := in.info
+	out := Instance{ID: in.id, State: instanceStateName(info), Since: info.Since.UnixMilli(), Tasks: []Task{},
+		CommitMs: float64(in.commitTook.Microseconds()) / 1000}
+	if out.State == "rebalancing" && !in.rebalanceFrom.IsZero() {
+		out.Since = in.rebalanceFrom.UnixMilli()
+	}
+	if info.Err != nil {
+		out.Error = info.Err.Error()
+	}
+	if !in.lastCommit.IsZero() {
+		out.LastCommit = in.lastCommit.UnixMilli()
+	}
+	rebalancing := out.State == "rebalancing"
+	for _, ts := range info.Stats.Tasks {
+		t := in.task(ts.ID)
+		task := Task{ID: ts.ID.String(), Role: "active", State: "running", StreamTime: max(ts.StreamTime, t.streamTime),
+			InPerSec: t.inRate, OutPerSec: t.outRate, Processed: ts.Processed, Lag: taskLag(ts), LateDrops: t.lateDrops,
+			Windows: in.windows[ts.ID]}
+		if !ts.LastRecord.IsZero() {
+			task.LastRecord = ts.LastRecord.UnixMilli()
+		}
+		if ts.Restoring {
+			task.State = "restoring"
+		}
+		if rebalancing {
+			task.State = "rebalancing"
+		}
+		if r := t.restore(); r != nil {
+			task.Restore = r
+		}
+		for name, n := range t.nodes {
+			nr := nodes[name]
+			nr.In += n.in
+			nr.Out += n.out
+			nodes[name] = nr
+		}
+		out.Tasks = append(out.Tasks, task)
+	}
+	for _, sb := range info.Stats.Standbys {
+		role := "standby"
+		if sb.Warmup {
+			role = "warmup"
+		}
+		task := Task{ID: sb.ID.String(), Role: role, State: role, StreamTime: -1, Lag: -1, StandbyLag: &StandbyLag{}}
+		if t := in.tasks[sb.ID]; t != nil {
+			task.LateDrops = t.lateDrops
+		}
+		for _, st := range sb.Stores {
+			task.StandbyLag.Records += st.Lag
+			task.StandbyLag.TimeMs = max(task.StandbyLag.TimeMs, st.TimeLag.Milliseconds())
+		}
+		out.Tasks = append(out.Tasks, task)
+	}
+	return out
+}
+
+// restore sums the task's restores in progress, nil when none is.
+func (t *taskState) restore() *Restore {
+	if len(t.restores) == 0 {
+		return nil
+	}
+	r := &Restore{}
+	for _, s := range t.restores {
+		r.Restored += s.restored
+		r.Total += s.end - s.start
+		r.Rate += s.rate
+	}
+	r.EtaMs = -1
+	if r.Rate > 0 {
+		r.EtaMs = int64(float64(max(0, r.Total-r.Restored)) / r.Rate * 1000)
+	}
+	return r
+}

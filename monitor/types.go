@@ -1,0 +1,231 @@
+package monitor
+
+import (
+	"time"
+
+	"github.com/braidstream/braid/runtime/streams"
+)
+
+// Options configures a Monitor. Zero fields take their defaults.
+type Options struct {
+	// EventLogSize is how many events the log keeps. Default 2000.
+	EventLogSize int
+	// PublishInterval is how often Run samples the deployments and
+	// publishes a snapshot to subscribers. Default 250 ms (4/s).
+	PublishInterval time.Duration
+	// SubscriberEvents is how many events a subscriber's queue holds
+	// before the oldest are dropped (and counted in the next snapshot's
+	// MissedEvents). Default 512.
+	SubscriberEvents int
+}
+
+const (
+	defaultEventLogSize     = 2000
+	defaultPublishInterval  = 250 * time.Millisecond
+	defaultSubscriberEvents = 512
+)
+
+func (o Options) withDefaults() Options {
+	if o.EventLogSize <= 0 {
+		o.EventLogSize = defaultEventLogSize
+	}
+	if o.PublishInterval <= 0 {
+		o.PublishInterval = defaultPublishInterval
+	}
+	if o.SubscriberEvents <= 0 {
+		o.SubscriberEvents = defaultSubscriberEvents
+	}
+	return o
+}
+
+// Source is how the monitor samples a deployment. A *streams.Supervisor
+// implements it.
+type Source interface {
+	Instances() []streams.InstanceInfo
+	OpenWindows(instance, store string) ([]streams.OpenWindow, error)
+}
+
+// DeploymentInfo describes a deployment: what runs, and how.
+type DeploymentInfo struct {
+	ID            string `json:"id"`
+	Design        string `json:"design"` // design id
+	DesignName    string `json:"designName"`
+	Revision      int    `json:"revision"`
+	ApplicationID string `json:"applicationId"`
+	// Instances is the configured instance count. In a Deployment's JSON
+	// the "instances" key is the list of instances, which shadows it.
+	Instances int    `json:"instances"`
+	Standbys  int    `json:"standbys"`
+	Guarantee string `json:"guarantee"`
+	// CommitInterval is sent as CommitIntervalMs, which AddDeployment
+	// fills from it when zero.
+	CommitInterval   time.Duration `json:"-"`
+	CommitIntervalMs int64         `json:"commitIntervalMs"`
+	// Topology, when set, tells which stores are windowed (their open
+	// windows are sampled), which store each node writes and which nodes
+	// are sinks.
+	Topology *streams.Topology `json:"-"`
+	Started  time.Time         `json:"started"`
+}
+
+// Message is what a Subscriber receives: a snapshot or an event.
+type Message struct {
+	Type     string    `json:"type"` // "snapshot" or "event"
+	Snapshot *Snapshot `json:"snapshot,omitempty"`
+	Event    *Event    `json:"event,omitempty"`
+}
+
+// Snapshot is the state of every deployment at Time.
+type Snapshot struct {
+	Time int64 `json:"time"` // unix ms
+	// MissedEvents counts the events this subscriber lost because its
+	// queue was full, since the last snapshot it read.
+	MissedEvents int64        `json:"missedEvents,omitempty"`
+	Deployments  []Deployment `json:"deployments"`
+}
+
+// Deployment is the state of one deployment.
+type Deployment struct {
+	DeploymentInfo
+	Instances []Instance `json:"instances"`
+	// Nodes sums per processor node name over all active tasks: records/s
+	// in and out (zero unless the deployment runs with
+	// streams.Config.NodeMetrics), and the late drops of the store the
+	// node writes, if any.
+	Nodes map[string]NodeRate `json:"nodes"`
+	// Failovers holds the last 50 failovers, newest last.
+	Failovers []Failover `json:"failovers"`
+	// Throughput holds the last 5 minutes, one point per second.
+	Throughput []Point `json:"throughput"`
+}
+
+// NodeRate is one processor node's traffic over all tasks.
+type NodeRate struct {
+	In        float64 `json:"in"`
+	Out       float64 `json:"out"`
+	LateDrops int64   `json:"lateDrops"`
+}
+
+// Point is one second of a deployment's throughput: the records/s its
+// active tasks took in, and their total consumer lag.
+type Point struct {
+	Time          int64   `json:"t"`
+	RecordsPerSec float64 `json:"rps"`
+	Lag           int64   `json:"lag"`
+}
+
+// Instance is one instance of a deployment.
+type Instance struct {
+	ID    string `json:"id"`
+	State string `json:"state"` // running, rebalancing, crashed, stopped, failed
+	Since int64  `json:"since"` // unix ms
+	Error string `json:"error,omitempty"`
+	// Tasks lists the active tasks, then the replicas, each by task id.
+	Tasks      []Task  `json:"tasks"`
+	LastCommit int64   `json:"lastCommit"` // unix ms, 0 none
+	CommitMs   float64 `json:"commitMs"`   // last commit's duration
+}
+
+// Task is one task (or replica) on an instance.
+type Task struct {
+	ID         string  `json:"id"`    // "0_1"
+	Role       string  `json:"role"`  // "active", "standby", "warmup"
+	State      string  `json:"state"` // "running", "restoring", "standby", "warmup", "rebalancing"
+	StreamTime int64   `json:"streamTime"`
+	InPerSec   float64 `json:"inPerSec"`
+	// OutPerSec is the rate of records reaching the task's sink nodes
+	// (0 without streams.Config.NodeMetrics).
+	OutPerSec float64 `json:"outPerSec"`
+	Processed int64   `json:"processed"`
+	// Lag sums the input partitions' lags, -1 when none is known.
+	Lag       int64 `json:"lag"`
+	LateDrops int64 `json:"lateDrops"`
+	// Windows are the open windows of the task's windowed stores, the
+	// newest 30 per store, oldest first.
+	Windows []Window `json:"windows,omitempty"`
+	// Restore is set while the task's stores are restored.
+	Restore *Restore `json:"restore,omitempty"`
+	// StandbyLag is set for the standby and warmup roles.
+	StandbyLag *StandbyLag `json:"standbyLag,omitempty"`
+	LastRecord int64       `json:"lastRecord"` // unix ms, 0 never
+}
+
+// Window is an open window of a windowed store. ClosesAt is the stream
+// time that will close it: End + grace (one ms more for sessions).
+type Window struct {
+	Store    string `json:"store"`
+	Start    int64  `json:"start"`
+	End      int64  `json:"end"`
+	ClosesAt int64  `json:"closesAt"`
+	Keys     int    `json:"keys"`
+}
+
+// Restore is the progress of a task's restore, over all its stores:
+// records restored of Total, at Rate records/s, done in EtaMs (-1 while
+// the rate is unknown).
+type Restore struct {
+	Restored int64   `json:"restored"`
+	Total    int64   `json:"total"`
+	Rate     float64 `json:"rate"`
+	EtaMs    int64   `json:"etaMs"`
+}
+
+// StandbyLag is how far a replica is behind: changelog records summed over
+// its stores, and the largest time lag of any of them.
+type StandbyLag struct {
+	Records int64 `json:"records"`
+	TimeMs  int64 `json:"timeMs"`
+}
+
+// Failover is one task's move off a crashed or stopped instance.
+type Failover struct {
+	Task        string `json:"task"`
+	From        string `json:"from"`
+	To          string `json:"to"`
+	Cause       string `json:"cause"`   // "crash" or "stop"
+	Replica     string `json:"replica"` // what the new owner held: "standby", "warm-up" or ""
+	DetectionMs int64  `json:"detectionMs"`
+	RecoveryMs  int64  `json:"recoveryMs"`
+	DowntimeMs  int64  `json:"downtimeMs"`
+	Restored    int64  `json:"restored"`
+	At          int64  `json:"at"` // unix ms of the resume
+}
+
+// Event is one entry of the event log.
+type Event struct {
+	Seq        uint64 `json:"seq"`
+	Time       int64  `json:"time"` // unix ms
+	Deployment string `json:"deployment"`
+	Instance   string `json:"instance,omitempty"`
+	Task       string `json:"task,omitempty"`
+	// Kind is one of window-closed, late-drop, restore-started,
+	// restore-finished, standby-started, standby-promoted, rebalance,
+	// instance-crashed, instance-stopped, instance-started,
+	// instance-added, task-assigned, task-revoked, task-failed-over,
+	// error, deployment-added, deployment-removed.
+	Kind string `json:"kind"`
+	// Message is one human line, e.g. "window [12:00:10, 12:00:20) of
+	// per-window closed at stream time 12:00:25, 6 keys".
+	Message string         `json:"message"`
+	Detail  map[string]any `json:"detail,omitempty"`
+}
+
+// Event kinds.
+const (
+	kindWindowClosed      = "window-closed"
+	kindLateDrop          = "late-drop"
+	kindRestoreStarted    = "restore-started"
+	kindRestoreFinished   = "restore-finished"
+	kindStandbyStarted    = "standby-started"
+	kindStandbyPromoted   = "standby-promoted"
+	kindRebalance         = "rebalance"
+	kindTaskAssigned      = "task-assigned"
+	kindTaskRevoked       = "task-revoked"
+	kindTaskFailedOver    = "task-failed-over"
+	kindError             = "error"
+	kindDeploymentAdded   = "deployment-added"
+	kindDeploymentRemoved = "deployment-removed"
+)
+
+// A Supervisor is what deployers sample.
+var _ Source = (*streams.Supervisor)(nil)
