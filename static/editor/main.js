@@ -3,7 +3,7 @@
 // preview panel, unsaved indicator; any the page lacks are created),
 // loads the catalog and the design, and wires the parts together:
 // saving, the unsaved-changes indicator, undo/redo, layout, export and
-// import.
+// import, and deploying (deploy.js).
 
 import { h, byTestId, clear, show, debounce, download } from './dom.js'
 import { api, request, filename, revisionNumber } from './api.js'
@@ -15,6 +15,7 @@ import { Problems } from './problems.js'
 import { Revisions } from './revisions.js'
 import { CompileView } from './compile.js'
 import { Preview } from './preview.js'
+import { DeployControls } from './deploy.js'
 
 export async function start() {
   const id = document.body.dataset.designId
@@ -286,6 +287,13 @@ class Editor {
       else this.compileView.open()
     }, runGroup)
     this.button('preview', 'Preview', 'run the design on sample records', () => this.preview.toggle(), runGroup)
+    this.deploy = new DeployControls(runGroup, {
+      designId: this.id,
+      isDirty: () => this.dirty,
+      save: () => this.save(),
+      status: (m, k) => this.status(m, k),
+      onProblems: (ps) => this.problems.set(ps),
+    })
     this.button('export-go', 'Export Go', 'download main.go, a Go program that builds this topology', () => this.exportGo(), fileGroup)
     this.button('download-json', 'Download JSON', 'download the design as JSON', () => this.downloadJSON(), fileGroup)
     let upload = byTestId('upload-json')

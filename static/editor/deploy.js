@@ -1,0 +1,137 @@
+// Deploying from the editor: a Deploy button opening a dialog (instances,
+// standby replicas, processing guarantee, commit interval) that deploys
+// the latest saved revision and goes to its live view; and, while the
+// design is deployed, a "Live" link and an Undeploy button.
+//
+// Test ids: deploy, deploy-dialog, deploy-instances, deploy-standbys,
+// deploy-guarantee, deploy-commit-interval, deploy-submit, deploy-cancel,
+// deploy-error, deploy-unsaved, live-link, undeploy-design.
+
+import { h, byTestId, show } from './dom.js'
+import { api } from './api.js'
+
+export class DeployControls {
+  // parent: the toolbar group to put the buttons in. opts: designId,
+  // isDirty() says whether there are unsaved changes, save() saves them
+  // (a Promise), status(message, kind).
+  constructor(parent, opts) {
+    this.opts = opts
+    this.path = `/api/deployments/${encodeURIComponent(opts.designId)}`
+    this.deployButton = h('button', { type: 'button', testid: 'deploy', text: 'Deploy', title: 'run the latest saved revision on local instances and watch it live' })
+    this.deployButton.addEventListener('click', () => this.open())
+    this.live = h('a', { class: 'be-live-link', style: 'color:#e03131;font-weight:600;text-decoration:none;align-self:center', testid: 'live-link', href: `/live/${encodeURIComponent(opts.designId)}`, text: '● Live', title: 'the live view of the running deployment' })
+    this.undeployButton = h('button', { type: 'button', testid: 'undeploy-design', text: 'Undeploy', title: 'stop the deployment of this design' })
+    this.undeployButton.addEventListener('click', () => this.undeploy())
+    show(this.live, false)
+    show(this.undeployButton, false)
+    parent.append(this.deployButton, this.live, this.undeployButton)
+    this.refresh()
+  }
+
+  // refresh shows the Live link and Undeploy while the design is deployed.
+  async refresh() {
+    let deployed = null
+    try {
+      deployed = await api('GET', this.path)
+    } catch {
+      deployed = null // 404: not deployed; any other error: as if not
+    }
+    this.deployed = deployed
+    show(this.live, !!deployed)
+    show(this.undeployButton, !!deployed)
+    this.deployButton.textContent = deployed ? 'Redeploy' : 'Deploy'
+    document.body.dataset.deployed = deployed ? 'true' : 'false'
+  }
+
+  dialog() {
+    let dlg = byTestId('deploy-dialog')
+    if (dlg) return dlg
+    const number = (testid, value, min, max, step = '1') => h('input', { type: 'number', testid, value: String(value), min: String(min), max: String(max), step, required: true })
+    this.instances = number('deploy-instances', 3, 1, 16)
+    this.standbys = number('deploy-standbys', 1, 0, 8)
+    this.commit = number('deploy-commit-interval', 1000, 10, 600000, '10')
+    this.guarantee = h(
+      'select',
+      { testid: 'deploy-guarantee' },
+      h('option', { value: 'at-least-once', text: 'at-least-once', selected: true }),
+      h('option', { value: 'exactly-once', text: 'exactly-once (not yet)', disabled: true }),
+    )
+    this.unsaved = h(
+      'p',
+      { class: 'be-warning', style: 'color:#d9480f', testid: 'deploy-unsaved' },
+      'The design has unsaved changes: deploying saves them first as a new revision.',
+    )
+    this.error = h('p', { class: 'be-error', testid: 'deploy-error' })
+    this.submit = h('button', { type: 'submit', class: 'be-primary', testid: 'deploy-submit', text: 'Deploy' })
+    const cancel = h('button', { type: 'button', testid: 'deploy-cancel', text: 'Cancel', on: { click: () => dlg.close() } })
+    const field = (label, input, hint) => h('label', { class: 'be-deploy-field', style: 'display:grid;grid-template-columns:170px 140px;gap:2px 10px;align-items:center;margin:8px 0' }, h('span', { text: label }), input, hint ? h('small', { class: 'be-hint', style: 'grid-column:1 / span 2', text: hint }) : null)
+    const form = h(
+      'form',
+      { method: 'dialog', class: 'be-deploy-form', style: 'max-width:440px' },
+      h('h2', { text: 'Deploy' }),
+      h('p', { class: 'be-hint', text: 'Runs the latest saved revision on local instances of one consumer group, against the embedded broker. Deploying a design that runs already redeploys it with the same application id.' }),
+      field('Instances', this.instances),
+      field('Standby replicas', this.standbys, 'hot copies of each task’s state on other instances'),
+      field('Processing guarantee', this.guarantee, 'exactly-once is not available for deployments yet'),
+      field('Commit interval (ms)', this.commit),
+      this.unsaved,
+      this.error,
+      h('div', { class: 'be-row' }, this.submit, cancel),
+    )
+    form.addEventListener('submit', (e) => {
+      e.preventDefault()
+      this.deploy()
+    })
+    dlg = h('dialog', { class: 'be-dialog', testid: 'deploy-dialog' }, form)
+    document.body.append(dlg)
+    return dlg
+  }
+
+  open() {
+    const dlg = this.dialog()
+    this.error.textContent = ''
+    show(this.unsaved, this.opts.isDirty())
+    this.submit.textContent = this.opts.isDirty() ? 'Save and deploy' : this.deployed ? 'Redeploy' : 'Deploy'
+    dlg.showModal()
+    this.instances.focus()
+  }
+
+  async deploy() {
+    this.error.textContent = ''
+    this.submit.disabled = true
+    try {
+      if (this.opts.isDirty()) {
+        await this.opts.save()
+        if (this.opts.isDirty()) throw new Error('the design could not be saved; deploy needs a saved revision')
+      }
+      const body = {
+        design: this.opts.designId,
+        revision: 0,
+        instances: Number(this.instances.value),
+        standbys: Number(this.standbys.value),
+        guarantee: this.guarantee.value,
+        commitIntervalMs: Number(this.commit.value),
+      }
+      const info = await api('POST', '/api/deployments', body)
+      const id = (info && info.id) || this.opts.designId
+      this.opts.status(`Deployed as ${id}`, 'ok')
+      window.location.assign(`/live/${encodeURIComponent(id)}`)
+    } catch (err) {
+      this.error.textContent = err.message
+      if (err.problems && err.problems.length && this.opts.onProblems) this.opts.onProblems(err.problems)
+    } finally {
+      this.submit.disabled = false
+    }
+  }
+
+  async undeploy() {
+    if (!window.confirm('Undeploy this design? Its instances stop.')) return
+    try {
+      await api('DELETE', this.path)
+      this.opts.status('Undeployed', 'ok')
+    } catch (err) {
+      this.opts.status(`Undeploy failed: ${err.message}`, 'error')
+    }
+    this.refresh()
+  }
+}

@@ -1,0 +1,239 @@
+// The deployed design's graph, read-only: the design's nodes where the
+// editor placed them, with live badges (records/s in and out, consumer lag
+// of sources, late drops of windowed aggregations) and edges as wide as
+// the rate of the node they leave, labelled with it.
+//
+// Each node's element has data-testid live-node-<id> and carries
+// data-in, data-out, data-lag and data-late-drops as they were last shown.
+
+import { rate, count, subtopologyOf, activeTasks } from './format.js'
+
+const WIDTH = 200
+const HEIGHT = 78
+const HEIGHT_PX = 220
+
+const GROUP_COLOURS = {
+  sources: '#2f9e44',
+  stateless: '#1c7ed6',
+  'grouping and aggregation': '#ae3ec9',
+  windows: '#f08c00',
+  joins: '#0c8599',
+  sinks: '#e03131',
+}
+
+const SOURCE_KINDS = new Set(['source-stream', 'source-table'])
+const AGGREGATIONS = new Set(['count', 'reduce', 'aggregate'])
+
+let registered = false
+
+function register(X6) {
+  if (registered) return
+  registered = true
+  const text = (y, size, extra = {}) => ({ refX: 14, refY: y, fontSize: size, textAnchor: 'start', textVerticalAnchor: 'middle', ...extra })
+  X6.Graph.registerNode(
+    'braid-live-node',
+    {
+      width: WIDTH,
+      height: HEIGHT,
+      markup: [
+        { tagName: 'rect', selector: 'body' },
+        { tagName: 'rect', selector: 'stripe' },
+        { tagName: 'text', selector: 'title' },
+        { tagName: 'text', selector: 'label' },
+        { tagName: 'text', selector: 'rates' },
+        { tagName: 'text', selector: 'extra' },
+      ],
+      attrs: {
+        body: { refWidth: '100%', refHeight: '100%', rx: 6, ry: 6, fill: '#fff', stroke: '#868e96', strokeWidth: 1.5 },
+        stripe: { width: 6, refHeight: '100%', rx: 3, ry: 3, fill: '#1c7ed6' },
+        title: text(13, 10, { fill: '#868e96' }),
+        label: text(30, 13, { fill: '#212529', fontWeight: 600 }),
+        rates: text(49, 11, { fill: '#1864ab', fontFamily: 'ui-monospace, Menlo, monospace' }),
+        extra: text(65, 10, { fill: '#c92a2a', fontFamily: 'ui-monospace, Menlo, monospace' }),
+      },
+    },
+    true,
+  )
+}
+
+export class LiveGraph {
+  // container: the element to draw in; catalog: /api/catalog's answer
+  // (for kinds' titles and groups), or null.
+  constructor(container, catalog) {
+    const X6 = window.X6
+    if (!X6) throw new Error('the graph library (X6) is not loaded')
+    register(X6)
+    this.kinds = new Map(((catalog && catalog.kinds) || []).map((k) => [k.name, k]))
+    // The graph has the container's width and a fixed height; it follows
+    // the container's width itself (X6's autoResize would let the graph
+    // and a grid row of the page grow each other).
+    const size = () => {
+      const parent = container.parentElement
+      let width = container.clientWidth
+      if (parent) {
+        const cs = getComputedStyle(parent)
+        width = parent.clientWidth - parseFloat(cs.paddingLeft) - parseFloat(cs.paddingRight)
+      }
+      return { width: Math.max(200, Math.floor(width)), height: HEIGHT_PX }
+    }
+    this.graph = new X6.Graph({
+      container,
+      ...size(),
+      async: false,
+      interacting: false,
+      background: { color: '#f8f9fa' },
+      grid: { visible: true, size: 10, type: 'dot', args: { color: '#dee2e6' } },
+      panning: { enabled: true },
+      mousewheel: { enabled: true, modifiers: ['ctrl', 'meta'], minScale: 0.2, maxScale: 2 },
+    })
+    this.graph.on('view:mounted', ({ view }) => {
+      if (view.cell.isNode()) {
+        view.container.setAttribute('data-testid', `live-node-${view.cell.id}`)
+        view.container.setAttribute('data-node-id', view.cell.id)
+      }
+    })
+    if (window.ResizeObserver) {
+      let last = ''
+      new ResizeObserver(() => {
+        const { width, height } = size()
+        if (`${width}x${height}` === last) return
+        last = `${width}x${height}`
+        this.graph.resize(width, height)
+        this.fit()
+      }).observe(container.parentElement || container)
+    }
+    this.design = { nodes: [], edges: [] }
+    this.subtopologies = {}
+    this.operators = {}
+  }
+
+  // load draws a design ({nodes, edges}); compiled is /api/compile's
+  // answer (nodes' sub-topologies), operators maps node ids to processor
+  // names.
+  load(design, compiled, operators) {
+    this.design = design
+    this.operators = operators || {}
+    this.subtopologies = {}
+    for (const [id, n] of Object.entries((compiled && compiled.nodes) || {})) this.subtopologies[id] = n.subtopologies || []
+    this.windowed = new Set()
+    for (const e of design.edges || []) {
+      const from = design.nodes.find((n) => n.id === e.from)
+      if (from && from.kind === 'windowed-by') this.windowed.add(e.to)
+    }
+    const g = this.graph
+    g.clearCells()
+    g.addNodes(
+      (design.nodes || []).map((n) => {
+        const kind = this.kinds.get(n.kind)
+        const params = n.params || {}
+        const name = n.name || (typeof params.name === 'string' && params.name) || n.id
+        return {
+          id: n.id,
+          shape: 'braid-live-node',
+          x: (n.position && n.position.x) || 0,
+          y: (n.position && n.position.y) || 0,
+          data: { kind: n.kind },
+          attrs: {
+            title: { text: kind ? kind.title : n.kind },
+            label: { text: truncate(name, 22) },
+            rates: { text: '' },
+            extra: { text: '' },
+            stripe: { fill: (kind && GROUP_COLOURS[kind.group]) || '#868e96' },
+          },
+        }
+      }),
+    )
+    const ids = new Set(design.nodes.map((n) => n.id))
+    g.addEdges(
+      (design.edges || [])
+        .filter((e) => ids.has(e.from) && ids.has(e.to))
+        .map((e) => ({
+          source: { cell: e.from, anchor: { name: 'right' }, connectionPoint: 'anchor' },
+          target: { cell: e.to, anchor: { name: 'left' }, connectionPoint: 'anchor' },
+          connector: { name: 'smooth' },
+          data: { from: e.from, to: e.to },
+          attrs: { line: { stroke: '#adb5bd', strokeWidth: 1.5, targetMarker: { name: 'block', width: 8, height: 6 } } },
+        })),
+    )
+    requestAnimationFrame(() => this.fit())
+  }
+
+  fit() {
+    if (this.graph.getNodes().length) this.graph.zoomToFit({ padding: 24, maxScale: 1 })
+  }
+
+  // stats of a node: its operator's {in, out, lateDrops}, or null.
+  stats(dep, id) {
+    const op = this.operators[id]
+    return (op && dep && dep.nodes && dep.nodes[op]) || null
+  }
+
+  // outRate is the rate a node sends on: its operator's, or for a node
+  // without one (group-by-key, windowed-by), what enters it.
+  outRate(dep, id, seen = new Set()) {
+    const s = this.stats(dep, id)
+    if (s) return s.out || 0
+    if (seen.has(id)) return 0
+    seen.add(id)
+    let sum = 0
+    for (const e of this.design.edges) if (e.to === id) sum += this.outRate(dep, e.from, seen)
+    return sum
+  }
+
+  // sourceLag sums the lag of the active tasks of a source's
+  // sub-topologies.
+  sourceLag(dep, id) {
+    const subs = new Set(this.subtopologies[id] || [])
+    let lag = 0
+    for (const [, t] of activeTasks(dep)) if (subs.has(subtopologyOf(t.id)) && t.lag > 0) lag += t.lag
+    return lag
+  }
+
+  // update shows a snapshot's deployment on the nodes and edges.
+  update(dep) {
+    if (!dep) return
+    let max = 1
+    const rates = new Map()
+    for (const n of this.design.nodes) {
+      const r = this.outRate(dep, n.id)
+      rates.set(n.id, r)
+      max = Math.max(max, r)
+    }
+    for (const n of this.design.nodes) {
+      const node = this.graph.getCellById(n.id)
+      if (!node) continue
+      const s = this.stats(dep, n.id)
+      const view = this.graph.findViewByCell(node)
+      const el = view && view.container
+      const rateText = s ? `in ${rate(s.in)}/s  out ${rate(s.out)}/s` : `${rate(rates.get(n.id))}/s`
+      const extras = []
+      if (SOURCE_KINDS.has(n.kind)) {
+        const lag = this.sourceLag(dep, n.id)
+        extras.push(`lag ${count(lag)}`)
+        if (el) el.dataset.lag = String(lag)
+      }
+      if (s && (s.lateDrops > 0 || (AGGREGATIONS.has(n.kind) && this.windowed.has(n.id)))) {
+        extras.push(`late drops ${count(s.lateDrops || 0)}`)
+        if (el) el.dataset.lateDrops = String(s.lateDrops || 0)
+      }
+      node.setAttrs({ rates: { text: rateText }, extra: { text: extras.join('  ') } }, { silent: false })
+      if (el && s) {
+        el.dataset.in = String(s.in)
+        el.dataset.out = String(s.out)
+      }
+    }
+    for (const e of this.graph.getEdges()) {
+      const d = e.getData() || {}
+      const r = rates.get(d.from) || 0
+      const w = 1.5 + 6 * Math.sqrt(r / max)
+      e.attr('line/strokeWidth', Math.round(w * 10) / 10)
+      e.attr('line/stroke', r > 0 ? '#4c6ef5' : '#adb5bd')
+      e.setLabels([{ attrs: { label: { text: `${rate(r)}/s`, fontSize: 10, fill: '#364fc7' } }, position: { distance: 0.5, offset: -10 } }])
+    }
+  }
+}
+
+function truncate(s, n) {
+  s = String(s).replace(/\s+/g, ' ')
+  return s.length > n ? s.slice(0, n - 1) + '…' : s
+}

@@ -1,0 +1,207 @@
+// The instances x tasks grid: one row per instance (its state, last
+// commit, and crash / stop / start buttons enabled by its state), and in
+// it one card per task: filled for an active task, outlined for a standby,
+// striped for a warm-up replica; with its stream time, rates, a restore
+// progress bar while it restores and a lag bar for replicas.
+//
+// Test ids: instance-<id> (data-state), crash-<id>, stop-<id>, start-<id>,
+// add-instance; task-<instance>-<task> (data-task, data-role, data-state,
+// data-stream-time, data-instance) and stream-time-<instance>-<task>.
+
+import { h } from '../editor/dom.js'
+import { clock, rate, count, millis, since, byInstance, byTask } from './format.js'
+
+const DOWN = new Set(['crashed', 'stopped', 'failed'])
+const ROLE_ORDER = { active: 0, warmup: 1, standby: 2 }
+
+export class InstancesGrid {
+  // opts: action(instance, verb) -> Promise, add() -> Promise,
+  // status(message, kind).
+  constructor(root, opts) {
+    this.root = root
+    this.opts = opts
+    this.rows = new Map()
+    this.pending = new Set()
+    const add = h('button', { type: 'button', testid: 'add-instance', class: 'lv-button', text: '+ Add instance', title: 'start one more instance of the deployment' })
+    add.addEventListener('click', () => this.run(add, () => opts.add()))
+    this.summary = h('span', { class: 'lv-muted', testid: 'instances-summary' })
+    this.list = h('div', { class: 'lv-instance-list', testid: 'instance-list' })
+    root.append(h('div', { class: 'lv-row' }, add, this.summary), this.list)
+  }
+
+  async run(button, fn) {
+    button.disabled = true
+    try {
+      await fn()
+    } catch (err) {
+      this.opts.status(err.message, 'error')
+    } finally {
+      button.disabled = false
+    }
+  }
+
+  update(dep) {
+    const instances = [...((dep && dep.instances) || [])].sort((a, b) => byInstance(a.id, b.id))
+    const seen = new Set()
+    let previous = null
+    for (const inst of instances) {
+      seen.add(inst.id)
+      let row = this.rows.get(inst.id)
+      if (!row) {
+        row = this.makeRow(inst.id)
+        this.rows.set(inst.id, row)
+      }
+      // Keep the rows in order without moving those already in place.
+      const want = previous ? previous.el.nextSibling : this.list.firstChild
+      if (want !== row.el) this.list.insertBefore(row.el, want)
+      this.fillRow(row, inst)
+      previous = row
+    }
+    for (const [id, row] of this.rows) {
+      if (!seen.has(id)) {
+        row.el.remove()
+        this.rows.delete(id)
+      }
+    }
+    const up = instances.filter((i) => !DOWN.has(i.state)).length
+    this.summary.textContent = `${up} of ${instances.length} instance(s) up · ${dep.standbys ?? 0} standby replica(s) per task`
+  }
+
+  makeRow(id) {
+    const button = (verb, title) => {
+      const b = h('button', { type: 'button', class: `lv-button lv-${verb}`, testid: `${verb}-${id}`, text: verb, title })
+      b.addEventListener('click', () => {
+        this.pending.add(id)
+        b.disabled = true
+        this.opts
+          .action(id, verb)
+          .then(() => this.opts.status(`${verb}: ${id}`, 'ok'))
+          .catch((err) => this.opts.status(`${verb} ${id}: ${err.message}`, 'error'))
+          .finally(() => this.pending.delete(id))
+      })
+      return b
+    }
+    const row = {
+      name: h('strong', { text: id }),
+      state: h('span', { class: 'lv-state' }),
+      info: h('span', { class: 'lv-muted lv-instance-info' }),
+      error: h('div', { class: 'lv-error', hidden: true }),
+      tasks: h('div', { class: 'lv-tasks' }),
+      crash: button('crash', 'kill the instance without a goodbye: its tasks move once the group notices'),
+      stop: button('stop', 'stop the instance gracefully: it commits and leaves the group'),
+      start: button('start', 'start the instance again'),
+      cards: new Map(),
+    }
+    row.el = h(
+      'div',
+      { class: 'lv-instance', testid: `instance-${id}`, dataset: { instance: id } },
+      h('div', { class: 'lv-instance-head' }, row.name, row.state, row.info, h('span', { class: 'lv-spacer' }), row.crash, row.stop, row.start),
+      row.error,
+      row.tasks,
+    )
+    return row
+  }
+
+  fillRow(row, inst) {
+    row.el.dataset.state = inst.state
+    row.el.classList.toggle('lv-down', DOWN.has(inst.state))
+    row.state.textContent = inst.state
+    row.state.className = `lv-state lv-state-${inst.state}`
+    const bits = []
+    if (inst.since) bits.push(`${inst.state} since ${since(inst.since)}`)
+    if (inst.lastCommit) bits.push(`last commit ${since(inst.lastCommit)}${inst.commitMs !== undefined ? ` (${millis(inst.commitMs)})` : ''}`)
+    row.info.textContent = bits.join(' · ')
+    row.error.hidden = !inst.error
+    row.error.textContent = inst.error || ''
+    const busy = this.pending.has(inst.id)
+    const up = inst.state === 'running' || inst.state === 'rebalancing'
+    row.crash.disabled = busy || !up
+    row.stop.disabled = busy || !up
+    row.start.disabled = busy || !DOWN.has(inst.state)
+
+    const tasks = [...(inst.tasks || [])].sort((a, b) => (ROLE_ORDER[a.role] ?? 3) - (ROLE_ORDER[b.role] ?? 3) || byTask(a.id, b.id))
+    const seen = new Set()
+    let previous = null
+    for (const t of tasks) {
+      const key = `${t.id}/${t.role}`
+      seen.add(key)
+      let card = row.cards.get(key)
+      if (!card) {
+        card = makeCard(inst.id, t)
+        row.cards.set(key, card)
+      }
+      const want = previous ? previous.el.nextSibling : row.tasks.firstChild
+      if (want !== card.el) row.tasks.insertBefore(card.el, want)
+      fillCard(card, inst, t)
+      previous = card
+    }
+    for (const [key, card] of row.cards) {
+      if (!seen.has(key)) {
+        card.el.remove()
+        row.cards.delete(key)
+      }
+    }
+    if (!tasks.length && !row.tasks.querySelector('.lv-no-tasks')) row.tasks.append(h('span', { class: 'lv-muted lv-no-tasks', text: 'no tasks' }))
+    if (tasks.length) for (const e of row.tasks.querySelectorAll('.lv-no-tasks')) e.remove()
+  }
+}
+
+function makeCard(instance, t) {
+  const card = {
+    title: h('span', { class: 'lv-task-id', text: t.id }),
+    role: h('span', { class: 'lv-task-role' }),
+    time: h('div', { class: 'lv-task-time', testid: `stream-time-${instance}-${t.id}`, title: 'stream time: the largest record timestamp the task has processed (UTC)' }),
+    rates: h('div', { class: 'lv-task-rates' }),
+    bar: h('div', { class: 'lv-bar', hidden: true }, h('div', { class: 'lv-bar-fill' }), h('span', { class: 'lv-bar-text' })),
+  }
+  card.el = h(
+    'div',
+    { class: 'lv-task', testid: `task-${instance}-${t.id}`, dataset: { task: t.id, instance } },
+    h('div', { class: 'lv-task-head' }, card.title, card.role),
+    card.time,
+    card.rates,
+    card.bar,
+  )
+  return card
+}
+
+function fillCard(card, inst, t) {
+  const el = card.el
+  el.className = `lv-task lv-role-${t.role} lv-task-${t.state}`
+  el.dataset.role = t.role
+  el.dataset.state = t.state
+  el.dataset.streamTime = String(t.streamTime ?? -1)
+  card.role.textContent = t.role === t.state || (t.role === 'active' && t.state === 'running') ? t.role : `${t.role} · ${t.state}`
+  card.time.textContent = clock(t.streamTime)
+  const parts = []
+  if (t.role === 'active') {
+    parts.push(`in ${rate(t.inPerSec)}/s`, `out ${rate(t.outPerSec)}/s`)
+    if (t.lag > 0) parts.push(`lag ${count(t.lag)}`)
+    if (t.lateDrops) parts.push(`late ${count(t.lateDrops)}`)
+  } else {
+    parts.push(`${count(t.processed || 0)} applied`)
+  }
+  card.rates.textContent = parts.join(' · ')
+  const fill = card.bar.firstChild
+  const text = card.bar.lastChild
+  if (t.restore && t.restore.total > 0 && t.state === 'restoring') {
+    const pct = Math.min(100, (100 * (t.restore.restored || 0)) / t.restore.total)
+    card.bar.hidden = false
+    card.bar.className = 'lv-bar lv-bar-restore'
+    fill.style.width = pct.toFixed(1) + '%'
+    text.textContent = `restored ${count(t.restore.restored || 0)}/${count(t.restore.total)}${t.restore.etaMs ? ` · ETA ${millis(t.restore.etaMs)}` : ''}`
+    card.bar.title = `restoring the changelog at ${rate(t.restore.rate)} records/s`
+  } else if ((t.role === 'standby' || t.role === 'warmup') && t.standbyLag) {
+    const recs = t.standbyLag.records || 0
+    // Log scale: 0 empty, 10 000 records and more full.
+    const pct = recs <= 0 ? 0 : Math.min(100, (100 * Math.log10(1 + recs)) / 4)
+    card.bar.hidden = false
+    card.bar.className = 'lv-bar lv-bar-lag'
+    fill.style.width = pct.toFixed(1) + '%'
+    text.textContent = `lag ${count(recs)} rec · ${millis(t.standbyLag.timeMs || 0)}`
+    card.bar.title = 'how far the replica is behind its changelog'
+  } else {
+    card.bar.hidden = true
+  }
+  el.title = `task ${t.id} on ${inst.id}: ${t.role}, ${t.state}; ${count(t.processed || 0)} records processed`
+}
