@@ -156,9 +156,6 @@ func TestServe(t *testing.T) {
 	}
 
 	// The demo runs live: deployed with its generator, processing.
-	if !strings.Contains(s.out.String(), "the demo design runs live at "+strings.TrimSuffix(s.url, "/")+"/live/orders-demo") {
-		t.Errorf("serve did not print the live page of the demo:\n%s", s.out.String())
-	}
 	var deployed []struct {
 		ID         string `json:"id"`
 		Instances  int    `json:"instances"`
@@ -179,6 +176,9 @@ func TestServe(t *testing.T) {
 			t.Fatalf("the demo deployment: %+v, want orders-demo with a generator that produced", deployed)
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+	if !strings.Contains(s.out.String(), "the demo design runs live at "+strings.TrimSuffix(s.url, "/")+"/live/orders-demo") {
+		t.Errorf("serve did not print the live page of the demo:\n%s", s.out.String())
 	}
 	if d := deployed[0]; d.ID != "orders-demo" || d.Instances != 3 || d.Standbys != 1 {
 		t.Errorf("the demo deployment: %+v, want orders-demo on 3 instances with 1 standby", d)

@@ -262,8 +262,12 @@ func (b *Balancer) Balance(cb *kgo.ConsumerBalancer, partitions map[string]int32
 	})
 	in.Ends = b.ends(in.Tasks, in.Members)
 	plan := MakePlan(in)
-	for _, w := range plan.Warnings {
-		b.warn(w)
+	// A lone member cannot hold standbys: nothing to warn about while the
+	// first instance of a group waits for the others.
+	if len(in.Members) > 1 {
+		for _, w := range plan.Warnings {
+			b.warn(w)
+		}
 	}
 	return b.syncPlan(cb, plan, infos, partitions)
 }
