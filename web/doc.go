@@ -45,6 +45,27 @@
 //	POST   /api/import/describe              body {"text", "name"}: {"design"} (not saved), or 400 with "line"
 //	POST   /api/export/go                    body: a design; main.go as for export.go, or 422
 //
+// With Config.Deployments and Config.Monitor set, designs run live
+// (package deploy; a deployment's id is its design's id):
+//
+//	GET    /api/deployments                  [deploy.Info], by id
+//	POST   /api/deployments                  body deploy.Request {"design", "revision"?, "instances"?, "standbys"?,
+//	                                         "noStandbys"?, "guarantee"?, "commitIntervalMs"?}: 201 deploy.Info; a
+//	                                         deployed design is redeployed (same application id, state reused);
+//	                                         422 for a bad request, exactly-once, or a design with problems
+//	GET    /api/deployments/:id              deploy.Info (404 when not deployed)
+//	DELETE /api/deployments/:id              204: undeploy
+//	POST   /api/deployments/:id/instances    201 {"instance"}: one more instance
+//	POST   /api/deployments/:id/instances/:instance/crash|stop|start
+//	                                         204; 404 for an unknown instance, 409 when its state forbids it
+//	POST   /api/deployments/:id/generators   body deploy.GeneratorSpec: 201 {"topic"}; 422 for a bad template
+//	DELETE /api/deployments/:id/generators/:topic  204
+//	GET    /api/deployments/:id/query?store=&key=  {"found", "value"} from a key-value store
+//	GET    /ws/live?deployment=:id           websocket: monitor.Message JSON, a snapshot first, then events
+//	                                         and snapshots at most 4 a second (package web/wsbridge)
+//	GET    /live/:id                         the live page
+//	GET    /metrics                          Prometheus text, braid_* series per deployment, instance and task
+//
 // A design travels as designer.Encode writes it; a summary and a revision
 // as designer.Summary and designer.Revision marshal.
 //
