@@ -72,18 +72,27 @@ func waitDeployment(t *testing.T, url, id string) {
 	}
 }
 
-// stepWithin is step with a timeout of its own.
+// stepWithin is step with a timeout of its own, for the actions and (10 s)
+// for the screenshot after them: a screenshot taken while the page
+// navigates can otherwise wait for ever.
 func (b *browser) stepWithin(timeout time.Duration, name string, actions ...chromedp.Action[chromedp.Void]) {
 	b.t.Helper()
 	ctx, cancel := context.WithTimeout(b.ctx, timeout)
 	defer cancel()
 	err := chromedp.Do(ctx, actions...)
-	if png, serr := chromedp.Run(b.ctx, chromedp.CaptureScreenshot()); serr == nil {
+	if png, serr := screenshot(b); serr == nil {
 		b.shots = append(b.shots, shot{name: name, png: png})
 	}
 	if err != nil {
 		b.t.Fatalf("step %q: %v", name, err)
 	}
+}
+
+// screenshot captures the page, giving up after 10 s.
+func screenshot(b *browser) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(b.ctx, 10*time.Second)
+	defer cancel()
+	return chromedp.Run(ctx, chromedp.CaptureScreenshot())
 }
 
 // waitJS waits up to timeout for a JavaScript condition.
@@ -96,7 +105,7 @@ func waitJS(js string, timeout time.Duration) chromedp.Action[chromedp.Void] {
 // directory that each run overwrites.
 func saveSuccessShot(t *testing.T, b *browser, name string) {
 	t.Helper()
-	png, err := chromedp.Run(b.ctx, chromedp.CaptureScreenshot())
+	png, err := screenshot(b)
 	if err != nil {
 		t.Logf("screenshot %s: %v", name, err)
 		return
@@ -241,9 +250,13 @@ func TestLiveFailover(t *testing.T) {
 	if !slices.Equal(guarantee, []string{"at-least-once", "exactly-once:disabled"}) {
 		t.Errorf("guarantee options %v, want at-least-once and exactly-once disabled", guarantee)
 	}
-	b.step("redeploy", chromedp.Click(tid("deploy-submit")))
-	b.stepWithin(45*time.Second, "land on the live view",
-		chromedp.WaitVisible(chromedp.CSS(`body.live-page[data-live-ready="true"]`)),
+	// Redeploying stops the deployment and starts it again, then the page
+	// navigates: the click and the wait are one step, so that no
+	// screenshot is taken between them.
+	b.stepWithin(60*time.Second, "redeploy and land on the live view",
+		chromedp.Click(tid("deploy-submit")),
+		chromedp.WaitVisible(chromedp.CSS(`body.live-page[data-live-ready="true"]`)))
+	b.stepWithin(45*time.Second, "see the redeployed tasks run",
 		waitJS(`Array.from(document.querySelectorAll('[data-role="active"]')).some(c => Number(c.dataset.streamTime) > 0)`, 30*time.Second))
 	t.Logf("live failover walk-through took %s", time.Since(start).Round(time.Second))
 }
