@@ -171,8 +171,14 @@ func TestBalancerRoundTrip(t *testing.T) {
 			t.Errorf("m3 holds no state but runs stateful task %s", tk)
 		}
 	}
-	if len(got["m2"].Warmup)+len(got["m3"].Warmup) == 0 {
-		t.Errorf("no warm-up placed; assignments %+v", got)
+	// The stateful tasks balance would move to m2 or m3 are warmed up
+	// there, by a warm-up or a standby, until the probing rebalance.
+	replicas := 0
+	for _, id := range []string{"m2", "m3"} {
+		replicas += len(got[id].Warmup) + len(got[id].Standby)
+	}
+	if replicas < 3 {
+		t.Errorf("m2 and m3 hold %d replicas of the 3 stateful tasks; assignments %+v", replicas, got)
 	}
 	if got["m1"].ProbeAfter != time.Minute {
 		t.Errorf("leader ProbeAfter = %v, want the probing interval", got["m1"].ProbeAfter)

@@ -366,16 +366,32 @@ func (p *planner) standbyCandidate(t Task, tagged bool) (PlanMember, bool) {
 }
 
 // compareStandby orders standby candidates: fewer tags shared with the
-// task's holders (a rack failure then takes fewer copies), lower lag (the
-// standby reuses local state), lower load. Equal candidates keep ID order.
+// task's holders (a rack failure then takes fewer copies); caught up on
+// the task (the standby is hot at once); lower load, actives included, so
+// that a member that joins or returns gets its share of replicas; lower
+// lag (the standby reuses more local state). Equal candidates keep ID
+// order.
 func (p *planner) compareStandby(t Task, a, b PlanMember, holders []PlanMember, tagged bool) int {
 	c := 0
 	if tagged {
 		c = cmp.Compare(sharedTags(a, holders), sharedTags(b, holders))
 	}
+	behind := func(m PlanMember) bool { return !p.caughtUp(m, t) }
 	return cmp.Or(c,
-		cmp.Compare(p.in.Lag(a, t), p.in.Lag(b, t)),
-		cmp.Compare(p.load[a.ID], p.load[b.ID]))
+		compareBool(behind(a), behind(b)),
+		cmp.Compare(p.load[a.ID]+p.actives[a.ID], p.load[b.ID]+p.actives[b.ID]),
+		cmp.Compare(p.in.Lag(a, t), p.in.Lag(b, t)))
+}
+
+// compareBool orders false before true.
+func compareBool(a, b bool) int {
+	switch {
+	case a == b:
+		return 0
+	case !a:
+		return -1
+	}
+	return 1
 }
 
 // sharedTags counts the tag keys on which m has the value of one of the

@@ -294,22 +294,44 @@ func TestMakePlan(t *testing.T) {
 			},
 		},
 		{
-			name: "standbys: local state beats load, stateless tasks get none",
+			name: "standbys: caught-up local state beats load, stateless tasks get none",
 			in: PlanInput{
 				Members: []PlanMember{
-					{ID: "a", PrevActive: planTS("0_0")},
-					{ID: "b", PrevActive: planTS("0_1")},
-					{ID: "c", PrevActive: planTS("1_0"), Offsets: offsets("0_0=90", "0_1=80")},
+					{ID: "a", PrevActive: planTS("0_0"), Offsets: offsets("0_0=1000")},
+					{ID: "b", PrevActive: planTS("0_1"), Offsets: offsets("0_1=1000")},
+					{ID: "c", PrevActive: planTS("1_0"), Offsets: offsets("0_0=990", "0_1=995")},
 				},
 				Tasks:                 slices.Concat(planTasks(0, 2), planTasks(1, 1)),
-				Ends:                  ends(100, planTasks(0, 2)),
+				Ends:                  ends(1000, planTasks(0, 2)),
 				StandbyReplicas:       1,
-				AcceptableRecoveryLag: 1000,
+				AcceptableRecoveryLag: 100,
 			},
 			want: map[string]string{
 				"a": "A[0_0] S[] W[]",
 				"b": "A[0_1] S[] W[]",
 				"c": "A[1_0] S[0_0 0_1] W[]",
+			},
+		},
+		{
+			// Everyone is caught up on the small changelogs: replicas go
+			// by load, actives counted, so that a member that returns
+			// gets its share (tasks 3, 3, 2) rather than none.
+			name: "standbys: among caught-up members the least loaded, actives counted",
+			in: PlanInput{
+				Members: []PlanMember{
+					{ID: "a", PrevActive: planTS("0_0", "0_1"), Offsets: offsets("0_0=100", "0_1=100", "0_2=100")},
+					{ID: "b", PrevActive: planTS("0_2", "0_3"), Offsets: offsets("0_2=100", "0_3=100", "0_0=100", "0_1=100")},
+					{ID: "c", Offsets: offsets("0_0=90", "0_3=95")},
+				},
+				Tasks:                 planTasks(0, 4),
+				Ends:                  ends(100, planTasks(0, 4)),
+				StandbyReplicas:       1,
+				AcceptableRecoveryLag: 1000,
+			},
+			want: map[string]string{
+				"a": "A[0_0 0_1] S[0_2] W[]",
+				"b": "A[0_2] S[0_0 0_3] W[]",
+				"c": "A[0_3] S[0_1] W[]",
 			},
 		},
 		{
@@ -343,8 +365,8 @@ func TestMakePlan(t *testing.T) {
 			want: map[string]string{
 				"a1": "A[0_0] S[] W[]",
 				"a2": "A[] S[0_1] W[]",
-				"b1": "A[0_1] S[0_0] W[]",
-				"b2": "A[] S[] W[]",
+				"b1": "A[0_1] S[] W[]",
+				"b2": "A[] S[0_0] W[]",
 			},
 		},
 		{
@@ -386,8 +408,8 @@ func TestMakePlan(t *testing.T) {
 			// b, and d's standby keeps catching up in place of a warm-up.
 			want: map[string]string{
 				"b": "A[0_0 0_1] S[0_2] W[]",
-				"c": "A[0_2] S[0_0] W[]",
-				"d": "A[] S[0_1] W[]",
+				"c": "A[0_2] S[] W[]",
+				"d": "A[] S[0_0 0_1] W[]",
 			},
 			probe: true,
 		},
