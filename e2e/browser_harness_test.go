@@ -161,15 +161,29 @@ func newBrowser(t *testing.T) *browser {
 // after them; it fails the test on error.
 func (b *browser) step(name string, actions ...chromedp.Action[chromedp.Void]) {
 	b.t.Helper()
-	ctx, cancel := context.WithTimeout(b.ctx, 30*time.Second)
+	b.stepWithin(30*time.Second, name, actions...)
+}
+
+// stepWithin is step with its own time limit.
+func (b *browser) stepWithin(timeout time.Duration, name string, actions ...chromedp.Action[chromedp.Void]) {
+	b.t.Helper()
+	ctx, cancel := context.WithTimeout(b.ctx, timeout)
 	defer cancel()
 	err := chromedp.Do(ctx, actions...)
-	if png, serr := chromedp.Run(b.ctx, chromedp.CaptureScreenshot()); serr == nil {
+	if png, serr := screenshot(b); serr == nil {
 		b.shots = append(b.shots, shot{name: name, png: png})
 	}
 	if err != nil {
 		b.t.Fatalf("step %q: %v", name, err)
 	}
+}
+
+// screenshot captures the page, giving up after 10 s: a capture taken
+// while the page navigates can otherwise hang until the test times out.
+func screenshot(b *browser) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(b.ctx, 10*time.Second)
+	defer cancel()
+	return chromedp.Run(ctx, chromedp.CaptureScreenshot())
 }
 
 // saveShots writes the screenshots to the test's artifact directory

@@ -72,29 +72,6 @@ func waitDeployment(t *testing.T, url, id string) {
 	}
 }
 
-// stepWithin is step with a timeout of its own, for the actions and (10 s)
-// for the screenshot after them: a screenshot taken while the page
-// navigates can otherwise wait for ever.
-func (b *browser) stepWithin(timeout time.Duration, name string, actions ...chromedp.Action[chromedp.Void]) {
-	b.t.Helper()
-	ctx, cancel := context.WithTimeout(b.ctx, timeout)
-	defer cancel()
-	err := chromedp.Do(ctx, actions...)
-	if png, serr := screenshot(b); serr == nil {
-		b.shots = append(b.shots, shot{name: name, png: png})
-	}
-	if err != nil {
-		b.t.Fatalf("step %q: %v", name, err)
-	}
-}
-
-// screenshot captures the page, giving up after 10 s.
-func screenshot(b *browser) ([]byte, error) {
-	ctx, cancel := context.WithTimeout(b.ctx, 10*time.Second)
-	defer cancel()
-	return chromedp.Run(ctx, chromedp.CaptureScreenshot())
-}
-
 // waitJS waits up to timeout for a JavaScript condition.
 func waitJS(js string, timeout time.Duration) chromedp.Action[chromedp.Void] {
 	return chromedp.Poll[chromedp.Void](js, chromedp.WithPollingInterval(100*time.Millisecond), chromedp.WithPollingTimeout(timeout))
