@@ -120,6 +120,14 @@ func TestDeployRunsTheDesignWithItsGenerator(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, 30*time.Second, "the deployment processing generated orders", func() bool { return h.processed(h.design) > 50 })
+	var windows deploy.QueryResult
+	waitFor(t, 30*time.Second, "customer-1's windows committed", func() bool {
+		windows, err = h.m.Query(h.design, deploy.Query{Store: "big-orders-per-10s", Key: "customer-1"})
+		return err == nil && windows.Found
+	})
+	if windows.Type != "window" || windows.Instance == "" || windows.Windows[0].End-windows.Windows[0].Start != 10_000 {
+		t.Errorf("windows of customer-1: %+v", windows)
+	}
 	got, err := h.m.Get(h.design)
 	if err != nil || len(got.Generators) != 1 || got.Generators[0].Produced == 0 {
 		t.Errorf("Get = %+v, %v; want one generator that produced", got, err)
@@ -209,7 +217,10 @@ func TestDeployRefusesBadRequests(t *testing.T) {
 	if err := h.m.StartGenerator(h.design, deploy.GeneratorSpec{Topic: "orders", Template: map[string]string{"x": "random(5, 1)"}}); !errors.As(err, &re) {
 		t.Errorf("generator with a bad template = %v", err)
 	}
-	if _, _, err := h.m.Query(h.design, "nope", "k"); !errors.As(err, &re) {
+	if _, err := h.m.Query(h.design, deploy.Query{Store: "nope", Key: "k"}); !errors.As(err, &re) {
 		t.Errorf("query of an unknown store = %v", err)
+	}
+	if _, err := h.m.Query(h.design, deploy.Query{Store: "big-orders-per-10s"}); !errors.As(err, &re) || re.Field != "key" {
+		t.Errorf("query of a windowed store without a key = %v", err)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"time"
@@ -104,27 +105,90 @@ func (m *Manager) instanceOp(id, instance, kind string, op func(*deployment, str
 	return nil
 }
 
-// Query looks a key up in a key-value store of a deployment, on whichever
-// instance runs the key's task. The key is given as text and passed to the
-// store's key serde as a string.
-func (m *Manager) Query(id, store, key string) (value any, found bool, err error) {
+// Query asks a store of a deployment, on whichever instances hold it:
+// for a key-value store, the value of Key, or with no key the rows from
+// From to To (empty bounds are open; at most Limit rows, default 100);
+// for a window or session store, the windows of Key. Keys are given as
+// text and passed to the store's key serde as strings.
+type Query struct {
+	Store, Key, From, To string
+	Limit                int
+}
+
+// QueryResult is a store's answer. Instance names who answered a key.
+type QueryResult struct {
+	Store    string      `json:"store"`
+	Type     string      `json:"type"`
+	Found    bool        `json:"found"`
+	Value    any         `json:"value,omitempty"`
+	Instance string      `json:"instance,omitempty"`
+	Rows     []Row       `json:"rows,omitempty"`
+	Windows  []WindowRow `json:"windows,omitempty"`
+	// Truncated says Limit cut the rows short.
+	Truncated bool `json:"truncated,omitempty"`
+}
+
+// Row is one row of a key-value store, with the instance that holds it.
+type Row struct {
+	Key      any    `json:"key"`
+	Value    any    `json:"value"`
+	Instance string `json:"instance"`
+}
+
+// WindowRow is one window's value for the queried key.
+type WindowRow struct {
+	Start int64 `json:"start"`
+	End   int64 `json:"end"`
+	Value any   `json:"value"`
+}
+
+// Query runs q against deployment id.
+func (m *Manager) Query(id string, q Query) (QueryResult, error) {
 	dep, err := m.find(id)
 	if err != nil {
-		return nil, false, err
+		return QueryResult{}, err
 	}
-	known := false
-	for _, st := range dep.info.Stores {
-		if st.Name == store {
-			if st.Type != "key-value" {
-				return nil, false, &RequestError{Field: "store", Problem: fmt.Sprintf("%q is a %s store; the store browser reads key-value stores", store, st.Type)}
-			}
-			known = true
+	i := slices.IndexFunc(dep.info.Stores, func(st StoreInfo) bool { return st.Name == q.Store })
+	if i < 0 {
+		return QueryResult{}, &RequestError{Field: "store", Problem: fmt.Sprintf("deployment %q has no store %q", id, q.Store)}
+	}
+	res := QueryResult{Store: q.Store, Type: dep.info.Stores[i].Type}
+	switch {
+	case res.Type != "key-value":
+		if q.Key == "" {
+			return res, &RequestError{Field: "key", Problem: fmt.Sprintf("%q is a %s store: give a key to see its windows", q.Store, res.Type)}
 		}
+		found, instance, err := dep.sup.FetchWindows(q.Store, q.Key, 0, math.MaxInt64)
+		for _, w := range found {
+			res.Windows = append(res.Windows, WindowRow{Start: w.Window.Start, End: w.Window.End, Value: w.Value})
+		}
+		res.Found, res.Instance = len(found) > 0, instance
+		return res, err
+	case q.Key != "":
+		r, err := dep.sup.Lookup(q.Store, q.Key)
+		res.Found, res.Value, res.Instance = r.Found, r.Value, r.Instance
+		return res, err
 	}
-	if !known {
-		return nil, false, &RequestError{Field: "store", Problem: fmt.Sprintf("deployment %q has no store %q", id, store)}
+	limit := q.Limit
+	if limit <= 0 {
+		limit = 100
 	}
-	return dep.sup.Get(store, key)
+	bound := func(b string) any {
+		if b == "" {
+			return nil
+		}
+		return b
+	}
+	err = dep.sup.Range(q.Store, bound(q.From), bound(q.To), func(instance string, k, v any) bool {
+		if len(res.Rows) == limit {
+			res.Truncated = true
+			return false
+		}
+		res.Rows = append(res.Rows, Row{Key: k, Value: v, Instance: instance})
+		return true
+	})
+	res.Found = len(res.Rows) > 0
+	return res, err
 }
 
 // ensureTopics creates the topics that do not exist yet, with

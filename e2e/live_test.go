@@ -160,6 +160,18 @@ func TestLiveFailover(t *testing.T) {
 	}
 	saveSuccessShot(t, b, "live-healthy")
 
+	// The store browser: the windows of one customer, from the instance
+	// that holds them.
+	var windowRows int
+	b.stepWithin(30*time.Second, "query customer-1's windows in the store browser",
+		chromedp.SetValue(tid("store-key"), "customer-1"),
+		chromedp.Click(tid("store-lookup")),
+		waitJS(`document.querySelector('[data-testid="store-result"]').dataset.found === "true"`, 20*time.Second),
+		eval(`document.querySelectorAll('[data-testid="store-rows"] tbody tr').length`, &windowRows))
+	if windowRows == 0 {
+		t.Error("the store browser found customer-1 but shows no window")
+	}
+
 	// Crash the instance that has the most active tasks.
 	perInstance := map[string]int{}
 	for _, where := range active {

@@ -60,7 +60,10 @@
 //	                                         204; 404 for an unknown instance, 409 when its state forbids it
 //	POST   /api/deployments/:id/generators   body deploy.GeneratorSpec: 201 {"topic"}; 422 for a bad template
 //	DELETE /api/deployments/:id/generators/:topic  204
-//	GET    /api/deployments/:id/query?store=&key=  {"found", "value"} from a key-value store
+//	GET    /api/deployments/:id/query?store=&key=&from=&to=&limit=
+//	                                         deploy.QueryResult: a key-value store's value of key (and the
+//	                                         instance holding it) or, without a key, its rows in [from, to)
+//	                                         (at most limit, default 100); a windowed store's windows of key
 //	GET    /ws/live?deployment=:id           websocket: monitor.Message JSON, a snapshot first, then events
 //	                                         and snapshots at most 4 a second (package web/wsbridge)
 //	GET    /live/:id                         the live page

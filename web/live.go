@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/coder/websocket"
@@ -145,15 +146,22 @@ func (s *Server) stopGenerator(c *fiber.Ctx) error {
 }
 
 func (s *Server) queryStore(c *fiber.Ctx) error {
-	store, key := c.Query("store"), c.Query("key")
-	if store == "" {
+	q := deploy.Query{Store: c.Query("store"), Key: c.Query("key"), From: c.Query("from"), To: c.Query("to")}
+	if q.Store == "" {
 		return errorf(fiber.StatusBadRequest, "query: ?store= is required")
 	}
-	value, found, err := s.cfg.Deployments.Query(c.Params("id"), store, key)
+	if l := c.Query("limit"); l != "" {
+		n, err := strconv.Atoi(l)
+		if err != nil || n < 1 || n > 1000 {
+			return errorf(fiber.StatusBadRequest, fmt.Sprintf("query: ?limit=%s is not a number from 1 to 1000", l))
+		}
+		q.Limit = n
+	}
+	res, err := s.cfg.Deployments.Query(c.Params("id"), q)
 	if err != nil {
 		return deployError(err)
 	}
-	return c.JSON(fiber.Map{"found": found, "value": value})
+	return c.JSON(res)
 }
 
 func (s *Server) livePage(c *fiber.Ctx) error {

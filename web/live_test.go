@@ -91,7 +91,11 @@ func TestDeploymentsAPI(t *testing.T) {
 		{name: "unknown instance", method: "POST", path: "/api/deployments/orders-windowed/instances/instance-9/crash", status: 404},
 		{name: "unknown operation", method: "POST", path: "/api/deployments/orders-windowed/instances/instance-1/explode", status: 404},
 		{name: "start a running instance", method: "POST", path: "/api/deployments/orders-windowed/instances/instance-1/start", status: 409},
-		{name: "query a windowed store", method: "GET", path: "/api/deployments/orders-windowed/query?store=big-orders-per-10s&key=x", status: 422},
+		{name: "query a windowed store without a key", method: "GET", path: "/api/deployments/orders-windowed/query?store=big-orders-per-10s", status: 422},
+		{name: "query a windowed store", method: "GET", path: "/api/deployments/orders-windowed/query?store=big-orders-per-10s&key=customer-1",
+			status: 200, contains: []string{`"type":"window"`}},
+		{name: "query an unknown store", method: "GET", path: "/api/deployments/orders-windowed/query?store=nope&key=x", status: 422},
+		{name: "query with a bad limit", method: "GET", path: "/api/deployments/orders-windowed/query?store=x&limit=0", status: 400},
 		{name: "query without a store", method: "GET", path: "/api/deployments/orders-windowed/query", status: 400},
 	})
 	if r := ts.do("GET", "/live/orders-windowed", ""); r.status != 200 || !strings.Contains(r.String(), "/static/live/") {

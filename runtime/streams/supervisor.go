@@ -379,43 +379,92 @@ func (s *Supervisor) otherStats(id string) []Stats {
 // error is that instance's *StoreNotReadyError: the key may be there once
 // it has caught up.
 func (s *Supervisor) Get(store string, key any) (value any, found bool, err error) {
-	s.mu.Lock()
-	var apps []*App
-	for _, in := range s.instances {
-		if in.state == InstanceRunning && in.app != nil {
-			apps = append(apps, in.app)
-		}
-	}
-	s.mu.Unlock()
+	r, err := s.Lookup(store, key)
+	return r.Value, r.Found, err
+}
+
+// LookupResult is a key's value and the instance that holds it.
+type LookupResult struct {
+	Instance string
+	Value    any
+	Found    bool
+}
+
+// Lookup is Get, telling which instance answered.
+func (s *Supervisor) Lookup(store string, key any) (LookupResult, error) {
 	var notReady error
-	for _, app := range apps {
-		v, ok, err := app.Get(store, key)
+	for _, in := range s.runningApps() {
+		v, ok, err := in.app.Get(store, key)
 		var nr *StoreNotReadyError
 		switch {
 		case errors.As(err, &nr):
 			notReady = err
 		case err != nil:
-			return nil, false, err
+			return LookupResult{}, err
 		case ok:
-			return v, true, nil
+			return LookupResult{Instance: in.id, Value: v, Found: true}, nil
 		}
 	}
-	return nil, false, notReady
+	return LookupResult{}, notReady
+}
+
+// Range calls fn for the committed rows of a key-value store on every
+// running instance whose keys are in [from, to) (nil bounds are open), as
+// App.Range does on one, instance by instance, until fn returns false.
+func (s *Supervisor) Range(store string, from, to any, fn func(instance string, key, value any) bool) error {
+	for _, in := range s.runningApps() {
+		more := true
+		err := in.app.Range(store, from, to, func(k, v any) bool {
+			more = fn(in.id, k, v)
+			return more
+		})
+		if err != nil || !more {
+			return err
+		}
+	}
+	return nil
+}
+
+// FetchWindows returns key's windows of a window or session store in
+// [from, to], as App.FetchWindows does, from the instance that holds the
+// key, and that instance's id ("" when none does).
+func (s *Supervisor) FetchWindows(store string, key any, from, to int64) ([]WindowResult, string, error) {
+	for _, in := range s.runningApps() {
+		found, err := in.app.FetchWindows(store, key, from, to)
+		if err != nil {
+			return nil, "", err
+		}
+		if len(found) > 0 {
+			return found, in.id, nil
+		}
+	}
+	return nil, "", nil
+}
+
+type runningApp struct {
+	id  string
+	app *App
+}
+
+// runningApps lists the running instances' Apps, in the order they were
+// added.
+func (s *Supervisor) runningApps() []runningApp {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []runningApp
+	for _, in := range s.instances {
+		if in.state == InstanceRunning && in.app != nil {
+			out = append(out, runningApp{in.id, in.app})
+		}
+	}
+	return out
 }
 
 // Members returns the group's members and their tasks as a running
 // instance last saw them assigned (see App.Members), nil when none runs.
 func (s *Supervisor) Members() []Member {
-	s.mu.Lock()
-	var apps []*App
-	for _, in := range s.instances {
-		if in.state == InstanceRunning && in.app != nil {
-			apps = append(apps, in.app)
-		}
-	}
-	s.mu.Unlock()
-	for _, app := range apps {
-		if m := app.Members(); m != nil {
+	for _, in := range s.runningApps() {
+		if m := in.app.Members(); m != nil {
 			return m
 		}
 	}

@@ -79,6 +79,23 @@ func TestSupervisorOperations(t *testing.T) {
 		in := sup.Instances()
 		return len(in) == 2 && len(in[0].Stats.Tasks) == 1 && len(in[1].Stats.Tasks) == 1
 	})
+	// Queries across the instances: every user's count, from the
+	// instance that holds it.
+	produceClicks(t, b, 0, 40, 4)
+	waitFor(t, 30*time.Second, "every user counted", func() bool {
+		rows := map[string]int64{}
+		err := sup.Range("clicks-per-user", nil, nil, func(instance string, k, v any) bool {
+			rows[k.(string)] = v.(int64)
+			return true
+		})
+		return err == nil && len(rows) == 4 && rows["user-00"] == 10 && rows["user-03"] == 10
+	})
+	if r, err := sup.Lookup("clicks-per-user", "user-02"); err != nil || !r.Found || r.Value.(int64) != 10 || !strings.HasPrefix(r.Instance, "node-") {
+		t.Errorf("Lookup(user-02) = %+v, %v", r, err)
+	}
+	if r, err := sup.Lookup("clicks-per-user", "nobody"); err != nil || r.Found {
+		t.Errorf("Lookup(nobody) = %+v, %v", r, err)
+	}
 	members := sup.Members()
 	if len(members) != 2 || members[0].InstanceID != "node-1" || members[1].InstanceID != "node-2" ||
 		len(members[0].Active) != 1 || len(members[1].Active) != 1 || members[0].Active[0] == members[1].Active[0] {

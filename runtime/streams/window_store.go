@@ -492,7 +492,9 @@ func (st *taskStore) keyWindows(inner []byte, key any, from, to int64, committed
 	w := st.win
 	from = max(from, 0)
 	session := w.spec.kind == sessionWindowKind
-	lastSeg := to / w.interval
+	// No window lies past the highest segment written, whatever to says
+	// (a caller may ask up to math.MaxInt64).
+	lastSeg := min(to/w.interval, w.maxSegment)
 	if session {
 		lastSeg = w.maxSegment // segmented by end, which may be past to
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"os/exec"
 	"strconv"
@@ -205,6 +206,10 @@ func TestWindowsSurviveFailoverAndRestart(t *testing.T) {
 	})
 	if w := results[0]; w.Window.Start != t0+10_000 || w.Window.End != t0+20_000 || w.Timestamp != t0+16_000 {
 		t.Errorf("FetchWindows: %+v, want [10s,20s) at 16 s", w)
+	}
+	// Open-ended: the scan stops at the last segment written.
+	if all, err := second.FetchWindows("per-window", "sensor-0", 0, math.MaxInt64); err != nil || len(all) != 1 {
+		t.Errorf("FetchWindows(0, MaxInt64) = %+v, %v; want the one window", all, err)
 	}
 	if err := stopSecond(); err != nil {
 		t.Fatal(err)

@@ -1,9 +1,11 @@
-// The store browser: choose a key-value store of the deployment, type a
-// key, and see its value and the instance that answered (GET
-// /api/deployments/:id/query?store=&key=).
+// The store browser: interactive queries against a deployment's stores
+// (GET /api/deployments/:id/query). A key-value store answers a key with
+// its value and the instance holding it, or, with no key, its rows from
+// "from" to "to" (open bounds when empty); a window or session store
+// answers a key with its windows.
 //
-// Test ids: store-select, store-key, store-lookup, store-result
-// (data-found, data-instance).
+// Test ids: store-select, store-key, store-from, store-to, store-lookup,
+// store-result (data-found, data-instance), store-value, store-rows.
 
 import { h, clear } from '../editor/dom.js'
 import { api } from '../editor/api.js'
@@ -11,54 +13,65 @@ import { api } from '../editor/api.js'
 export class StoreBrowser {
   constructor(root, deployment) {
     this.deployment = deployment
+    this.types = new Map()
     this.select = h('select', { testid: 'store-select', 'aria-label': 'store' })
     this.key = h('input', { type: 'text', testid: 'store-key', placeholder: 'key', 'aria-label': 'key', spellcheck: 'false' })
-    this.button = h('button', { type: 'submit', class: 'lv-button', testid: 'store-lookup', text: 'Look up' })
+    this.from = h('input', { type: 'text', testid: 'store-from', placeholder: 'from', 'aria-label': 'range from', spellcheck: 'false' })
+    this.to = h('input', { type: 'text', testid: 'store-to', placeholder: 'to', 'aria-label': 'range to', spellcheck: 'false' })
+    this.range = h('span', { class: 'lv-row' }, 'or rows ', this.from, ' to ', this.to)
+    this.button = h('button', { type: 'submit', class: 'lv-button', testid: 'store-lookup', text: 'Query' })
     this.result = h('div', { class: 'lv-store-result', testid: 'store-result' })
-    this.none = h('p', { class: 'lv-muted', text: 'The deployment has no key-value store.' })
-    const form = h('form', { class: 'lv-row' }, h('label', {}, 'Store ', this.select), h('label', {}, 'Key ', this.key), this.button)
+    this.none = h('p', { class: 'lv-muted', text: 'The deployment has no state store.' })
+    const form = h('form', { class: 'lv-row' }, h('label', {}, 'Store ', this.select), h('label', {}, 'Key ', this.key), this.range, this.button)
     form.addEventListener('submit', (e) => {
       e.preventDefault()
-      this.lookup()
+      this.query()
     })
+    this.select.addEventListener('change', () => this.showRange())
     this.form = form
     root.append(this.none, form, this.result)
     this.names = null
   }
 
-  // setStores lists the deployment's stores (from Info); only key-value
-  // ones can be queried by key.
+  // setStores lists the deployment's stores (from Info).
   setStores(stores) {
-    const kv = (stores || []).filter((s) => s.type === 'key-value').map((s) => s.name)
-    const names = kv.join('\n')
+    const list = stores || []
+    const names = list.map((s) => `${s.name}:${s.type}`).join('\n')
     if (names === this.names) return
     this.names = names
     const keep = this.select.value
     clear(this.select)
-    for (const n of kv) this.select.append(h('option', { value: n, text: n, selected: n === keep }))
-    this.none.hidden = kv.length > 0
-    this.form.hidden = kv.length === 0
+    this.types.clear()
+    for (const s of list) {
+      this.types.set(s.name, s.type)
+      this.select.append(h('option', { value: s.name, text: `${s.name} (${s.type})`, selected: s.name === keep }))
+    }
+    this.none.hidden = list.length > 0
+    this.form.hidden = list.length === 0
+    this.showRange()
   }
 
-  async lookup() {
+  // showRange offers a range only for key-value stores.
+  showRange() {
+    this.range.hidden = this.types.get(this.select.value) !== 'key-value'
+  }
+
+  async query() {
     const store = this.select.value
-    const key = this.key.value
     if (!store) return
+    const params = new URLSearchParams({ store })
+    if (this.key.value !== '') params.set('key', this.key.value)
+    else if (this.types.get(store) === 'key-value') {
+      if (this.from.value !== '') params.set('from', this.from.value)
+      if (this.to.value !== '') params.set('to', this.to.value)
+    }
     this.button.disabled = true
     clear(this.result)
     try {
-      const q = `store=${encodeURIComponent(store)}&key=${encodeURIComponent(key)}`
-      const res = await api('GET', `/api/deployments/${encodeURIComponent(this.deployment)}/query?${q}`)
-      this.result.dataset.found = res && res.found ? 'true' : 'false'
-      this.result.dataset.instance = (res && res.instance) || ''
-      if (res && res.found) {
-        this.result.append(
-          h('div', { class: 'lv-muted', text: `${store}[${JSON.stringify(key)}] — answered by ${res.instance || 'an instance'}` }),
-          h('pre', { class: 'lv-value', testid: 'store-value', text: JSON.stringify(res.value, null, 2) }),
-        )
-      } else {
-        this.result.append(h('div', { class: 'lv-muted', text: `no value for ${JSON.stringify(key)} in ${store}${res && res.instance ? ` (asked ${res.instance})` : ''}` }))
-      }
+      const res = await api('GET', `/api/deployments/${encodeURIComponent(this.deployment)}/query?${params}`)
+      this.result.dataset.found = res.found ? 'true' : 'false'
+      this.result.dataset.instance = res.instance || ''
+      this.show(res, params.get('key'))
     } catch (err) {
       this.result.dataset.found = 'false'
       this.result.append(h('div', { class: 'lv-error', text: err.message }))
@@ -66,4 +79,37 @@ export class StoreBrowser {
       this.button.disabled = false
     }
   }
+
+  show(res, key) {
+    if (!res.found) {
+      const what = key === null ? 'no rows' : `no value for ${JSON.stringify(key)}`
+      this.result.append(h('div', { class: 'lv-muted', text: `${what} in ${res.store}` }))
+      return
+    }
+    if (res.windows) {
+      this.result.append(h('div', { class: 'lv-muted', text: `${res.store}[${JSON.stringify(key)}]: ${res.windows.length} window(s), held by ${res.instance}` }))
+      this.result.append(table(['window start', 'end', 'value'], res.windows.map((w) => [clock(w.start), clock(w.end), JSON.stringify(w.value)])))
+      return
+    }
+    if (res.rows) {
+      const more = res.truncated ? ' (first ones only)' : ''
+      this.result.append(h('div', { class: 'lv-muted', text: `${res.rows.length} row(s) of ${res.store}${more}` }))
+      this.result.append(table(['key', 'value', 'instance'], res.rows.map((r) => [JSON.stringify(r.key), JSON.stringify(r.value), r.instance])))
+      return
+    }
+    this.result.append(
+      h('div', { class: 'lv-muted', text: `${res.store}[${JSON.stringify(key)}], held by ${res.instance}` }),
+      h('pre', { class: 'lv-value', testid: 'store-value', text: JSON.stringify(res.value, null, 2) }),
+    )
+  }
+}
+
+function table(head, rows) {
+  return h('table', { class: 'lv-table', testid: 'store-rows' },
+    h('thead', {}, h('tr', {}, ...head.map((c) => h('th', { text: c })))),
+    h('tbody', {}, ...rows.map((r) => h('tr', {}, ...r.map((c) => h('td', { text: c }))))))
+}
+
+function clock(ms) {
+  return new Date(ms).toISOString().slice(11, 23)
 }
