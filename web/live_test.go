@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"log/slog"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -160,5 +161,91 @@ func TestLiveRoutesNeedDeployments(t *testing.T) {
 		if r := ts.do("GET", path, ""); r.status != 404 {
 			t.Errorf("GET %s: %d, want 404", path, r.status)
 		}
+	}
+}
+
+// TestStalledWebsocketClient: a live client that stops reading while the
+// deployment processes as fast as its generator produces neither stalls
+// the deployment nor makes the server buffer without bound: the monitor
+// coalesces what the client does not read.
+func TestStalledWebsocketClient(t *testing.T) {
+	ts := startLive(t)
+	var r *response
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		r = ts.do("POST", "/api/deployments", `{"design": "orders-windowed", "instances": 2}`)
+		if r.status != 503 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if r.status != 201 {
+		t.Fatalf("deploy: %d %s", r.status, r)
+	}
+	if r := ts.do("POST", "/api/deployments/orders-windowed/generators",
+		`{"topic": "orders", "rate": 5000, "keys": 50, "keyPrefix": "customer", "template": {"customer": "key", "amount": "random(1, 500)", "ts": "timestamp"}, "jitterMs": 500, "lateFraction": 0.05, "lateByMs": 20000}`); r.status != 201 {
+		t.Fatalf("generator: %d %s", r.status, r)
+	}
+	processed := func() int64 {
+		var n int64
+		for _, d := range ts.srv.cfg.Monitor.Snapshot().Deployments {
+			for _, in := range d.Instances {
+				for _, task := range in.Tasks {
+					if task.Role == "active" {
+						n += task.Processed
+					}
+				}
+			}
+		}
+		return n
+	}
+	rate := func(d time.Duration) float64 {
+		before, start := processed(), time.Now()
+		time.Sleep(d)
+		return float64(processed()-before) / time.Since(start).Seconds()
+	}
+	waitFor := func(what string, cond func() bool) {
+		t.Helper()
+		deadline := time.Now().Add(30 * time.Second)
+		for !cond() {
+			if time.Now().After(deadline) {
+				t.Fatalf("timed out waiting for %s", what)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	waitFor("processing", func() bool { return processed() > 1000 })
+	alone := rate(2 * time.Second)
+
+	// A client that connects and never reads: late drops and window
+	// closes make events at hundreds a second.
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	conn, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(ts.base, "http")+"/ws/live?deployment=orders-windowed", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.CloseNow()
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	stalled := rate(4 * time.Second)
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	t.Logf("records/s: %.0f without the client, %.0f with it stalled; heap %d -> %d KiB", alone, stalled,
+		before.HeapAlloc>>10, after.HeapAlloc>>10)
+	if stalled == 0 {
+		t.Error("the deployment processed nothing while the client stalled")
+	}
+	if grew := int64(after.HeapAlloc) - int64(before.HeapAlloc); grew > 64<<20 {
+		t.Errorf("the heap grew by %d MiB while the client stalled", grew>>20)
+	}
+	// The stalled client still gets a snapshot, first, when it reads.
+	conn.SetReadLimit(64 << 20)
+	rctx, rcancel := context.WithTimeout(ctx, 10*time.Second)
+	defer rcancel()
+	_, data, err := conn.Read(rctx)
+	if err != nil || !strings.Contains(string(data), `"type":"snapshot"`) {
+		t.Errorf("first message after the stall: %v %.200s", err, data)
 	}
 }
