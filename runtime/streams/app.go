@@ -458,27 +458,50 @@ func (a *App) processFetches(fetches kgo.Fetches) error {
 			touched = append(touched, t)
 		}
 	})
-	// Tasks that just arrived first: each is down until it processes a
-	// record, while the others only have a batch to catch up on.
-	slices.SortStableFunc(touched, func(x, y *task) int { return cmp.Compare(x.rank(), y.rank()) })
-	for _, t := range touched {
-		if err := t.processAvailable(); err != nil {
-			a.publishStats()
-			return err
-		}
+	if err := a.processRoundRobin(touched); err != nil {
+		a.publishStats()
+		return err
 	}
 	a.publishStats()
-	if len(touched) > 0 && a.standby.waiting.Load() && !a.restoring() {
+	if len(touched) > 0 && a.standby.waiting.Load() && !a.recovering() {
 		a.standby.goAhead()
 	}
 	return nil
 }
 
-// restoring reports whether a task is restoring. The caller holds
-// tasksMu.
-func (a *App) restoring() bool {
+// taskRound is how many records a task processes before the next task's
+// turn: enough to keep the per-call costs small, few enough that a task
+// with a large backlog does not hold the others up for long.
+const taskRound = 1000
+
+// processRoundRobin lets the tasks process their buffered records in
+// rounds of taskRound, tasks that just arrived first: each of those is
+// down until it processes a record, while the others only have a backlog
+// to catch up on, and none waits for another's whole backlog.
+func (a *App) processRoundRobin(tasks []*task) error {
+	slices.SortStableFunc(tasks, func(x, y *task) int { return cmp.Compare(x.rank(), y.rank()) })
+	for len(tasks) > 0 {
+		next := tasks[:0]
+		for _, t := range tasks {
+			more, err := t.processUpTo(taskRound)
+			if err != nil {
+				return err
+			}
+			if more {
+				next = append(next, t)
+			}
+		}
+		tasks = next
+	}
+	return nil
+}
+
+// recovering reports whether a task that arrived here has not processed
+// its first record yet, restoring or waiting for its first fetch. The
+// caller holds tasksMu.
+func (a *App) recovering() bool {
 	for _, t := range a.tasks {
-		if t.restoring != nil {
+		if t.restoring != nil || t.rank() == 0 {
 			return true
 		}
 	}

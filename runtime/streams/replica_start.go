@@ -17,9 +17,9 @@ import (
 // writes compete with the promoted tasks for the broker, the disk and the
 // CPU, just when those tasks are catching up on what they missed. So the
 // assignment callback only queues new replicas; the follower starts them
-// when the App reports that it processes again with no task restoring
-// (goAhead), or after replicaStartDelay at the latest. Availability
-// first, redundancy a moment later.
+// once every task that arrived has processed its first record (goAhead),
+// or after replicaStartDelay at the latest. Availability first,
+// redundancy a moment later.
 
 // replicaStartDelay bounds how long new replicas wait for goAhead.
 const replicaStartDelay = time.Second
@@ -38,7 +38,8 @@ func (s *standbys) queue(replicas []*standbyTask) {
 }
 
 // goAhead starts the queued replicas now. The processing goroutine calls
-// it after a batch that found no task restoring while replicas wait.
+// it after a batch, while replicas wait, once no task that arrived is
+// still recovering.
 func (s *standbys) goAhead() {
 	if !s.waiting.Load() {
 		return

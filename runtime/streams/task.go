@@ -204,6 +204,13 @@ func (t *task) nextQueue() *partitionQueue {
 // It returns a *TaskFailedError when a record fails and the handler says to
 // fail; the failing record is then left unprocessed and uncommitted.
 func (t *task) processAvailable() error {
+	_, err := t.processUpTo(-1)
+	return err
+}
+
+// processUpTo is processAvailable for at most limit records (all when
+// limit < 0); more says records remain buffered.
+func (t *task) processUpTo(limit int) (more bool, err error) {
 	if len(t.app.hooks.time) > 0 {
 		defer t.reportStreamTime(t.streamTime)
 	}
@@ -214,6 +221,11 @@ func (t *task) processAvailable() error {
 	}
 	defer t.noteProcessed(t.processed)
 	for q := t.nextQueue(); q != nil; q = t.nextQueue() {
+		if limit == 0 {
+			t.current = nil
+			return true, nil
+		}
+		limit--
 		raw := q.peekRaw()
 		t.current = raw
 		var err error
@@ -234,19 +246,19 @@ func (t *task) processAvailable() error {
 			}
 		}
 		if err != nil {
-			return err
+			return false, err
 		}
 		q.next = kgo.EpochOffset{Epoch: raw.LeaderEpoch, Offset: raw.Offset + 1}
 		t.processed++
 		q.pop()
 		if t.cacheBytes > 0 && t.cacheBytes > t.app.cacheBudget() {
 			if err := t.evictHalf(); err != nil {
-				return &TaskFailedError{Task: t.id, Err: err}
+				return false, &TaskFailedError{Task: t.id, Err: err}
 			}
 		}
 	}
 	t.current = nil
-	return nil
+	return false, nil
 }
 
 // rank orders tasks for processing: 0 for a task that arrived here and
