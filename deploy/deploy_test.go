@@ -151,6 +151,9 @@ func TestDeployRunsTheDesignWithItsGenerator(t *testing.T) {
 	if err != nil || added != "instance-3" {
 		t.Errorf("Add = %q, %v", added, err)
 	}
+	if got, err := h.m.Get(h.design); err != nil || got.Instances != 3 {
+		t.Errorf("after Add: Info.Instances %d, %v; want 3", got.Instances, err)
+	}
 
 	// Redeploying keeps the generator and reuses the application id.
 	again, err := h.m.Deploy(deploy.Request{Design: h.design, Instances: 1, NoStandbys: true})

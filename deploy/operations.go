@@ -52,7 +52,9 @@ func (m *Manager) find(id string) (*deployment, error) {
 
 // describe is a deployment's Info with its generators as they are now.
 func (m *Manager) describe(dep *deployment) Info {
+	m.mu.Lock()
 	info := dep.info
+	m.mu.Unlock()
 	info.Generators = dep.gens.infos()
 	return info
 }
@@ -82,6 +84,9 @@ func (m *Manager) Add(id string) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	m.mu.Lock()
+	dep.info.Instances++
+	m.mu.Unlock()
 	m.cfg.Monitor.InstanceEvent(id, instance, "added")
 	return instance, nil
 }

@@ -434,6 +434,9 @@ func (d *deployment) buildInstance(in *instanceState, nodes map[string]NodeRate)
 			task.LateDrops = t.lateDrops
 		}
 		for _, st := range sb.Stores {
+			// A replica processes no input: its progress is the
+			// changelog offset it has applied up to.
+			task.Processed += st.Offset
 			task.StandbyLag.Records += st.Lag
 			task.StandbyLag.TimeMs = max(task.StandbyLag.TimeMs, st.TimeLag.Milliseconds())
 		}

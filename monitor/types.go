@@ -136,7 +136,9 @@ type Task struct {
 	// OutPerSec is the rate of records reaching the task's sink nodes
 	// (0 without streams.Config.NodeMetrics).
 	OutPerSec float64 `json:"outPerSec"`
-	Processed int64   `json:"processed"`
+	// Processed counts the records an active task processed; for a
+	// replica it is the sum of the changelog offsets it has applied.
+	Processed int64 `json:"processed"`
 	// Lag sums the input partitions' lags, -1 when none is known.
 	Lag       int64 `json:"lag"`
 	LateDrops int64 `json:"lateDrops"`

@@ -179,7 +179,7 @@ function fillCard(card, inst, t) {
     if (t.lag > 0) parts.push(`lag ${count(t.lag)}`)
     if (t.lateDrops) parts.push(`late ${count(t.lateDrops)}`)
   } else {
-    parts.push(`${count(t.processed || 0)} applied`)
+    parts.push(`applied to offset ${count(t.processed || 0)}`)
   }
   card.rates.textContent = parts.join(' · ')
   const fill = card.bar.firstChild
