@@ -217,6 +217,12 @@ func (m *Manager) Deploy(req Request) (Info, error) {
 	if err != nil {
 		return Info{}, err
 	}
+	m.mu.Lock()
+	err = m.runningLocked()
+	m.mu.Unlock()
+	if err != nil {
+		return Info{}, err
+	}
 	if err := m.claim(req.Design); err != nil {
 		return Info{}, err
 	}
@@ -272,14 +278,21 @@ func (m *Manager) check(req Request) (Request, error) {
 	return req, nil
 }
 
-// claim marks a deployment busy, so that two operations never start or
-// stop it at once.
-func (m *Manager) claim(id string) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
+// runningLocked is ErrNotRunning before Run and after it ended. The
+// caller holds mu.
+func (m *Manager) runningLocked() error {
 	if m.ctx == nil || m.ctx.Err() != nil {
 		return ErrNotRunning
 	}
+	return nil
+}
+
+// claim marks a deployment busy, so that two operations never start or
+// stop it at once. Undeploy claims too while Run shuts down, so claim
+// does not ask for a running Manager.
+func (m *Manager) claim(id string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
 	if m.busy[id] {
 		return &RequestError{Field: "design", Problem: fmt.Sprintf("%q is being deployed or undeployed; try again", id)}
 	}
@@ -304,20 +317,8 @@ func (m *Manager) take(id string) *deployment {
 
 // Undeploy stops a deployment's generators and instances.
 func (m *Manager) Undeploy(id string) error {
-	m.mu.Lock()
-	_, ok := m.deps[id]
-	m.mu.Unlock()
-	if !ok {
-		return &NotDeployedError{ID: id}
-	}
-	m.mu.Lock()
-	busy := m.busy[id]
-	if !busy {
-		m.busy[id] = true
-	}
-	m.mu.Unlock()
-	if busy {
-		return &RequestError{Field: "design", Problem: fmt.Sprintf("%q is being deployed or undeployed; try again", id)}
+	if err := m.claim(id); err != nil {
+		return err
 	}
 	defer m.unclaim(id)
 	dep := m.take(id)

@@ -41,8 +41,8 @@ func (m *Manager) Get(id string) (Info, error) {
 func (m *Manager) find(id string) (*deployment, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.ctx == nil || m.ctx.Err() != nil {
-		return nil, ErrNotRunning
+	if err := m.runningLocked(); err != nil {
+		return nil, err
 	}
 	if dep := m.deps[id]; dep != nil {
 		return dep, nil

@@ -131,6 +131,8 @@ func checkTopicExists(ctx context.Context, cl *kgo.Client, topic, brokers string
 	return nil
 }
 
+// splitBrokers splits a comma-separated address list, dropping empty
+// items (gen's and serve's --brokers).
 func splitBrokers(s string) []string {
 	var out []string
 	for b := range strings.SplitSeq(s, ",") {

@@ -10,7 +10,6 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 	"time"
 
@@ -74,7 +73,7 @@ func runServe(ctx context.Context, args []string, stdout io.Writer) error {
 		}
 		defer b.Close()
 	}
-	bootstrap := splitList(*brokers)
+	bootstrap := splitBrokers(*brokers)
 	if len(bootstrap) == 0 && b != nil {
 		bootstrap = b.Addrs()
 	}
@@ -163,17 +162,6 @@ func deployDemo(m *deploy.Manager) error {
 		LateFraction: 0.02,
 		LateByMs:     20_000,
 	})
-}
-
-// splitList splits a comma-separated list, dropping empty items.
-func splitList(s string) []string {
-	var out []string
-	for _, item := range strings.Split(s, ",") {
-		if item = strings.TrimSpace(item); item != "" {
-			out = append(out, item)
-		}
-	}
-	return out
 }
 
 // quietLogger is the deployments' logger: warnings and errors only, so

@@ -9,8 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/braidstream/braid/runtime/internal/assign"
@@ -439,14 +437,13 @@ func (a *App) scanStateDir() error {
 	return nil
 }
 
+// parseTaskDir reads a task state directory's name, "<subtopology>_<partition>".
 func parseTaskDir(name string) (TaskID, bool) {
-	s, p, ok := strings.Cut(name, "_")
-	sub, err1 := strconv.Atoi(s)
-	part, err2 := strconv.ParseInt(p, 10, 32)
-	if !ok || err1 != nil || err2 != nil || sub < 0 || part < 0 {
+	var t assign.Task
+	if err := t.UnmarshalText([]byte(name)); err != nil {
 		return TaskID{}, false
 	}
-	return TaskID{Subtopology: sub, Partition: int32(part)}, true
+	return TaskID{Subtopology: t.Subtopology, Partition: t.Partition}, true
 }
 
 // scheduleProbe triggers the probing rebalance the leader was asked for,

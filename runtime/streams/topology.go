@@ -61,15 +61,6 @@ type subtopology struct {
 	sources []*graphNode
 }
 
-// topics returns the topics the sub-topology reads, in source order.
-func (s *subtopology) topics() []string {
-	var ts []string
-	for _, src := range s.sources {
-		ts = append(ts, src.topics...)
-	}
-	return ts
-}
-
 func newTopology(nodes []*graphNode) *Topology {
 	t := &Topology{nodes: nodes, bySourceTopic: make(map[string]*subtopology)}
 	groups := connectedGroups(nodes)
