@@ -449,6 +449,11 @@ func (im *importer) processors() {
 		case p.group.global:
 			// The catalog has no global stores or tables.
 			kind = "opaque"
+		case ok && kind == "branch":
+			// A branch processor whose children branches() could not
+			// take as its branches: a branch node needs them, so the
+			// processor stays what it can be shown as.
+			kind = "opaque"
 		case !ok:
 			kind = "opaque"
 			// groupBy(Grouped.as("g")) names its key selector g and its
