@@ -15,7 +15,7 @@ TEST_FLAGS := -count=1 -p 2 -timeout 10m
 # Extra arguments for `braid bench pipe`, e.g. make bench BENCH_ARGS='--records 2000000'.
 BENCH_ARGS ?=
 
-.PHONY: run test deps fmt fmt-check vet templ-check test-go fuzz-short fuzz bench
+.PHONY: run test deps fmt fmt-check vet templ-check test-go fuzz-short fuzz bench chaos
 
 run:
 	$(GO) run ./cmd/braid serve
@@ -26,6 +26,14 @@ bench:
 	$(GO) run ./cmd/braid bench restore $(BENCH_ARGS)
 	$(GO) run ./cmd/braid bench windowed $(BENCH_ARGS)
 	$(GO) run ./cmd/braid bench failover $(BENCH_ARGS)
+	$(GO) run ./cmd/braid bench eos $(BENCH_ARGS)
+
+# The long chaos run: worker processes killed with SIGKILL and restarted
+# under exactly-once (and at-least-once), outputs checked against the truth.
+# make test runs a short version (e2e/chaos_test.go). Extra flags: CHAOS_ARGS.
+CHAOS_ARGS ?=
+chaos:
+	$(GO) run ./e2e/chaos/driver $(CHAOS_ARGS)
 
 deps:
 	scripts/install-deps.sh
