@@ -16,37 +16,54 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
-// braidCounts numbers BraidCount calls for their application ids.
+// braidCounts numbers the counts BraidCountWith runs, for their
+// application ids.
 var braidCounts atomic.Int64
 
 // BraidCount is the Braid side of the count benchmark:
 // GroupByKey().Count() with the record cache on, written to out as 8-byte
-// big-endian counts, committing every second. It measures what
-// HandwrittenCount measures: from the call until every record is processed
-// and committed, the state and its changelog included.
+// big-endian counts, at-least-once, committing every second. It measures
+// what HandwrittenCount measures: from the call until every record is
+// processed and committed, the state and its changelog included.
 func BraidCount(ctx context.Context, brokers []string, in, out string, records int) (Result, error) {
-	start := time.Now()
-	b := streams.NewBuilder()
-	b.Stream([]string{in}, streams.WithSerdes(streams.Bytes, streams.Bytes)).
-		GroupByKey().
-		Count(streams.Materialized(streams.StoreOptions{Name: "counts"})).
-		To(out, streams.WithSerdes(streams.Bytes, streams.Int64))
-	topo, err := b.Build()
-	if err != nil {
-		return Result{}, err
+	return BraidCountWith(streams.AtLeastOnce, time.Second)(ctx, brokers, in, out, records)
+}
+
+// BraidCountWith returns BraidCount's count run under guarantee g,
+// committing every commitInterval: what the eos benchmark compares, the
+// same topology and measurement under each guarantee. Each call is a new
+// application, so that it reads the input from the start.
+func BraidCountWith(g streams.Guarantee, commitInterval time.Duration) CountFunc {
+	return func(ctx context.Context, brokers []string, in, out string, records int) (Result, error) {
+		start := time.Now()
+		b := streams.NewBuilder()
+		b.Stream([]string{in}, streams.WithSerdes(streams.Bytes, streams.Bytes)).
+			GroupByKey().
+			Count(streams.Materialized(streams.StoreOptions{Name: "counts"})).
+			To(out, streams.WithSerdes(streams.Bytes, streams.Int64))
+		topo, err := b.Build()
+		if err != nil {
+			return Result{}, err
+		}
+		stateDir, err := os.MkdirTemp("", "braid-bench-count-")
+		if err != nil {
+			return Result{}, err
+		}
+		defer os.RemoveAll(stateDir)
+		prefix := "bench-count-braid"
+		if g == streams.ExactlyOnce {
+			prefix += "-eos"
+		}
+		id := fmt.Sprintf("%s-%d", prefix, braidCounts.Add(1))
+		return runUntilCommitted(ctx, start, topo, streams.Config{
+			ApplicationID:       id,
+			Brokers:             brokers,
+			StateDir:            stateDir,
+			CommitInterval:      commitInterval,
+			ProcessingGuarantee: g,
+			ClientOptions:       ClientOptions(),
+		}, records)
 	}
-	stateDir, err := os.MkdirTemp("", "braid-bench-count-")
-	if err != nil {
-		return Result{}, err
-	}
-	defer os.RemoveAll(stateDir)
-	return runUntilCommitted(ctx, start, topo, streams.Config{
-		ApplicationID:  fmt.Sprintf("bench-count-braid-%d", braidCounts.Add(1)),
-		Brokers:        brokers,
-		StateDir:       stateDir,
-		CommitInterval: time.Second,
-		ClientOptions:  ClientOptions(),
-	}, records)
 }
 
 // runUntilCommitted runs topo until records input records are processed,

@@ -141,18 +141,8 @@ func RunCount(ctx context.Context, opts CountOptions, braid CountFunc) (CountRep
 	}
 	defer cl.Close()
 	adm := kadm.NewClient(cl)
-	if n, err := topicRecords(ctx, adm, CountInputTopic); err != nil {
-		return rep, fmt.Errorf("bench count: %w", err)
-	} else if n != int64(opts.Records) {
-		return rep, fmt.Errorf("bench count: input topic %s holds %d records after seeding, want %d", CountInputTopic, n, opts.Records)
-	}
-	// The truth every output is checked against, computed from the input
-	// as it is in the broker rather than from how Seed makes it.
-	want := map[string]int64{}
-	if _, err := readTopic(ctx, brokers, CountInputTopic, func(r *kgo.Record) error {
-		want[string(r.Key)]++
-		return nil
-	}); err != nil {
+	want, err := keyCounts(ctx, brokers, adm, CountInputTopic, opts.Records)
+	if err != nil {
 		return rep, fmt.Errorf("bench count: %w", err)
 	}
 
@@ -187,7 +177,7 @@ func RunCount(ctx context.Context, opts CountOptions, braid CountFunc) (CountRep
 		case res.Elapsed <= 0 || res.Elapsed > r.Wall:
 			return fmt.Errorf("bench count: %s reports %v elapsed, but its call took %v", r.Name, res.Elapsed, r.Wall)
 		}
-		n, err := checkCounts(ctx, brokers, r.Out, want)
+		n, err := checkCounts(ctx, brokers, r.Out, want, countChecks{})
 		if err != nil {
 			return fmt.Errorf("bench count: %s: %w", r.Name, err)
 		}
@@ -324,24 +314,63 @@ func topicNames(ctx context.Context, cl *kgo.Client) (map[string]bool, error) {
 	return names, nil
 }
 
-// checkCounts reads topic, whose values must be 8-byte big-endian counts,
-// and checks that the last count of every key equals want's and that no
-// other key appears. It returns how many records topic holds.
-func checkCounts(ctx context.Context, brokers []string, topic string, want map[string]int64) (int64, error) {
+// keyCounts checks that the seeded input topic holds records records and
+// returns how many it holds of every key: the truth every count's output
+// is checked against, computed from the input as it is in the broker
+// rather than from how Seed makes it.
+func keyCounts(ctx context.Context, brokers []string, adm *kadm.Client, topic string, records int) (map[string]int64, error) {
+	if n, err := topicRecords(ctx, adm, topic); err != nil {
+		return nil, err
+	} else if n != int64(records) {
+		return nil, fmt.Errorf("input topic %s holds %d records after seeding, want %d", topic, n, records)
+	}
+	want := map[string]int64{}
+	if _, err := readTopic(ctx, brokers, topic, func(r *kgo.Record) error {
+		want[string(r.Key)]++
+		return nil
+	}); err != nil {
+		return nil, err
+	}
+	return want, nil
+}
+
+// countChecks are checkCounts' checks beyond the last counts.
+type countChecks struct {
+	// increasing requires every key's counts to go up from one output
+	// record to the next: a count that repeats or goes down is an update
+	// written twice (a duplicate, or a replay of processing whose output
+	// was already written), which exactly-once must never show.
+	increasing bool
+}
+
+// checkCounts reads topic read-committed (see readTopicAs), whose values
+// must be 8-byte big-endian counts, and checks that the last count of
+// every key equals want's, that no other key appears, and what checks
+// asks for. It returns how many records a read-committed consumer sees in
+// topic.
+func checkCounts(ctx context.Context, brokers []string, topic string, want map[string]int64, checks countChecks) (int64, error) {
 	last := make(map[string]int64, len(want))
-	n, err := readTopic(ctx, brokers, topic, func(r *kgo.Record) error {
+	var notUp int
+	var example string
+	n, err := readTopicAs(ctx, brokers, topic, kgo.ReadCommitted(), func(r *kgo.Record) error {
 		if len(r.Value) != 8 {
 			return fmt.Errorf("output topic %s: record %s[%d]@%d with key %q has a %d-byte value, want an 8-byte count",
 				topic, r.Topic, r.Partition, r.Offset, r.Key, len(r.Value))
 		}
-		last[string(r.Key)] = int64(binary.BigEndian.Uint64(r.Value))
+		c := int64(binary.BigEndian.Uint64(r.Value))
+		if prev, seen := last[string(r.Key)]; checks.increasing && seen && c <= prev {
+			notUp++
+			if example == "" {
+				example = fmt.Sprintf("key %q counts %d at %s[%d]@%d after %d", r.Key, c, r.Topic, r.Partition, r.Offset, prev)
+			}
+		}
+		last[string(r.Key)] = c
 		return nil
 	})
 	if err != nil {
 		return n, err
 	}
 	var missing, wrong, extra int
-	var example string
 	for k, c := range want {
 		got, ok := last[k]
 		switch {
@@ -365,9 +394,12 @@ func checkCounts(ctx context.Context, brokers []string, topic string, want map[s
 			}
 		}
 	}
-	if missing+wrong+extra > 0 {
-		return n, fmt.Errorf("output topic %s (%d records): %d keys missing, %d with a wrong last count, %d unknown; e.g. %s",
-			topic, n, missing, wrong, extra, example)
+	if missing+wrong+extra+notUp > 0 {
+		msg := fmt.Sprintf("output topic %s (%d records): %d keys missing, %d with a wrong last count, %d unknown", topic, n, missing, wrong, extra)
+		if checks.increasing {
+			msg += fmt.Sprintf(", %d counts not above their key's previous one", notUp)
+		}
+		return n, fmt.Errorf("%s; e.g. %s", msg, example)
 	}
 	return n, nil
 }

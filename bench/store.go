@@ -118,20 +118,55 @@ func partitionCount(ctx context.Context, adm *kadm.Client, topic string) (int, e
 
 // readTopic calls each for every record of topic, partition by partition
 // in offset order, from the start to the end offsets listed when it is
-// called, and returns how many records it read. It reads without a group.
+// called, and returns how many records it read. It reads without a group,
+// read-uncommitted.
 func readTopic(ctx context.Context, brokers []string, topic string, each func(*kgo.Record) error) (int64, error) {
+	return readTopicAs(ctx, brokers, topic, kgo.ReadUncommitted(), each)
+}
+
+// readTopicAs is readTopic at isolation level iso. Transaction markers are
+// never passed to each nor counted. Read committed, it sees what a
+// downstream read-committed consumer sees: no record of an aborted
+// transaction. It then requires every transaction on topic to have ended
+// (its last stable offset to equal its end offset): it reads what a
+// finished run left, and an open transaction would hide the records after
+// it from such a consumer for good.
+func readTopicAs(ctx context.Context, brokers []string, topic string, iso kgo.IsolationLevel, each func(*kgo.Record) error) (int64, error) {
 	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ConsumeTopics(topic),
-		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.FetchIsolationLevel(iso),
+		// The markers are kept (and skipped below) so that a partition
+		// whose last offset is one is still read to its end.
+		kgo.KeepControlRecords())
 	if err != nil {
 		return 0, err
 	}
 	defer cl.Close()
-	ends, err := kadm.NewClient(cl).ListEndOffsets(ctx, topic)
+	adm := kadm.NewClient(cl)
+	ends, err := adm.ListEndOffsets(ctx, topic)
 	if err == nil {
 		err = ends.Error()
 	}
 	if err != nil {
 		return 0, fmt.Errorf("listing end offsets of %s: %w", topic, err)
+	}
+	if iso == kgo.ReadCommitted() {
+		stable, err := adm.ListCommittedOffsets(ctx, topic)
+		if err == nil {
+			err = stable.Error()
+		}
+		if err != nil {
+			return 0, fmt.Errorf("listing last stable offsets of %s: %w", topic, err)
+		}
+		var open error
+		ends.Each(func(end kadm.ListedOffset) {
+			if s, ok := stable.Lookup(topic, end.Partition); open == nil && (!ok || s.Offset != end.Offset) {
+				open = fmt.Errorf("%s[%d] has a transaction open: last stable offset %d, end offset %d", topic, end.Partition, s.Offset, end.Offset)
+			}
+		})
+		if open != nil {
+			return 0, open
+		}
 	}
 	left := map[int32]int64{} // partition -> end offset, for those not read to the end
 	ends.Each(func(o kadm.ListedOffset) {
@@ -158,10 +193,12 @@ func readTopic(ctx context.Context, brokers []string, topic string, each func(*k
 				if r.Offset >= end {
 					break
 				}
-				if eachErr = each(r); eachErr != nil {
-					return
+				if !r.Attrs.IsControl() {
+					if eachErr = each(r); eachErr != nil {
+						return
+					}
+					n++
 				}
-				n++
 				if r.Offset+1 >= end {
 					delete(left, p.Partition)
 				}

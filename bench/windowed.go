@@ -203,7 +203,7 @@ func RunWindowed(ctx context.Context, opts WindowedOptions, windowed, count Coun
 	)
 	width := max(len(windowedName), len(countName), len(warmName))
 
-	checkCount := func(out string) (int64, error) { return checkCounts(ctx, brokers, out, truth.perKey) }
+	checkCount := func(out string) (int64, error) { return checkCounts(ctx, brokers, out, truth.perKey, countChecks{}) }
 	checkWindowed := func(out string) (int64, error) {
 		return checkWindowCounts(ctx, brokers, out, truth.windows)
 	}
