@@ -9,8 +9,6 @@ import (
 	"math/rand/v2"
 	"os"
 	"runtime"
-	"runtime/pprof"
-	"slices"
 	"sync/atomic"
 	"time"
 
@@ -208,87 +206,32 @@ func RunWindowed(ctx context.Context, opts WindowedOptions, windowed, count Coun
 		return checkWindowCounts(ctx, brokers, out, truth.windows)
 	}
 
-	// measure runs one side to r.Out and checks what it wrote with check.
-	// The side runs under the pprof label bench=<side>, which the
-	// goroutines it starts inherit, so that a CPU profile of the whole
-	// run tells the sides apart (go tool pprof -tagfocus bench=windowed).
-	measure := func(r *Run, side string, fn CountFunc, check func(out string) (int64, error), warmUp bool) error {
-		before, err := topicNames(ctx, cl)
-		if err != nil {
-			return fmt.Errorf("bench windowed: %w", err)
-		}
-		if err := EnsureTopic(ctx, adm, r.Out, opts.Partitions); err != nil {
-			return fmt.Errorf("bench windowed: %w", err)
-		}
-		var res Result
-		t := time.Now()
-		pprof.Do(ctx, pprof.Labels("bench", side), func(ctx context.Context) {
-			res, err = fn(ctx, brokers, WindowedInputTopic, r.Out, opts.Records)
-		})
-		r.Wall = time.Since(t)
-		if err != nil {
-			return fmt.Errorf("bench windowed: %s: %w", r.Name, err)
-		}
-		r.Result = res
-		switch {
-		case res.Records != opts.Records:
-			return fmt.Errorf("bench windowed: %s reports %d records processed, want %d", r.Name, res.Records, opts.Records)
-		case res.Elapsed <= 0 || res.Elapsed > r.Wall:
-			return fmt.Errorf("bench windowed: %s reports %v elapsed, but its call took %v", r.Name, res.Elapsed, r.Wall)
-		}
-		n, err := check(r.Out)
-		if err != nil {
-			return fmt.Errorf("bench windowed: %s: %w", r.Name, err)
-		}
-		r.OutRecords = n
-		line := runLine(width, r.Name, res.Records, res.Elapsed, res.PerSecond(), warmUp)
-		line += fmt.Sprintf("  (%d output records)", n)
-		fmt.Fprintln(w, line)
-
-		if err := deleteTopicsSince(ctx, cl, adm, before); err != nil {
-			return fmt.Errorf("bench windowed: %w", err)
-		}
-		return nil
-	}
-
+	runs := &countRuns{bench: "bench windowed", brokers: brokers, cl: cl, adm: adm, in: WindowedInputTopic,
+		partitions: opts.Partitions, records: opts.Records, w: w, width: width}
 	if !opts.NoWarmUp {
 		rep.WarmUp = Run{Name: warmName, Out: WindowedWarmUpOutputTopic}
-		if err := measure(&rep.WarmUp, "warm-up", count, checkCount, true); err != nil {
+		if err := runs.measure(ctx, &rep.WarmUp, "warm-up", count, checkCount, true); err != nil {
 			return rep, err
 		}
 	}
 	windowedRounds := make([]Run, opts.Rounds)
 	countRounds := make([]Run, opts.Rounds)
-	for round := range opts.Rounds {
-		measureCount := func() error {
-			countRounds[round] = Run{Name: countName, Out: WindowedCountOutputTopic}
-			return measure(&countRounds[round], "count", count, checkCount, false)
-		}
-		if round%2 == 0 {
-			if err := measureCount(); err != nil {
-				return rep, err
-			}
-		}
+	err = alternate(opts.Rounds, func(round int) error {
+		countRounds[round] = Run{Name: countName, Out: WindowedCountOutputTopic}
+		return runs.measure(ctx, &countRounds[round], "count", count, checkCount, false)
+	}, func(round int) error {
 		windowedRounds[round] = Run{Name: windowedName, Gated: true, Out: WindowedOutputTopic}
-		if err := measure(&windowedRounds[round], "windowed", windowed, checkWindowed, false); err != nil {
-			return rep, err
-		}
-		if round%2 == 1 {
-			if err := measureCount(); err != nil {
-				return rep, err
-			}
-		}
+		return runs.measure(ctx, &windowedRounds[round], "windowed", windowed, checkWindowed, false)
+	})
+	if err != nil {
+		return rep, err
 	}
 	rep.Rounds = opts.Rounds
 	rep.Count = medianRun(countRounds)
 	rep.Windowed = medianRun(windowedRounds)
 	// The gate is the median of each round's own ratio, as in RunPipe.
-	ratios := make([]float64, opts.Rounds)
-	for round := range opts.Rounds {
-		ratios[round] = windowedRounds[round].PerSecond() / countRounds[round].PerSecond()
-	}
-	slices.Sort(ratios)
-	rep.Ratio = ratios[(len(ratios)-1)/2]
+	var ratios []float64
+	ratios, rep.Ratio = roundRatios(windowedRounds, countRounds)
 	fmt.Fprintf(w, "medians of %d rounds:\n", opts.Rounds)
 	fmt.Fprintf(w, "  %-*s  %9s rec/s\n", width, rep.Count.Name, thousands(rep.Count.PerSecond()))
 	fmt.Fprintf(w, "  %-*s  %9s rec/s\n", width, rep.Windowed.Name, thousands(rep.Windowed.PerSecond()))

@@ -1,0 +1,107 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"runtime/pprof"
+	"slices"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// countRuns measures CountFuncs over one input topic, one run at a time:
+// the runs of the benchmarks that compare two Braid counts (RunWindowed,
+// RunEOS).
+type countRuns struct {
+	bench      string // the benchmark, "bench eos", that prefixes errors
+	brokers    []string
+	cl         *kgo.Client
+	adm        *kadm.Client
+	in         string // the input topic
+	partitions int
+	records    int
+	w          io.Writer // where the run lines go
+	width      int       // of the run names in the lines
+}
+
+// measure runs fn from the input to r.Out, which it creates first with
+// the input's partition count, under the pprof label bench=side, which
+// the goroutines fn starts inherit, so that a CPU profile of the whole
+// benchmark tells the sides apart (go tool pprof -tagfocus bench=<side>).
+// It then checks what the run wrote with check (not timed), writes the
+// run's line and deletes every topic the run created, so that each run
+// starts with the broker holding only the input.
+func (c *countRuns) measure(ctx context.Context, r *Run, side string, fn CountFunc, check func(out string) (int64, error), warmUp bool) error {
+	before, err := topicNames(ctx, c.cl)
+	if err != nil {
+		return fmt.Errorf("%s: %w", c.bench, err)
+	}
+	if err := EnsureTopic(ctx, c.adm, r.Out, c.partitions); err != nil {
+		return fmt.Errorf("%s: %w", c.bench, err)
+	}
+	var res Result
+	t := time.Now()
+	pprof.Do(ctx, pprof.Labels("bench", side), func(ctx context.Context) {
+		res, err = fn(ctx, c.brokers, c.in, r.Out, c.records)
+	})
+	r.Wall = time.Since(t)
+	if err != nil {
+		return fmt.Errorf("%s: %s: %w", c.bench, r.Name, err)
+	}
+	r.Result = res
+	switch {
+	case res.Records != c.records:
+		return fmt.Errorf("%s: %s reports %d records processed, want %d", c.bench, r.Name, res.Records, c.records)
+	case res.Elapsed <= 0 || res.Elapsed > r.Wall:
+		return fmt.Errorf("%s: %s reports %v elapsed, but its call took %v", c.bench, r.Name, res.Elapsed, r.Wall)
+	}
+	n, err := check(r.Out)
+	if err != nil {
+		return fmt.Errorf("%s: %s: %w", c.bench, r.Name, err)
+	}
+	r.OutRecords = n
+	line := runLine(c.width, r.Name, res.Records, res.Elapsed, res.PerSecond(), warmUp)
+	line += fmt.Sprintf("  (%d output records)", n)
+	fmt.Fprintln(c.w, line)
+
+	if err := deleteTopicsSince(ctx, c.cl, c.adm, before); err != nil {
+		return fmt.Errorf("%s: %w", c.bench, err)
+	}
+	return nil
+}
+
+// alternate runs rounds rounds of two sides, interleaved so that neither
+// always runs first (the first run after another meets a heap and a
+// broker log the other left): even rounds run a then b, odd rounds b then
+// a. It stops at the first error.
+func alternate(rounds int, a, b func(round int) error) error {
+	for round := range rounds {
+		first, second := a, b
+		if round%2 == 1 {
+			first, second = b, a
+		}
+		if err := first(round); err != nil {
+			return err
+		}
+		if err := second(round); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// roundRatios returns each round's records/s of num over den's, sorted,
+// and their median (the lower middle one for an even count): a ratio
+// taken within rounds, as RunPipe's, is steadier than one of medians
+// taken minutes apart.
+func roundRatios(num, den []Run) (ratios []float64, median float64) {
+	ratios = make([]float64, len(num))
+	for round := range num {
+		ratios[round] = num[round].PerSecond() / den[round].PerSecond()
+	}
+	slices.Sort(ratios)
+	return ratios, ratios[(len(ratios)-1)/2]
+}
