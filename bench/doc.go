@@ -13,4 +13,21 @@
 //	RESULT pipe ratio=<braid/raw> braid=<rec/s> raw=<rec/s>
 //
 // for the gated variant.
+//
+// The other benchmarks run the same way, each on its own embedded broker,
+// and end in a RESULT line of their own, with their target beside them:
+//
+//   - RunCount, `braid bench count`: a hand-written franz-go + pebble count
+//     against Braid's GroupByKey().Count() (CountTarget).
+//   - RunRestore, `braid bench restore`: a plain consumer writing pebble
+//     batches against Braid restoring a store from its changelog
+//     (RestoreTarget).
+//   - RunWindowed, `braid bench windowed`: Braid's tumbling-window count
+//     against its plain count (WindowedTarget).
+//   - RunFailover, `braid bench failover`: one of several instances of a
+//     count crashed, with a standby and without: detection, recovery and
+//     downtime per task (FailoverTarget).
+//   - RunEOS, `braid bench eos`: Braid's count exactly-once, a
+//     transaction every 100 ms, against the same count at-least-once,
+//     outputs read back read-committed (EOSTarget).
 package bench

@@ -12,12 +12,13 @@ import (
 )
 
 func runBench(ctx context.Context, args []string, stdout io.Writer) error {
-	const list = "Usage: braid bench <pipe|count|restore|windowed|failover> [flags]\n\nBenchmarks:\n" +
+	const list = "Usage: braid bench <pipe|count|restore|windowed|failover|eos> [flags]\n\nBenchmarks:\n" +
 		"  pipe      a hand-written franz-go pipe against a Braid Filter+MapValues topology\n" +
 		"  count     a hand-written franz-go + pebble count against Braid's GroupByKey().Count()\n" +
 		"  restore   a plain consumer writing pebble batches against Braid restoring a store\n" +
 		"  windowed  Braid's tumbling-window count (emit final) against its plain Count()\n" +
-		"  failover  crash one of 3 instances of a count, with 1 standby and with none: per-task detection, recovery, downtime"
+		"  failover  crash one of 3 instances of a count, with 1 standby and with none: per-task detection, recovery, downtime\n" +
+		"  eos       Braid's Count() exactly-once (a transaction every 100ms) against at-least-once (committing every 1s)"
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" {
 		fmt.Fprintln(stdout, list)
 		if len(args) == 0 {
@@ -26,8 +27,8 @@ func runBench(ctx context.Context, args []string, stdout io.Writer) error {
 		return nil
 	}
 	name := args[0]
-	if name != "pipe" && name != "count" && name != "restore" && name != "windowed" && name != "failover" {
-		return fmt.Errorf("bench: unknown benchmark %q (known: pipe, count, restore, windowed, failover)", name)
+	if name != "pipe" && name != "count" && name != "restore" && name != "windowed" && name != "failover" && name != "eos" {
+		return fmt.Errorf("bench: unknown benchmark %q (known: pipe, count, restore, windowed, failover, eos)", name)
 	}
 	defaultRecords, defaultKeys, defaultPartitions := 1_000_000, 10_000, 4
 	if name == "restore" || name == "failover" {
@@ -94,6 +95,8 @@ func runBench(ctx context.Context, args []string, stdout io.Writer) error {
 		_, err = bench.RunRestore(ctx, bench.RestoreOptions{Records: *records, Keys: *keys, Partitions: *partitions, Rounds: rounds, Out: stdout}, bench.BraidRestore)
 	case "windowed":
 		_, err = bench.RunWindowed(ctx, bench.WindowedOptions{Records: *records, Keys: *keys, Partitions: *partitions, EventRate: eventRate, Rounds: rounds, Out: stdout}, bench.BraidWindowedCount, bench.BraidCount)
+	case "eos":
+		_, err = bench.RunEOS(ctx, bench.EOSOptions{Records: *records, Keys: *keys, Partitions: *partitions, Rounds: rounds, Out: stdout})
 	case "failover":
 		_, err = bench.RunFailover(ctx, bench.FailoverOptions{Records: *records, Keys: *keys, Partitions: *partitions, Instances: instances,
 			SessionTimeout: sessionTimeout, Rate: rate, Out: stdout})

@@ -28,6 +28,7 @@ func TestHelp(t *testing.T) {
 		{"bench", "pipe", "--help"},
 		{"bench", "windowed", "--help"},
 		{"bench", "failover", "--help"},
+		{"bench", "eos", "--help"},
 	} {
 		t.Run(strings.Join(args, " "), func(t *testing.T) {
 			var out bytes.Buffer
