@@ -110,6 +110,11 @@ type App struct {
 	clientCancel context.CancelFunc
 	crashing     atomic.Bool
 
+	// txn is set under ExactlyOnce (see eos.go). crashAt, set by tests
+	// only, says whether to crash at a crash point of a commit.
+	txn     *transactions
+	crashAt func(point string) bool
+
 	// restored delivers finished restorations to the processing goroutine;
 	// waker cuts its poll short when one finishes.
 	restored chan *restoration
@@ -154,6 +159,9 @@ func New(topo *Topology, cfg Config) (*App, error) {
 		byTP:      make(map[TopicPartition]*partitionQueue),
 		taskOf:    make(map[TopicPartition]*task),
 		restored:  make(chan *restoration),
+	}
+	if cfg.ProcessingGuarantee == ExactlyOnce {
+		a.txn = &transactions{}
 	}
 	a.clientCtx, a.clientCancel = context.WithCancel(context.Background())
 	a.standby = newStandbys(a)
@@ -212,7 +220,7 @@ func (a *App) Run(ctx context.Context) error {
 	// not part of it, so a restart resumes exactly there.
 	closeCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if err := a.commit(closeCtx); err != nil {
+	if err := a.finalCommit(closeCtx, runErr != nil); err != nil {
 		err = fmt.Errorf("committing on shutdown: %w", err)
 		if runErr == nil {
 			runErr = err
@@ -227,6 +235,16 @@ func (a *App) Run(ctx context.Context) error {
 	}
 	a.setState(NotRunning)
 	return nil
+}
+
+// finalCommit commits what was processed when Run ends. Under
+// exactly-once a failure aborts instead: the failed record may have left
+// part of its outputs in the transaction.
+func (a *App) finalCommit(ctx context.Context, failed bool) error {
+	if a.txn != nil {
+		return a.finishTransaction(ctx, failed)
+	}
+	return a.commit(ctx)
 }
 
 // start readies the App to poll: topics, the state left on disk, the
@@ -400,6 +418,15 @@ func (a *App) loop(ctx context.Context) error {
 		if ctx.Err() != nil {
 			return nil
 		}
+		if a.txn != nil {
+			if err := a.afterPollExactlyOnce(ctx, fetches, &lastCommit); err != nil {
+				if ctx.Err() != nil {
+					return nil
+				}
+				return err
+			}
+			continue
+		}
 		if err := a.resumeRestored(); err != nil {
 			a.kc().AllowRebalance()
 			return err
@@ -410,6 +437,8 @@ func (a *App) loop(ctx context.Context) error {
 		}
 		err := a.processFetches(fetches)
 		a.kc().AllowRebalance()
+		// Under at-least-once a revocation commits, so the commit may
+		// come after the rebalance is allowed.
 		if err != nil {
 			return err
 		}
@@ -458,6 +487,9 @@ func (a *App) processFetches(fetches kgo.Fetches) error {
 			touched = append(touched, t)
 		}
 	})
+	if a.txn != nil && len(touched) > 0 {
+		a.txn.dirty.Store(true)
+	}
 	if err := a.processRoundRobin(touched); err != nil {
 		a.publishStats()
 		return err

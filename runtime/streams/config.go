@@ -21,8 +21,11 @@ const (
 	// AtLeastOnce flushes outputs before committing input offsets, so no
 	// record is lost; after a failure some may be processed twice.
 	AtLeastOnce Guarantee = iota
-	// ExactlyOnce will carry outputs, changelog writes and input offsets in
-	// one Kafka transaction. Not implemented yet: Validate refuses it.
+	// ExactlyOnce carries each commit interval's outputs, changelog writes
+	// and input offsets in one Kafka transaction, reads only committed
+	// records (restores and standbys included), and applies a store's
+	// writes to pebble only once their transaction committed, so that a
+	// crash never leaves state that has to be wiped (see eos.go).
 	ExactlyOnce
 )
 
@@ -80,11 +83,21 @@ type Config struct {
 	StateDir string
 
 	// CommitInterval is how often processed offsets are committed. Default
-	// 30 s, as in Kafka Streams with at-least-once.
+	// 30 s under AtLeastOnce and 100 ms under ExactlyOnce, as in Kafka
+	// Streams: under exactly-once a commit ends a transaction, and readers
+	// downstream see nothing of it before.
 	CommitInterval time.Duration
 
 	// ProcessingGuarantee defaults to AtLeastOnce.
 	ProcessingGuarantee Guarantee
+
+	// TransactionTimeout bounds, under ExactlyOnce, how long a transaction
+	// of a crashed instance may stay open before the broker aborts it;
+	// until then read-committed readers of the partitions it wrote wait.
+	// A restarted instance with the same InstanceID aborts it at once (the
+	// transactional id is <ApplicationID>-<InstanceID>). Default 10 s, as
+	// in Kafka Streams; it must exceed CommitInterval.
+	TransactionTimeout time.Duration
 
 	// DefaultKeySerde and DefaultValueSerde serialize at sinks whose stream
 	// has no known serde (after a Map, say) and To was given none.
@@ -195,6 +208,12 @@ func (c Config) withDefaults() Config {
 	}
 	if c.CommitInterval == 0 {
 		c.CommitInterval = 30 * time.Second
+		if c.ProcessingGuarantee == ExactlyOnce {
+			c.CommitInterval = 100 * time.Millisecond
+		}
+	}
+	if c.TransactionTimeout == 0 {
+		c.TransactionTimeout = 10 * time.Second
 	}
 	if c.DefaultKeySerde == nil {
 		c.DefaultKeySerde = Bytes
@@ -263,7 +282,9 @@ func (c Config) Validate() error {
 	switch c.ProcessingGuarantee {
 	case AtLeastOnce:
 	case ExactlyOnce:
-		errs = append(errs, fmt.Errorf("config ProcessingGuarantee: %w", ErrNotExactlyOnceYet))
+		if c.TransactionTimeout > 0 && c.TransactionTimeout <= c.CommitInterval {
+			bad("TransactionTimeout", "%v must exceed CommitInterval (%v): a transaction stays open for a commit interval", c.TransactionTimeout, c.CommitInterval)
+		}
 	default:
 		bad("ProcessingGuarantee", "unknown value %d", int(c.ProcessingGuarantee))
 	}
@@ -282,6 +303,9 @@ func (c Config) Validate() error {
 	}
 	if c.MaxPollRecords < 0 {
 		bad("MaxPollRecords", "%d is negative", c.MaxPollRecords)
+	}
+	if c.TransactionTimeout < 0 {
+		bad("TransactionTimeout", "%v is negative", c.TransactionTimeout)
 	}
 	if c.SessionTimeout < 0 {
 		bad("SessionTimeout", "%v is negative", c.SessionTimeout)

@@ -1,7 +1,6 @@
 package streams_test
 
 import (
-	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -27,8 +26,7 @@ func TestConfigValidate(t *testing.T) {
 		modify func(*streams.Config)
 		// want lists substrings of the error, each naming a problem;
 		// none means the config is valid.
-		want   []string
-		wantIs error
+		want []string
 	}{
 		{name: "minimal", modify: func(*streams.Config) {}},
 		{
@@ -53,23 +51,29 @@ func TestConfigValidate(t *testing.T) {
 				c.ApplicationID = ""
 				c.Brokers = nil
 				c.CommitInterval = -time.Second
-				c.ProcessingGuarantee = streams.ExactlyOnce
+				c.TransactionTimeout = -time.Second
 				c.Hooks = []streams.Hook{configStateHook{}, configNotAHook{}}
 			},
 			want: []string{
 				"ApplicationID: is required",
 				"Brokers: at least one",
 				"CommitInterval: -1s is negative",
-				"ProcessingGuarantee: exactly-once processing is not implemented yet",
+				"TransactionTimeout: -1s is negative",
 				"Hooks: hook 1 (streams_test.configNotAHook) implements no hook interface",
 			},
-			wantIs: streams.ErrNotExactlyOnceYet,
 		},
 		{
-			name:   "exactly-once alone",
+			name:   "exactly-once with its defaults",
 			modify: func(c *streams.Config) { c.ProcessingGuarantee = streams.ExactlyOnce },
-			want:   []string{"ProcessingGuarantee"},
-			wantIs: streams.ErrNotExactlyOnceYet,
+		},
+		{
+			name: "exactly-once with a transaction timeout shorter than a commit interval",
+			modify: func(c *streams.Config) {
+				c.ProcessingGuarantee = streams.ExactlyOnce
+				c.CommitInterval = 5 * time.Second
+				c.TransactionTimeout = 2 * time.Second
+			},
+			want: []string{"TransactionTimeout: 2s must exceed CommitInterval (5s)"},
 		},
 		{
 			name:   "application id with a space",
@@ -182,9 +186,6 @@ func TestConfigValidate(t *testing.T) {
 			if got := strings.Count(err.Error(), "\n") + 1; got != len(tt.want) {
 				t.Errorf("Validate() reported %d problems, want %d:\n%v", got, len(tt.want), err)
 			}
-			if tt.wantIs != nil && !errors.Is(err, tt.wantIs) {
-				t.Errorf("errors.Is(%v, %v) = false", err, tt.wantIs)
-			}
 
 			// New refuses the same config with the same error.
 			topo := configTestTopology(t)
@@ -197,9 +198,6 @@ func TestConfigValidate(t *testing.T) {
 			}
 			if !strings.Contains(newErr.Error(), err.Error()) {
 				t.Errorf("New error %q does not carry Validate's %q", newErr, err)
-			}
-			if tt.wantIs != nil && !errors.Is(newErr, tt.wantIs) {
-				t.Errorf("errors.Is(New error, %v) = false", tt.wantIs)
 			}
 		})
 	}

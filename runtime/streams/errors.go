@@ -1,14 +1,8 @@
 package streams
 
 import (
-	"errors"
 	"fmt"
 )
-
-// ErrNotExactlyOnceYet is returned by Config.Validate when exactly-once is
-// asked for: it is designed for (see the package documentation of Config)
-// but not implemented in this version.
-var ErrNotExactlyOnceYet = errors.New("exactly-once processing is not implemented yet; use AtLeastOnce")
 
 // DeserializationError says a consumed record's key or value could not be
 // decoded, or its timestamp could not be extracted. It names the record

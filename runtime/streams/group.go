@@ -55,6 +55,14 @@ func (a *App) startClient() error {
 		kgo.RecordPartitioner(streamsPartitioner{changelogs: a.changelogTopics()}),
 	)
 	a.produceCtx = context.Background()
+	if a.txn != nil {
+		cl, err := a.startTransactions(append(opts, a.exactlyOnceOptions()...))
+		if err != nil {
+			return err
+		}
+		a.client.Store(cl)
+		return nil
+	}
 	cl, err := kgo.NewClient(opts...)
 	if err != nil {
 		return fmt.Errorf("creating client: %w", err)
@@ -88,7 +96,7 @@ func (a *App) listEnds(ctx context.Context, topics []string) (map[string]map[int
 	if cl == nil {
 		return nil, errors.New("the client is not ready yet")
 	}
-	listed, err := kadm.NewClient(cl).ListEndOffsets(ctx, topics...)
+	listed, err := a.listChangelogEnds(ctx, kadm.NewClient(cl), topics...)
 	if err == nil {
 		err = listed.Error()
 	}
@@ -109,19 +117,12 @@ func (a *App) listEnds(ctx context.Context, topics []string) (map[string]map[int
 // processed since the last commit. Order matters: an offset is committed
 // only once the outputs of the records before it are acknowledged.
 func (a *App) commit(ctx context.Context) error {
+	if a.txn != nil {
+		return a.commitTransaction(ctx)
+	}
 	a.tasksMu.Lock()
 	defer a.tasksMu.Unlock()
-	offsets := make(map[string]map[int32]kgo.EpochOffset)
-	var queues []*partitionQueue
-	for _, q := range a.byTP {
-		if q.next.Offset > q.committed {
-			if offsets[q.tp.Topic] == nil {
-				offsets[q.tp.Topic] = make(map[int32]kgo.EpochOffset)
-			}
-			offsets[q.tp.Topic][q.tp.Partition] = q.next
-			queues = append(queues, q)
-		}
-	}
+	offsets, queues := a.processedOffsets()
 	stateful := false
 	for _, t := range a.tasks {
 		if t.restoring == nil && len(t.storeList) > 0 {
@@ -184,6 +185,45 @@ func (a *App) commit(ctx context.Context) error {
 	if commitErr != nil {
 		return fmt.Errorf("committing offsets: %w", commitErr)
 	}
+	a.committed(ctx, queues, start)
+	return nil
+}
+
+// listChangelogEnds lists the offsets up to which changelogs can be read:
+// their ends, or under exactly-once their last stable offsets, since a
+// read-committed reader cannot read past an open transaction (one a
+// crashed instance left open stays so until it is aborted).
+func (a *App) listChangelogEnds(ctx context.Context, adm *kadm.Client, topics ...string) (kadm.ListedOffsets, error) {
+	if a.txn != nil {
+		return adm.ListCommittedOffsets(ctx, topics...)
+	}
+	return adm.ListEndOffsets(ctx, topics...)
+}
+
+// processedOffsets returns the offsets to commit: of each input partition
+// processed since the last commit, the offset after its last processed
+// record. The caller holds tasksMu.
+func (a *App) processedOffsets() (map[string]map[int32]kgo.EpochOffset, []*partitionQueue) {
+	offsets := make(map[string]map[int32]kgo.EpochOffset)
+	var queues []*partitionQueue
+	for _, q := range a.byTP {
+		if q.next.Offset > q.committed {
+			if offsets[q.tp.Topic] == nil {
+				offsets[q.tp.Topic] = make(map[int32]kgo.EpochOffset)
+			}
+			offsets[q.tp.Topic][q.tp.Partition] = q.next
+			queues = append(queues, q)
+		}
+	}
+	return offsets, queues
+}
+
+// committed records that the offsets of queues are committed, reports the
+// commit that began at start and purges what no one reads again.
+func (a *App) committed(ctx context.Context, queues []*partitionQueue, start time.Time) {
+	if len(queues) == 0 {
+		return
+	}
 	committed := make(map[TopicPartition]int64, len(queues))
 	for _, q := range queues {
 		q.committed = q.next.Offset
@@ -194,7 +234,6 @@ func (a *App) commit(ctx context.Context) error {
 		h.OnCommit(ev)
 	}
 	a.purgeRepartitions(ctx, committed)
-	return nil
 }
 
 // markStreamTimes writes the stream time of every task with windowed

@@ -34,7 +34,7 @@ func (a *App) onAssigned(ctx context.Context, cl *kgo.Client, assigned map[strin
 	left := a.leaveSuspended(plan)
 	a.standby.queue(a.placeReplicas(plan, left))
 	starting := append(slices.Clone(arrived), resumed...)
-	if ends, err := changelogEnds(ctx, kadm.NewClient(cl), starting, nil); err != nil {
+	if ends, err := a.changelogEnds(ctx, kadm.NewClient(cl), starting, nil); err != nil {
 		a.setAsyncError(err)
 	} else {
 		a.startRestores(ctx, cl, starting, ends)
@@ -223,6 +223,10 @@ func (a *App) taskEvent(t *task, clean bool) TaskEvent {
 // processes again.
 func (a *App) onRevoked(ctx context.Context, cl *kgo.Client, _ map[string][]int32) {
 	a.client.Store(cl)
+	if a.txn != nil {
+		a.revokedExactlyOnce(false)
+		return
+	}
 	if a.crashing.Load() {
 		a.dropTasks(false)
 		return
@@ -246,6 +250,10 @@ func (a *App) onRevoked(ctx context.Context, cl *kgo.Client, _ map[string][]int3
 // onLost drops the tasks without committing: another member may own them
 // already, and its commits must not be overwritten.
 func (a *App) onLost(_ context.Context, _ *kgo.Client, _ map[string][]int32) {
+	if a.txn != nil {
+		a.revokedExactlyOnce(true)
+		return
+	}
 	a.enterRebalancing()
 	a.dropTasks(false)
 }

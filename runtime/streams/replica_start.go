@@ -101,7 +101,7 @@ func (s *standbys) startDue(ctx context.Context) {
 		}
 		opened = append(opened, sb)
 	}
-	ends, err := changelogEnds(ctx, kadm.NewClient(a.kc()), nil, opened)
+	ends, err := a.changelogEnds(ctx, kadm.NewClient(a.kc()), nil, opened)
 	if err != nil {
 		// Try again later, unless the App is going away.
 		s.pending = append(opened, s.pending...)

@@ -52,7 +52,7 @@ type restoration struct {
 // changelogEnds lists, in one request, the end offsets of the changelogs
 // of tasks and replicas: the offsets their restores run to, and where
 // replicas start to measure their lag.
-func changelogEnds(ctx context.Context, adm *kadm.Client, tasks []*task, replicas []*standbyTask) (kadm.ListedOffsets, error) {
+func (a *App) changelogEnds(ctx context.Context, adm *kadm.Client, tasks []*task, replicas []*standbyTask) (kadm.ListedOffsets, error) {
 	var topics []string
 	add := func(stores []*taskStore) {
 		for _, st := range stores {
@@ -70,7 +70,7 @@ func changelogEnds(ctx context.Context, adm *kadm.Client, tasks []*task, replica
 	if len(topics) == 0 {
 		return nil, nil
 	}
-	ends, err := adm.ListEndOffsets(ctx, topics...)
+	ends, err := a.listChangelogEnds(ctx, adm, topics...)
 	if err == nil {
 		err = ends.Error()
 	}
@@ -153,6 +153,7 @@ func (a *App) runRestore(ctx context.Context, t *task, stores []*storeRestore) e
 		kgo.FetchMaxBytes(64 << 20),
 		kgo.FetchMaxPartitionBytes(16 << 20),
 	}, a.cfg.ClientOptions...)
+	opts = append(opts, a.readOptions()...)
 	opts = append(opts, kgo.SeedBrokers(a.cfg.Brokers...), kgo.ConsumePartitions(parts), kgo.WithContext(a.clientCtx))
 	cl, err := kgo.NewClient(opts...)
 	if err != nil {
@@ -284,6 +285,12 @@ func (a *App) wakePoll() {
 // windowed store takes its stream time from its markers only (see
 // taskStore.markStreamTime).
 func (st *taskStore) restoreEntry(r *kgo.Record) (e state.Entry, streamTime int64, apply bool, err error) {
+	if r.Attrs.IsControl() {
+		// A transaction's commit or abort marker: it changes nothing,
+		// but takes an offset, which a restore must pass to reach its
+		// end.
+		return state.Entry{}, -1, false, nil
+	}
 	if st.win == nil {
 		return state.Entry{Key: r.Key, Value: r.Value}, r.Timestamp.UnixMilli(), true, nil
 	}

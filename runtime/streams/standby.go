@@ -139,6 +139,7 @@ func (a *App) startStandbys() error {
 		kgo.FetchMaxBytes(64 << 20),
 		kgo.FetchMaxPartitionBytes(16 << 20),
 	}, a.cfg.ClientOptions...)
+	opts = append(opts, a.readOptions()...)
 	opts = append(opts, kgo.SeedBrokers(a.cfg.Brokers...), kgo.WithContext(a.clientCtx),
 		kgo.WithLogger(kgoLogger{a.log.With("client", "standby")}))
 	cl, err := kgo.NewClient(opts...)
@@ -201,7 +202,11 @@ func (s *standbys) apply(fetches kgo.Fetches) {
 		if f == nil {
 			return // released meanwhile
 		}
-		f.end = max(f.end, p.HighWatermark)
+		end := p.HighWatermark
+		if s.app.txn != nil {
+			end = p.LastStableOffset // what a read-committed reader can reach
+		}
+		f.end = max(f.end, end)
 		n, err := f.applyRecords(p.Records)
 		if err != nil {
 			s.app.log.Error("standby stopped", "task", f.task.id.String(), "err", err)
@@ -247,7 +252,9 @@ func (f *followedStore) applyRecords(recs []*kgo.Record) (int, error) {
 		}
 		cp.StreamTime = max(cp.StreamTime, ts)
 		cp.ChangelogOffset = r.Offset + 1
-		f.lastTimestamp = r.Timestamp.UnixMilli()
+		if !r.Attrs.IsControl() {
+			f.lastTimestamp = r.Timestamp.UnixMilli()
+		}
 		applied = max(applied, 0)
 		if apply {
 			entries = append(entries, e)

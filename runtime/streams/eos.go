@@ -1,0 +1,400 @@
+package streams
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// Exactly-once.
+//
+// Under ExactlyOnce the App's client is a franz-go GroupTransactSession
+// with the transactional id <ApplicationID>-<InstanceID>: one producer per
+// instance, fencing its own predecessor when it starts, and one
+// transaction per commit interval. Every consumer of the App reads
+// committed records only: the group consumer, the restores and the
+// standby follower, which also keep the control records so that they
+// see where each transaction ended (see restoreEntry).
+//
+// A commit (commitTransaction) runs while the group cannot rebalance (the
+// poll that preceded it blocks rebalances until AllowRebalance):
+//
+//  1. every task flushes its record cache: outputs and changelog records
+//     go into the open transaction, rows into each store's pending pebble
+//     batch, through which the task reads its own writes;
+//  2. stream-time markers go to the windowed stores' changelogs;
+//  3. the producer is flushed, and a record that failed fails the App,
+//     whose transaction is then aborted;
+//  4. End adds the processed input offsets to the transaction, with the
+//     group generation, so that a member the group moved on from cannot
+//     commit, and commits it;
+//  5. every store applies its pending batch together with its checkpoint:
+//     the changelog offset after its last record, and the stream time;
+//  6. the next transaction begins.
+//
+// Crash points, and why each leaves state and outputs exact:
+//
+//   - Before the commit (steps 1 to 4): the transaction never commits.
+//     The broker aborts it when the restarted instance initializes the
+//     same transactional id, or after TransactionTimeout. Pebble holds
+//     the previous commit's state and checkpoint, the group the previous
+//     commit's offsets; read-committed readers never saw the aborted
+//     records. Processing resumes from the previous commit.
+//   - After the commit, before the stores applied (between 4 and 5):
+//     pebble is at the previous checkpoint, while the changelog holds the
+//     committed transaction after it. Restore replays the committed tail
+//     from the checkpoint, skipping aborted transactions, and the task
+//     resumes at the committed offsets with exactly the state they imply.
+//   - During step 5: each store applies its batch and checkpoint in one
+//     pebble batch, so each is at the old checkpoint or the new one, and
+//     restore brings each from its own.
+//
+// No crash forces a wipe. In Kafka Streams before KIP-892 a store is
+// written in place, so after a crash under exactly-once it may hold
+// uncommitted writes and is restored from scratch.
+//
+// Aborts. A transaction aborts when the group revokes or loses partitions
+// while it is open (franz-go's session then refuses to commit it), when
+// End cannot commit it, or when the App fails. Every task then returns to
+// its last commit (task.rollBack): the record caches and pending batches
+// are dropped, window bookkeeping and stream time reload from pebble, and
+// the consumer rewinds to the committed offsets.
+
+// transactions is the App's transactional state under ExactlyOnce.
+type transactions struct {
+	sess *kgo.GroupTransactSession
+
+	// dirty says the open transaction holds work: records processed since
+	// it began. mustAbort is set when the group revoked or lost
+	// partitions while a transaction was open: the session will not
+	// commit it, so the processing goroutine aborts it before it
+	// processes anything else. rebalanceWaiting is set by franz-go when a
+	// rebalance waits for the processing goroutine to allow it: that
+	// goroutine then commits first, so that the revocation finds nothing
+	// to abort. The group callbacks run while the processing goroutine
+	// polls, so these are atomics rather than fields under tasksMu.
+	dirty            atomic.Bool
+	mustAbort        atomic.Bool
+	rebalanceWaiting atomic.Bool
+
+	// failed is the error that left the producer unusable; the
+	// processing goroutine sets and reads it.
+	failed error
+}
+
+// transactionalID is the App's transactional id: stable per instance, so
+// that a restarted instance fences its predecessor's open transaction at
+// once instead of waiting for the transaction timeout.
+func (a *App) transactionalID() string { return a.cfg.ApplicationID + "-" + a.cfg.InstanceID }
+
+// exactlyOnceOptions are the client options exactly-once adds.
+func (a *App) exactlyOnceOptions() []kgo.Opt {
+	return []kgo.Opt{
+		kgo.TransactionalID(a.transactionalID()),
+		kgo.TransactionTimeout(a.cfg.TransactionTimeout),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+		kgo.OnPartitionsCallbackBlocked(func(context.Context, *kgo.Client) { a.txn.rebalanceWaiting.Store(true) }),
+	}
+}
+
+// readOptions are the options of the App's other consumers, restores and
+// the standby follower: under exactly-once they read committed records
+// and keep the control records, whose offsets tell them they reached an
+// end that a transaction marker occupies.
+func (a *App) readOptions() []kgo.Opt {
+	if a.txn == nil {
+		return nil
+	}
+	return []kgo.Opt{kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.KeepControlRecords()}
+}
+
+// startTransactions creates the transactional session and begins the
+// first transaction. It initializes the producer id at once: that aborts
+// whatever transaction a killed predecessor with the same instance id
+// left open, which read-committed readers of its partitions wait on.
+func (a *App) startTransactions(opts []kgo.Opt) (*kgo.Client, error) {
+	sess, err := kgo.NewGroupTransactSession(opts...)
+	if err != nil {
+		return nil, fmt.Errorf("creating transactional client: %w", err)
+	}
+	a.txn.sess = sess
+	ctx, cancel := context.WithTimeout(a.clientCtx, 30*time.Second)
+	defer cancel()
+	if _, _, err := sess.Client().ProducerID(ctx); err != nil {
+		sess.Close()
+		return nil, fmt.Errorf("initializing transactional id %q: %w", a.transactionalID(), err)
+	}
+	if err := sess.Begin(); err != nil {
+		sess.Close()
+		return nil, fmt.Errorf("beginning a transaction: %w", err)
+	}
+	return sess.Client(), nil
+}
+
+// afterPollExactlyOnce is the processing goroutine's work on one poll
+// under exactly-once: abort what a rebalance invalidated, process, commit
+// when due (or when a rebalance waits), and only then let the group
+// rebalance.
+func (a *App) afterPollExactlyOnce(ctx context.Context, fetches kgo.Fetches, lastCommit *time.Time) error {
+	if a.txn.mustAbort.Load() {
+		// The records of this poll are dropped: the abort rewinds every
+		// partition to its committed offset, where they are fetched
+		// again.
+		if err := a.abortTransaction(ctx); err != nil {
+			return err
+		}
+		a.kc().AllowRebalance()
+		return nil
+	}
+	if err := a.resumeRestored(); err != nil {
+		return err
+	}
+	if err := fetchError(fetches); err != nil {
+		return err
+	}
+	if err := a.processFetches(fetches); err != nil {
+		return err
+	}
+	if err := a.producedError(); err != nil {
+		return err
+	}
+	if time.Since(*lastCommit) >= a.cfg.CommitInterval || a.txn.rebalanceWaiting.Swap(false) {
+		if err := a.commitTransaction(ctx); err != nil {
+			return err
+		}
+		*lastCommit = time.Now()
+	}
+	a.kc().AllowRebalance()
+	return nil
+}
+
+// commitTransaction is the exactly-once commit; see the steps above.
+func (a *App) commitTransaction(ctx context.Context) error {
+	if a.txn.failed != nil {
+		return a.txn.failed
+	}
+	if a.txn.mustAbort.Load() {
+		return a.abortTransaction(ctx)
+	}
+	a.tasksMu.Lock()
+	defer a.tasksMu.Unlock()
+	offsets, queues := a.processedOffsets()
+	if !a.txn.dirty.Load() && len(queues) == 0 {
+		return nil
+	}
+	for _, t := range a.tasks {
+		if t.restoring == nil && len(t.storeList) > 0 {
+			if err := t.flushStores(); err != nil {
+				return &TaskFailedError{Task: t.id, Err: err}
+			}
+		}
+	}
+	a.markStreamTimes()
+	start := time.Now()
+	if err := a.kc().Flush(ctx); err != nil {
+		return fmt.Errorf("flushing the transaction's records: %w", err)
+	}
+	if err := a.producedError(); err != nil {
+		return err
+	}
+	if err := a.reachCrashPoint(crashBeforeCommit); err != nil {
+		return err
+	}
+	committed, err := a.txn.sess.End(kgo.PreTxnCommitFnContext(ctx, commitOffsets(offsets)), kgo.TryCommit)
+	if err != nil {
+		a.txn.failed = fmt.Errorf("committing transaction: %w", err)
+		return a.txn.failed
+	}
+	a.txn.dirty.Store(false)
+	if !committed {
+		// The group moved on while the transaction was open: the
+		// session aborted it and rewound the consumer.
+		a.log.Info("transaction aborted: the group rebalanced before it could commit")
+		a.rollBackTasks()
+		return a.beginTransaction()
+	}
+	if err := a.reachCrashPoint(crashAfterCommit); err != nil {
+		return err
+	}
+	applied := 0
+	for _, t := range a.tasks {
+		if t.restoring != nil {
+			continue
+		}
+		for _, st := range t.storeList {
+			if err := st.commit(t.streamTime); err != nil {
+				return &TaskFailedError{Task: t.id, Err: err}
+			}
+			if applied++; applied == 1 {
+				if err := a.reachCrashPoint(crashDuringApply); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	a.committed(ctx, queues, start)
+	return a.beginTransaction()
+}
+
+// The crash points of a commit, where tests make the App crash (see
+// export_test.go) to check what the comment at the top says of each.
+const (
+	crashBeforeCommit = "before-commit"
+	crashAfterCommit  = "after-commit"
+	crashDuringApply  = "during-apply"
+)
+
+// reachCrashPoint crashes the App when a test asks for it at point: as
+// App.crash does, without a word to the group or the broker, and with
+// whatever pebble has not applied dropped when the stores close.
+func (a *App) reachCrashPoint(point string) error {
+	if a.crashAt == nil || !a.crashAt(point) {
+		return nil
+	}
+	a.crashing.Store(true)
+	a.clientCancel()
+	return fmt.Errorf("crashed %s, as a test asked", point)
+}
+
+// commitOffsets makes the TxnOffsetCommit carry the offsets the tasks
+// processed, rather than franz-go's: it counts every polled record as
+// consumed, while a task may hold polled records it has not processed.
+func commitOffsets(offsets map[string]map[int32]kgo.EpochOffset) func(*kmsg.TxnOffsetCommitRequest) error {
+	return func(req *kmsg.TxnOffsetCommitRequest) error {
+		ids := make(map[string][16]byte, len(req.Topics))
+		for _, t := range req.Topics {
+			ids[t.Topic] = t.TopicID
+		}
+		req.Topics = req.Topics[:0]
+		for topic, parts := range offsets {
+			rt := kmsg.NewTxnOffsetCommitRequestTopic()
+			rt.Topic, rt.TopicID = topic, ids[topic]
+			for p, eo := range parts {
+				rp := kmsg.NewTxnOffsetCommitRequestTopicPartition()
+				rp.Partition, rp.Offset, rp.LeaderEpoch = p, eo.Offset, eo.Epoch
+				rp.Metadata = &req.MemberID
+				rt.Partitions = append(rt.Partitions, rp)
+			}
+			req.Topics = append(req.Topics, rt)
+		}
+		return nil
+	}
+}
+
+// abortTransaction aborts the open transaction and returns every task to
+// its last commit.
+func (a *App) abortTransaction(ctx context.Context) error {
+	a.tasksMu.Lock()
+	defer a.tasksMu.Unlock()
+	_, err := a.txn.sess.End(ctx, kgo.TryAbort)
+	a.txn.mustAbort.Store(false)
+	if a.txn.dirty.Swap(false) {
+		a.rollBackTasks()
+	}
+	if err != nil {
+		a.txn.failed = fmt.Errorf("aborting transaction: %w", err)
+		return a.txn.failed
+	}
+	a.log.Info("transaction aborted: the group revoked or lost partitions while it was open")
+	return a.beginTransaction()
+}
+
+func (a *App) beginTransaction() error {
+	if err := a.txn.sess.Begin(); err != nil {
+		a.txn.failed = fmt.Errorf("beginning a transaction: %w", err)
+		return a.txn.failed
+	}
+	return nil
+}
+
+// finishTransaction ends the App's last transaction when Run returns:
+// committed after a clean stop, aborted after a failure, whose record
+// may have left part of its outputs in it.
+func (a *App) finishTransaction(ctx context.Context, failed bool) error {
+	if a.txn.failed != nil {
+		return nil // reported when it happened
+	}
+	if !failed {
+		return a.commitTransaction(ctx)
+	}
+	a.txn.dirty.Store(true) // whatever was processed is dropped
+	return a.abortTransaction(ctx)
+}
+
+// revokedExactlyOnce is onRevoked and onLost under exactly-once. The
+// transaction cannot commit any more (franz-go's session refuses once the
+// group moved on), and committing here would deadlock with the session,
+// which holds its lock while it calls back: the tasks return to their
+// last commit now, and the processing goroutine aborts the transaction
+// after its poll.
+func (a *App) revokedExactlyOnce(lost bool) {
+	a.txn.mustAbort.Store(true)
+	if a.crashing.Load() {
+		a.dropTasks(false)
+		return
+	}
+	leaving := a.enterRebalancing()
+	a.tasksMu.Lock()
+	if a.txn.dirty.Swap(false) {
+		a.rollBackTasks()
+	}
+	a.tasksMu.Unlock()
+	switch {
+	case lost:
+		a.dropTasks(false)
+	case leaving:
+		a.dropTasks(true)
+	default:
+		a.suspendTasks()
+	}
+}
+
+// rollBackTasks returns every task to its last commit after its
+// transaction aborted. The caller holds tasksMu.
+func (a *App) rollBackTasks() {
+	for _, group := range []map[TaskID]*task{a.tasks, a.suspended} {
+		for _, t := range group {
+			if err := t.rollBack(); err != nil {
+				a.setAsyncError(&TaskFailedError{Task: t.id, Err: err})
+			}
+		}
+	}
+}
+
+// rollBack returns the task to its last commit: the record caches and
+// pebble's pending writes are dropped, the buffered records too (the
+// consumer fetches them again from the committed offsets), and stream time
+// and the open windows reload from what pebble committed.
+func (t *task) rollBack() error {
+	if t.restoring != nil {
+		return nil // it processed nothing since it arrived
+	}
+	for _, st := range t.storeList {
+		st.rollBack()
+	}
+	t.cacheBytes = 0
+	for _, q := range t.queues {
+		q.rollBack()
+	}
+	t.streamTime = -1
+	return t.start()
+}
+
+func (st *taskStore) rollBack() {
+	clear(st.cache)
+	st.order, st.cacheBytes = nil, 0
+	st.db.Abort()
+	if st.win != nil {
+		st.win = newWindowState(st.spec, st.win.inner)
+	}
+}
+
+func (q *partitionQueue) rollBack() {
+	q.batches, q.pos = nil, 0
+	q.head, q.headReady = record{}, false
+	q.next = kgo.EpochOffset{Epoch: -1, Offset: q.committed}
+}
