@@ -14,7 +14,17 @@
 // them when members come and go. Every Config.CommitInterval the App flushes
 // what it produced and then commits the offsets of what it processed, so a
 // record is never lost: after a failure it may be processed again
-// (at-least-once).
+// (at-least-once, the default).
+//
+// Under Config.ProcessingGuarantee ExactlyOnce each commit interval is one
+// Kafka transaction carrying the outputs, the changelog records and the
+// input offsets; every reader of the App reads committed records only; and
+// local state is transactional: a store applies the writes of a
+// transaction to pebble, with its changelog offset and stream time, only
+// once the transaction committed. A crash at any point therefore leaves
+// each store exactly at a commit it can restore forward from, never one it
+// must wipe (the crash points are documented in eos.go). Emit-final
+// windows emit each result once across crashes.
 //
 // Windowed aggregations (GroupedStream.WindowedBy) run on stream time, with
 // no watermarks: a window closes when its task's stream time reaches its end
