@@ -1,0 +1,87 @@
+package e2e
+
+import (
+	"context"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/braidstream/braid/e2e/chaos"
+	"github.com/braidstream/braid/runtime/streams"
+)
+
+// The short chaos runs: the broker and three workers as processes, a
+// worker killed with SIGKILL every few seconds, every output checked
+// against the inputs. `make chaos` runs long ones.
+
+// buildChaosWorker builds the chaos worker once per test binary run.
+var buildChaosWorker = sync.OnceValues(func() (string, error) {
+	dir, err := os.MkdirTemp("", "braid-e2e-chaos-")
+	if err != nil {
+		return "", err
+	}
+	return chaos.BuildWorker(context.Background(), dir)
+})
+
+func TestChaosExactlyOnce(t *testing.T) {
+	runChaos(t, chaos.Options{
+		Guarantee: streams.ExactlyOnce,
+		Records:   3000,
+		Keys:      40,
+		Duration:  15 * time.Second,
+		Kills:     3,
+	})
+}
+
+func TestChaosAtLeastOnce(t *testing.T) {
+	runChaos(t, chaos.Options{
+		Guarantee: streams.AtLeastOnce,
+		Records:   2000,
+		Keys:      40,
+		Duration:  10 * time.Second,
+		Kills:     2,
+		// The runtime's 30 s default would leave the run waiting for
+		// the last commit.
+		CommitInterval: 200 * time.Millisecond,
+	})
+}
+
+// runChaos runs o with the built binaries, its logs in a test dir, and
+// fails with the report's examples and the logs' tails when the guarantee
+// did not hold or the run did not complete.
+func runChaos(t *testing.T, o chaos.Options) {
+	t.Helper()
+	var err error
+	if o.Braid, err = buildBraid(); err != nil {
+		t.Fatal(err)
+	}
+	if o.Worker, err = buildChaosWorker(); err != nil {
+		t.Fatal(err)
+	}
+	o.Dir = t.TempDir()
+	o.Progress = logWriter{t}
+	o.CompletionTimeout = 45 * time.Second
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	rep, err := chaos.Run(ctx, o)
+	if err == nil {
+		err = rep.Err()
+	}
+	t.Logf("%s (seed %d, %v)", rep.ResultLine(), rep.Seed, rep.Elapsed.Round(time.Millisecond))
+	if err != nil {
+		t.Fatalf("%v\n%s", err, chaos.TailLogs(o.Dir, 40))
+	}
+	if rep.Kills < o.Kills || rep.Inputs != o.Records {
+		t.Fatalf("the run made %d kills over %d inputs, want %d over %d", rep.Kills, rep.Inputs, o.Kills, o.Records)
+	}
+}
+
+// logWriter logs each line written to it.
+type logWriter struct{ t *testing.T }
+
+func (w logWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}
