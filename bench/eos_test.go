@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"regexp"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -12,6 +13,48 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 )
+
+// TestBraidEOS runs the eos benchmark with Braid's real sides: RunEOS
+// reads both outputs read-committed and checks every key's last count
+// against the input, and that the exactly-once output never repeats or
+// lowers a count.
+func TestBraidEOS(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	const records, keys = 20_000, 1_000
+	var out bytes.Buffer
+	rep, err := RunEOS(ctx, EOSOptions{Records: records, Keys: keys, Rounds: 1, NoWarmUp: true, Out: &out})
+	t.Logf("report:\n%s", out.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range []Run{rep.ExactlyOnce, rep.AtLeastOnce} {
+		// The record cache folds a key's updates between commits: at
+		// least one output record per key, at most one per input record.
+		if r.Records != records || r.Elapsed <= 0 || r.OutRecords < keys || r.OutRecords > records {
+			t.Errorf("%s: %d records in %v, %d output records", r.Name, r.Records, r.Elapsed, r.OutRecords)
+		}
+	}
+	if rep.Rounds != 1 || len(rep.Ratios) != 1 || rep.Ratio != rep.Ratios[0] || rep.Ratio <= 0 {
+		t.Errorf("rounds %d, ratios %v, ratio %v", rep.Rounds, rep.Ratios, rep.Ratio)
+	}
+	text := out.String()
+	for _, re := range []string{
+		`(?m)^bench eos: 20000 records, 1000 keys, 4 partitions, at-least-once committing every 1s against exactly-once committing every 100ms, GOMAXPROCS=\d+`,
+		`(?m)^braid count exactly-once \(commit 100ms\) +20000 records +\d+\.\d\ds +[\d,]+ rec/s  \(\d+ output records\)$`,
+		`(?m)^braid count at-least-once \(commit 1s\) +20000 records +\d+\.\d\ds +[\d,]+ rec/s  \(\d+ output records\)$`,
+		`(?m)^medians of 1 rounds:$`,
+		`(?m)^per-round ratios of exactly-once/at-least-once: \d+\.\d{3}$`,
+		`\nRESULT eos ratio=\d+\.\d{3} eos=\d+ alos=\d+\n$`,
+	} {
+		if !regexp.MustCompile(re).MatchString(text) {
+			t.Errorf("output does not match %s", re)
+		}
+	}
+	if n := strings.Count(text, "RESULT"); n != 1 {
+		t.Errorf("%d RESULT lines", n)
+	}
+}
 
 // TestRunEOSChecks runs RunEOS with stand-in exactly-once counts that
 // write the right last counts, or not, in transactions: the checks read
