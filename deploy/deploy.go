@@ -62,10 +62,14 @@ type Request struct {
 	// asked for with NoStandbys, since 0 is the JSON default.
 	Standbys   int  `json:"standbys"`
 	NoStandbys bool `json:"noStandbys"`
-	// Guarantee is "at-least-once" (default) or "exactly-once" (not yet
-	// supported).
+	// Guarantee is "at-least-once" (default) or "exactly-once": every
+	// commit one Kafka transaction of the outputs, changelog writes and
+	// input offsets, so that read-committed readers of the sink topics
+	// see every record's effect once, crashes included.
 	Guarantee string `json:"guarantee"`
-	// CommitIntervalMs defaults to 1000.
+	// CommitIntervalMs, from 10 to 60000, defaults to 1000 at-least-once
+	// (the runtime's 30 s would keep the live view still) and to
+	// ExactlyOnceCommitIntervalMs exactly-once.
 	CommitIntervalMs int64 `json:"commitIntervalMs"`
 }
 
@@ -110,9 +114,14 @@ type RequestError struct {
 
 func (e *RequestError) Error() string { return fmt.Sprintf("%s: %s", e.Field, e.Problem) }
 
-// ErrExactlyOnce is returned for a request of the exactly-once guarantee,
-// which the runtime does not offer yet.
-var ErrExactlyOnce = errors.New("exactly-once is not available yet: deploy at-least-once")
+// Default commit intervals of a Request, by guarantee.
+const (
+	AtLeastOnceCommitIntervalMs = 1000
+	// ExactlyOnceCommitIntervalMs is the runtime's default under
+	// exactly-once (and Kafka Streams'): a sink's readers see a commit
+	// interval's records only once its transaction commits.
+	ExactlyOnceCommitIntervalMs = 100
+)
 
 // ErrNotRunning is returned before Run and after it returned.
 var ErrNotRunning = errors.New("the deployment manager is not running")
@@ -261,16 +270,17 @@ func (m *Manager) check(req Request) (Request, error) {
 	if req.Standbys < 0 || req.Standbys >= max(req.Instances, 2) {
 		return req, &RequestError{Field: "standbys", Problem: fmt.Sprintf("%d is not from 0 to %d (instances - 1)", req.Standbys, max(req.Instances-1, 0))}
 	}
+	commitMs := int64(AtLeastOnceCommitIntervalMs)
 	switch req.Guarantee {
 	case "", streams.AtLeastOnce.String():
 		req.Guarantee = streams.AtLeastOnce.String()
 	case streams.ExactlyOnce.String():
-		return req, ErrExactlyOnce
+		commitMs = ExactlyOnceCommitIntervalMs
 	default:
 		return req, &RequestError{Field: "guarantee", Problem: fmt.Sprintf("%q is not at-least-once or exactly-once", req.Guarantee)}
 	}
 	if req.CommitIntervalMs == 0 {
-		req.CommitIntervalMs = 1000
+		req.CommitIntervalMs = commitMs
 	}
 	if req.CommitIntervalMs < 10 || req.CommitIntervalMs > 60_000 {
 		return req, &RequestError{Field: "commitIntervalMs", Problem: fmt.Sprintf("%d is not from 10 to 60000", req.CommitIntervalMs)}
@@ -366,20 +376,29 @@ func (m *Manager) start(req Request, d *designer.Design, revision int, compiled 
 		CommitInterval: time.Duration(req.CommitIntervalMs) * time.Millisecond, CommitIntervalMs: req.CommitIntervalMs,
 		Topology: topo, Started: info.Started,
 	}, src)
-	sup, err := streams.NewSupervisor(topo, streams.SupervisorConfig{
-		Config: streams.Config{
-			ApplicationID:   info.ApplicationID,
-			Brokers:         m.cfg.Brokers,
-			StateDir:        filepath.Join(m.cfg.StateDir, d.ID),
-			CommitInterval:  time.Duration(req.CommitIntervalMs) * time.Millisecond,
-			SessionTimeout:  m.cfg.SessionTimeout,
-			StandbyReplicas: req.Standbys,
-			NodeMetrics:     true,
-			Hooks:           []streams.Hook{hook},
-			Logger:          m.log.With("deployment", d.ID),
-		},
-		Instances: req.Instances,
-	})
+	commit := time.Duration(req.CommitIntervalMs) * time.Millisecond
+	cfg := streams.Config{
+		ApplicationID:   info.ApplicationID,
+		Brokers:         m.cfg.Brokers,
+		StateDir:        filepath.Join(m.cfg.StateDir, d.ID),
+		CommitInterval:  commit,
+		SessionTimeout:  m.cfg.SessionTimeout,
+		StandbyReplicas: req.Standbys,
+		NodeMetrics:     true,
+		Hooks:           []streams.Hook{hook},
+		Logger:          m.log.With("deployment", d.ID),
+	}
+	if req.Guarantee == streams.ExactlyOnce.String() {
+		cfg.ProcessingGuarantee = streams.ExactlyOnce
+		// A transaction stays open for a commit interval, and the
+		// runtime wants its timeout (10 s by default: how long a crashed
+		// instance's transaction holds read-committed readers up) above
+		// that. A long interval gets twice its length.
+		if commit >= 5*time.Second {
+			cfg.TransactionTimeout = 2 * commit
+		}
+	}
+	sup, err := streams.NewSupervisor(topo, streams.SupervisorConfig{Config: cfg, Instances: req.Instances})
 	if err != nil {
 		m.cfg.Monitor.RemoveDeployment(info.ID)
 		return nil, fmt.Errorf("deploying %q: %w", d.ID, err)
@@ -395,7 +414,7 @@ func (m *Manager) start(req Request, d *designer.Design, revision int, compiled 
 	m.mu.Lock()
 	m.deps[d.ID] = dep
 	m.mu.Unlock()
-	m.log.Info("deployed", "deployment", d.ID, "revision", revision, "instances", req.Instances, "standbys", req.Standbys)
+	m.log.Info("deployed", "deployment", d.ID, "revision", revision, "instances", req.Instances, "standbys", req.Standbys, "guarantee", req.Guarantee)
 	return dep, nil
 }
 

@@ -1,11 +1,15 @@
 package deploy_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
+	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -15,15 +19,18 @@ import (
 	"github.com/braidstream/braid/monitor"
 	"github.com/braidstream/braid/runtime/broker"
 	"github.com/braidstream/braid/runtime/streams"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // harness is a running Manager on the embedded broker, with the
 // orders-windowed design stored.
 type harness struct {
-	m      *deploy.Manager
-	mon    *monitor.Monitor
-	store  *designer.Store
-	design string
+	brokers []string
+	m       *deploy.Manager
+	mon     *monitor.Monitor
+	store   *designer.Store
+	design  string
 }
 
 func start(t *testing.T) *harness {
@@ -61,7 +68,7 @@ func start(t *testing.T) *harness {
 		<-done
 		<-done
 	})
-	h := &harness{m: m, mon: mon, store: store, design: d.ID}
+	h := &harness{brokers: b.Addrs(), m: m, mon: mon, store: store, design: d.ID}
 	waitFor(t, 5*time.Second, "the manager running", func() bool {
 		_, err := m.Get("none")
 		return !errors.Is(err, deploy.ErrNotRunning)
@@ -196,7 +203,6 @@ func TestDeployRefusesBadRequests(t *testing.T) {
 		{deploy.Request{}, "design: is required"},
 		{deploy.Request{Design: h.design, Instances: 40}, "instances: 40 is not from 1 to 16"},
 		{deploy.Request{Design: h.design, Instances: 2, Standbys: 2}, "standbys: 2 is not from 0 to 1"},
-		{deploy.Request{Design: h.design, Guarantee: "exactly-once"}, "exactly-once is not available yet"},
 		{deploy.Request{Design: h.design, Guarantee: "maybe"}, `guarantee: "maybe" is not`},
 		{deploy.Request{Design: h.design, CommitIntervalMs: 5}, "commitIntervalMs: 5 is not from 10 to 60000"},
 		{deploy.Request{Design: "nope"}, `"nope"`},
@@ -225,5 +231,96 @@ func TestDeployRefusesBadRequests(t *testing.T) {
 	}
 	if _, err := h.m.Query(h.design, deploy.Query{Store: "big-orders-per-10s"}); !errors.As(err, &re) || re.Field != "key" {
 		t.Errorf("query of a windowed store without a key = %v", err)
+	}
+}
+
+// TestDeployExactlyOnce deploys the orders-windowed design exactly-once
+// and reads its sink read-committed: each closed window's count once.
+func TestDeployExactlyOnce(t *testing.T) {
+	h := start(t)
+	info, err := h.m.Deploy(deploy.Request{Design: h.design, Instances: 2, Guarantee: "exactly-once"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.Guarantee != "exactly-once" || info.CommitIntervalMs != deploy.ExactlyOnceCommitIntervalMs || info.Standbys != 1 {
+		t.Errorf("Deploy = %+v", info)
+	}
+	if got, err := h.m.Get(h.design); err != nil || got.Guarantee != "exactly-once" {
+		t.Errorf("Get = %+v, %v", got, err)
+	}
+
+	// Three big orders of customer-1 and two of customer-2 in one 10 s
+	// window, a small one that the filter drops, then an order of each
+	// 30 s later: past the window's end and its 5 s grace, so that the
+	// window closes and its count is emitted.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(h.brokers...), kgo.DefaultProduceTopic(info.SourceTopics[0]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	window := time.Now().Add(-time.Hour).Truncate(10 * time.Second).UnixMilli()
+	for i, o := range []struct {
+		customer string
+		amount   int
+		at       int64 // ms after the window's start
+	}{
+		{"customer-1", 100, 1_000}, {"customer-2", 60, 1_500}, {"customer-1", 70, 2_000}, {"customer-1", 10, 2_500},
+		{"customer-2", 90, 3_000}, {"customer-1", 200, 9_999}, {"customer-1", 100, 30_000}, {"customer-2", 100, 30_000},
+	} {
+		v := fmt.Sprintf(`{"id": %d, "customer": %q, "amount": %d, "ts": %d}`, i, o.customer, o.amount, window+o.at)
+		if err := cl.ProduceSync(ctx, &kgo.Record{Key: []byte(o.customer), Value: []byte(v)}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	// The sink read-committed: the two windows' counts, once each.
+	rc, err := kgo.NewClient(kgo.SeedBrokers(h.brokers...), kgo.ConsumeTopics(info.SinkTopics[0]),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchIsolationLevel(kgo.ReadCommitted()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rc.Close()
+	counts := map[string][]int64{}
+	for len(counts["customer-1"]) == 0 || len(counts["customer-2"]) == 0 {
+		fs := rc.PollFetches(ctx)
+		if err := ctx.Err(); err != nil {
+			t.Fatalf("reading %s read-committed: %v; got %v", info.SinkTopics[0], err, counts)
+		}
+		fs.EachRecord(func(r *kgo.Record) {
+			if len(r.Value) != 8 {
+				t.Errorf("record %q = %q, want an 8-byte count", r.Key, r.Value)
+				return
+			}
+			for _, c := range []string{"customer-1", "customer-2"} {
+				if bytes.Contains(r.Key, []byte(c)) {
+					counts[c] = append(counts[c], int64(binary.BigEndian.Uint64(r.Value)))
+				}
+			}
+		})
+	}
+	// A moment more, for a duplicate to show.
+	short, cancelShort := context.WithTimeout(ctx, 2*time.Second)
+	defer cancelShort()
+	rc.PollFetches(short).EachRecord(func(r *kgo.Record) { t.Errorf("more output: %q = %x", r.Key, r.Value) })
+	if !slices.Equal(counts["customer-1"], []int64{3}) || !slices.Equal(counts["customer-2"], []int64{2}) {
+		t.Errorf("counts of the closed windows = %v, want customer-1 [3], customer-2 [2]", counts)
+	}
+	// Written in transactions: their commit markers take offsets too.
+	ends, err := kadm.NewClient(rc).ListEndOffsets(ctx, info.SinkTopics[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	var offsets int64
+	ends.Each(func(o kadm.ListedOffset) { offsets += o.Offset })
+	if offsets <= 2 {
+		t.Errorf("the sink's end offsets add up to %d: no transaction markers beside its 2 records", offsets)
+	}
+
+	// The longest commit interval deploys exactly-once too: above the
+	// runtime's default transaction timeout, which it then raises.
+	if again, err := h.m.Deploy(deploy.Request{Design: h.design, Instances: 1, Guarantee: "exactly-once", CommitIntervalMs: 60_000}); err != nil || again.CommitIntervalMs != 60_000 {
+		t.Errorf("redeploy committing every minute = %+v, %v", again, err)
 	}
 }

@@ -52,7 +52,9 @@
 //	POST   /api/deployments                  body deploy.Request {"design", "revision"?, "instances"?, "standbys"?,
 //	                                         "noStandbys"?, "guarantee"?, "commitIntervalMs"?}: 201 deploy.Info; a
 //	                                         deployed design is redeployed (same application id, state reused);
-//	                                         422 for a bad request, exactly-once, or a design with problems
+//	                                         "guarantee" is "at-least-once" (default, commit every 1000 ms) or
+//	                                         "exactly-once" (a transaction every 100 ms: read the sinks
+//	                                         read-committed); 422 for a bad request or a design with problems
 //	GET    /api/deployments/:id              deploy.Info (404 when not deployed)
 //	DELETE /api/deployments/:id              204: undeploy
 //	POST   /api/deployments/:id/instances    201 {"instance"}: one more instance

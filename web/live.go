@@ -57,7 +57,7 @@ func deployError(err error) error {
 		return errorf(fiber.StatusNotFound, err.Error())
 	case errors.As(err, &ise):
 		return errorf(fiber.StatusConflict, err.Error())
-	case errors.As(err, &re), errors.Is(err, deploy.ErrExactlyOnce):
+	case errors.As(err, &re):
 		return errorf(fiber.StatusUnprocessableEntity, err.Error())
 	case errors.As(err, &ps):
 		return problemsError(problemCount(ps)+" in the design", ps)

@@ -54,14 +54,15 @@ func startLive(t *testing.T) *testServer {
 	return start(t, Config{Store: store, Deployments: m, Monitor: mon})
 }
 
-func TestDeploymentsAPI(t *testing.T) {
-	ts := startLive(t)
-	// The manager's Run starts on its goroutine: the first deploy may
-	// come before it accepts.
+// firstDeploy posts a deploy request and returns its answer, which must be
+// 201. The manager's Run starts on its goroutine, so the first deploy may
+// come before it accepts: it tries again while the answer is 503.
+func firstDeploy(t *testing.T, ts *testServer, body string) *response {
+	t.Helper()
 	var r *response
 	deadline := time.Now().Add(5 * time.Second)
 	for {
-		r = ts.do("POST", "/api/deployments", `{"design": "orders-windowed", "instances": 2}`)
+		r = ts.do("POST", "/api/deployments", body)
 		if r.status != 503 || time.Now().After(deadline) {
 			break
 		}
@@ -70,9 +71,16 @@ func TestDeploymentsAPI(t *testing.T) {
 	if r.status != 201 {
 		t.Fatalf("deploy: %d %s", r.status, r)
 	}
+	return r
+}
+
+func TestDeploymentsAPI(t *testing.T) {
+	ts := startLive(t)
+	r := firstDeploy(t, ts, `{"design": "orders-windowed", "instances": 2}`)
 	var info deploy.Info
 	r.decode(t, &info)
-	if info.ID != "orders-windowed" || info.Instances != 2 || info.Standbys != 1 || info.Operators["count"] == "" {
+	if info.ID != "orders-windowed" || info.Instances != 2 || info.Standbys != 1 || info.Operators["count"] == "" ||
+		info.Guarantee != "at-least-once" || info.CommitIntervalMs != 1000 {
 		t.Errorf("deploy answered %+v", info)
 	}
 	runCases(t, ts, []apiCase{
@@ -80,8 +88,8 @@ func TestDeploymentsAPI(t *testing.T) {
 		{name: "get", method: "GET", path: "/api/deployments/orders-windowed", status: 200},
 		{name: "not deployed", method: "GET", path: "/api/deployments/nope", status: 404,
 			check: wantError(`design "nope" is not deployed`, 0, 0, "")},
-		{name: "exactly-once", method: "POST", path: "/api/deployments", body: `{"design": "orders-windowed", "guarantee": "exactly-once"}`,
-			status: 422, check: wantError("exactly-once is not available yet: deploy at-least-once", 0, 0, "")},
+		{name: "unknown guarantee", method: "POST", path: "/api/deployments", body: `{"design": "orders-windowed", "guarantee": "at-most-once"}`,
+			status: 422, check: wantError(`guarantee: "at-most-once" is not at-least-once or exactly-once`, 0, 0, "")},
 		{name: "unknown field", method: "POST", path: "/api/deployments", body: `{"design": "orders-windowed", "replicas": 2}`, status: 400},
 		{name: "unknown design", method: "POST", path: "/api/deployments", body: `{"design": "nope"}`, status: 404},
 		{name: "generator", method: "POST", path: "/api/deployments/orders-windowed/generators",
@@ -153,6 +161,29 @@ func TestDeploymentsAPI(t *testing.T) {
 	}
 }
 
+// TestDeployExactlyOnceAPI: a deploy request for exactly-once deploys the
+// design exactly-once, committing at the runtime's default for it unless
+// the request says otherwise, and its live page shows.
+func TestDeployExactlyOnceAPI(t *testing.T) {
+	ts := startLive(t)
+	r := firstDeploy(t, ts, `{"design": "orders-windowed", "instances": 1, "guarantee": "exactly-once"}`)
+	var info deploy.Info
+	r.decode(t, &info)
+	if info.Guarantee != "exactly-once" || info.CommitIntervalMs != deploy.ExactlyOnceCommitIntervalMs {
+		t.Errorf("deploy answered %+v", info)
+	}
+	runCases(t, ts, []apiCase{
+		{name: "get", method: "GET", path: "/api/deployments/orders-windowed", status: 200,
+			contains: []string{`"guarantee":"exactly-once"`, `"commitIntervalMs":100`}},
+		{name: "redeploy with a commit interval", method: "POST", path: "/api/deployments",
+			body: `{"design": "orders-windowed", "instances": 1, "guarantee": "exactly-once", "commitIntervalMs": 250}`, status: 201,
+			contains: []string{`"guarantee":"exactly-once"`, `"commitIntervalMs":250`}},
+	})
+	if r := ts.do("GET", "/live/orders-windowed", ""); r.status != 200 || !strings.Contains(r.String(), "/static/live/") {
+		t.Errorf("live page: %d %.300s", r.status, r)
+	}
+}
+
 // TestLiveRoutesNeedDeployments: a server without deployments has no
 // live routes.
 func TestLiveRoutesNeedDeployments(t *testing.T) {
@@ -170,18 +201,7 @@ func TestLiveRoutesNeedDeployments(t *testing.T) {
 // coalesces what the client does not read.
 func TestStalledWebsocketClient(t *testing.T) {
 	ts := startLive(t)
-	var r *response
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		r = ts.do("POST", "/api/deployments", `{"design": "orders-windowed", "instances": 2}`)
-		if r.status != 503 || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	if r.status != 201 {
-		t.Fatalf("deploy: %d %s", r.status, r)
-	}
+	firstDeploy(t, ts, `{"design": "orders-windowed", "instances": 2}`)
 	if r := ts.do("POST", "/api/deployments/orders-windowed/generators",
 		`{"topic": "orders", "rate": 5000, "keys": 50, "keyPrefix": "customer", "template": {"customer": "key", "amount": "random(1, 500)", "ts": "timestamp"}, "jitterMs": 500, "lateFraction": 0.05, "lateByMs": 20000}`); r.status != 201 {
 		t.Fatalf("generator: %d %s", r.status, r)
