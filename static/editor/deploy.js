@@ -10,6 +10,11 @@
 import { h, byTestId, show } from './dom.js'
 import { api } from './api.js'
 
+// commitDefaults are the commit intervals, in ms, that a deployment takes
+// when asked for none (deploy.Request): 1 s at-least-once, and under
+// exactly-once the runtime's default, a transaction every 100 ms.
+const commitDefaults = { 'at-least-once': 1000, 'exactly-once': 100 }
+
 export class DeployControls {
   // parent: the toolbar group to put the buttons in. opts: designId,
   // isDirty() says whether there are unsaved changes, save() saves them
@@ -49,13 +54,20 @@ export class DeployControls {
     const number = (testid, value, min, max, step = '1') => h('input', { type: 'number', testid, value: String(value), min: String(min), max: String(max), step, required: true })
     this.instances = number('deploy-instances', 3, 1, 16)
     this.standbys = number('deploy-standbys', 1, 0, 8)
-    this.commit = number('deploy-commit-interval', 1000, 10, 600000, '10')
+    this.commit = number('deploy-commit-interval', commitDefaults['at-least-once'], 10, 600000, '10')
     this.guarantee = h(
       'select',
       { testid: 'deploy-guarantee' },
       h('option', { value: 'at-least-once', text: 'at-least-once', selected: true }),
-      h('option', { value: 'exactly-once', text: 'exactly-once (not yet)', disabled: true }),
+      h('option', { value: 'exactly-once', text: 'exactly-once' }),
     )
+    // A commit interval left at one guarantee's default follows the
+    // guarantee to its default; one typed in stays.
+    let shown = this.guarantee.value
+    this.guarantee.addEventListener('change', () => {
+      if (Number(this.commit.value) === commitDefaults[shown]) this.commit.value = String(commitDefaults[this.guarantee.value])
+      shown = this.guarantee.value
+    })
     this.unsaved = h(
       'p',
       { class: 'be-warning', style: 'color:#d9480f', testid: 'deploy-unsaved' },
@@ -72,7 +84,7 @@ export class DeployControls {
       h('p', { class: 'be-hint', text: 'Runs the latest saved revision on local instances of one consumer group, against the embedded broker. Deploying a design that runs already redeploys it with the same application id.' }),
       field('Instances', this.instances),
       field('Standby replicas', this.standbys, 'hot copies of each task’s state on other instances'),
-      field('Processing guarantee', this.guarantee, 'exactly-once is not available for deployments yet'),
+      field('Processing guarantee', this.guarantee, 'exactly-once: each commit is one Kafka transaction of outputs, state changes and input offsets; read the outputs read-committed'),
       field('Commit interval (ms)', this.commit),
       this.unsaved,
       this.error,
