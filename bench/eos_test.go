@@ -40,9 +40,9 @@ func TestBraidEOS(t *testing.T) {
 	}
 	text := out.String()
 	for _, re := range []string{
-		`(?m)^bench eos: 20000 records, 1000 keys, 4 partitions, at-least-once committing every 1s against exactly-once committing every 100ms, GOMAXPROCS=\d+`,
+		`(?m)^bench eos: 20000 records, 1000 keys, 4 partitions, at-least-once committing every 100ms against exactly-once committing every 100ms, GOMAXPROCS=\d+`,
 		`(?m)^braid count exactly-once \(commit 100ms\) +20000 records +\d+\.\d\ds +[\d,]+ rec/s  \(\d+ output records\)$`,
-		`(?m)^braid count at-least-once \(commit 1s\) +20000 records +\d+\.\d\ds +[\d,]+ rec/s  \(\d+ output records\)$`,
+		`(?m)^braid count at-least-once \(commit 100ms\) +20000 records +\d+\.\d\ds +[\d,]+ rec/s  \(\d+ output records\)$`,
 		`(?m)^medians of 1 rounds:$`,
 		`(?m)^per-round ratios of exactly-once/at-least-once: \d+\.\d{3}$`,
 		`\nRESULT eos ratio=\d+\.\d{3} eos=\d+ alos=\d+\n$`,

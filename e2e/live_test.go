@@ -223,7 +223,7 @@ func TestLiveFailover(t *testing.T) {
 	t.Logf("%s after its restart: %v", victim, roles)
 
 	// The editor knows the design is deployed, and redeploys it from its
-	// dialog (at-least-once only), landing on the live view again.
+	// dialog, exactly-once this time, landing on the live view again.
 	var guarantee []string
 	b.step("open the editor of the deployed design",
 		chromedp.Navigate(url+"/designs/"+id),
@@ -235,16 +235,23 @@ func TestLiveFailover(t *testing.T) {
 		chromedp.WaitVisible(tid("deploy-dialog")),
 		until(`document.querySelector('[data-testid="deploy-instances"]').value === "3" && document.querySelector('[data-testid="deploy-standbys"]').value === "1" && document.querySelector('[data-testid="deploy-commit-interval"]').value === "1000"`),
 		eval(`Array.from(document.querySelector('[data-testid="deploy-guarantee"]').options).map(o => o.value + (o.disabled ? ':disabled' : ''))`, &guarantee))
-	if !slices.Equal(guarantee, []string{"at-least-once", "exactly-once:disabled"}) {
-		t.Errorf("guarantee options %v, want at-least-once and exactly-once disabled", guarantee)
+	if !slices.Equal(guarantee, []string{"at-least-once", "exactly-once"}) {
+		t.Errorf("guarantee options %v, want at-least-once and exactly-once", guarantee)
 	}
+	// A commit interval left at at-least-once's default follows the
+	// guarantee to exactly-once's.
+	var changed bool
+	b.step("choose exactly-once",
+		eval(`(() => { const g = document.querySelector('[data-testid="deploy-guarantee"]'); g.value = 'exactly-once'; return g.dispatchEvent(new Event('change', {bubbles: true})) })()`, &changed),
+		until(`document.querySelector('[data-testid="deploy-commit-interval"]').value === "100"`))
 	// Redeploying stops the deployment and starts it again, then the page
 	// navigates: the click and the wait are one step, so that no
 	// screenshot is taken between them.
 	b.stepWithin(60*time.Second, "redeploy and land on the live view",
 		chromedp.Click(tid("deploy-submit")),
 		chromedp.WaitVisible(chromedp.CSS(`body.live-page[data-live-ready="true"]`)))
-	b.stepWithin(45*time.Second, "see the redeployed tasks run",
+	b.stepWithin(45*time.Second, "see the redeployed tasks run exactly-once",
+		waitJS(`document.querySelector('[data-testid="deployment-summary"]').textContent.includes('exactly-once')`, 10*time.Second),
 		waitJS(`Array.from(document.querySelectorAll('[data-role="active"]')).some(c => Number(c.dataset.streamTime) > 0)`, 30*time.Second))
 	t.Logf("live failover walk-through took %s", time.Since(start).Round(time.Second))
 }

@@ -18,7 +18,7 @@ func runBench(ctx context.Context, args []string, stdout io.Writer) error {
 		"  restore   a plain consumer writing pebble batches against Braid restoring a store\n" +
 		"  windowed  Braid's tumbling-window count (emit final) against its plain Count()\n" +
 		"  failover  crash one of 3 instances of a count, with 1 standby and with none: per-task detection, recovery, downtime\n" +
-		"  eos       Braid's Count() exactly-once (a transaction every 100ms) against at-least-once (committing every 1s)"
+		"  eos       Braid's Count() exactly-once (a transaction every 100ms) against at-least-once, both committing every 100ms"
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" {
 		fmt.Fprintln(stdout, list)
 		if len(args) == 0 {
