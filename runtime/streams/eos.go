@@ -220,21 +220,8 @@ func (a *App) commitTransaction(ctx context.Context) error {
 	if err := a.reachCrashPoint(crashAfterCommit); err != nil {
 		return err
 	}
-	applied := 0
-	for _, t := range a.tasks {
-		if t.restoring != nil {
-			continue
-		}
-		for _, st := range t.storeList {
-			if err := st.commit(t.streamTime); err != nil {
-				return &TaskFailedError{Task: t.id, Err: err}
-			}
-			if applied++; applied == 1 {
-				if err := a.reachCrashPoint(crashDuringApply); err != nil {
-					return err
-				}
-			}
-		}
+	if err := a.applyStores(func() error { return a.reachCrashPoint(crashDuringApply) }); err != nil {
+		return err
 	}
 	a.committed(ctx, queues, start)
 	return a.beginTransaction()

@@ -153,15 +153,8 @@ func (a *App) commit(ctx context.Context) error {
 	// Every changelog record is acknowledged now: the stores may apply
 	// their pending writes with the checkpoint that says so, and only
 	// then are the input offsets committed.
-	for _, t := range a.tasks {
-		if t.restoring != nil {
-			continue
-		}
-		for _, st := range t.storeList {
-			if err := st.commit(t.streamTime); err != nil {
-				return &TaskFailedError{Task: t.id, Err: err}
-			}
-		}
+	if err := a.applyStores(nil); err != nil {
+		return err
 	}
 	if len(queues) == 0 {
 		return nil
@@ -198,6 +191,29 @@ func (a *App) listChangelogEnds(ctx context.Context, adm *kadm.Client, topics ..
 		return adm.ListCommittedOffsets(ctx, topics...)
 	}
 	return adm.ListEndOffsets(ctx, topics...)
+}
+
+// applyStores lets every store of the tasks that run apply its pending
+// writes with its checkpoint; afterFirst, when set, runs once the first
+// store applied. The caller holds tasksMu.
+func (a *App) applyStores(afterFirst func() error) error {
+	for _, t := range a.tasks {
+		if t.restoring != nil {
+			continue
+		}
+		for _, st := range t.storeList {
+			if err := st.commit(t.streamTime); err != nil {
+				return &TaskFailedError{Task: t.id, Err: err}
+			}
+			if afterFirst != nil {
+				if err := afterFirst(); err != nil {
+					return err
+				}
+				afterFirst = nil
+			}
+		}
+	}
+	return nil
 }
 
 // processedOffsets returns the offsets to commit: of each input partition
