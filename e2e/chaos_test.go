@@ -66,11 +66,11 @@ func runChaos(t *testing.T, o chaos.Options) {
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	rep, err := chaos.Run(ctx, o)
-	if err == nil {
-		err = rep.Err()
+	if err != nil {
+		t.Fatalf("the run failed before its checks (seed %d): %v\n%s", rep.Seed, err, chaos.TailLogs(o.Dir, 40))
 	}
 	t.Logf("%s (seed %d, %v)", rep.ResultLine(), rep.Seed, rep.Elapsed.Round(time.Millisecond))
-	if err != nil {
+	if err := rep.Err(); err != nil {
 		t.Fatalf("%v\n%s", err, chaos.TailLogs(o.Dir, 40))
 	}
 	if rep.Kills < o.Kills || rep.Inputs != o.Records {

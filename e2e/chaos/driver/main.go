@@ -107,7 +107,9 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 			Dir:            dir,
 			Progress:       stdout,
 		})
-		if err == nil {
+		// A run that failed before its checks has no result to print.
+		checked := err == nil
+		if checked {
 			err = rep.Err()
 		}
 		fmt.Fprintf(stdout, "chaos: %s run took %v (seed %d, %d inputs, %d kills)\n",
@@ -117,7 +119,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 			failed = append(failed, spec.guarantee.String())
 			fmt.Fprintf(stdout, "chaos: %s FAILED: %v\nchaos: its logs are in %s/logs; they end:\n%s", spec.guarantee, err, dir, chaos.TailLogs(dir, 15))
 		}
-		if rep.Inputs > 0 {
+		if checked {
 			fmt.Fprintln(stdout, rep.ResultLine())
 		}
 		if ctx.Err() != nil {
