@@ -123,6 +123,8 @@ func (o Options) withDefaults() (Options, error) {
 		return o, errors.New("chaos: Options.Braid and Options.Worker are required")
 	case o.Records < 0 || o.Keys < 0 || o.Partitions < 0 || o.Workers < 0 || o.Kills < 0:
 		return o, errors.New("chaos: negative Records, Keys, Partitions, Workers or Kills")
+	case o.Duration < 0 || o.RestartDelay < 0 || o.CommitInterval < 0 || o.SessionTimeout < 0 || o.CompletionTimeout < 0:
+		return o, errors.New("chaos: a negative duration")
 	case o.Kills > 0 && o.Duration/time.Duration(o.Kills) < 3*time.Second:
 		return o, fmt.Errorf("chaos: %d kills in %v are less than 3 s apart", o.Kills, o.Duration)
 	}
