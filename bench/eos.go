@@ -49,7 +49,7 @@ type EOSOptions struct {
 	Records    int       // records seeded and counted; default 1,000,000
 	Keys       int       // distinct keys; default 10,000
 	Partitions int       // partitions of every topic; default 4
-	Rounds     int       // rounds of each side; default 3
+	Rounds     int       // rounds of each side; default 5 (a run is short)
 	Out        io.Writer // where the report goes; default os.Stdout
 	// NoWarmUp skips the unmeasured at-least-once pass over the input
 	// made before the measured runs (see RunPipe for why there is one).
@@ -62,6 +62,11 @@ type EOSOptions struct {
 }
 
 func (o EOSOptions) withDefaults() EOSOptions {
+	if o.Rounds == 0 {
+		// A run at the default sizes lasts well under a second, so one
+		// round's ratio is noisy; the median of five is not.
+		o.Rounds = 5
+	}
 	w := WindowedOptions{Records: o.Records, Keys: o.Keys, Partitions: o.Partitions, Rounds: o.Rounds, Out: o.Out}.withDefaults()
 	o.Records, o.Keys, o.Partitions, o.Rounds, o.Out = w.Records, w.Keys, w.Partitions, w.Rounds, w.Out
 	if o.ExactlyOnce == nil {
@@ -103,7 +108,8 @@ type EOSReport struct {
 //	RESULT eos ratio=<eos/alos> eos=<rec/s> alos=<rec/s>
 //
 // where the ratio is the median of the rounds' ratios and the rates are
-// each side's median.
+// each side's median. A run is timed from its first record processed to
+// the commit of its last (see BraidCountWith).
 //
 // Every run's output is read back (not timed) by a read-committed
 // consumer, as a downstream application of an exactly-once one reads, and

@@ -61,7 +61,7 @@ func runBench(ctx context.Context, args []string, stdout io.Writer) error {
 		fs.DurationVar(&sessionTimeout, "session-timeout", 3*time.Second, "group session timeout: most of the time a crash takes to detect")
 		fs.IntVar(&rate, "rate", 20_000, "steady input during each run, in records per second")
 	} else {
-		fs.IntVar(&rounds, "rounds", 0, "rounds of every side; each reports its median (default: 5 for pipe, 3 otherwise)")
+		fs.IntVar(&rounds, "rounds", 0, "rounds of every side; each reports its median (default: 5 for pipe and eos, 3 otherwise)")
 	}
 	eventRate := bench.DefaultEventRate
 	if name == "windowed" {
