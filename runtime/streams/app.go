@@ -115,10 +115,12 @@ type App struct {
 	txn     *transactions
 	crashAt func(point string) bool
 
-	// restored delivers finished restorations to the processing goroutine;
-	// waker cuts its poll short when one finishes.
-	restored chan *restoration
-	waker    pollWaker
+	// finished holds the restorations that ended, for the processing
+	// goroutine to resume their tasks; a restore goroutine appends and
+	// never waits. waker cuts the goroutine's poll short when one ends.
+	finishedMu sync.Mutex
+	finished   []*restoration
+	waker      pollWaker
 
 	// asyncErr keeps the first error met off the processing goroutine: a
 	// failed produce, or a store that would not open in a group callback.
@@ -158,7 +160,6 @@ func New(topo *Topology, cfg Config) (*App, error) {
 		onDisk:    make(map[TaskID]int64),
 		byTP:      make(map[TopicPartition]*partitionQueue),
 		taskOf:    make(map[TopicPartition]*task),
-		restored:  make(chan *restoration),
 	}
 	if cfg.ProcessingGuarantee == ExactlyOnce {
 		a.txn = &transactions{}
@@ -586,29 +587,40 @@ func (a *App) cacheBudget() int {
 	return int(a.cfg.CacheMaxBytes) / max(1, len(a.tasks))
 }
 
-// resumeRestored starts the tasks whose restore finished.
+// finishRestore hands a restoration that ended to the processing
+// goroutine and wakes it.
+func (a *App) finishRestore(r *restoration) {
+	a.finishedMu.Lock()
+	a.finished = append(a.finished, r)
+	a.finishedMu.Unlock()
+	a.wakePoll()
+}
+
+// resumeRestored starts the tasks whose restore finished. A restoration
+// that a rebalance cancelled, or whose task left, is passed over: the
+// task restores again from its stores' checkpoints if it comes back.
 func (a *App) resumeRestored() error {
-	for {
-		select {
-		case r := <-a.restored:
-			if r.err != nil {
-				return &TaskFailedError{Task: r.task.id, Err: r.err}
-			}
-			a.tasksMu.Lock()
-			t := r.task
-			if a.tasks[t.id] == t && t.restoring == r {
-				t.restoring = nil
-				if err := t.start(); err != nil {
-					a.tasksMu.Unlock()
-					return &TaskFailedError{Task: t.id, Err: err}
-				}
-				a.kc().ResumeFetchPartitions(t.partitionMap())
-			}
-			a.tasksMu.Unlock()
-		default:
-			return nil
+	a.finishedMu.Lock()
+	finished := a.finished
+	a.finished = nil
+	a.finishedMu.Unlock()
+	a.tasksMu.Lock()
+	defer a.tasksMu.Unlock()
+	for _, r := range finished {
+		t := r.task
+		if a.tasks[t.id] != t || t.restoring != r {
+			continue
 		}
+		if r.err != nil {
+			return &TaskFailedError{Task: t.id, Err: r.err}
+		}
+		t.restoring = nil
+		if err := t.start(); err != nil {
+			return &TaskFailedError{Task: t.id, Err: err}
+		}
+		a.kc().ResumeFetchPartitions(t.partitionMap())
 	}
+	return nil
 }
 
 // subtopologyInfo lists the real topics and changelogs of each

@@ -190,7 +190,13 @@ func (a *App) startRestores(ctx context.Context, cl *kgo.Client, tasks []*task, 
 		}
 		if restoring {
 			cl.PauseFetchPartitions(t.partitionMap())
-		} else if err := t.start(); err != nil {
+			continue
+		}
+		// Its partitions may still be paused: a rebalance may have cut
+		// short the restore that paused them, here or in an earlier
+		// assignment of the task to this instance.
+		cl.ResumeFetchPartitions(t.partitionMap())
+		if err := t.start(); err != nil {
 			a.setAsyncError(&TaskFailedError{Task: t.id, Err: err})
 		}
 	}

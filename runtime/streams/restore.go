@@ -82,7 +82,7 @@ func (a *App) changelogEnds(ctx context.Context, adm *kadm.Client, tasks []*task
 
 // restoreStores starts restoring t's stores that are behind their
 // changelogs' ends and reports whether it had to. The processing
-// goroutine resumes t once a.restored delivers it.
+// goroutine resumes t once the restoration finished (finishRestore).
 func (a *App) restoreStores(ctx context.Context, t *task, ends kadm.ListedOffsets) (bool, error) {
 	var behind []*storeRestore
 	for _, st := range t.storeList {
@@ -118,11 +118,7 @@ func (a *App) restoreStores(ctx context.Context, t *task, ends kadm.ListedOffset
 	go func() {
 		defer close(r.done)
 		r.err = a.runRestore(rctx, t, behind)
-		select {
-		case a.restored <- r:
-		case <-rctx.Done():
-		}
-		a.wakePoll()
+		a.finishRestore(r)
 	}()
 	return true, nil
 }
@@ -186,6 +182,11 @@ func (a *App) runRestore(ctx context.Context, t *task, stores []*storeRestore) e
 			streamTime := sr.store.db.Checkpoint().StreamTime
 			for _, r := range p.Records {
 				if r.Offset >= sr.end {
+					// Past the end, so every offset before it was
+					// read: under exactly-once the last ones may be
+					// an aborted transaction's records, which a
+					// read-committed reader never receives.
+					last = sr.end - 1
 					break
 				}
 				last = r.Offset
@@ -258,16 +259,25 @@ func (a *App) restoreEvent(t *task, sr *storeRestore, what string) {
 
 // pollWaker lets a restore that finished cut the processing goroutine's
 // poll short, so that the task starts at once rather than at the next
-// commit interval.
+// commit interval (30 s by default under at-least-once). A wake that comes
+// while the goroutine is not polling is kept for its next poll, which then
+// returns at once.
 type pollWaker struct {
-	mu     sync.Mutex
-	cancel context.CancelFunc
+	mu      sync.Mutex
+	cancel  context.CancelFunc
+	pending bool
 }
 
+// set registers the cancel func of the poll about to start, nil when it
+// ended.
 func (w *pollWaker) set(cancel context.CancelFunc) {
 	w.mu.Lock()
+	defer w.mu.Unlock()
 	w.cancel = cancel
-	w.mu.Unlock()
+	if cancel != nil && w.pending {
+		w.pending = false
+		cancel()
+	}
 }
 
 func (a *App) wakePoll() {
@@ -275,7 +285,9 @@ func (a *App) wakePoll() {
 	defer a.waker.mu.Unlock()
 	if a.waker.cancel != nil {
 		a.waker.cancel()
+		return
 	}
+	a.waker.pending = true
 }
 
 // restoreEntry turns a changelog record into the store entry it restores
