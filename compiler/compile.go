@@ -121,6 +121,9 @@ func (c *compilation) compileExprs() {
 			switch p.Type {
 			case designer.ExpressionParam:
 				src, ok := n.Params[p.Name].(string)
+				if def, isString := p.Default.(string); !designer.IsSet(n.Params[p.Name]) && isString {
+					src, ok = def, true // a joiner's default
+				}
 				if !ok || isBlank(src) {
 					continue // unset, blank or not a string: Validate says so
 				}
@@ -230,6 +233,9 @@ func (c *compilation) checkNodes(valid bool) {
 			}
 		case "count", "reduce", "aggregate":
 			c.wholeMillis(i, "retention")
+		case "stream-join", "stream-table-join", "table-join":
+			c.add(i, "", "joins cannot be compiled yet: the runtime has no joins")
+			c.structural = true
 		}
 	}
 }

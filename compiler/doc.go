@@ -14,6 +14,7 @@
 //	aggregator:  key, value, aggregate
 //	reducer:     aggregate, value
 //	merger:      key, agg1, agg2
+//	joiner:      key, left, right (nil for the side without a match)
 //
 // A name that is not one of these variables, a builtin or a variable the
 // expression declares itself is a compile error, as is a result of the

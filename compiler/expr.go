@@ -89,6 +89,8 @@ func roleEnv(role designer.ExprRole) (types.Map, bool) {
 		return types.Map{"aggregate": types.Any, "value": types.Any}, true
 	case designer.SessionMerger:
 		return types.Map{"key": types.Any, "agg1": types.Any, "agg2": types.Any}, true
+	case designer.Joiner:
+		return types.Map{"key": types.Any, "left": types.Any, "right": types.Any}, true
 	}
 	return nil, false
 }
@@ -109,6 +111,8 @@ func RoleVariables(role designer.ExprRole) []string {
 		return []string{"aggregate", "value"}
 	case designer.SessionMerger:
 		return []string{"key", "agg1", "agg2"}
+	case designer.Joiner:
+		return []string{"key", "left", "right"}
 	}
 	return nil
 }
@@ -442,6 +446,21 @@ func (e *Expr) Merge(key, agg1, agg2 any) (any, error) {
 	}
 	out, err := e.run(func(env map[string]any) {
 		env["key"], env["agg1"], env["agg2"] = key, agg1, agg2
+	})
+	if err != nil {
+		return nil, err
+	}
+	return Normalize(out), nil
+}
+
+// Join evaluates a joiner: left or right is nil for the side an outer
+// join found no match for.
+func (e *Expr) Join(key, left, right any) (any, error) {
+	if err := e.need(designer.Joiner); err != nil {
+		return nil, err
+	}
+	out, err := e.run(func(env map[string]any) {
+		env["key"], env["left"], env["right"] = key, left, right
 	})
 	if err != nil {
 		return nil, err

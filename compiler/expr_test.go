@@ -168,6 +168,32 @@ func TestExprAggregationRoles(t *testing.T) {
 	}
 }
 
+// TestExprJoin: a joiner sees key, left and right, nil for the side
+// without a match; the default keeps both sides.
+func TestExprJoin(t *testing.T) {
+	def := mustCompile(t, designer.Joiner, designer.DefaultJoiner)
+	merge := mustCompile(t, designer.Joiner, `{id: key, amount: left.amount, name: right?.name ?? "unknown"}`)
+	left := map[string]any{"amount": 12.0}
+	for _, tc := range []struct {
+		e           *Expr
+		left, right any
+		want        any
+	}{
+		{def, left, "alice", map[string]any{"left": left, "right": "alice"}},
+		{def, nil, 7.0, map[string]any{"left": nil, "right": 7.0}},
+		{merge, left, map[string]any{"name": "Alice"}, map[string]any{"id": "k", "amount": 12.0, "name": "Alice"}},
+		{merge, left, nil, map[string]any{"id": "k", "amount": 12.0, "name": "unknown"}},
+	} {
+		got, err := tc.e.Join("k", tc.left, tc.right)
+		if err != nil || !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("%s on %v, %v: %#v, %v; want %#v", tc.e, tc.left, tc.right, got, err, tc.want)
+		}
+	}
+	if _, err := def.Map(Record{}); err == nil {
+		t.Error("a joiner used as a mapper: no error")
+	}
+}
+
 func TestExprVariablesPerRole(t *testing.T) {
 	for _, tc := range []struct {
 		role designer.ExprRole
@@ -180,6 +206,7 @@ func TestExprVariablesPerRole(t *testing.T) {
 		{designer.Aggregator, []string{"key", "value", "aggregate"}, []string{"timestamp", "headers", "agg1"}},
 		{designer.Reducer, []string{"aggregate", "value"}, []string{"key", "timestamp"}},
 		{designer.SessionMerger, []string{"key", "agg1", "agg2"}, []string{"value", "aggregate"}},
+		{designer.Joiner, []string{"key", "left", "right", designer.DefaultJoiner}, []string{"value", "timestamp"}},
 	} {
 		for _, src := range tc.ok {
 			if _, err := CompileExpr(tc.role, src); err != nil {

@@ -195,7 +195,9 @@ var importKinds = sync.OnceValue(func() *importKindTable {
 	t := &importKindTable{kinds: map[string]designer.Kind{}, kindOf: map[string]string{}}
 	for _, k := range designer.Catalog() {
 		t.kinds[k.Name] = k
-		if len(k.Inputs) == 0 || len(k.Outputs) == 0 && !k.BranchOutputs {
+		// Kinds of two inputs (joins) are made from groups of
+		// processors, never from one name.
+		if len(k.Inputs) != 1 || len(k.Outputs) == 0 && !k.BranchOutputs {
 			continue
 		}
 		for _, p := range k.KafkaNames {

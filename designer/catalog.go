@@ -1,5 +1,7 @@
 package designer
 
+import "strings"
+
 // The catalog: every kind of node a design may hold, declared as data. The
 // validator, the compiler, the Go exporter, the describe() importer and
 // the browser's palette and property forms all read these declarations,
@@ -77,6 +79,9 @@ const (
 	// TimestampExtractor: key, value, timestamp (the record's), headers ->
 	// the event time in milliseconds since the epoch.
 	TimestampExtractor ExprRole = "timestamp"
+	// Joiner: key, left, right -> the joined value. The side a left or
+	// outer join found no match for is nil.
+	Joiner ExprRole = "joiner"
 )
 
 // Kind declares one kind of node.
@@ -153,6 +158,22 @@ const (
 	Session  = "session"
 )
 
+// Join types of the join kinds: inner joins emit only matches; a left
+// join also emits the left side unmatched (right nil); an outer join
+// either side unmatched.
+const (
+	InnerJoin = "inner"
+	LeftJoin  = "left"
+	OuterJoin = "outer"
+)
+
+// DefaultJoiner is the joiner of a join node that sets none. It keeps
+// both sides whole, under their names, rather than merging their fields:
+// it works for values of every serde (strings and numbers have no
+// fields) and for the nil side of an unmatched record, and loses nothing
+// when both sides have a field of the same name.
+const DefaultJoiner = "{left: left, right: right}"
+
 // Emit strategies of the windowed-by kind.
 const (
 	EmitOnWindowUpdate = "on-window-update"
@@ -161,6 +182,26 @@ const (
 
 func in(types ...DataType) []Port  { return []Port{{Name: "in", Types: types}} }
 func out(types ...DataType) []Port { return []Port{{Name: "out", Types: types}} }
+
+func joinTypeParam(types ...string) Param {
+	descs := map[string]string{
+		InnerJoin: "inner: only records that match",
+		LeftJoin:  "left: also left records without a match (right is nil)",
+		OuterJoin: "outer: also unmatched records of either side (the other is nil)",
+	}
+	var d []string
+	for _, t := range types {
+		d = append(d, descs[t])
+	}
+	return Param{Name: "type", Type: EnumParam, Required: true, Enum: types, Default: InnerJoin,
+		Description: strings.Join(d, "; ") + "."}
+}
+
+func joinerParam() Param {
+	return Param{Name: "joiner", Type: ExpressionParam, Expr: Joiner, Required: true, Default: DefaultJoiner,
+		Description: "The joined value from key, left and right (nil for the side without a match); default: an object holding both.",
+		Example:     "{order: left.id, amount: left.amount, customer: right.name}"}
+}
 
 func nameParam() Param {
 	return Param{Name: "name", Type: StringParam, Description: "The operator's name in the topology; empty means generated as Kafka Streams does.", Example: "big-orders"}
@@ -346,6 +387,36 @@ func catalog() []Kind {
 			Description: "Turns a table's updates into a stream.",
 			Inputs:      in(Table), Outputs: out(Stream), KafkaNames: []string{"KTABLE-TOSTREAM-"},
 			Params: []Param{nameParam()}},
+		{Name: "stream-join", Title: "Stream-stream join", Group: GroupJoins,
+			Description: "Joins two streams on their keys: records whose timestamps lie within the join window of each other. Both streams must be partitioned alike (same key, same partition count).",
+			Inputs:      []Port{{Name: "left", Types: []DataType{Stream}}, {Name: "right", Types: []DataType{Stream}}},
+			Outputs:     out(Stream),
+			KafkaNames:  []string{"KSTREAM-JOINTHIS-", "KSTREAM-JOINOTHER-", "KSTREAM-OUTERTHIS-", "KSTREAM-OUTEROTHER-", "KSTREAM-WINDOWED-"},
+			Params: []Param{
+				joinTypeParam(InnerJoin, LeftJoin, OuterJoin),
+				joinerParam(),
+				{Name: "window", Type: DurationParam, Description: "The time difference: a left and a right record join when their timestamps are at most this far apart. Required unless before and after are both set.", Example: "5m"},
+				{Name: "before", Type: DurationParam, Description: "How much earlier than a left record a right record may be; default: the window.", Example: "5m"},
+				{Name: "after", Type: DurationParam, Description: "How much later than a left record a right record may be; default: the window.", Example: "1m"},
+				{Name: "grace", Type: DurationParam, Default: "0s", Description: "How long after a window ends out-of-order records still join; left and outer joins emit unmatched records only then.", Example: "30s"},
+				nameParam(),
+			}},
+		{Name: "stream-table-join", Title: "Stream-table join", Group: GroupJoins,
+			Description: "Looks up each stream record's key in the table; table updates emit nothing. The stream and the table must be partitioned alike.",
+			Inputs:      []Port{{Name: "stream", Types: []DataType{Stream}}, {Name: "table", Types: []DataType{Table}}},
+			Outputs:     out(Stream), KafkaNames: []string{"KSTREAM-JOIN-", "KSTREAM-LEFTJOIN-"},
+			Params: []Param{joinTypeParam(InnerJoin, LeftJoin), joinerParam(), nameParam()}},
+		{Name: "table-join", Title: "Table-table join", Group: GroupJoins,
+			Description: "Joins two tables on their keys into a table that changes when either side does. Both tables must be partitioned alike.",
+			Inputs:      []Port{{Name: "left", Types: []DataType{Table}}, {Name: "right", Types: []DataType{Table}}},
+			Outputs:     out(Table),
+			KafkaNames:  []string{"KTABLE-JOINTHIS-", "KTABLE-JOINOTHER-", "KTABLE-LEFTTHIS-", "KTABLE-LEFTOTHER-", "KTABLE-OUTERTHIS-", "KTABLE-OUTEROTHER-", "KTABLE-MERGE-"},
+			Params: []Param{
+				joinTypeParam(InnerJoin, LeftJoin, OuterJoin),
+				joinerParam(),
+				nameParam(),
+				{Name: "store", Type: StringParam, Description: "Materializes the joined table in a store of this name (and changelog <app>-<store>-changelog), for queries; empty means not materialized.", Example: "orders-with-customers"},
+			}},
 		{Name: "sink", Title: "Sink", Group: GroupSinks,
 			Description: "Writes the stream to a topic.",
 			Inputs:      in(Stream), KafkaNames: []string{"KSTREAM-SINK-"},

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -389,17 +390,28 @@ func TestEveryKindValidates(t *testing.T) {
 				GroupedTable: {{ID: "s0", Kind: "source-table", Params: map[string]any{"topic": "in"}},
 					{ID: "s", Kind: "group-by", Params: map[string]any{"key": "value.k"}}},
 			}
-			for _, in := range k.Inputs {
+			if k.Name == "stream-join" {
+				params["window"] = "1m"
+			}
+			for j, in := range k.Inputs {
 				t := in.Types[0]
 				if k.Name == "reduce" || k.Name == "aggregate" || k.Name == "count" {
 					t = GroupedTable
 				}
-				feed := feeders[t]
+				// A second input gets feeders of its own, reading
+				// another topic.
+				feed := slices.Clone(feeders[t])
+				for i := range feed {
+					feed[i].ID += strings.Repeat("'", j)
+					if j > 0 && feed[i].Params["topic"] != nil {
+						feed[i].Params = map[string]any{"topic": fmt.Sprintf("in%d", j)}
+					}
+				}
 				d.Nodes = append(d.Nodes, feed...)
 				for i := 1; i < len(feed); i++ {
 					d.Edges = append(d.Edges, Edge{From: feed[i-1].ID, FromPort: "out", To: feed[i].ID, ToPort: "in"})
 				}
-				d.Edges = append(d.Edges, Edge{From: "s", FromPort: "out", To: "x", ToPort: in.Name})
+				d.Edges = append(d.Edges, Edge{From: feed[len(feed)-1].ID, FromPort: "out", To: "x", ToPort: in.Name})
 			}
 			outs := outputPorts(k, d.Nodes[0])
 			for i, out := range outs {

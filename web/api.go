@@ -49,7 +49,7 @@ func (s *Server) routes() {
 // roles are the expression roles of designer.ExprRole.
 var roles = []designer.ExprRole{
 	designer.Predicate, designer.KeyMapper, designer.ValueMapper, designer.FlatMapper, designer.ValuesMapper,
-	designer.Initializer, designer.Aggregator, designer.Reducer, designer.SessionMerger, designer.TimestampExtractor,
+	designer.Initializer, designer.Aggregator, designer.Reducer, designer.SessionMerger, designer.TimestampExtractor, designer.Joiner,
 }
 
 func (s *Server) catalog(c *fiber.Ctx) error {
