@@ -155,8 +155,10 @@ func portOf(ports []Port, name string) (Port, bool) {
 // except merge's); that every input and every output but a sink's is
 // connected; cycles; that aggregations follow a grouping and windows an
 // aggregation; subtractors and session mergers where they belong;
-// windowed key serdes only where keys are windowed; and names that must
-// be unique (operator, store and repartition names, source topics).
+// windowed key serdes only where keys are windowed; a stream-stream
+// join's window and join inputs partitioned differently (see joins); and
+// names that must be unique (operator, store and repartition names,
+// source topics).
 // Expressions are checked for presence only; the compiler parses them.
 func Validate(d *Design) Problems {
 	if d == nil {
@@ -169,6 +171,7 @@ func Validate(d *Design) Problems {
 	v.connections()
 	v.cycles()
 	v.semantics()
+	v.joins()
 	v.names()
 	return v.sorted()
 }

@@ -270,23 +270,28 @@ func TestValidate(t *testing.T) {
 			for _, e := range tc.edits {
 				e(t, d)
 			}
-			got := Validate(d)
-			ok := len(got) == len(tc.want)
-			for i := 0; ok && i < len(got); i++ {
-				w := tc.want[i]
-				ok = got[i].Node == w.node && got[i].Param == w.param && strings.Contains(got[i].Message, w.msg)
-			}
-			if !ok {
-				var b strings.Builder
-				for _, p := range got {
-					fmt.Fprintf(&b, "\n  %s/%s: %s", p.Node, p.Param, p.Message)
-				}
-				t.Errorf("got%s\nwant %v", b.String(), tc.want)
-			}
-			if (got.Err() == nil) != (len(got) == 0) {
-				t.Errorf("Err() = %v with %d problems", got.Err(), len(got))
-			}
+			checkProblems(t, Validate(d), tc.want)
 		})
+	}
+}
+
+// checkProblems compares problems with the ones wanted, in order.
+func checkProblems(t *testing.T, got Problems, want []want) {
+	t.Helper()
+	ok := len(got) == len(want)
+	for i := 0; ok && i < len(got); i++ {
+		w := want[i]
+		ok = got[i].Node == w.node && got[i].Param == w.param && strings.Contains(got[i].Message, w.msg)
+	}
+	if !ok {
+		var b strings.Builder
+		for _, p := range got {
+			fmt.Fprintf(&b, "\n  %s/%s: %s", p.Node, p.Param, p.Message)
+		}
+		t.Errorf("got%s\nwant %v", b.String(), want)
+	}
+	if (got.Err() == nil) != (len(got) == 0) {
+		t.Errorf("Err() = %v with %d problems", got.Err(), len(got))
 	}
 }
 
