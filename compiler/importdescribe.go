@@ -69,9 +69,14 @@ const importGap = 220
 //   - A source of several topics becomes one source per topic and a merge
 //     carrying the source's name; several edges into an input that takes
 //     one (a sink written by two processors) get a merge in front.
+//   - The processors of a join become one join node of the join's kind,
+//     with its type where the names tell it (importdescribe_join.go says
+//     how); its joiner takes the default and a stream-stream join's window
+//     is left for validation to ask for.
 //   - What has no kind in the catalog becomes an "opaque" node, which
 //     validation reports: processors whose name carries no known prefix
-//     (operators named with Named lose their kind), joins, suppress,
+//     (operators named with Named lose their kind), named stream-table
+//     joins, foreign-key joins, suppress,
 //     toTable, cogroup, the Processor API, and the processors of global
 //     stores. A source of a topic pattern keeps the pattern as its topic
 //     and a sink of a TopicNameExtractor has no topic; validation reports
@@ -94,10 +99,12 @@ func ImportDescribe(text, name string) (*designer.Design, error) {
 		in:       map[*describeNode]*importNode{},
 		done:     map[*describeNode]bool{},
 		internal: map[*describeNode]*importRepartition{},
+		inPort:   map[*describeNode]string{},
 	}
 	im.findRepartitions()
 	im.tableSources()
 	im.branches()
+	im.joins()
 	im.processors()
 	im.repartitions()
 	im.sourcesAndSinks()
@@ -128,6 +135,8 @@ type importEdge struct {
 	from *importNode
 	port string
 	to   *importNode
+	// toPort is the input port; "" means "in".
+	toPort string
 }
 
 // importRepartition is a repartition topic with the sinks that write it,
@@ -152,6 +161,11 @@ type importer struct {
 	// internal marks the sinks, filters and sources of repartitions.
 	internal map[*describeNode]*importRepartition
 	parts    []*importRepartition
+	// inPort is the input port of its design node that a text node's
+	// input enters, where it is not "in": a join's sides.
+	inPort map[*describeNode]string
+	// tableLinks are the stream-table joins and their tables.
+	tableLinks []joinTableLink
 }
 
 func (im *importer) add(kind string, group, pos, sub int, params map[string]any) *importNode {
@@ -526,7 +540,7 @@ func (im *importer) sourcesAndSinks() {
 				merge := im.add("merge", nd.group.index, nd.index, 0, map[string]any{"name": nd.name})
 				for _, t := range nd.topics {
 					src := im.add("source-stream", nd.group.index, nd.index, -1, map[string]any{"topic": t})
-					im.edges = append(im.edges, &importEdge{src, "out", merge})
+					im.edges = append(im.edges, &importEdge{from: src, port: "out", to: merge})
 				}
 				im.stand(nd, merge)
 				continue
@@ -557,8 +571,9 @@ func (im *importer) connect() {
 	}
 	for _, nd := range im.g.nodes {
 		for _, name := range nd.succ {
-			from, to := im.out[nd], im.in[im.g.byName[name]]
-			e := importEdge{from.n, from.port, to}
+			next := im.g.byName[name]
+			from, to := im.out[nd], im.in[next]
+			e := importEdge{from.n, from.port, to, im.inPort[next]}
 			if from.n == nil || to == nil || from.n == to || seen[e] {
 				continue
 			}
@@ -566,6 +581,7 @@ func (im *importer) connect() {
 			im.edges = append(im.edges, &e)
 		}
 	}
+	im.linkTables(seen)
 }
 
 // incoming lists the edges into each node.
@@ -643,7 +659,7 @@ func (im *importer) groupAggregations() {
 		for _, e := range es {
 			e.to = g
 		}
-		im.edges = append(im.edges, &importEdge{g, "out", n})
+		im.edges = append(im.edges, &importEdge{from: g, port: "out", to: n})
 	}
 }
 
@@ -666,7 +682,7 @@ func (im *importer) mergeInputs() {
 		for _, e := range es {
 			e.to = m
 		}
-		im.edges = append(im.edges, &importEdge{m, "out", n})
+		im.edges = append(im.edges, &importEdge{from: m, port: "out", to: n})
 	}
 }
 
@@ -683,7 +699,7 @@ func (im *importer) design(name string) *designer.Design {
 	}
 	im.layout(nodes)
 	slices.SortStableFunc(im.edges, func(a, b *importEdge) int {
-		return cmp.Or(cmp.Compare(order[a.from], order[b.from]), cmp.Compare(order[a.to], order[b.to]), strings.Compare(a.port, b.port))
+		return cmp.Or(cmp.Compare(order[a.from], order[b.from]), cmp.Compare(order[a.to], order[b.to]), strings.Compare(a.port, b.port), strings.Compare(a.toPort, b.toPort))
 	})
 	d := &designer.Design{Name: name, Version: designer.FormatVersion, Nodes: []designer.Node{}, Edges: []designer.Edge{}}
 	for _, n := range nodes {
@@ -698,7 +714,11 @@ func (im *importer) design(name string) *designer.Design {
 		d.Nodes[i].Position.Y = float64(rows[n] * importGap)
 	}
 	for _, e := range im.edges {
-		d.Edges = append(d.Edges, designer.Edge{From: e.from.id, FromPort: e.port, To: e.to.id, ToPort: "in"})
+		toPort := e.toPort
+		if toPort == "" {
+			toPort = "in"
+		}
+		d.Edges = append(d.Edges, designer.Edge{From: e.from.id, FromPort: e.port, To: e.to.id, ToPort: toPort})
 	}
 	return d
 }

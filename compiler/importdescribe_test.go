@@ -53,7 +53,8 @@ func describeFiles(t testing.TB) []string {
 
 // summarize prints a design one line per node and edge, for comparison:
 // "n1 source-stream name=X topic=t" (parameters in name order, branches as
-// [a,b]) and "n1 -> n2" ("n3.big -> n4" from a port other than out).
+// [a,b]) and "n1 -> n2" ("n3.big -> n4" from a port other than out,
+// "n1 -> n5:left" into a port other than in).
 func summarize(d *designer.Design) string {
 	var b strings.Builder
 	for _, n := range d.Nodes {
@@ -84,7 +85,11 @@ func summarize(d *designer.Design) string {
 		if e.FromPort != "out" {
 			from += "." + e.FromPort
 		}
-		fmt.Fprintf(&b, "%s -> %s\n", from, e.To)
+		to := e.To
+		if e.ToPort != "in" {
+			to += ":" + e.ToPort
+		}
+		fmt.Fprintf(&b, "%s -> %s\n", from, to)
 	}
 	return b.String()
 }
@@ -325,36 +330,24 @@ n3 -> n4
 		{importData + "kafka-stream-stream-join.txt", `
 n1 source-stream name=KSTREAM-SOURCE-0000000000 topic=input-topic1
 n2 source-stream name=KSTREAM-SOURCE-0000000001 topic=input-topic2
-n3 opaque name=KSTREAM-WINDOWED-0000000002
-n4 opaque name=KSTREAM-WINDOWED-0000000003
-n5 opaque name=KSTREAM-JOINOTHER-0000000005
-n6 opaque name=KSTREAM-JOINTHIS-0000000004
-n7 merge name=KSTREAM-MERGE-0000000006
-n1 -> n3
-n2 -> n4
-n3 -> n6
-n4 -> n5
-n5 -> n7
-n6 -> n7
+n3 stream-join type=inner
+n1 -> n3:left
+n2 -> n3:right
 `},
 		{importData + "kafka-table-table-join.txt", `
 n1 source-stream name=KSTREAM-SOURCE-0000000000 topic=left
 n2 source-stream name=KSTREAM-SOURCE-0000000003 topic=right
 n3 opaque name=KSTREAM-TOTABLE-0000000001
 n4 opaque name=KSTREAM-TOTABLE-0000000004
-n5 opaque name=KTABLE-JOINOTHER-0000000008
-n6 opaque name=KTABLE-JOINTHIS-0000000007
-n7 opaque name=KTABLE-MERGE-0000000006
-n8 to-stream name=KTABLE-TOSTREAM-0000000009
-n9 sink name=KSTREAM-SINK-0000000010 topic=output
+n5 table-join type=inner
+n6 to-stream name=KTABLE-TOSTREAM-0000000009
+n7 sink name=KSTREAM-SINK-0000000010 topic=output
 n1 -> n3
 n2 -> n4
-n3 -> n6
-n4 -> n5
-n5 -> n7
+n3 -> n5:left
+n4 -> n5:right
+n5 -> n6
 n6 -> n7
-n7 -> n8
-n8 -> n9
 `},
 		{importData + "kafka-optimized-repartition.txt", `
 n1 source-stream name=KSTREAM-SOURCE-0000000000 topic=input
@@ -369,21 +362,17 @@ n9 to-stream name=KTABLE-TOSTREAM-0000000011
 n10 filter name=KSTREAM-FILTER-0000000020
 n11 filter name=KSTREAM-FILTER-0000000029
 n12 peek name=KSTREAM-PEEK-0000000021
-n13 opaque name=joined-stream-other-windowed
-n14 opaque name=joined-stream-this-windowed
-n15 group-by-key
-n16 aggregate name=KSTREAM-AGGREGATE-0000000014 store=KSTREAM-AGGREGATE-STATE-STORE-0000000013
-n17 group-by-key
-n18 reduce name=KSTREAM-REDUCE-0000000023 store=KSTREAM-REDUCE-STATE-STORE-0000000022
-n19 opaque name=joined-stream-other-join
-n20 opaque name=joined-stream-this-join
-n21 to-stream name=KTABLE-TOSTREAM-0000000018
-n22 to-stream name=KTABLE-TOSTREAM-0000000027
-n23 opaque name=joined-stream-merge
-n24 sink name=KSTREAM-SINK-0000000012 topic=outputTopic_0
-n25 sink name=KSTREAM-SINK-0000000019 topic=outputTopic_1
-n26 sink name=KSTREAM-SINK-0000000028 topic=outputTopic_2
-n27 sink name=KSTREAM-SINK-0000000038 topic=outputTopicForJoin
+n13 stream-join name=joined-stream type=inner
+n14 group-by-key
+n15 aggregate name=KSTREAM-AGGREGATE-0000000014 store=KSTREAM-AGGREGATE-STATE-STORE-0000000013
+n16 group-by-key
+n17 reduce name=KSTREAM-REDUCE-0000000023 store=KSTREAM-REDUCE-STATE-STORE-0000000022
+n18 to-stream name=KTABLE-TOSTREAM-0000000018
+n19 to-stream name=KTABLE-TOSTREAM-0000000027
+n20 sink name=KSTREAM-SINK-0000000012 topic=outputTopic_0
+n21 sink name=KSTREAM-SINK-0000000019 topic=outputTopic_1
+n22 sink name=KSTREAM-SINK-0000000028 topic=outputTopic_2
+n23 sink name=KSTREAM-SINK-0000000038 topic=outputTopicForJoin
 n1 -> n2
 n2 -> n3
 n2 -> n5
@@ -392,25 +381,21 @@ n4 -> n6
 n5 -> n7
 n5 -> n10
 n5 -> n11
-n5 -> n15
+n5 -> n14
 n7 -> n8
 n8 -> n9
-n9 -> n13
-n9 -> n24
+n9 -> n13:right
+n9 -> n20
 n10 -> n12
-n11 -> n14
-n12 -> n17
-n13 -> n19
-n14 -> n20
-n15 -> n16
-n16 -> n21
-n17 -> n18
-n18 -> n22
-n19 -> n23
-n20 -> n23
-n21 -> n25
-n22 -> n26
-n23 -> n27
+n11 -> n13:left
+n12 -> n16
+n13 -> n23
+n14 -> n15
+n15 -> n18
+n16 -> n17
+n17 -> n19
+n18 -> n21
+n19 -> n22
 `},
 		{importData + "kafka-complex-merge.txt", `
 n1 source-stream name=KSTREAM-SOURCE-0000000000 topic=retryTopic
@@ -429,7 +414,7 @@ n13 repartition name=KSTREAM-MERGE-0000000022
 n14 source-stream name=KSTREAM-SOURCE-0000000011 topic=id-table-topic
 n15 flat-map name=KSTREAM-FLATMAP-0000000012
 n16 repartition name=KSTREAM-AGGREGATE-STATE-STORE-0000000014
-n17 opaque name=KSTREAM-LEFTJOIN-0000000026
+n17 stream-table-join name=KSTREAM-LEFTJOIN-0000000026 type=left
 n18 branch branches=[1,0] name=KSTREAM-BRANCH-0000000027
 n19 filter name=KSTREAM-FILTER-0000000033
 n20 map name=KSTREAM-MAP-0000000029
@@ -455,7 +440,7 @@ n9 -> n10
 n10 -> n12
 n11 -> n12
 n12 -> n13
-n13 -> n17
+n13 -> n17:stream
 n14 -> n15
 n15 -> n16
 n16 -> n24
@@ -471,6 +456,7 @@ n23 -> n29
 n24 -> n26
 n25 -> n28
 n26 -> n27
+n27 -> n17:table
 `},
 	} {
 		t.Run(filepath.Base(tc.file), func(t *testing.T) {
