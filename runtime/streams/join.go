@@ -153,13 +153,16 @@ func (t *Table) join(op string, kind tableJoinKind, other *Table, joiner ValueJo
 	if hasStoreOptions(opts) {
 		spec = b.newStore(o.store, "KTABLE-MERGE-", t.keySerde, o.valueSerde)
 	}
-	merge := b.addNode(b.nameOrGenerate(o.name, "KTABLE-MERGE-"), processorNode)
+	mergeName := b.nameOrGenerate(o.name, "KTABLE-MERGE-")
 	thisName, otherName := b.newName("KTABLE-JOINTHIS-"), b.newName("KTABLE-JOINOTHER-")
 	if o.name != "" {
 		thisName, otherName = o.name+"-join-this", o.name+"-join-other"
 	}
+	// Added in the order Kafka Streams' KTableKTableJoinNode adds them,
+	// which Describe's order depends on.
 	thisNode := b.addNode(thisName, processorNode)
 	otherNode := b.addNode(otherName, processorNode)
+	merge := b.addNode(mergeName, processorNode)
 	// Each side looks the other side's store up; the other side is on
 	// the right for this side's joiner, and on the left for the other's.
 	thisNode.op, otherNode.op, merge.op = op, op, op
