@@ -43,7 +43,10 @@ type Builder struct {
 	// sourceTopics maps a topic to the source node that reads it: a topic
 	// read by two sources would be consumed twice.
 	sourceTopics map[string]*graphNode
-	built        bool
+	// copartitioned pairs the nodes whose records a join brings
+	// together: their source topics must be co-partitioned.
+	copartitioned [][2]*graphNode
+	built         bool
 }
 
 // NewBuilder returns an empty Builder.
@@ -95,7 +98,7 @@ func (b *Builder) Build() (*Topology, error) {
 	if err := errors.Join(errs...); err != nil {
 		return nil, fmt.Errorf("building topology: %w", err)
 	}
-	return newTopology(b.nodes), nil
+	return newTopology(b.nodes, b.copartitioned), nil
 }
 
 // nameOrGenerate returns given, or a generated name when given is empty.

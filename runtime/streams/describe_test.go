@@ -1,6 +1,7 @@
 package streams_test
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,6 +16,8 @@ func pass(any, any) (bool, error) { return true, nil }
 func identityValue(v any) (any, error) { return v, nil }
 
 func valueAsKey(_, v any) (any, error) { return v, nil }
+
+func joinValues(_, l, r any) (any, error) { return fmt.Sprint(l, r), nil }
 
 // describeCases builds, with Braid's DSL, the topologies whose Kafka
 // Streams describe() texts are in testdata/describe; each file starts with
@@ -94,6 +97,26 @@ var describeCases = map[string]func(b *streams.Builder){
 		b.Stream([]string{"in"}).GroupByKey().
 			WindowedBy(streams.Sessions(10*time.Second, 5*time.Second)).
 			Count().ToStream().To("out")
+	},
+	"join-stream-stream": func(b *streams.Builder) {
+		b.Stream([]string{"topic"}).Join(b.Stream([]string{"other-topic"}), joinValues, streams.JoinTimeDifference(5*time.Second, 0))
+	},
+	"leftjoin-stream-stream": func(b *streams.Builder) {
+		b.Stream([]string{"left"}).LeftJoin(b.Stream([]string{"right"}), joinValues, streams.JoinTimeDifference(5*time.Second, 0)).To("out")
+	},
+	"outerjoin-stream-stream-named": func(b *streams.Builder) {
+		b.Stream([]string{"left"}).OuterJoin(b.Stream([]string{"right"}), joinValues, streams.JoinTimeDifference(5*time.Second, 0),
+			streams.Named("pairs")).To("out")
+	},
+	"join-stream-stream-repartition": func(b *streams.Builder) {
+		b.Stream([]string{"left"}).Map(func(k, v any) (any, any, error) { return v, k, nil }).
+			Join(b.Stream([]string{"right"}), joinValues, streams.JoinTimeDifference(5*time.Second, 0)).To("out")
+	},
+	"leftjoin-stream-table-repartition": func(b *streams.Builder) {
+		b.Stream([]string{"orders"}).SelectKey(valueAsKey).LeftJoinTable(b.Table("customers"), joinValues).To("out")
+	},
+	"join-table-table-materialized": func(b *streams.Builder) {
+		b.Table("l").Join(b.Table("r"), joinValues, streams.Materialized(streams.StoreOptions{Name: "joined"})).ToStream().To("out")
 	},
 	"groupby-windowed-reduce": func(b *streams.Builder) {
 		b.Stream([]string{"in"}).GroupBy(valueAsKey).

@@ -149,12 +149,15 @@ func (d *TestDriver) createTasks() error {
 		}
 		return n
 	}
+	sizes := make(map[string]int)
+	for _, topic := range topo.SourceTopics() {
+		sizes[topic] = d.partitionsOf(topic)
+	}
+	if err := topo.sizeInternalTopics(sizes); err != nil {
+		return err
+	}
 	for _, it := range topo.internalTopics() {
-		n := it.partitions
-		if n == 0 {
-			n = widest(it.writer)
-		}
-		d.partitions[a.realTopic(it.name, true)] = n
+		d.partitions[a.realTopic(it.name, true)] = sizes[it.name]
 	}
 	for _, st := range topo.subtopologies {
 		n := widest(st)

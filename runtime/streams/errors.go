@@ -75,3 +75,20 @@ func (e *InternalTopicError) Error() string {
 	return fmt.Sprintf("internal topic %q has %d partitions, the topology needs %d; delete it or reset the application",
 		e.Topic, e.Partitions, e.ExpectedPartitions)
 }
+
+// CopartitionError says that two topics a join reads together have
+// different partition counts, so that one task would not see the same
+// keys on both sides. Give them the same count, or repartition one side
+// (Stream.Repartition with WithPartitions). Internal topics are named
+// without the application id.
+type CopartitionError struct {
+	Topic           string
+	Partitions      int
+	OtherTopic      string
+	OtherPartitions int
+}
+
+func (e *CopartitionError) Error() string {
+	return fmt.Sprintf("joined topics %q (%d partitions) and %q (%d partitions) are not co-partitioned: a join needs the same partition count on both sides",
+		e.Topic, e.Partitions, e.OtherTopic, e.OtherPartitions)
+}

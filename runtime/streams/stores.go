@@ -39,8 +39,11 @@ type taskStore struct {
 	// restored counts the changelog records applied by the last restore.
 	restored int64
 
-	// win is set for window and session stores.
-	win *windowState
+	// win is set for window and session stores and join buffers;
+	// unmatched for the store of a left or outer stream-stream join's
+	// unmatched records.
+	win       *windowState
+	unmatched *unmatchedStore
 	// scratch is reused for pebble keys of windowed rows: pebble copies
 	// keys into its batch and reads them only during the call.
 	scratch []byte
@@ -94,8 +97,12 @@ func (a *App) openStore(spec *storeSpec, id TaskID) (*taskStore, error) {
 	}
 	if spec.window != nil {
 		st.win = newWindowState(spec, st.keySerde)
-		st.keySerde = st.win.keySerde()
-		st.valueSerde = stampedSerde{inner: st.valueSerde}
+		// A join buffer keeps records as they came, under their own
+		// keys; the other windowed stores keep timestamped aggregates.
+		if spec.window.kind != joinWindowKind {
+			st.keySerde = st.win.keySerde()
+			st.valueSerde = stampedSerde{inner: st.valueSerde}
+		}
 	}
 	st.lastOffset.Store(db.Checkpoint().ChangelogOffset - 1)
 	st.promise = func(r *kgo.Record, err error) {
@@ -258,15 +265,7 @@ func (st *taskStore) flushEntry(t *task, e *cacheEntry) error {
 	if err := st.writeRow(e); err != nil {
 		return err
 	}
-	if st.changelog != "" {
-		t.app.send(&kgo.Record{
-			Topic:     st.changelog,
-			Partition: st.partition,
-			Key:       e.keyBytes,
-			Value:     e.valueBytes,
-			Timestamp: time.UnixMilli(e.timestamp),
-		}, st.promise)
-	}
+	st.log(t, e.keyBytes, e.valueBytes, e.timestamp)
 	if st.win != nil {
 		return st.forwardWindowed(t, e)
 	}
@@ -275,6 +274,21 @@ func (st *taskStore) flushEntry(t *task, e *cacheEntry) error {
 		old = nil
 	}
 	return forward(t, st.downstream, record{key: e.key, value: e.value, old: old, timestamp: e.timestamp})
+}
+
+// log sends a row to the store's changelog, if it has one. The producer
+// keeps kb and vb until the record is sent.
+func (st *taskStore) log(t *task, kb, vb []byte, ts int64) {
+	if st.changelog == "" {
+		return
+	}
+	t.app.send(&kgo.Record{
+		Topic:     st.changelog,
+		Partition: st.partition,
+		Key:       kb,
+		Value:     vb,
+		Timestamp: time.UnixMilli(ts),
+	}, st.promise)
 }
 
 // writeRow writes a flushed row to pebble's pending batch. A windowed row

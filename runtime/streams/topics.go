@@ -27,19 +27,13 @@ func (a *App) prepareTopics(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if err := a.topo.sizeInternalTopics(partitions); err != nil {
+		return err
+	}
 	for _, it := range a.topo.internalTopics() {
-		n := it.partitions
-		if n == 0 {
-			for _, src := range it.writer.sources {
-				for _, t := range src.topics {
-					n = max(n, partitions[t])
-				}
-			}
-		}
-		if err := a.ensureInternalTopic(ctx, adm, a.realTopic(it.name, true), n, map[string]*string{"cleanup.policy": kadm.StringPtr("delete")}); err != nil {
+		if err := a.ensureInternalTopic(ctx, adm, a.realTopic(it.name, true), partitions[it.name], map[string]*string{"cleanup.policy": kadm.StringPtr("delete")}); err != nil {
 			return err
 		}
-		partitions[it.name] = n
 	}
 	// A changelog has a partition per task of its sub-topology: as many
 	// as the sub-topology's widest input.
@@ -97,6 +91,64 @@ func (a *App) sourcePartitions(ctx context.Context, adm *kadm.Client) (map[strin
 		}
 	}
 	return out, errors.Join(errs...)
+}
+
+// sizeInternalTopics adds the partition count of every repartition topic
+// to partitions, which holds the user topics' counts; internal topics go
+// by their short name. A repartition topic has as many partitions as the
+// widest input of the sub-topology that writes it, unless WithPartitions
+// says otherwise, or, where it feeds a join, as the topics it is joined
+// with. Joined user topics must agree: else the error is a
+// *CopartitionError.
+func (t *Topology) sizeInternalTopics(partitions map[string]int) error {
+	internal := make(map[string]bool)
+	for _, it := range t.internalTopics() {
+		internal[it.name] = true
+	}
+	// A joined group's count: its user topics', which must agree.
+	joined := make(map[string]int)
+	for _, group := range t.copartitioned {
+		first, n := "", 0
+		for _, topic := range group {
+			if internal[topic] {
+				continue
+			}
+			if first == "" {
+				first, n = topic, partitions[topic]
+			} else if partitions[topic] != n {
+				return &CopartitionError{Topic: first, Partitions: n, OtherTopic: topic, OtherPartitions: partitions[topic]}
+			}
+		}
+		for _, topic := range group {
+			if internal[topic] && n > 0 {
+				joined[topic] = n
+			}
+		}
+	}
+	for _, it := range t.internalTopics() {
+		n := it.partitions
+		if n == 0 {
+			n = joined[it.name]
+		}
+		if n == 0 {
+			for _, src := range it.writer.sources {
+				for _, topic := range src.topics {
+					n = max(n, partitions[topic])
+				}
+			}
+		}
+		partitions[it.name] = n
+	}
+	// Repartition topics joined with each other only, or sized by
+	// WithPartitions, must agree too.
+	for _, group := range t.copartitioned {
+		for _, topic := range group[1:] {
+			if partitions[topic] != partitions[group[0]] {
+				return &CopartitionError{Topic: group[0], Partitions: partitions[group[0]], OtherTopic: topic, OtherPartitions: partitions[topic]}
+			}
+		}
+	}
+	return nil
 }
 
 // windowChangelogExtraRetention is what a windowed store's changelog keeps

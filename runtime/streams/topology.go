@@ -51,6 +51,9 @@ type Topology struct {
 	// bySourceTopic maps every topic the topology reads (internal topics
 	// by their short name) to its sub-topology.
 	bySourceTopic map[string]*subtopology
+	// copartitioned lists the groups of topics (internal ones by their
+	// short name) that joins read together, each sorted.
+	copartitioned [][]string
 }
 
 // subtopology is a connected part of the graph; repartition topics are
@@ -61,8 +64,9 @@ type subtopology struct {
 	sources []*graphNode
 }
 
-func newTopology(nodes []*graphNode) *Topology {
+func newTopology(nodes []*graphNode, copartitioned [][2]*graphNode) *Topology {
 	t := &Topology{nodes: nodes, bySourceTopic: make(map[string]*subtopology)}
+	t.copartitioned = copartitionGroups(copartitioned)
 	groups := connectedGroups(nodes)
 	for i, g := range groups {
 		st := &subtopology{id: i, nodes: g}
@@ -81,9 +85,16 @@ func newTopology(nodes []*graphNode) *Topology {
 }
 
 // connectedGroups splits nodes into the connected components of the graph
-// (edges taken in both directions), numbered the way Kafka Streams numbers
-// its node groups: in the order of each group's first source node.
+// (edges taken in both directions, and between nodes that use one store,
+// as a join and the table it looks up), numbered the way Kafka Streams
+// numbers its node groups: in the order of each group's first source node.
 func connectedGroups(nodes []*graphNode) [][]*graphNode {
+	byStore := make(map[string][]*graphNode)
+	for _, n := range nodes {
+		for _, s := range n.stores {
+			byStore[s] = append(byStore[s], n)
+		}
+	}
 	seen := make(map[*graphNode]bool, len(nodes))
 	var groups [][]*graphNode
 	for _, start := range nodes {
@@ -97,7 +108,11 @@ func connectedGroups(nodes []*graphNode) [][]*graphNode {
 			n := stack[len(stack)-1]
 			stack = stack[:len(stack)-1]
 			group = append(group, n)
-			for _, m := range slices.Concat(n.parents, n.children) {
+			neighbors := slices.Concat(n.parents, n.children)
+			for _, s := range n.stores {
+				neighbors = append(neighbors, byStore[s]...)
+			}
+			for _, m := range neighbors {
 				if !seen[m] {
 					seen[m] = true
 					stack = append(stack, m)
@@ -170,3 +185,48 @@ func (t *Topology) RepartitionTopics(applicationID string) []string {
 
 // Subtopologies returns the number of sub-topologies.
 func (t *Topology) Subtopologies() int { return len(t.subtopologies) }
+
+// copartitionGroups returns, for the node pairs that joins bring
+// together, the groups of source topics that must be co-partitioned: the
+// topics each node reads through its sub-topology, pairs that share a
+// topic merged into one group.
+func copartitionGroups(pairs [][2]*graphNode) [][]string {
+	var groups [][]string
+	for _, pair := range pairs {
+		group := slices.Concat(upstreamTopics(pair[0]), upstreamTopics(pair[1]))
+		// Merge every group that shares a topic with this one.
+		kept := groups[:0]
+		for _, g := range groups {
+			if slices.ContainsFunc(g, func(topic string) bool { return slices.Contains(group, topic) }) {
+				group = append(group, g...)
+			} else {
+				kept = append(kept, g)
+			}
+		}
+		slices.Sort(group)
+		groups = append(kept, slices.Compact(group))
+	}
+	return groups
+}
+
+// upstreamTopics returns the topics the source nodes above n in its
+// sub-topology read.
+func upstreamTopics(n *graphNode) []string {
+	var out []string
+	seen := make(map[*graphNode]bool)
+	var walk func(n *graphNode)
+	walk = func(n *graphNode) {
+		if seen[n] {
+			return
+		}
+		seen[n] = true
+		if n.kind == sourceNode {
+			out = append(out, n.topics...)
+		}
+		for _, p := range n.parents {
+			walk(p)
+		}
+	}
+	walk(n)
+	return out
+}

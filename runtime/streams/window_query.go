@@ -42,7 +42,7 @@ func (a *App) FetchWindows(store string, key any, from, to int64) ([]WindowResul
 	var out []WindowResult
 	err := a.eachLocalStore(store, func(t *task, st *taskStore) (bool, error) {
 		w := st.win
-		if w == nil {
+		if w == nil || w.spec.kind == joinWindowKind {
 			return false, &NotWindowedError{Store: store}
 		}
 		inner, err := w.inner.Serialize(st.changelogOrName(), key)
@@ -95,7 +95,7 @@ func (st *taskStore) fetchCommitted(t *task, inner []byte, key any, from, to int
 func (a *App) OpenWindows(store string) ([]OpenWindow, error) {
 	var out []OpenWindow
 	err := a.eachLocalStore(store, func(t *task, st *taskStore) (bool, error) {
-		if st.win == nil {
+		if st.win == nil || st.win.spec.kind == joinWindowKind {
 			return false, &NotWindowedError{Store: store}
 		}
 		var mine []OpenWindow

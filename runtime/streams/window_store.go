@@ -69,6 +69,12 @@ type windowState struct {
 	marked int64
 	// lateDrops counts the (record, window) pairs dropped as late.
 	lateDrops int64
+	// seq numbers the records of a join buffer, whose keys end with it
+	// so that records with the same key and timestamp are kept apart;
+	// last and lastValue are the changelog key and value of the record
+	// buffered last, which the join processor after the buffer uses.
+	seq             uint32
+	last, lastValue []byte
 }
 
 type windowBounds struct{ start, end int64 }
@@ -119,8 +125,11 @@ func newWindowState(spec *storeSpec, inner Serde) *windowState {
 		lowestSegment: math.MaxInt64,
 		storedUpTo:    -1,
 	}
-	if w.spec.kind == sessionWindowKind {
+	switch w.spec.kind {
+	case sessionWindowKind:
 		w.tsBytes = 16
+	case joinWindowKind:
+		w.tsBytes = 12 // the timestamp and the sequence number
 	}
 	// Kafka Streams' rule: half the retention, at least a minute, so that
 	// a store has few segments and drops one every half retention.
@@ -432,6 +441,12 @@ func (st *taskStore) loadOpenWindows(streamTime int64) error {
 		w.maxSegment = max(w.maxSegment, int64(binary.BigEndian.Uint64(sk)))
 		kb := sk[12:]
 		w.stored(w.segmentTime(kb))
+		if w.spec.kind == joinWindowKind {
+			// A join buffer tracks no windows; it numbers on from its
+			// highest sequence number.
+			w.seq = max(w.seq, binary.BigEndian.Uint32(kb[len(kb)-4:])+1)
+			return true
+		}
 		k, err := st.keySerde.Deserialize(st.changelogOrName(), bytes.Clone(kb))
 		if err != nil {
 			decodeErr = fmt.Errorf("store %q: decoding stored key: %w", st.spec.name, err)

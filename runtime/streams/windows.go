@@ -79,6 +79,9 @@ const (
 	timeWindowKind windowKind = iota
 	slidingWindowKind
 	sessionWindowKind
+	// joinWindowKind is a stream-stream join's buffer of one side's
+	// records (see stream_join.go).
+	joinWindowKind
 )
 
 // windowSpec is Windows in milliseconds.

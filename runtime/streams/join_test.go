@@ -1,0 +1,152 @@
+package streams_test
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+
+	"github.com/braidstream/braid/runtime/streams"
+)
+
+// joinStep pipes one record (value "" for a deletion) and lists the
+// records the join emits for it, as "key=value@timestamp".
+type joinStep struct {
+	topic, key, value string
+	ts                int64
+	want              []string
+}
+
+// concat is the joiners of the tests: "left+right", "-" for a missing
+// side.
+func concat(_, l, r any) (any, error) {
+	side := func(v any) string {
+		if v == nil {
+			return "-"
+		}
+		return v.(string)
+	}
+	return side(l) + "+" + side(r), nil
+}
+
+// runJoinSteps builds a topology with build, pipes steps through it with
+// a TestDriver and checks what reaches topic "out" after each step.
+func runJoinSteps(t *testing.T, build func(b *streams.Builder), steps []joinStep) *streams.TestDriver {
+	t.Helper()
+	b := streams.NewBuilder()
+	build(b)
+	topo, err := b.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := streams.NewTestDriver(topo, streams.DriverConfig{DefaultKeySerde: streams.String, DefaultValueSerde: streams.String})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Close() })
+	for i, s := range steps {
+		var v []byte
+		if s.value != "" {
+			v = []byte(s.value)
+		}
+		if err := d.Pipe(s.topic, []byte(s.key), v, s.ts); err != nil {
+			t.Fatalf("step %d: %v", i+1, err)
+		}
+		var got []string
+		for _, r := range d.ReadOutput("out") {
+			val := "<nil>"
+			if r.Value != nil {
+				val = string(r.Value)
+			}
+			got = append(got, fmt.Sprintf("%s=%s@%d", r.Key, val, r.Timestamp))
+		}
+		if !slices.Equal(got, s.want) {
+			t.Errorf("step %d (%s %s=%q@%d): emitted %q, want %q", i+1, s.topic, s.key, s.value, s.ts, got, s.want)
+		}
+	}
+	return d
+}
+
+func out(records ...string) []string { return records }
+
+// TestStreamTableJoin checks that a stream record joins the table row of
+// its key as of its processing, that inner joins drop records without a
+// row while left joins keep them, and that table updates emit nothing.
+func TestStreamTableJoin(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		left bool
+		want [][]string
+	}{
+		{"inner", false, [][]string{nil, nil, out("A=s2+t1@30"), nil, nil}},
+		{"left", true, [][]string{out("A=s1+-@10"), nil, out("A=s2+t1@30"), nil, out("A=s3+-@50")}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			build := func(b *streams.Builder) {
+				table := b.Table("t", streams.Materialized(streams.StoreOptions{CachingDisabled: true}))
+				s := b.Stream([]string{"s"})
+				if tc.left {
+					s.LeftJoinTable(table, concat).To("out")
+				} else {
+					s.JoinTable(table, concat).To("out")
+				}
+			}
+			inputs := []joinStep{
+				{topic: "s", key: "A", value: "s1", ts: 10},
+				{topic: "t", key: "A", value: "t1", ts: 20},
+				{topic: "s", key: "A", value: "s2", ts: 30},
+				{topic: "t", key: "A", ts: 40},
+				{topic: "s", key: "A", value: "s3", ts: 50},
+			}
+			for i := range inputs {
+				inputs[i].want = tc.want[i]
+			}
+			runJoinSteps(t, build, inputs)
+		})
+	}
+}
+
+// TestTableTableJoin checks each table-table join against results worked
+// out by hand from Kafka Streams' KTableKTable*Join rules: an update on
+// either side re-joins the key, and a result that disappears is deleted.
+func TestTableTableJoin(t *testing.T) {
+	inputs := []joinStep{
+		{topic: "l", key: "A", value: "a1", ts: 10},
+		{topic: "r", key: "A", value: "b1", ts: 20},
+		{topic: "r", key: "B", value: "c1", ts: 30},
+		{topic: "l", key: "A", value: "a2", ts: 40},
+		{topic: "r", key: "A", ts: 50},
+		{topic: "l", key: "A", ts: 60},
+		{topic: "l", key: "B", value: "d1", ts: 70},
+		{topic: "r", key: "B", ts: 80},
+	}
+	for _, tc := range []struct {
+		name string
+		join func(l, r *streams.Table) *streams.Table
+		want [][]string
+	}{
+		{"inner", func(l, r *streams.Table) *streams.Table { return l.Join(r, concat) }, [][]string{
+			nil, out("A=a1+b1@20"), nil, out("A=a2+b1@40"), out("A=<nil>@50"),
+			nil, out("B=d1+c1@70"), out("B=<nil>@80"),
+		}},
+		{"left", func(l, r *streams.Table) *streams.Table { return l.LeftJoin(r, concat) }, [][]string{
+			out("A=a1+-@10"), out("A=a1+b1@20"), nil, out("A=a2+b1@40"), out("A=a2+-@50"),
+			out("A=<nil>@60"), out("B=d1+c1@70"), out("B=d1+-@80"),
+		}},
+		{"outer", func(l, r *streams.Table) *streams.Table { return l.OuterJoin(r, concat) }, [][]string{
+			out("A=a1+-@10"), out("A=a1+b1@20"), out("B=-+c1@30"), out("A=a2+b1@40"), out("A=a2+-@50"),
+			out("A=<nil>@60"), out("B=d1+c1@70"), out("B=d1+-@80"),
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			build := func(b *streams.Builder) {
+				uncached := streams.Materialized(streams.StoreOptions{CachingDisabled: true})
+				tc.join(b.Table("l", uncached), b.Table("r", uncached)).ToStream().To("out")
+			}
+			steps := slices.Clone(inputs)
+			for i := range steps {
+				steps[i].want = tc.want[i]
+			}
+			runJoinSteps(t, build, steps)
+		})
+	}
+}

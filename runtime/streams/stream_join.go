@@ -1,0 +1,491 @@
+package streams
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+)
+
+// A stream-stream join buffers each side's records in a window store of
+// its own, a join buffer: every record is kept (keys end with the record's
+// timestamp and a sequence number, so that equal keys and timestamps do
+// not collide), segmented by timestamp and logged to a compact,delete
+// changelog like any window store, and dropped once no record of the
+// other side can meet it any more (retention Before+After+Grace). A record
+// first goes into its side's buffer (the KSTREAM-WINDOWED- node) and then
+// looks for partners in the other side's (KSTREAM-JOINTHIS-/-JOINOTHER-),
+// emitting a result per partner as they meet.
+//
+// Left and outer joins keep the records that have met nobody yet in a
+// third store shared by both sides, as Kafka Streams does since 3.1: keyed
+// by timestamp first, so that the records whose window closed are found in
+// time order. A record leaves it when a partner arrives, or when stream
+// time passes its timestamp + look-back + grace, which emits it joined
+// with nil: never before, since until then a partner may still come.
+
+// Join joins s with other within the join windows w: each pair of records
+// with equal keys whose timestamps are close enough yields one result, as
+// soon as the second of them is processed, with the larger of the two
+// timestamps. It takes Named, WithSerdes (the result's serdes; the value
+// serde is unknown otherwise) and Materialized (the stores' base name,
+// logging and key serde). Inputs whose key may have changed are
+// repartitioned first.
+func (s *Stream) Join(other *Stream, joiner ValueJoiner, w JoinWindows, opts ...Option) *Stream {
+	return s.joinStream("Join", false, false, other, joiner, w, opts)
+}
+
+// LeftJoin is Join that also emits every record of s that met no record
+// of other, joined with nil, once its window has closed: when stream time
+// passes its timestamp + After + Grace.
+func (s *Stream) LeftJoin(other *Stream, joiner ValueJoiner, w JoinWindows, opts ...Option) *Stream {
+	return s.joinStream("LeftJoin", true, false, other, joiner, w, opts)
+}
+
+// OuterJoin is LeftJoin that also emits the records of other that met no
+// record of s, as (nil, record), once stream time passes their timestamp
+// + Before + Grace.
+func (s *Stream) OuterJoin(other *Stream, joiner ValueJoiner, w JoinWindows, opts ...Option) *Stream {
+	return s.joinStream("OuterJoin", true, true, other, joiner, w, opts)
+}
+
+// joinStream adds the nodes of a stream-stream join, named and ordered as
+// Kafka Streams' KStreamImplJoin names and adds them. leftOuter keeps the
+// unmatched records of s, rightOuter those of other.
+func (s *Stream) joinStream(op string, leftOuter, rightOuter bool, other *Stream, joiner ValueJoiner, w JoinWindows, opts []Option) *Stream {
+	b := s.b
+	o := b.resolveOptions(op, optName|optSerdes|optStore, opts)
+	s.need(op, joiner == nil)
+	if other == nil || other.b != b {
+		b.errorf("%s: the other stream is nil or comes from another Builder", op)
+		return s
+	}
+	ws, err := w.spec()
+	if err != nil {
+		b.errorf("%s: %v", op, err)
+	}
+	if o.store.Retention != 0 || o.store.ValueSerde != nil {
+		b.errorf("%s: Materialized takes a name, a key serde and disabled logging here: the buffers keep each side's values in its own serde for Before+After+Grace", op)
+	}
+	suffixed := func(suffix string) string {
+		if o.name == "" {
+			return ""
+		}
+		return o.name + suffix
+	}
+	left, right := s, other
+	if left.repartitionRequired {
+		base := suffixed("-left")
+		if base == "" {
+			base = left.node.name
+		}
+		left = left.repartitionAs(base, operatorOptions{})
+	}
+	if right.repartitionRequired {
+		base := suffixed("-right")
+		if base == "" {
+			base = right.node.name
+		}
+		right = right.repartitionAs(base, operatorOptions{})
+	}
+
+	thisWinName := b.nameOrGenerate(suffixed("-this-windowed"), "KSTREAM-WINDOWED-")
+	otherWinName := b.nameOrGenerate(suffixed("-other-windowed"), "KSTREAM-WINDOWED-")
+	thisPrefix, thisSuffix := "KSTREAM-JOINTHIS-", "-this-join"
+	if rightOuter {
+		thisPrefix, thisSuffix = "KSTREAM-OUTERTHIS-", "-outer-this-join"
+	}
+	otherPrefix, otherSuffix := "KSTREAM-JOINOTHER-", "-other-join"
+	if leftOuter {
+		otherPrefix, otherSuffix = "KSTREAM-OUTEROTHER-", "-outer-other-join"
+	}
+	thisGenerated, otherGenerated := b.newName(thisPrefix), b.newName(otherPrefix)
+	thisName, otherName := thisGenerated, otherGenerated
+	if o.name != "" {
+		thisName, otherName = o.name+thisSuffix, o.name+otherSuffix
+	}
+	mergeName := b.nameOrGenerate(suffixed("-merge"), "KSTREAM-MERGE-")
+
+	// The stores are named after the generated join names, or after
+	// Materialized's name, as Kafka Streams names them after
+	// StreamJoined's store name.
+	thisStore, otherStore := thisGenerated+"-store", otherGenerated+"-store"
+	sharedStore := "KSTREAM-OUTERSHARED-" + thisGenerated[len(thisPrefix):] + "-store"
+	if base := o.store.Name; base != "" {
+		thisStore, otherStore = base+thisSuffix+"-store", base+otherSuffix+"-store"
+		sharedStore = base + "-left-shared-join-store"
+		if rightOuter {
+			sharedStore = base + "-outer-shared-join-store"
+		}
+		if err := validTopicName(base); err != nil {
+			b.errorf("%s: store %q: its name is part of its changelog topics: %v", op, base, err)
+		}
+	}
+	keySerde := orDefault(o.store.KeySerde, orDefault(left.keySerde, right.keySerde))
+	buffer := func(name string, valueSerde Serde) *storeSpec {
+		return &storeSpec{
+			name: name, logged: !o.store.LoggingDisabled, keySerde: keySerde, valueSerde: valueSerde,
+			window:    &windowSpec{kind: joinWindowKind, size: ws.before + ws.after, grace: ws.grace},
+			retention: ws.before + ws.after + ws.grace + 1,
+		}
+	}
+	thisSpec, otherSpec := buffer(thisStore, left.valueSerde), buffer(otherStore, right.valueSerde)
+
+	thisWin := b.addNode(thisWinName, processorNode)
+	otherWin := b.addNode(otherWinName, processorNode)
+	thisJoin := b.addNode(thisName, processorNode)
+	otherJoin := b.addNode(otherName, processorNode)
+	merge := b.addNode(mergeName, processorNode)
+	for _, n := range []*graphNode{thisWin, otherWin, thisJoin, otherJoin, merge} {
+		n.op = op
+	}
+	thisWin.storeSpecs, thisWin.stores = []*storeSpec{thisSpec}, []string{thisStore}
+	otherWin.storeSpecs, otherWin.stores = []*storeSpec{otherSpec}, []string{otherStore}
+	thisWin.makeProcessor = joinBufferFactory(thisStore, ws, true)
+	otherWin.makeProcessor = joinBufferFactory(otherStore, ws, false)
+	thisJoin.stores, otherJoin.stores = []string{otherStore}, []string{thisStore}
+	shared := ""
+	if leftOuter {
+		shared = sharedStore
+		thisJoin.storeSpecs = []*storeSpec{{name: shared, logged: !o.store.LoggingDisabled}}
+		thisJoin.stores = append(thisJoin.stores, shared)
+		otherJoin.stores = append(otherJoin.stores, shared)
+	}
+	thisJoin.makeProcessor = streamJoinFactory(streamJoinSide{left: true, this: thisStore, other: otherStore, shared: shared, outer: leftOuter, spec: ws, joiner: joiner})
+	otherJoin.makeProcessor = streamJoinFactory(streamJoinSide{left: false, this: otherStore, other: thisStore, shared: shared, outer: rightOuter, spec: ws, joiner: joiner})
+	merge.makeProcessor = passFactory
+	connect(left.node, thisWin)
+	connect(right.node, otherWin)
+	connect(thisWin, thisJoin)
+	connect(otherWin, otherJoin)
+	connect(thisJoin, merge)
+	connect(otherJoin, merge)
+	b.copartition(left.node, right.node)
+	return &Stream{b: b, node: merge, keySerde: orDefault(o.keySerde, left.keySerde), valueSerde: o.valueSerde}
+}
+
+// joinBufferProc puts each record of one side into its buffer, unless it
+// is late, and passes it on to the join.
+type joinBufferProc struct {
+	name  string
+	store *taskStore
+	spec  joinSpec
+	left  bool
+	next  []processor
+}
+
+func joinBufferFactory(store string, spec joinSpec, left bool) processorFactory {
+	return func(name string, next []processor, t *task) processor {
+		st := t.stores[store]
+		st.processor = name
+		t.windowed = append(t.windowed, st)
+		return &joinBufferProc{name: name, store: st, spec: spec, left: left, next: next}
+	}
+}
+
+func (p *joinBufferProc) process(t *task, r record) error {
+	if r.key == nil || r.value == nil {
+		return nil // as Kafka Streams: nothing to join on
+	}
+	if t.streamTime >= p.spec.closesAt(p.left, r.timestamp) {
+		// The window of records it could join with, seen from its side.
+		from, to := r.timestamp-p.spec.before, r.timestamp+p.spec.after
+		if !p.left {
+			from, to = r.timestamp-p.spec.after, r.timestamp+p.spec.before
+		}
+		p.store.dropLate(t, r, Windowed{Key: r.key, Start: from, End: to})
+		return nil
+	}
+	st := p.store
+	inner, err := st.keySerde.Serialize(st.changelogOrName(), r.key)
+	if err != nil {
+		return t.processingError(p.name, fmt.Errorf("store %q: serializing key: %w", st.spec.name, err))
+	}
+	vb, err := st.valueBytes(t, r.value)
+	if err != nil {
+		return err
+	}
+	w := st.win
+	// A fresh slice: the producer keeps the changelog key until sent.
+	kb := make([]byte, 0, len(inner)+12)
+	kb = append(kb, inner...)
+	kb = binary.BigEndian.AppendUint64(kb, uint64(r.timestamp))
+	kb = binary.BigEndian.AppendUint32(kb, w.seq)
+	w.seq++
+	w.last, w.lastValue = kb, vb
+	w.maxSegment = max(w.maxSegment, r.timestamp/w.interval)
+	if err := st.writeWindow(kb, vb); err != nil {
+		return t.processingError(p.name, err)
+	}
+	st.log(t, kb, vb, r.timestamp)
+	return forward(t, p.next, r)
+}
+
+// streamJoinSide is what one side's join processor needs to know.
+type streamJoinSide struct {
+	left bool
+	// this and other name the two buffers, shared the store of the
+	// unmatched records ("" for an inner join).
+	this, other, shared string
+	// outer says whether this side's unmatched records are emitted.
+	outer  bool
+	spec   joinSpec
+	joiner ValueJoiner
+}
+
+// streamJoinProc joins the record its side just buffered with the other
+// side's buffered records.
+type streamJoinProc struct {
+	streamJoinSide
+	name        string
+	this, other *taskStore
+	unmatched   *unmatchedStore
+	next        []processor
+	matches     []bufferedRecord
+}
+
+// bufferedRecord is a record found in a join buffer: its changelog key
+// (the serialized key, timestamp and sequence number) and value.
+type bufferedRecord struct {
+	kb    []byte
+	ts    int64
+	value any
+}
+
+func streamJoinFactory(side streamJoinSide) processorFactory {
+	return func(name string, next []processor, t *task) processor {
+		p := &streamJoinProc{streamJoinSide: side, name: name, this: t.stores[side.this], other: t.stores[side.other], next: next}
+		if side.shared != "" {
+			st := t.stores[side.shared]
+			if st.unmatched == nil {
+				st.processor = name
+				st.unmatched = &unmatchedStore{store: st, spec: side.spec, joiner: side.joiner}
+			}
+			// The left side's buffer decodes left records, the right's
+			// right ones, whichever side emits them.
+			if side.left {
+				st.unmatched.leftValues = p.this.valueSerde
+			} else {
+				st.unmatched.rightValues = p.this.valueSerde
+			}
+			st.unmatched.keys = p.this.keySerde
+			p.unmatched = st.unmatched
+		}
+		return p
+	}
+}
+
+func (p *streamJoinProc) process(t *task, r record) error {
+	if p.unmatched != nil {
+		if err := p.unmatched.emitClosed(t, p.next); err != nil {
+			return err
+		}
+	}
+	last := p.this.win.last
+	inner := last[:len(last)-12]
+	from, to := r.timestamp-p.spec.before, r.timestamp+p.spec.after
+	if !p.left {
+		from, to = r.timestamp-p.spec.after, r.timestamp+p.spec.before
+	}
+	var err error
+	if p.matches, err = p.other.bufferedRecords(p.matches[:0], inner, from, to); err != nil {
+		return t.processingError(p.name, err)
+	}
+	for _, m := range p.matches {
+		l, rv := r.value, m.value
+		if !p.left {
+			l, rv = m.value, r.value
+		}
+		v, err := p.joiner(r.key, l, rv)
+		if err != nil {
+			return t.processingError(p.name, err)
+		}
+		if p.unmatched != nil {
+			// The partner has met a record now: it is no longer due
+			// for an outer result.
+			if err := p.unmatched.remove(t, !p.left, m.kb); err != nil {
+				return t.processingError(p.name, err)
+			}
+		}
+		if err := forward(t, p.next, record{key: r.key, value: v, timestamp: max(r.timestamp, m.ts), headers: r.headers}); err != nil {
+			return err
+		}
+	}
+	if len(p.matches) == 0 && p.outer {
+		if err := p.unmatched.add(t, p.left, last, p.this.win.lastValue, r.timestamp); err != nil {
+			return t.processingError(p.name, err)
+		}
+	}
+	clear(p.matches)
+	return nil
+}
+
+// bufferedRecords appends the records of a join buffer under serialized
+// key inner with timestamps in [from, to] to dst, oldest first.
+func (st *taskStore) bufferedRecords(dst []bufferedRecord, inner []byte, from, to int64) ([]bufferedRecord, error) {
+	w := st.win
+	from = max(from, 0)
+	if to < from {
+		return dst, nil
+	}
+	var decodeErr error
+	for seg := max(from/w.interval, w.expiredBelow); seg <= min(to/w.interval, w.maxSegment); seg++ {
+		prefix := w.keyPrefix(seg, inner)
+		lower := binary.BigEndian.AppendUint64(bytes.Clone(prefix), uint64(from))
+		upper := binary.BigEndian.AppendUint64(bytes.Clone(prefix), uint64(to+1))
+		err := st.db.Range(lower, upper, func(sk, vb []byte) bool {
+			kb := bytes.Clone(sk[12:])
+			v, err := st.valueSerde.Deserialize(st.changelogOrName(), bytes.Clone(vb))
+			if err != nil {
+				decodeErr = fmt.Errorf("store %q: decoding buffered value: %w", st.spec.name, err)
+				return false
+			}
+			dst = append(dst, bufferedRecord{kb: kb, ts: w.segmentTime(kb), value: v})
+			return true
+		})
+		if err == nil {
+			err = decodeErr
+		}
+		if err != nil {
+			return dst, err
+		}
+	}
+	return dst, nil
+}
+
+// unmatchedStore keeps the records of a left or outer join that have not
+// met a partner yet, shared by both sides' processors. A row's key is
+//
+//	[timestamp][side][sequence number][serialized key]
+//
+// (side 0 left, 1 right; the sequence number is the record's in its
+// buffer) and its value the record's value bytes.
+type unmatchedStore struct {
+	store  *taskStore
+	spec   joinSpec
+	joiner ValueJoiner
+	keys   Serde
+	// leftValues and rightValues decode the two sides' values.
+	leftValues, rightValues Serde
+	// nextClose is at or before the earliest close of a row in the
+	// store: until stream time reaches it, nothing is due and the store
+	// is not scanned. Zero at start, so that the first record scans.
+	nextClose int64
+	due       []unmatchedRow
+}
+
+type unmatchedRow struct {
+	key []byte
+	vb  []byte
+}
+
+// unmatchedKey returns the row key of the buffered record with changelog
+// key kb on the given side.
+func unmatchedKey(left bool, kb []byte) []byte {
+	n := len(kb) - 12
+	k := make([]byte, 0, len(kb)+1)
+	k = append(k, kb[n:n+8]...)
+	if left {
+		k = append(k, 0)
+	} else {
+		k = append(k, 1)
+	}
+	k = append(k, kb[n+8:]...)
+	return append(k, kb[:n]...)
+}
+
+// add keeps a record that met no partner.
+func (u *unmatchedStore) add(t *task, left bool, kb, vb []byte, ts int64) error {
+	k := unmatchedKey(left, kb)
+	if err := u.store.db.Put(k, vb); err != nil {
+		return fmt.Errorf("writing store %q: %w", u.store.spec.name, err)
+	}
+	u.store.log(t, k, vb, ts)
+	u.nextClose = min(u.nextClose, u.spec.closesAt(left, ts))
+	return nil
+}
+
+// remove drops the row of a buffered record that met a partner, if it
+// has one.
+func (u *unmatchedStore) remove(t *task, left bool, kb []byte) error {
+	k := unmatchedKey(left, kb)
+	if _, ok, err := u.store.db.Get(k); err != nil || !ok {
+		return err
+	}
+	return u.delete(t, k)
+}
+
+func (u *unmatchedStore) delete(t *task, k []byte) error {
+	if err := u.store.db.Delete(k); err != nil {
+		return fmt.Errorf("writing store %q: %w", u.store.spec.name, err)
+	}
+	u.store.log(t, k, nil, t.streamTime)
+	return nil
+}
+
+// emitClosed emits, joined with nil and at their own timestamps, the
+// unmatched records whose window stream time has closed, oldest first,
+// and drops them from the store.
+func (u *unmatchedStore) emitClosed(t *task, next []processor) error {
+	now := t.streamTime
+	if now < u.nextClose {
+		return nil
+	}
+	// A row may be due only if its timestamp is at most bound; the rows
+	// after it close after now.
+	bound := now - 1 - min(u.spec.before, u.spec.after) - u.spec.grace
+	u.nextClose = now + 1
+	if bound < 0 {
+		return nil
+	}
+	u.due = u.due[:0]
+	upper := binary.BigEndian.AppendUint64(nil, uint64(bound+1))
+	err := u.store.db.Range(nil, upper, func(k, vb []byte) bool {
+		ts, left := int64(binary.BigEndian.Uint64(k)), k[8] == 0
+		if closes := u.spec.closesAt(left, ts); closes > now {
+			u.nextClose = min(u.nextClose, closes)
+			return true
+		}
+		u.due = append(u.due, unmatchedRow{key: bytes.Clone(k), vb: bytes.Clone(vb)})
+		return true
+	})
+	if err != nil {
+		return t.processingError(u.store.processor, fmt.Errorf("scanning store %q: %w", u.store.spec.name, err))
+	}
+	for _, row := range u.due {
+		if err := u.emit(t, next, row); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// emit sends one closed unmatched row downstream and deletes it.
+func (u *unmatchedStore) emit(t *task, next []processor, row unmatchedRow) error {
+	topic := u.store.changelogOrName()
+	ts, left := int64(binary.BigEndian.Uint64(row.key)), row.key[8] == 0
+	key, err := u.keys.Deserialize(topic, row.key[13:])
+	if err != nil {
+		return t.processingError(u.store.processor, fmt.Errorf("store %q: decoding key: %w", u.store.spec.name, err))
+	}
+	values := u.rightValues
+	if left {
+		values = u.leftValues
+	}
+	v, err := values.Deserialize(topic, row.vb)
+	if err != nil {
+		return t.processingError(u.store.processor, fmt.Errorf("store %q: decoding value: %w", u.store.spec.name, err))
+	}
+	var joined any
+	if left {
+		joined, err = u.joiner(key, v, nil)
+	} else {
+		joined, err = u.joiner(key, nil, v)
+	}
+	if err != nil {
+		return t.processingError(u.store.processor, err)
+	}
+	if err := u.delete(t, row.key); err != nil {
+		return t.processingError(u.store.processor, err)
+	}
+	return forward(t, next, record{key: key, value: joined, timestamp: ts})
+}
