@@ -233,9 +233,10 @@ func (c *compilation) checkNodes(valid bool) {
 			}
 		case "count", "reduce", "aggregate":
 			c.wholeMillis(i, "retention")
-		case "stream-join", "stream-table-join", "table-join":
-			c.add(i, "", "joins cannot be compiled yet: the runtime has no joins")
-			c.structural = true
+		case "stream-join":
+			for _, p := range []string{"window", "before", "after", "grace"} {
+				c.wholeMillis(i, p)
+			}
 		}
 	}
 }
@@ -489,14 +490,16 @@ func (c *compilation) newBuild(order []int, upto int) *build {
 	}
 	for _, i := range order[:upto] {
 		var in []*val
+		ports := map[string]*val{}
 		for _, e := range inputs[i] {
 			if from, ok := index[e.From]; ok {
 				if v := bd.outs[from][e.FromPort]; v != nil {
 					in = append(in, v)
+					ports[e.ToPort] = v
 				}
 			}
 		}
-		bd.node(i, in)
+		bd.node(i, in, ports)
 	}
 	return bd
 }
@@ -673,8 +676,9 @@ func (bd *build) problemOnce(i int, param, msg string) {
 	c.add(i, param, "%s", msg)
 }
 
-// node makes node i's DSL calls on its inputs.
-func (bd *build) node(i int, in []*val) {
+// node makes node i's DSL calls on its inputs, in the order of their
+// edges and by input port.
+func (bd *build) node(i int, in []*val, ports map[string]*val) {
 	c := bd.c
 	n := c.d.Nodes[i]
 	ex := c.exprs[i]
@@ -858,6 +862,9 @@ func (bd *build) node(i int, in []*val) {
 		bd.added(i, name)
 		bd.main[i] = name
 		bd.output(i, &val{typ: designer.Stream, s: s, key: first.key, value: first.value, op: name})
+
+	case "stream-join", "stream-table-join", "table-join":
+		bd.join(i, ports, opName)
 
 	case "sink":
 		kp := designer.ParamString(n, "keySerde")

@@ -20,18 +20,19 @@ import (
 // Stand-ins for the functions of the hand-built topologies: Describe does
 // not show them.
 var (
-	pred  = func(_, _ any) (bool, error) { return true, nil }
-	keyFn = func(k, _ any) (any, error) { return k, nil }
-	kvFn  = func(k, v any) (any, any, error) { return k, v, nil }
-	valFn = func(v any) (any, error) { return v, nil }
-	fmFn  = func(_, _ any) ([]streams.KeyValue, error) { return nil, nil }
-	fmvFn = func(_ any) ([]any, error) { return nil, nil }
-	tsFn  = func(_, _ any, ts int64) (int64, error) { return ts, nil }
-	init0 = func() (any, error) { return 0, nil }
-	aggFn = func(_, _, a any) (any, error) { return a, nil }
-	redFn = func(a, _ any) (any, error) { return a, nil }
-	mrgFn = func(_, a, _ any) (any, error) { return a, nil }
-	peek  = func(_, _ any) {}
+	pred   = func(_, _ any) (bool, error) { return true, nil }
+	keyFn  = func(k, _ any) (any, error) { return k, nil }
+	joinFn = func(_, l, _ any) (any, error) { return l, nil }
+	kvFn   = func(k, v any) (any, any, error) { return k, v, nil }
+	valFn  = func(v any) (any, error) { return v, nil }
+	fmFn   = func(_, _ any) ([]streams.KeyValue, error) { return nil, nil }
+	fmvFn  = func(_ any) ([]any, error) { return nil, nil }
+	tsFn   = func(_, _ any, ts int64) (int64, error) { return ts, nil }
+	init0  = func() (any, error) { return 0, nil }
+	aggFn  = func(_, _, a any) (any, error) { return a, nil }
+	redFn  = func(a, _ any) (any, error) { return a, nil }
+	mrgFn  = func(_, a, _ any) (any, error) { return a, nil }
+	peek   = func(_, _ any) {}
 )
 
 // branchOf returns the stream of the branch whose full name ends in name.
@@ -101,6 +102,28 @@ var handBuilt = map[string]func(t *testing.T, b *streams.Builder){
 		c := b.Stream([]string{"c"})
 		a.Merge(bb).Merge(c, streams.Named("all")).To("all")
 		a.Filter(pred).To("a-big")
+	},
+	"compile/joins.json": func(t *testing.T, b *streams.Builder) {
+		json := streams.WithSerdes(streams.String, streams.JSON)
+		clicks := b.Stream([]string{"clicks"})
+		views := b.Stream([]string{"views"})
+		users := b.Table("users")
+		profiles := b.Table("profiles", streams.Materialized(streams.StoreOptions{Name: "profiles"}))
+		both := clicks.SelectKey(keyFn).OuterJoin(views, joinFn, streams.JoinWindows{Before: time.Minute, After: 30 * time.Second, Grace: 10 * time.Second}, streams.Named("both"), json)
+		both.To("clicks-and-views")
+		views.SelectKey(keyFn).JoinTable(users, joinFn, json).To("views-with-users")
+		users.LeftJoin(profiles, joinFn, streams.Named("user-profiles"), json).ToStream().To("user-profiles")
+	},
+	"orders-joined.json": func(t *testing.T, b *streams.Builder) {
+		json := streams.WithSerdes(streams.String, streams.JSON)
+		orders := b.Stream([]string{"orders"})
+		payments := b.Stream([]string{"payments"})
+		customers := b.Table("customers", streams.Materialized(streams.StoreOptions{Name: "customers"}))
+		accounts := b.Table("accounts")
+		paid := orders.Join(payments, joinFn, streams.JoinTimeDifference(10*time.Minute, time.Minute), json)
+		paid.LeftJoinTable(customers, joinFn, json).To("paid-orders")
+		customers.OuterJoin(accounts, joinFn, json, streams.Materialized(streams.StoreOptions{Name: "customer-accounts"})).
+			ToStream().To("customer-accounts")
 	},
 	"orders-windowed.json": func(t *testing.T, b *streams.Builder) {
 		b.Stream([]string{"orders"}, streams.WithTimestamps(tsFn)).

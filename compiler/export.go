@@ -189,14 +189,16 @@ func (x *exporter) build() error {
 	}
 	for _, i := range order {
 		var in []*xval
+		ports := map[string]*xval{}
 		for _, e := range inputs[i] {
 			if from, ok := index[e.From]; ok {
 				if v := x.outs[from][e.FromPort]; v != nil {
 					in = append(in, v)
+					ports[e.ToPort] = v
 				}
 			}
 		}
-		out, err := x.node(i, in)
+		out, err := x.node(i, in, ports)
 		if err != nil {
 			return fmt.Errorf("node %q: %w", x.d.Nodes[i].ID, err)
 		}
@@ -245,8 +247,9 @@ func call(method string, args ...string) string {
 }
 
 // node writes node i's DSL calls and returns its output; nil for a sink
-// and a branch, whose outputs it sets itself.
-func (x *exporter) node(i int, in []*xval) (*xval, error) {
+// and a branch, whose outputs it sets itself. in are its inputs in the
+// order of their edges, ports the same by input port.
+func (x *exporter) node(i int, in []*xval, ports map[string]*xval) (*xval, error) {
 	n := x.d.Nodes[i]
 	var first *xval
 	if len(in) > 0 {
@@ -394,6 +397,9 @@ func (x *exporter) node(i int, in []*xval) (*xval, error) {
 
 	case "to-stream":
 		return &xval{typ: designer.Stream, code: x.on(i, first, call("ToStream", namedCode(opName))), key: first.key, value: first.value}, nil
+
+	case "stream-join", "stream-table-join", "table-join":
+		return x.join(i, ports, opName)
 
 	case "sink":
 		kp := designer.ParamString(n, "keySerde")
@@ -553,9 +559,14 @@ func (x *exporter) aggregate(i int, in *xval, opName string) (*xval, error) {
 }
 
 // exprFunc returns the Go function value for node i's expression
-// parameter param, or "" when the node does not set it.
+// parameter param, or "" when the node does not set it and its kind gives
+// it no default.
 func (x *exporter) exprFunc(i int, param string, role designer.ExprRole) (string, error) {
-	src, ok := x.d.Nodes[i].Params[param].(string)
+	n := x.d.Nodes[i]
+	src, ok := n.Params[param].(string)
+	if !designer.IsSet(n.Params[param]) {
+		src, ok = designer.ParamString(n, param), true // a joiner's default
+	}
 	if !ok || isBlank(src) {
 		return "", nil
 	}
@@ -601,6 +612,8 @@ func fallbackMethod(kind string, role designer.ExprRole) string {
 		return "reduce"
 	case designer.SessionMerger:
 		return "merge"
+	case designer.Joiner:
+		return "join"
 	}
 	if kind == "map-values" {
 		return "mapValue"

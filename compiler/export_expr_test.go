@@ -125,10 +125,14 @@ var translatedCases = []exprCase{
 	{"reduce", designer.Reducer, "{v: aggregate.v + value.v}"},
 	{"aggregate", designer.SessionMerger, "{clicks: agg1.clicks + agg2.clicks, last: agg2.last}"},
 	{"aggregate", designer.SessionMerger, "agg1 + agg2"},
+	{"stream-join", designer.Joiner, designer.DefaultJoiner},
+	{"stream-join", designer.Joiner, "{id: key, amount: left.amount, paid: right.amount}"},
+	{"table-join", designer.Joiner, "left ?? right"},
 }
 
 // fallbackCases are left to expr-lang at start-up.
 var fallbackCases = []exprCase{
+	{"stream-table-join", designer.Joiner, "{name: right?.name, left: left}"},
 	{"flat-map", designer.FlatMapper, "map(value.items, ({key: #, value: #}))"},
 	{"filter", designer.Predicate, "value?.amount > 1"},
 	{"filter", designer.Predicate, `value.status in ["a", "b"]`},
@@ -272,6 +276,8 @@ func evalInProcess(e *Expr, c exprCase, in exprInput) (any, error) {
 		return e.Reduce(in.aggregate, in.value)
 	case designer.SessionMerger:
 		return e.Merge(in.key, in.aggregate, in.agg2)
+	case designer.Joiner:
+		return e.Join(in.key, in.value, in.aggregate)
 	}
 	return nil, errors.New("unknown role")
 }
@@ -289,6 +295,8 @@ func callCode(name string, c exprCase, in string) string {
 		return name + "(" + in + ".aggregate, " + in + ".value)"
 	case designer.SessionMerger:
 		return name + "(" + in + ".key, " + in + ".aggregate, " + in + ".agg2)"
+	case designer.Joiner:
+		return name + "(" + in + ".key, " + in + ".value, " + in + ".aggregate)"
 	}
 	if c.kind == "map-values" || c.kind == "flat-map-values" {
 		return name + "(" + in + ".value)"
@@ -393,7 +401,8 @@ func goLiteral(v any) string {
 func randomCases(n int) []exprCase {
 	rnd := rand.New(rand.NewSource(5))
 	roles := []exprCase{{kind: "filter", role: designer.Predicate}, {kind: "select-key", role: designer.KeyMapper},
-		{kind: "aggregate", role: designer.Aggregator}, {kind: "source-stream", role: designer.TimestampExtractor}}
+		{kind: "aggregate", role: designer.Aggregator}, {kind: "source-stream", role: designer.TimestampExtractor},
+		{kind: "stream-join", role: designer.Joiner}}
 	var out []exprCase
 	for len(out) < n {
 		c := roles[len(out)%len(roles)]

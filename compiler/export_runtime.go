@@ -57,6 +57,8 @@ func compileExpression(role, source string) (*expression, error) {
 		env = types.Map{"aggregate": types.Any, "value": types.Any}
 	case "merger":
 		env = types.Map{"key": types.Any, "agg1": types.Any, "agg2": types.Any}
+	case "joiner":
+		env = types.Map{"key": types.Any, "left": types.Any, "right": types.Any}
 	default:
 		env = types.Map{"key": types.Any, "value": types.Any, "timestamp": types.Int64, "headers": types.TypeOf(map[string]string(nil))}
 	}
@@ -133,6 +135,11 @@ func (e *expression) reduce(aggregate, value any) (_ any, err error) {
 func (e *expression) merge(key, agg1, agg2 any) (_ any, err error) {
 	defer catch(&err, e.role, e.source)
 	return normalize(e.run(map[string]any{"key": key, "agg1": agg1, "agg2": agg2})), nil
+}
+
+func (e *expression) join(key, left, right any) (_ any, err error) {
+	defer catch(&err, e.role, e.source)
+	return normalize(e.run(map[string]any{"key": key, "left": left, "right": right})), nil
 }
 
 // keyValue makes one function of a new key's and a new value's, as Map

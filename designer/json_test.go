@@ -17,12 +17,7 @@ func testdataFiles(t testing.TB) []string {
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no testdata designs: %v", err)
 	}
-	// Designs with joins, which the compiler's tests do not read yet.
-	joins, err := filepath.Glob("testdata/join/*.json")
-	if err != nil || len(joins) == 0 {
-		t.Fatalf("no testdata designs with joins: %v", err)
-	}
-	return append(files, joins...)
+	return files
 }
 
 func readDesign(t testing.TB, name string) *Design {

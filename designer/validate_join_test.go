@@ -3,7 +3,7 @@ package designer
 import "testing"
 
 func TestValidateJoins(t *testing.T) {
-	const joined = "join/orders-joined.json"
+	const joined = "orders-joined.json"
 	// repartitioned puts repartition nodes of the given partition counts
 	// (0: unset) before the stream-stream join's inputs.
 	repartitioned := func(left, right int) []edit {

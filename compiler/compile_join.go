@@ -1,0 +1,155 @@
+package compiler
+
+import (
+	"github.com/braidstream/braid/designer"
+	"github.com/braidstream/braid/runtime/streams"
+)
+
+// Joins compile to the runtime's join calls, the left (or stream) input's
+// method taking the right (or table) input. The joiner is the node's
+// joiner expression, evaluated with key, left and right. A join's result
+// keeps the left input's key serde and has the json value serde: what a
+// joiner makes is an expression's value, an object by default.
+
+// joinValueSerde is the value serde of every join's result.
+const joinValueSerde = "json"
+
+// joinWindows returns the join windows of a stream-join node: before and
+// after default to its window (the time difference).
+func joinWindows(n designer.Node) streams.JoinWindows {
+	window := designer.ParamDuration(n, "window")
+	w := streams.JoinWindows{Before: window, After: window, Grace: designer.ParamDuration(n, "grace")}
+	if designer.IsSet(n.Params["before"]) {
+		w.Before = designer.ParamDuration(n, "before")
+	}
+	if designer.IsSet(n.Params["after"]) {
+		w.After = designer.ParamDuration(n, "after")
+	}
+	return w
+}
+
+// joinerFn is the runtime's joiner for a compiled joiner expression.
+func joinerFn(e *Expr) streams.ValueJoiner {
+	return func(k, left, right any) (any, error) {
+		if e == nil {
+			return nil, errNotCompiled
+		}
+		return e.Join(k, left, right)
+	}
+}
+
+// suffixed is name+suffix, or "" for no name: the runtime's naming of a
+// named join's parts.
+func suffixed(name, suffix string) string {
+	if name == "" {
+		return ""
+	}
+	return name + suffix
+}
+
+// repartitionBefore mirrors the runtime's repartition of a join input
+// whose key may have changed: named base, else after the operator the
+// input comes from.
+func (bd *build) repartitionBefore(i int, in *val, base string) {
+	if !in.repart {
+		return
+	}
+	if base == "" {
+		base = in.op
+	}
+	bd.added(i, bd.repartitionNames(base)...)
+}
+
+// join makes node i's join call on its inputs by port.
+func (bd *build) join(i int, ports map[string]*val, opName string) {
+	n := bd.c.d.Nodes[i]
+	joiner := joinerFn(bd.c.exprs[i]["joiner"])
+	typ := designer.ParamString(n, "type")
+	switch n.Kind {
+	case "stream-join":
+		left, right := ports["left"], ports["right"]
+		if left == nil || right == nil {
+			return // Validate reports the unconnected input
+		}
+		opts := append(named(opName), streams.WithSerdes(basicSerde(left.key.serde), basicSerde(joinValueSerde)))
+		bd.repartitionBefore(i, left, suffixed(opName, "-left"))
+		bd.repartitionBefore(i, right, suffixed(opName, "-right"))
+		thisPrefix, thisSuffix := "KSTREAM-JOINTHIS-", "-this-join"
+		if typ == designer.OuterJoin {
+			thisPrefix, thisSuffix = "KSTREAM-OUTERTHIS-", "-outer-this-join"
+		}
+		otherPrefix, otherSuffix := "KSTREAM-JOINOTHER-", "-other-join"
+		if typ != designer.InnerJoin {
+			otherPrefix, otherSuffix = "KSTREAM-OUTEROTHER-", "-outer-other-join"
+		}
+		thisWin := bd.nameOr(suffixed(opName, "-this-windowed"), "KSTREAM-WINDOWED-")
+		otherWin := bd.nameOr(suffixed(opName, "-other-windowed"), "KSTREAM-WINDOWED-")
+		this, other := bd.gen(thisPrefix), bd.gen(otherPrefix)
+		if opName != "" {
+			this, other = opName+thisSuffix, opName+otherSuffix
+		}
+		merge := bd.nameOr(suffixed(opName, "-merge"), "KSTREAM-MERGE-")
+		w := joinWindows(n)
+		var s *streams.Stream
+		switch typ {
+		case designer.LeftJoin:
+			s = left.s.LeftJoin(right.s, joiner, w, opts...)
+		case designer.OuterJoin:
+			s = left.s.OuterJoin(right.s, joiner, w, opts...)
+		default:
+			s = left.s.Join(right.s, joiner, w, opts...)
+		}
+		bd.added(i, thisWin, otherWin, this, other, merge)
+		bd.main[i] = merge
+		bd.output(i, &val{typ: designer.Stream, s: s, key: keyInfo{serde: left.key.serde}, value: joinValueSerde, op: merge})
+
+	case "stream-table-join":
+		stream, table := ports["stream"], ports["table"]
+		if stream == nil || table == nil {
+			return
+		}
+		opts := append(named(opName), streams.WithSerdes(basicSerde(stream.key.serde), basicSerde(joinValueSerde)))
+		bd.repartitionBefore(i, stream, opName)
+		prefix := "KSTREAM-JOIN-"
+		if typ == designer.LeftJoin {
+			prefix = "KSTREAM-LEFTJOIN-"
+		}
+		name := bd.nameOr(opName, prefix)
+		var s *streams.Stream
+		if typ == designer.LeftJoin {
+			s = stream.s.LeftJoinTable(table.t, joiner, opts...)
+		} else {
+			s = stream.s.JoinTable(table.t, joiner, opts...)
+		}
+		bd.simple(i, &val{typ: designer.Stream, s: s, key: keyInfo{serde: stream.key.serde}, value: joinValueSerde, op: name})
+
+	case "table-join":
+		left, right := ports["left"], ports["right"]
+		if left == nil || right == nil {
+			return
+		}
+		opts := append(named(opName), streams.WithSerdes(basicSerde(left.key.serde), basicSerde(joinValueSerde)))
+		store := designer.ParamString(n, "store")
+		if store != "" {
+			opts = append(opts, streams.Materialized(streams.StoreOptions{Name: store, ValueSerde: basicSerde(joinValueSerde)}))
+			bd.store[i] = store
+		}
+		merge := bd.nameOr(opName, "KTABLE-MERGE-")
+		this, other := bd.gen("KTABLE-JOINTHIS-"), bd.gen("KTABLE-JOINOTHER-")
+		if opName != "" {
+			this, other = opName+"-join-this", opName+"-join-other"
+		}
+		var t *streams.Table
+		switch typ {
+		case designer.LeftJoin:
+			t = left.t.LeftJoin(right.t, joiner, opts...)
+		case designer.OuterJoin:
+			t = left.t.OuterJoin(right.t, joiner, opts...)
+		default:
+			t = left.t.Join(right.t, joiner, opts...)
+		}
+		bd.added(i, this, other, merge)
+		bd.main[i] = merge
+		bd.output(i, &val{typ: designer.Table, t: t, key: keyInfo{serde: left.key.serde}, value: joinValueSerde, op: merge})
+	}
+}
