@@ -66,6 +66,16 @@
 // edges in the design, a.Merge(b).Merge(c) for three; its name goes to
 // the last merge.
 //
+// A join node calls the join method of its left (or stream) input with
+// its right (or table) input: Join, LeftJoin or OuterJoin, JoinTable or
+// LeftJoinTable, and for a stream-stream join the windows of its window,
+// before, after and grace parameters. Its joiner sees key, left and right
+// (nil for the side a left or outer join found no match for) and defaults
+// to {left: left, right: right}. The runtime repartitions an input whose
+// key may have changed, and names the join's processors and stores; the
+// compiler mirrors those names (see compile_join.go). A join's result keeps
+// the left input's key serde and has the json value serde.
+//
 // Serdes are carried along the graph by name. A source sets its key and
 // value serdes (default string and json); a repartition, group-by-key,
 // group-by or sink node may set others; an aggregation sets its value

@@ -136,6 +136,14 @@ function detailOf(kind, params) {
     case 'repartition':
     case 'group-by-key':
       return p.name ? `topic: ${p.name}` : ''
+    case 'stream-join': {
+      // The type and window say more than the joiner, which defaults.
+      const win = p.before || p.after ? `-${p.before || p.window || '?'} +${p.after || p.window || '?'}` : p.window || ''
+      return [p.type || 'inner', win, p.grace ? `grace ${p.grace}` : ''].filter(Boolean).join(' ')
+    }
+    case 'stream-table-join':
+    case 'table-join':
+      return [p.type || 'inner', p.store ? `store: ${p.store}` : ''].filter(Boolean).join(' ')
     default:
       for (const param of kind.params) {
         if (param.type === 'expression' && p[param.name]) return s(p[param.name])
