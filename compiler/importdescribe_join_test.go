@@ -2,7 +2,6 @@ package compiler
 
 import (
 	"slices"
-	"strings"
 	"testing"
 
 	"github.com/braidstream/braid/designer"
@@ -130,16 +129,7 @@ n4 -> n6
 n5 -> n6
 `},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			d, err := ImportDescribe(tc.text, "x")
-			if err != nil {
-				t.Fatal(err)
-			}
-			if got, want := summarize(d), strings.TrimPrefix(tc.want, "\n"); got != want {
-				t.Errorf("design:\n%s\nwant:\n%s", got, want)
-			}
-			checkImported(t, d)
-		})
+		t.Run(tc.name, func(t *testing.T) { checkImport(t, tc.text, tc.want) })
 	}
 }
 

@@ -809,17 +809,22 @@ n2.KSTREAM-BRANCHCHILD-0000000002 -> n3
 n2.KSTREAM-BRANCHCHILD-0000000003 -> n4
 `},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			d, err := ImportDescribe(tc.text, "x")
-			if err != nil {
-				t.Fatal(err)
-			}
-			if got, want := summarize(d), strings.TrimPrefix(tc.want, "\n"); got != want {
-				t.Errorf("design:\n%s\nwant:\n%s", got, want)
-			}
-			checkImported(t, d)
-		})
+		t.Run(tc.name, func(t *testing.T) { checkImport(t, tc.text, tc.want) })
 	}
+}
+
+// checkImport imports text and compares the design's summary with want
+// (a leading newline aside), then checks it with checkImported.
+func checkImport(t *testing.T, text, want string) {
+	t.Helper()
+	d, err := ImportDescribe(text, "x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := summarize(d), strings.TrimPrefix(want, "\n"); got != want {
+		t.Errorf("design:\n%s\nwant:\n%s", got, want)
+	}
+	checkImported(t, d)
 }
 
 // TestImportDescribeLayout checks the positions: a column per depth, a

@@ -2,9 +2,7 @@ package e2e
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
-	"fmt"
 	"net/http"
 	"testing"
 	"time"
@@ -54,37 +52,11 @@ func TestEditorJoins(t *testing.T) {
 		chromedp.WaitVisible(chromedp.CSS(`body[data-editor-ready="true"]`)),
 		chromedp.WaitVisible(tid("node-customers")))
 
-	var before []string
-	var canvas struct{ X, Y, W, H float64 }
-	b.step("find the join in the palette",
+	b.step("find the joins in the palette",
 		chromedp.SendKeys(tid("palette-search"), "join"),
 		chromedp.WaitVisible(tid("palette-stream-join")),
 		chromedp.WaitVisible(tid("palette-table-join")))
-	b.step("drag a stream-stream join onto the canvas",
-		eval(nodeIDs, &before),
-		eval(`(() => { const r = document.querySelector('[data-testid="canvas"]').getBoundingClientRect(); return {X: r.x, Y: r.y, W: r.width, H: r.height}; })()`, &canvas),
-		chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
-			from, err := center(ctx, tg, "palette-stream-join")
-			if err != nil {
-				return err
-			}
-			return mouseDrag(ctx, tg, from, point{canvas.X + canvas.W*0.45, canvas.Y + canvas.H*0.35})
-		}),
-		chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
-			_, err := until(nodeIDs+`.length === `+fmt.Sprint(len(before)+1))(ctx, tg)
-			return err
-		}))
-	var after []string
-	b.step("find the join", eval(nodeIDs, &after))
-	join := ""
-	for _, n := range after {
-		if !contains(before, n) {
-			join = n
-		}
-	}
-	if join == "" {
-		t.Fatalf("no new node: before %v, after %v", before, after)
-	}
+	join := dropFromPalette(t, b, "stream-join", 0.45, 0.35)
 
 	var edges int
 	b.step("a table dropped on the left port makes no edge",

@@ -79,34 +79,7 @@ func TestEditorAsANewUser(t *testing.T) {
 		chromedp.WaitVisible(tid("node-source")),
 		chromedp.WaitVisible(tid("edge-filter-out-group-in")))
 
-	var before []string
-	var canvas struct{ X, Y, W, H float64 }
-	b.step("drag a filter from the palette onto the canvas",
-		eval(nodeIDs, &before),
-		eval(`(() => { const r = document.querySelector('[data-testid="canvas"]').getBoundingClientRect(); return {X: r.x, Y: r.y, W: r.width, H: r.height}; })()`, &canvas),
-		chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
-			from, err := center(ctx, tg, "palette-filter")
-			if err != nil {
-				return err
-			}
-			return mouseDrag(ctx, tg, from, point{canvas.X + canvas.W*0.45, canvas.Y + canvas.H*0.8})
-		}),
-		chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
-			// before is read by now, so the condition can be built.
-			_, err := until(nodeIDs+`.length === `+fmt.Sprint(len(before)+1))(ctx, tg)
-			return err
-		}))
-	var after []string
-	b.step("find the new node", eval(nodeIDs, &after))
-	added := ""
-	for _, n := range after {
-		if !contains(before, n) {
-			added = n
-		}
-	}
-	if added == "" {
-		t.Fatalf("no new node: before %v, after %v", before, after)
-	}
+	added := dropFromPalette(t, b, "filter", 0.45, 0.8)
 
 	b.step("remove the edge filter -> group",
 		chromedp.Click(tid("edge-filter-out-group-in")),
@@ -228,6 +201,38 @@ func buildExported(t *testing.T, file, added string) {
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("building the exported program: %v\n%s", err, out)
 	}
+}
+
+// dropFromPalette drags a kind from the palette onto the canvas, at the
+// fractions x and y of its width and height, and returns the id of the
+// node it adds.
+func dropFromPalette(t *testing.T, b *browser, kind string, x, y float64) string {
+	t.Helper()
+	var before, after []string
+	var canvas struct{ X, Y, W, H float64 }
+	b.step("drag a "+kind+" from the palette onto the canvas",
+		eval(nodeIDs, &before),
+		eval(`(() => { const r = document.querySelector('[data-testid="canvas"]').getBoundingClientRect(); return {X: r.x, Y: r.y, W: r.width, H: r.height}; })()`, &canvas),
+		chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+			from, err := center(ctx, tg, "palette-"+kind)
+			if err != nil {
+				return err
+			}
+			return mouseDrag(ctx, tg, from, point{canvas.X + canvas.W*x, canvas.Y + canvas.H*y})
+		}),
+		chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+			// before is read by now, so the condition can be built.
+			_, err := until(nodeIDs+`.length === `+fmt.Sprint(len(before)+1))(ctx, tg)
+			return err
+		}))
+	b.step("find the new "+kind, eval(nodeIDs, &after))
+	for _, n := range after {
+		if !contains(before, n) {
+			return n
+		}
+	}
+	t.Fatalf("no new node: before %v, after %v", before, after)
+	return ""
 }
 
 type point struct{ X, Y float64 }
