@@ -43,8 +43,13 @@ type Compiled struct {
 	// before them. For watching records at a node (streams.TapRecord.Node).
 	Outputs map[string]map[string]string
 	// Stores maps the id of a node that keeps a state store (table
-	// sources and aggregations) to the store's name.
+	// sources, aggregations, materialized table joins) to the store's
+	// name.
 	Stores map[string]string
+	// StoreNodes maps every store the topology keeps to the id of the
+	// node that made it: Stores inverted, and a stream-stream join's
+	// buffers (which drop late records) and store of unmatched records.
+	StoreNodes map[string]string
 }
 
 // Compile validates d (designer.Validate and the expressions), builds its
@@ -439,6 +444,8 @@ type build struct {
 	main  map[int]string
 	port  map[int]map[string]string
 	store map[int]string
+	// buffers are the stores of stream-stream joins.
+	buffers map[int][]string
 }
 
 // val is what leaves an output port: one of the runtime's streams,
@@ -480,7 +487,7 @@ type windowInfo struct {
 
 func (c *compilation) newBuild(order []int, upto int) *build {
 	bd := &build{c: c, b: streams.NewBuilder(), outs: map[int]map[string]*val{}, parts: map[int][]string{},
-		main: map[int]string{}, port: map[int]map[string]string{}, store: map[int]string{}}
+		main: map[int]string{}, port: map[int]map[string]string{}, store: map[int]string{}, buffers: map[int][]string{}}
 	index := c.index()
 	inputs := make(map[int][]designer.Edge)
 	for _, e := range c.d.Edges {
@@ -507,7 +514,7 @@ func (c *compilation) newBuild(order []int, upto int) *build {
 func (bd *build) result(topo *streams.Topology) *Compiled {
 	c := bd.c
 	out := &Compiled{Topology: topo, Design: c.d, Operators: map[string]string{}, Parts: map[string][]string{},
-		Outputs: map[string]map[string]string{}, Stores: map[string]string{}}
+		Outputs: map[string]map[string]string{}, Stores: map[string]string{}, StoreNodes: map[string]string{}}
 	for i, n := range c.d.Nodes {
 		if m, ok := bd.main[i]; ok {
 			out.Operators[n.ID] = m
@@ -520,6 +527,10 @@ func (bd *build) result(topo *streams.Topology) *Compiled {
 		}
 		if s, ok := bd.store[i]; ok {
 			out.Stores[n.ID] = s
+			out.StoreNodes[s] = n.ID
+		}
+		for _, s := range bd.buffers[i] {
+			out.StoreNodes[s] = n.ID
 		}
 	}
 	return out

@@ -1,6 +1,8 @@
 package compiler
 
 import (
+	"strings"
+
 	"github.com/braidstream/braid/designer"
 	"github.com/braidstream/braid/runtime/streams"
 )
@@ -84,7 +86,8 @@ func (bd *build) join(i int, ports map[string]*val, opName string) {
 		}
 		thisWin := bd.nameOr(suffixed(opName, "-this-windowed"), "KSTREAM-WINDOWED-")
 		otherWin := bd.nameOr(suffixed(opName, "-other-windowed"), "KSTREAM-WINDOWED-")
-		this, other := bd.gen(thisPrefix), bd.gen(otherPrefix)
+		thisGen, otherGen := bd.gen(thisPrefix), bd.gen(otherPrefix)
+		this, other := thisGen, otherGen
 		if opName != "" {
 			this, other = opName+thisSuffix, opName+otherSuffix
 		}
@@ -98,6 +101,12 @@ func (bd *build) join(i int, ports map[string]*val, opName string) {
 			s = left.s.OuterJoin(right.s, joiner, w, opts...)
 		default:
 			s = left.s.Join(right.s, joiner, w, opts...)
+		}
+		// The runtime names the buffers after the generated names, and
+		// the store of unmatched records after the first one's number.
+		bd.buffers[i] = []string{thisGen + "-store", otherGen + "-store"}
+		if typ != designer.InnerJoin {
+			bd.buffers[i] = append(bd.buffers[i], "KSTREAM-OUTERSHARED-"+strings.TrimPrefix(thisGen, thisPrefix)+"-store")
 		}
 		bd.added(i, thisWin, otherWin, this, other, merge)
 		bd.main[i] = merge

@@ -224,11 +224,20 @@ func TestCompileMatchesHandBuilt(t *testing.T) {
 }
 
 // checkNames checks the node-to-operator maps against Describe: every
-// operator belongs to exactly one node, and each node's main operator and
-// output operators are among the operators.
+// operator belongs to exactly one node, each node's main operator and
+// output operators are among the operators, and every store belongs to a
+// node.
 func checkNames(t *testing.T, d *designer.Design, c *Compiled) {
 	t.Helper()
-	described := describedNames(c.Topology.Describe())
+	desc := c.Topology.Describe()
+	for _, m := range regexp.MustCompile(`\(stores: \[([^\]]+)\]\)`).FindAllStringSubmatch(desc, -1) {
+		for _, store := range strings.Split(m[1], ", ") {
+			if _, ok := c.StoreNodes[store]; !ok {
+				t.Errorf("store %q belongs to no node (StoreNodes %v)", store, c.StoreNodes)
+			}
+		}
+	}
+	described := describedNames(desc)
 	var parts []string
 	owner := map[string]string{}
 	for id, ps := range c.Parts {

@@ -1,6 +1,7 @@
 package compiler
 
 import (
+	"path/filepath"
 	"slices"
 	"testing"
 
@@ -158,6 +159,36 @@ func TestImportDescribeJoinsValidate(t *testing.T) {
 			}
 			if !slices.Equal(got, tc.want) {
 				t.Errorf("problems at %q, want %q:\n%v", got, tc.want, designer.Validate(d))
+			}
+		})
+	}
+}
+
+// TestImportDescribeRuntimeJoins: the runtime's describe() goldens of
+// joins, which Kafka Streams prints alike, import with one join node of
+// the right kind each and nothing opaque.
+func TestImportDescribeRuntimeJoins(t *testing.T) {
+	files, err := filepath.Glob(filepath.FromSlash(braidGolden) + "*join*.txt")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no join goldens in %s (%v)", braidGolden, err)
+	}
+	for _, f := range files {
+		t.Run(filepath.Base(f), func(t *testing.T) {
+			d, err := ImportDescribe(describeText(t, f), "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			var joins []string
+			for _, n := range d.Nodes {
+				switch n.Kind {
+				case "opaque":
+					t.Errorf("node %s is opaque: %v", n.ID, n.Params)
+				case "stream-join", "stream-table-join", "table-join":
+					joins = append(joins, n.Kind)
+				}
+			}
+			if len(joins) != 1 {
+				t.Errorf("join nodes %q, want one", joins)
 			}
 		})
 	}

@@ -153,15 +153,12 @@ type previewRun struct {
 }
 
 func newPreviewRun(c *Compiled, opts PreviewOptions) *previewRun {
-	r := &previewRun{c: c, opts: opts, sample: -1, ports: map[string][][2]string{}, storeNode: map[string]string{}, sources: map[string]designer.Node{},
+	r := &previewRun{c: c, opts: opts, sample: -1, ports: map[string][][2]string{}, storeNode: c.StoreNodes, sources: map[string]designer.Node{},
 		p: &Preview{Nodes: map[string]map[string][]PreviewRecord{}, Sinks: map[string][]PreviewRecord{}, StreamTime: map[string]int64{}}}
 	for node, ports := range c.Outputs {
 		for port, op := range ports {
 			r.ports[op] = append(r.ports[op], [2]string{node, port})
 		}
-	}
-	for node, store := range c.Stores {
-		r.storeNode[store] = node
 	}
 	for _, n := range c.Design.Nodes {
 		if n.Kind == "source-stream" || n.Kind == "source-table" {

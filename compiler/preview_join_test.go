@@ -6,7 +6,8 @@ import (
 )
 
 // TestPreviewJoins previews the three joins on sample records: a
-// stream-stream join within its window (and a payment too late for it),
+// stream-stream join within its window (a payment outside it, an order
+// too late for it),
 // a left stream-table join with and without a customer, and an outer
 // table-table join with and without a customer for an account.
 func TestPreviewJoins(t *testing.T) {
@@ -23,6 +24,7 @@ func TestPreviewJoins(t *testing.T) {
 		sample("orders", "c9", map[string]any{"amount": 5}, 2000),
 		sample("payments", "c9", map[string]any{"at": 2100}, 2100),
 		sample("payments", "c1", map[string]any{"at": 700_000}, 700_000), // 10m after the order: no match
+		sample("orders", "c1", map[string]any{"amount": 1}, 3000),        // its window closed at 3000+10m+1m
 	}, PreviewOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -38,6 +40,9 @@ func TestPreviewJoins(t *testing.T) {
 		if tc.got != tc.want {
 			t.Errorf("%s:\n got %s\nwant %s", tc.what, tc.got, tc.want)
 		}
+	}
+	if len(p.Late) != 1 || p.Late[0].Sample != 8 || p.Late[0].Node != "paid" || p.Late[0].StreamTime != 700_000 {
+		t.Errorf("late %+v, want sample 8 dropped by the join paid at stream time 700000", p.Late)
 	}
 	if len(p.Errors) != 0 {
 		t.Errorf("errors %+v", p.Errors)

@@ -359,10 +359,7 @@ func (m *Manager) start(req Request, d *designer.Design, revision int, compiled 
 		SourceTopics: nonNil(topo.SourceTopics()), SinkTopics: nonNil(topo.SinkTopics()),
 		Operators: compiled.Operators, Started: time.Now(),
 	}
-	storeNode := make(map[string]string, len(compiled.Stores))
-	for node, store := range compiled.Stores {
-		storeNode[store] = node
-	}
+	storeNode := compiled.StoreNodes
 	for _, st := range topo.Stores() {
 		info.Stores = append(info.Stores, StoreInfo{Name: st.Name, Type: st.Type, GraceMs: st.Grace.Milliseconds(), Node: storeNode[st.Name]})
 	}

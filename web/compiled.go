@@ -112,10 +112,7 @@ func compileAnswerOf(c *compiler.Compiled, appID string) compileAnswer {
 		ta.Retention, ta.RetentionMs = durationAnswer(t.Retention)
 		a.Topics = append(a.Topics, ta)
 	}
-	storeNode := make(map[string]string, len(c.Stores))
-	for node, store := range c.Stores {
-		storeNode[store] = node
-	}
+	storeNode := c.StoreNodes
 	for _, st := range topo.Stores() {
 		sa := storeAnswer{Name: st.Name, Node: storeNode[st.Name], Type: st.Type, Processor: st.Processor,
 			Subtopology: st.Subtopology, Logged: st.Logged, Cached: st.Cached}
