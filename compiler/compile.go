@@ -242,6 +242,10 @@ func (c *compilation) checkNodes(valid bool) {
 			for _, p := range []string{"window", "before", "after", "grace"} {
 				c.wholeMillis(i, p)
 			}
+		case "stream-table-join", "table-join":
+			if valid {
+				c.checkJoinTables(i, index)
+			}
 		}
 	}
 }

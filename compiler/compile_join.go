@@ -16,6 +16,40 @@ import (
 // joinValueSerde is the value serde of every join's result.
 const joinValueSerde = "json"
 
+// checkJoinTables adds a problem for each table input of join node i that
+// has no store of its own: the runtime looks rows up in the store of the
+// table being joined, which table sources, aggregations and table joins
+// with a store have, and table filters and map-values do not.
+func (c *compilation) checkJoinTables(i int, index map[string]int) {
+	n := c.d.Nodes[i]
+	var ports []string
+	switch n.Kind {
+	case "stream-table-join":
+		ports = []string{"table"}
+	case "table-join":
+		ports = []string{"left", "right"}
+	}
+	for _, e := range c.d.Edges {
+		from, ok := index[e.From]
+		if e.To != n.ID || !ok || !contains(ports, e.ToPort) {
+			continue
+		}
+		src := c.d.Nodes[from]
+		switch {
+		case src.Kind == "source-table", aggregation(src.Kind):
+		case src.Kind == "table-join" && designer.ParamString(src, "store") != "":
+		case src.Kind == "table-join":
+			c.add(i, "", "the table of input %q (from %q) has no store to look rows up in: give the table join %q a store", e.ToPort, e.From, e.From)
+			c.structural = true
+		default:
+			c.add(i, "", "the table of input %q (from %q, a %s) has no store to look rows up in: join a table source, an aggregation or a table join with a store", e.ToPort, e.From, src.Kind)
+			c.structural = true
+		}
+	}
+}
+
+func aggregation(kind string) bool { return kind == "count" || kind == "reduce" || kind == "aggregate" }
+
 // joinWindows returns the join windows of a stream-join node: before and
 // after default to its window (the time difference).
 func joinWindows(n designer.Node) streams.JoinWindows {

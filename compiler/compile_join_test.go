@@ -1,0 +1,64 @@
+package compiler
+
+import (
+	"testing"
+
+	"github.com/braidstream/braid/designer"
+)
+
+// TestCompileJoinProblems: problems of join nodes the compiler finds, each
+// on its node and parameter: joiners that do not compile or read what a
+// joiner does not see, windows that are not whole milliseconds, and
+// tables without a store to look rows up in.
+func TestCompileJoinProblems(t *testing.T) {
+	for _, tc := range []struct {
+		name              string
+		edit              func(d *designer.Design)
+		node, param, want string
+	}{
+		{"joiner syntax", setParam("paid", "joiner", "{id: key,"), "paid", "joiner", "unexpected token EOF"},
+		{"joiner reads value", setParam("enriched", "joiner", "value.amount"), "enriched", "joiner", "unknown name value (1:1)"},
+		{"window in microseconds", setParam("paid", "window", "1500us"), "paid", "window", "not a whole number of milliseconds"},
+		{"grace in microseconds", setParam("paid", "grace", "1ms500us"), "paid", "grace", "not a whole number of milliseconds"},
+		{"a table filter joined", func(d *designer.Design) {
+			d.Nodes = append(d.Nodes, node("vip", "filter", map[string]any{"predicate": "value.vip == true"}))
+			reroute(d, "customers", "enriched", "vip")
+			d.Edges = append(d.Edges, designer.Edge{From: "customers", FromPort: "out", To: "vip", ToPort: "in"})
+		}, "enriched", "", `the table of input "table" (from "vip", a filter) has no store to look rows up in`},
+		{"a table join without a store joined", func(d *designer.Design) {
+			delete(mustNode(d, "customer-accounts").Params, "store")
+			reroute(d, "customers", "enriched", "customer-accounts")
+		}, "enriched", "", `give the table join "customer-accounts" a store`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := readDesign(t, "../designer/testdata/orders-joined.json")
+			tc.edit(d)
+			ps := problemsOf(t, d)
+			wantProblem(t, ps, tc.node, tc.param, tc.want)
+			if len(ps) != 1 {
+				t.Errorf("want one problem:\n%s", ps)
+			}
+		})
+	}
+}
+
+func mustNode(d *designer.Design, id string) *designer.Node {
+	n, ok := d.Node(id)
+	if !ok {
+		panic("no node " + id)
+	}
+	return n
+}
+
+func setParam(id, param string, v any) func(d *designer.Design) {
+	return func(d *designer.Design) { mustNode(d, id).Params[param] = v }
+}
+
+// reroute makes the edge from -> to come from via instead.
+func reroute(d *designer.Design, from, to, via string) {
+	for i, e := range d.Edges {
+		if e.From == from && e.To == to {
+			d.Edges[i].From = via
+		}
+	}
+}
