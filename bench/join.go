@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"runtime"
 	"strconv"
 	"sync/atomic"
@@ -170,32 +169,19 @@ func RunJoin(ctx context.Context, opts JoinOptions) (JoinReport, error) {
 	join := func(ctx context.Context, brokers []string, _, out string, records int) (Result, error) {
 		return BraidJoin(ctx, brokers, JoinLeftTopic, JoinRightTopic, out, records)
 	}
+	var warmUp *Run
 	if !opts.NoWarmUp {
 		rep.WarmUp = Run{Name: warmName, Out: JoinWarmUpOutputTopic}
-		if err := counts.measure(ctx, &rep.WarmUp, "warm-up", BraidCount, checkCount, true); err != nil {
-			return rep, err
-		}
+		warmUp = &rep.WarmUp
 	}
-	joinRounds := make([]Run, opts.Rounds)
-	countRounds := make([]Run, opts.Rounds)
-	err = alternate(opts.Rounds, func(round int) error {
-		countRounds[round] = Run{Name: countName, Out: JoinCountOutputTopic}
-		return counts.measure(ctx, &countRounds[round], "count", BraidCount, checkCount, false)
-	}, func(round int) error {
-		joinRounds[round] = Run{Name: joinName, Gated: true, Out: JoinOutputTopic}
-		return joins.measure(ctx, &joinRounds[round], "join", join, checkJoin, false)
-	})
+	c, err := compareRounds(ctx, opts.Rounds, warmUp,
+		roundSide{runs: &joins, name: joinName, label: "join", out: JoinOutputTopic, gated: true, fn: join, check: checkJoin},
+		roundSide{runs: counts, name: countName, label: "count", out: JoinCountOutputTopic, fn: BraidCount, check: checkCount},
+		"join/count")
 	if err != nil {
 		return rep, err
 	}
-	rep.Rounds = opts.Rounds
-	rep.Join = medianRun(joinRounds)
-	rep.Count = medianRun(countRounds)
-	rep.Ratios, rep.Ratio = roundRatios(joinRounds, countRounds)
-	fmt.Fprintf(w, "medians of %d rounds:\n", opts.Rounds)
-	fmt.Fprintf(w, "  %-*s  %9s rec/s\n", width, rep.Count.Name, thousands(rep.Count.PerSecond()))
-	fmt.Fprintf(w, "  %-*s  %9s rec/s\n", width, rep.Join.Name, thousands(rep.Join.PerSecond()))
-	fmt.Fprintf(w, "per-round ratios of join/count: %s\n", formatRatios(rep.Ratios))
+	rep.Rounds, rep.Join, rep.Count, rep.Ratios, rep.Ratio = opts.Rounds, c.num, c.den, c.ratios, c.ratio
 	fmt.Fprintf(w, "RESULT join ratio=%.3f join=%.0f count=%.0f\n", rep.Ratio, rep.Join.PerSecond(), rep.Count.PerSecond())
 	return rep, nil
 }
@@ -347,18 +333,7 @@ func BraidJoin(ctx context.Context, brokers []string, left, right, out string, r
 	if err != nil {
 		return Result{}, err
 	}
-	stateDir, err := os.MkdirTemp("", "braid-bench-join-")
-	if err != nil {
-		return Result{}, err
-	}
-	defer os.RemoveAll(stateDir)
-	return runUntilCommitted(ctx, start, topo, streams.Config{
-		ApplicationID:  fmt.Sprintf("bench-join-braid-%d", braidJoins.Add(1)),
-		Brokers:        brokers,
-		StateDir:       stateDir,
-		CommitInterval: time.Second,
-		ClientOptions:  ClientOptions(),
-	}, records)
+	return runStateful(ctx, start, topo, brokers, fmt.Sprintf("bench-join-braid-%d", braidJoins.Add(1)), records)
 }
 
 // braidJoins numbers BraidJoin calls for their application ids.
