@@ -400,9 +400,7 @@ func (st *taskStore) closeWindow(t *task, ow *openWindow) error {
 // and a restore that lands before the close rebuilds it from the records
 // after the last commit, whose changelog holds all it had before.
 func (st *taskStore) flushClosed(t *task, kb string, e *cacheEntry) error {
-	delete(st.cache, kb) // evict skips its entry in st.order
-	st.cacheBytes -= len(kb) + cacheEntryOverhead
-	t.cacheBytes -= len(kb) + cacheEntryOverhead
+	st.forget(t, kb) // evict skips its entry in st.order
 	if st.win.segmentTime(e.keyBytes)+st.win.retention <= t.streamTime {
 		return nil
 	}
