@@ -27,6 +27,7 @@ bench:
 	$(GO) run ./cmd/braid bench windowed $(BENCH_ARGS)
 	$(GO) run ./cmd/braid bench failover $(BENCH_ARGS)
 	$(GO) run ./cmd/braid bench eos $(BENCH_ARGS)
+	$(GO) run ./cmd/braid bench join $(BENCH_ARGS)
 
 # The long chaos run: worker processes killed with SIGKILL and restarted
 # under exactly-once (and at-least-once), outputs checked against the truth.

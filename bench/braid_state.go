@@ -86,6 +86,24 @@ func braidCount(g streams.Guarantee, commitInterval time.Duration, fromFirstReco
 	}
 }
 
+// runStateful runs a stateful topo as application id with
+// runUntilCommitted: at-least-once, committing every second, on a state
+// dir of its own that it removes afterwards.
+func runStateful(ctx context.Context, start time.Time, topo *streams.Topology, brokers []string, id string, records int) (Result, error) {
+	stateDir, err := os.MkdirTemp("", id+"-")
+	if err != nil {
+		return Result{}, err
+	}
+	defer os.RemoveAll(stateDir)
+	return runUntilCommitted(ctx, start, topo, streams.Config{
+		ApplicationID:  id,
+		Brokers:        brokers,
+		StateDir:       stateDir,
+		CommitInterval: time.Second,
+		ClientOptions:  ClientOptions(),
+	}, records)
+}
+
 // runUntilCommitted runs topo until records input records are processed,
 // closes the App (which commits at once) and returns the time from start
 // to that commit.

@@ -171,32 +171,19 @@ func RunEOS(ctx context.Context, opts EOSOptions) (EOSReport, error) {
 	}
 	runs := &countRuns{bench: "bench eos", brokers: brokers, cl: cl, adm: adm, in: EOSInputTopic,
 		partitions: opts.Partitions, records: opts.Records, w: w, width: width}
+	var warmUp *Run
 	if !opts.NoWarmUp {
 		rep.WarmUp = Run{Name: warmName, Out: EOSWarmUpOutputTopic}
-		if err := runs.measure(ctx, &rep.WarmUp, "warm-up", opts.AtLeastOnce, checkALOS, true); err != nil {
-			return rep, err
-		}
+		warmUp = &rep.WarmUp
 	}
-	eosRounds := make([]Run, opts.Rounds)
-	alosRounds := make([]Run, opts.Rounds)
-	err = alternate(opts.Rounds, func(round int) error {
-		alosRounds[round] = Run{Name: alosName, Out: EOSAtLeastOnceOutputTopic}
-		return runs.measure(ctx, &alosRounds[round], "alos", opts.AtLeastOnce, checkALOS, false)
-	}, func(round int) error {
-		eosRounds[round] = Run{Name: eosName, Gated: true, Out: EOSOutputTopic}
-		return runs.measure(ctx, &eosRounds[round], "eos", opts.ExactlyOnce, checkEOS, false)
-	})
+	c, err := compareRounds(ctx, opts.Rounds, warmUp,
+		roundSide{runs: runs, name: eosName, label: "eos", out: EOSOutputTopic, gated: true, fn: opts.ExactlyOnce, check: checkEOS},
+		roundSide{runs: runs, name: alosName, label: "alos", out: EOSAtLeastOnceOutputTopic, fn: opts.AtLeastOnce, check: checkALOS},
+		"exactly-once/at-least-once")
 	if err != nil {
 		return rep, err
 	}
-	rep.Rounds = opts.Rounds
-	rep.ExactlyOnce = medianRun(eosRounds)
-	rep.AtLeastOnce = medianRun(alosRounds)
-	rep.Ratios, rep.Ratio = roundRatios(eosRounds, alosRounds)
-	fmt.Fprintf(w, "medians of %d rounds:\n", opts.Rounds)
-	fmt.Fprintf(w, "  %-*s  %9s rec/s\n", width, rep.AtLeastOnce.Name, thousands(rep.AtLeastOnce.PerSecond()))
-	fmt.Fprintf(w, "  %-*s  %9s rec/s\n", width, rep.ExactlyOnce.Name, thousands(rep.ExactlyOnce.PerSecond()))
-	fmt.Fprintf(w, "per-round ratios of exactly-once/at-least-once: %s\n", formatRatios(rep.Ratios))
+	rep.Rounds, rep.ExactlyOnce, rep.AtLeastOnce, rep.Ratios, rep.Ratio = opts.Rounds, c.num, c.den, c.ratios, c.ratio
 	fmt.Fprintf(w, "RESULT eos ratio=%.3f eos=%.0f alos=%.0f\n", rep.Ratio, rep.ExactlyOnce.PerSecond(), rep.AtLeastOnce.PerSecond())
 	return rep, nil
 }

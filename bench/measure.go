@@ -105,3 +105,59 @@ func roundRatios(num, den []Run) (ratios []float64, median float64) {
 	slices.Sort(ratios)
 	return ratios, ratios[(len(ratios)-1)/2]
 }
+
+// roundSide is one side of a benchmark that compares two runs over the
+// same input: what it runs, how its output is checked, and its run lines.
+type roundSide struct {
+	runs  *countRuns // its input, and where its lines go
+	name  string     // its run lines' name
+	label string     // its pprof label, bench=<label>
+	out   string     // its output topic
+	gated bool
+	fn    CountFunc
+	check func(out string) (int64, error)
+}
+
+// comparison is what compareRounds measured.
+type comparison struct {
+	// num and den are each side's median round.
+	num, den Run
+	// ratios are the rounds' records/s of num over den, sorted; ratio is
+	// their median.
+	ratios []float64
+	ratio  float64
+}
+
+// compareRounds measures num against den as the windowed, eos and join
+// benchmarks do: first, unless warmUp is nil, an unmeasured run of den's
+// function to warmUp.Out; then rounds rounds of both, interleaved (see
+// alternate, den first in even rounds). It writes each side's median and
+// the per-round ratios of num/den ("per-round ratios of <what>: ...")
+// after the run lines.
+func compareRounds(ctx context.Context, rounds int, warmUp *Run, num, den roundSide, what string) (comparison, error) {
+	var c comparison
+	if warmUp != nil {
+		if err := den.runs.measure(ctx, warmUp, "warm-up", den.fn, den.check, true); err != nil {
+			return c, err
+		}
+	}
+	numRounds := make([]Run, rounds)
+	denRounds := make([]Run, rounds)
+	side := func(s roundSide, runs []Run) func(round int) error {
+		return func(round int) error {
+			runs[round] = Run{Name: s.name, Gated: s.gated, Out: s.out}
+			return s.runs.measure(ctx, &runs[round], s.label, s.fn, s.check, false)
+		}
+	}
+	if err := alternate(rounds, side(den, denRounds), side(num, numRounds)); err != nil {
+		return c, err
+	}
+	c.num, c.den = medianRun(numRounds), medianRun(denRounds)
+	c.ratios, c.ratio = roundRatios(numRounds, denRounds)
+	w, width := den.runs.w, den.runs.width
+	fmt.Fprintf(w, "medians of %d rounds:\n", rounds)
+	fmt.Fprintf(w, "  %-*s  %9s rec/s\n", width, c.den.Name, thousands(c.den.PerSecond()))
+	fmt.Fprintf(w, "  %-*s  %9s rec/s\n", width, c.num.Name, thousands(c.num.PerSecond()))
+	fmt.Fprintf(w, "per-round ratios of %s: %s\n", what, formatRatios(c.ratios))
+	return c, nil
+}

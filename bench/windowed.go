@@ -208,34 +208,20 @@ func RunWindowed(ctx context.Context, opts WindowedOptions, windowed, count Coun
 
 	runs := &countRuns{bench: "bench windowed", brokers: brokers, cl: cl, adm: adm, in: WindowedInputTopic,
 		partitions: opts.Partitions, records: opts.Records, w: w, width: width}
+	var warmUp *Run
 	if !opts.NoWarmUp {
 		rep.WarmUp = Run{Name: warmName, Out: WindowedWarmUpOutputTopic}
-		if err := runs.measure(ctx, &rep.WarmUp, "warm-up", count, checkCount, true); err != nil {
-			return rep, err
-		}
+		warmUp = &rep.WarmUp
 	}
-	windowedRounds := make([]Run, opts.Rounds)
-	countRounds := make([]Run, opts.Rounds)
-	err = alternate(opts.Rounds, func(round int) error {
-		countRounds[round] = Run{Name: countName, Out: WindowedCountOutputTopic}
-		return runs.measure(ctx, &countRounds[round], "count", count, checkCount, false)
-	}, func(round int) error {
-		windowedRounds[round] = Run{Name: windowedName, Gated: true, Out: WindowedOutputTopic}
-		return runs.measure(ctx, &windowedRounds[round], "windowed", windowed, checkWindowed, false)
-	})
+	// The gate is the median of each round's own ratio, as in RunPipe.
+	c, err := compareRounds(ctx, opts.Rounds, warmUp,
+		roundSide{runs: runs, name: windowedName, label: "windowed", out: WindowedOutputTopic, gated: true, fn: windowed, check: checkWindowed},
+		roundSide{runs: runs, name: countName, label: "count", out: WindowedCountOutputTopic, fn: count, check: checkCount},
+		"windowed/count")
 	if err != nil {
 		return rep, err
 	}
-	rep.Rounds = opts.Rounds
-	rep.Count = medianRun(countRounds)
-	rep.Windowed = medianRun(windowedRounds)
-	// The gate is the median of each round's own ratio, as in RunPipe.
-	var ratios []float64
-	ratios, rep.Ratio = roundRatios(windowedRounds, countRounds)
-	fmt.Fprintf(w, "medians of %d rounds:\n", opts.Rounds)
-	fmt.Fprintf(w, "  %-*s  %9s rec/s\n", width, rep.Count.Name, thousands(rep.Count.PerSecond()))
-	fmt.Fprintf(w, "  %-*s  %9s rec/s\n", width, rep.Windowed.Name, thousands(rep.Windowed.PerSecond()))
-	fmt.Fprintf(w, "per-round ratios of windowed/count: %s\n", formatRatios(ratios))
+	rep.Rounds, rep.Windowed, rep.Count, rep.Ratio = opts.Rounds, c.num, c.den, c.ratio
 	fmt.Fprintf(w, "RESULT windowed ratio=%.3f windowed=%.0f count=%.0f\n", rep.Ratio, rep.Windowed.PerSecond(), rep.Count.PerSecond())
 	return rep, nil
 }
@@ -471,16 +457,5 @@ func BraidWindowedCount(ctx context.Context, brokers []string, in, out string, r
 	if err != nil {
 		return Result{}, err
 	}
-	stateDir, err := os.MkdirTemp("", "braid-bench-windowed-")
-	if err != nil {
-		return Result{}, err
-	}
-	defer os.RemoveAll(stateDir)
-	return runUntilCommitted(ctx, start, topo, streams.Config{
-		ApplicationID:  fmt.Sprintf("bench-windowed-braid-%d", braidWindowedCounts.Add(1)),
-		Brokers:        brokers,
-		StateDir:       stateDir,
-		CommitInterval: time.Second,
-		ClientOptions:  ClientOptions(),
-	}, records)
+	return runStateful(ctx, start, topo, brokers, fmt.Sprintf("bench-windowed-braid-%d", braidWindowedCounts.Add(1)), records)
 }

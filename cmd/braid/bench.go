@@ -12,13 +12,14 @@ import (
 )
 
 func runBench(ctx context.Context, args []string, stdout io.Writer) error {
-	const list = "Usage: braid bench <pipe|count|restore|windowed|failover|eos> [flags]\n\nBenchmarks:\n" +
+	const list = "Usage: braid bench <pipe|count|restore|windowed|failover|eos|join> [flags]\n\nBenchmarks:\n" +
 		"  pipe      a hand-written franz-go pipe against a Braid Filter+MapValues topology\n" +
 		"  count     a hand-written franz-go + pebble count against Braid's GroupByKey().Count()\n" +
 		"  restore   a plain consumer writing pebble batches against Braid restoring a store\n" +
 		"  windowed  Braid's tumbling-window count (emit final) against its plain Count()\n" +
 		"  failover  crash one of 3 instances of a count, with 1 standby and with none: per-task detection, recovery, downtime\n" +
-		"  eos       Braid's Count() exactly-once (a transaction every 100ms) against at-least-once, both committing every 100ms"
+		"  eos       Braid's Count() exactly-once (a transaction every 100ms) against at-least-once, both committing every 100ms\n" +
+		"  join      Braid's stream-stream inner join of two halves of the records (5s windows) against its Count() of all of them"
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" {
 		fmt.Fprintln(stdout, list)
 		if len(args) == 0 {
@@ -27,8 +28,8 @@ func runBench(ctx context.Context, args []string, stdout io.Writer) error {
 		return nil
 	}
 	name := args[0]
-	if name != "pipe" && name != "count" && name != "restore" && name != "windowed" && name != "failover" && name != "eos" {
-		return fmt.Errorf("bench: unknown benchmark %q (known: pipe, count, restore, windowed, failover, eos)", name)
+	if name != "pipe" && name != "count" && name != "restore" && name != "windowed" && name != "failover" && name != "eos" && name != "join" {
+		return fmt.Errorf("bench: unknown benchmark %q (known: pipe, count, restore, windowed, failover, eos, join)", name)
 	}
 	defaultRecords, defaultKeys, defaultPartitions := 1_000_000, 10_000, 4
 	if name == "restore" || name == "failover" {
@@ -50,6 +51,9 @@ func runBench(ctx context.Context, args []string, stdout io.Writer) error {
 	recordsUsage := "records to seed and process"
 	if name == "failover" {
 		recordsUsage = "records to seed per run: the changelog records of the count"
+	}
+	if name == "join" {
+		recordsUsage = "records to seed and process, half to each side of the join"
 	}
 	records := fs.Int("records", defaultRecords, recordsUsage)
 	keys := fs.Int("keys", defaultKeys, "distinct keys")
@@ -95,6 +99,8 @@ func runBench(ctx context.Context, args []string, stdout io.Writer) error {
 		_, err = bench.RunRestore(ctx, bench.RestoreOptions{Records: *records, Keys: *keys, Partitions: *partitions, Rounds: rounds, Out: stdout}, bench.BraidRestore)
 	case "windowed":
 		_, err = bench.RunWindowed(ctx, bench.WindowedOptions{Records: *records, Keys: *keys, Partitions: *partitions, EventRate: eventRate, Rounds: rounds, Out: stdout}, bench.BraidWindowedCount, bench.BraidCount)
+	case "join":
+		_, err = bench.RunJoin(ctx, bench.JoinOptions{Records: *records, Keys: *keys, Partitions: *partitions, Rounds: rounds, Out: stdout})
 	case "eos":
 		_, err = bench.RunEOS(ctx, bench.EOSOptions{Records: *records, Keys: *keys, Partitions: *partitions, Rounds: rounds, Out: stdout})
 	case "failover":

@@ -29,6 +29,7 @@ func TestHelp(t *testing.T) {
 		{"bench", "windowed", "--help"},
 		{"bench", "failover", "--help"},
 		{"bench", "eos", "--help"},
+		{"bench", "join", "--help"},
 	} {
 		t.Run(strings.Join(args, " "), func(t *testing.T) {
 			var out bytes.Buffer

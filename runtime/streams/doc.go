@@ -34,6 +34,16 @@
 // stored with its state and in its windowed changelogs, so windows neither
 // reopen nor close twice after a restart or a move.
 //
+// Joins follow Kafka Streams 3.x: a stream joins a table's current row
+// (Stream.JoinTable), two tables join into a table that changes with
+// either (Table.Join), and two streams join within JoinWindows
+// (Stream.Join), each side buffered in a logged window store; left and
+// outer stream-stream joins emit a record that met no partner only once
+// its window has closed. Joined inputs must be co-partitioned: Build
+// repartitions an input whose key may have changed, and an App refuses to
+// start on joined topics with different partition counts
+// (CopartitionError).
+//
 // High availability follows Kafka Streams' design, on the classic group
 // protocol with Braid's own balancer. Each member tells the leader which
 // task state it holds (checkpointed changelog offsets); the leader puts

@@ -378,6 +378,9 @@ func (st *taskStore) rollBack() {
 	if st.win != nil {
 		st.win = newWindowState(st.spec, st.win.inner)
 	}
+	if st.unmatched != nil {
+		st.unmatched.nextClose = 0 // rows it emitted may be back
+	}
 }
 
 func (q *partitionQueue) rollBack() {

@@ -103,7 +103,10 @@ func (p *streamTableJoinProc) process(t *task, r record) error {
 // Join joins t with other: a row whose key is in both tables has the
 // value joiner makes of the two rows. The result changes whenever either
 // table does, and a key whose result disappears (a row deleted) gets a
-// deletion. It takes Named, WithSerdes (the result's serdes) and
+// deletion. A result carries the timestamp of the update that made it:
+// Braid's key-value stores keep no row timestamps, so unlike Kafka
+// Streams it is not the larger of the two rows' when the other row is
+// newer (out-of-order updates). It takes Named, WithSerdes (the result's serdes) and
 // Materialized (a store for the result, which queries and stream-table
 // joins need). Both tables must be materialized.
 func (t *Table) Join(other *Table, joiner ValueJoiner, opts ...Option) *Table {

@@ -217,6 +217,15 @@ func (p *joinBufferProc) process(t *task, r record) error {
 		return t.processingError(p.name, err)
 	}
 	st.log(t, kb, vb, r.timestamp)
+	// The index keeps the value as pebble's bytes decode, so that the
+	// joiner sees the same types before and after a restart.
+	v := r.value
+	if !decodesAs(st.valueSerde, v) {
+		if v, err = st.valueSerde.Deserialize(st.changelogOrName(), vb); err != nil {
+			return t.processingError(p.name, fmt.Errorf("store %q: decoding value: %w", st.spec.name, err))
+		}
+	}
+	w.index[string(inner)] = append(w.index[string(inner)], bufferedRecord{kb: kb, ts: r.timestamp, value: v})
 	return forward(t, p.next, r)
 }
 
@@ -320,8 +329,20 @@ func (p *streamJoinProc) process(t *task, r record) error {
 }
 
 // bufferedRecords appends the records of a join buffer under serialized
-// key inner with timestamps in [from, to] to dst, oldest first.
+// key inner with timestamps in [from, to] to dst: from the index, in the
+// order they were buffered.
 func (st *taskStore) bufferedRecords(dst []bufferedRecord, inner []byte, from, to int64) ([]bufferedRecord, error) {
+	for _, r := range st.win.index[string(inner)] {
+		if r.ts >= from && r.ts <= to {
+			dst = append(dst, r)
+		}
+	}
+	return dst, nil
+}
+
+// scanBuffered is bufferedRecords reading pebble, oldest first: what the
+// index must agree with.
+func (st *taskStore) scanBuffered(dst []bufferedRecord, inner []byte, from, to int64) ([]bufferedRecord, error) {
 	w := st.win
 	from = max(from, 0)
 	if to < from {

@@ -421,12 +421,14 @@ func (p *tapProc) process(t *task, r record) error {
 // nodes alike; records enter a task through its queues, never this way.
 func (s *sourceProc) process(t *task, r record) error { return forward(t, s.next, r) }
 
-// evictHalf flushes the older half of every store's cache, so that the
-// cache keeps the keys updated most recently.
+// evictHalf makes room in the record caches: it drops the clean rows and
+// flushes the older half of the dirty ones, so that the cache keeps the
+// keys updated most recently.
 func (t *task) evictHalf() error {
 	t.current = nil
 	for _, st := range t.storeList {
-		if err := st.evict(t, (len(st.order)+1)/2); err != nil {
+		st.dropClean(t)
+		if err := st.evict(t, (len(st.order)+1)/2, false); err != nil {
 			return err
 		}
 	}

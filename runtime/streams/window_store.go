@@ -75,6 +75,12 @@ type windowState struct {
 	// buffered last, which the join processor after the buffer uses.
 	seq             uint32
 	last, lastValue []byte
+	// index holds a join buffer's records by serialized key, decoded:
+	// what pebble holds, so that a join looks its partners up without a
+	// pebble scan per record. It costs the memory of the records within
+	// the buffer's retention, and is rebuilt from pebble when the task
+	// starts or rolls back.
+	index map[string][]bufferedRecord
 }
 
 type windowBounds struct{ start, end int64 }
@@ -130,6 +136,7 @@ func newWindowState(spec *storeSpec, inner Serde) *windowState {
 		w.tsBytes = 16
 	case joinWindowKind:
 		w.tsBytes = 12 // the timestamp and the sequence number
+		w.index = make(map[string][]bufferedRecord)
 	}
 	// Kafka Streams' rule: half the retention, at least a minute, so that
 	// a store has few segments and drops one every half retention.
@@ -393,9 +400,7 @@ func (st *taskStore) closeWindow(t *task, ow *openWindow) error {
 // and a restore that lands before the close rebuilds it from the records
 // after the last commit, whose changelog holds all it had before.
 func (st *taskStore) flushClosed(t *task, kb string, e *cacheEntry) error {
-	delete(st.cache, kb) // evict skips its entry in st.order
-	st.cacheBytes -= len(kb) + cacheEntryOverhead
-	t.cacheBytes -= len(kb) + cacheEntryOverhead
+	st.forget(t, kb) // evict skips its entry in st.order
 	if st.win.segmentTime(e.keyBytes)+st.win.retention <= t.streamTime {
 		return nil
 	}
@@ -424,6 +429,7 @@ func (st *taskStore) expireSegments(now int64) error {
 		return fmt.Errorf("dropping expired segments of store %q: %w", st.spec.name, err)
 	}
 	w.expiredBelow = below
+	w.dropIndexed(below * w.interval)
 	return nil
 }
 
@@ -437,14 +443,22 @@ func (st *taskStore) loadOpenWindows(streamTime int64) error {
 	w.closing = w.closing[:0]
 	w.marked = streamTime
 	var decodeErr error
-	err := st.db.Range(nil, nil, func(sk, _ []byte) bool {
+	err := st.db.Range(nil, nil, func(sk, vb []byte) bool {
 		w.maxSegment = max(w.maxSegment, int64(binary.BigEndian.Uint64(sk)))
 		kb := sk[12:]
 		w.stored(w.segmentTime(kb))
 		if w.spec.kind == joinWindowKind {
 			// A join buffer tracks no windows; it numbers on from its
-			// highest sequence number.
+			// highest sequence number and indexes its records.
 			w.seq = max(w.seq, binary.BigEndian.Uint32(kb[len(kb)-4:])+1)
+			v, err := st.valueSerde.Deserialize(st.changelogOrName(), bytes.Clone(vb))
+			if err != nil {
+				decodeErr = fmt.Errorf("store %q: decoding buffered value: %w", st.spec.name, err)
+				return false
+			}
+			kb = bytes.Clone(kb)
+			inner := string(kb[:len(kb)-12])
+			w.index[inner] = append(w.index[inner], bufferedRecord{kb: kb, ts: w.segmentTime(kb), value: v})
 			return true
 		}
 		k, err := st.keySerde.Deserialize(st.changelogOrName(), bytes.Clone(kb))
@@ -582,4 +596,23 @@ func prefixUpper(p []byte) []byte {
 		}
 	}
 	return nil
+}
+
+// dropIndexed drops the indexed records of a join buffer with segment
+// times below before, as expiry drops them from pebble.
+func (w *windowState) dropIndexed(before int64) {
+	for k, recs := range w.index {
+		kept := recs[:0]
+		for _, r := range recs {
+			if r.ts >= before {
+				kept = append(kept, r)
+			}
+		}
+		clear(recs[len(kept):])
+		if len(kept) == 0 {
+			delete(w.index, k)
+		} else {
+			w.index[k] = kept
+		}
+	}
 }

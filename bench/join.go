@@ -1,0 +1,340 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"runtime"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/braidstream/braid/runtime/broker"
+	"github.com/braidstream/braid/runtime/streams"
+)
+
+// Topic names RunJoin uses.
+const (
+	// JoinLeftTopic and JoinRightTopic are the joined streams;
+	// JoinCountTopic holds the records of both, for the count.
+	JoinLeftTopic  = "bench-join-left"
+	JoinRightTopic = "bench-join-right"
+	JoinCountTopic = "bench-join-all"
+	// JoinOutputTopic is where the join writes, JoinCountOutputTopic the
+	// count, JoinWarmUpOutputTopic the unmeasured warm-up count.
+	JoinOutputTopic       = "bench-join-out"
+	JoinCountOutputTopic  = "bench-join-count-out"
+	JoinWarmUpOutputTopic = "bench-join-warmup-out"
+)
+
+// JoinTarget is the ratio join/count the join benchmark must reach.
+const JoinTarget = 0.4
+
+// The join benchmark's input and windows. Each side has a record a
+// millisecond of event time (JoinEventRate a second); right record i has
+// left record i's key and comes JoinRightDelay after it, so that with
+// 10,000 keys (a key recurs every 10 s on each side) each left record
+// meets exactly one right record within JoinWindow. JoinGrace is longer
+// than all the input's event time: Braid's tasks do not wait for an
+// input partition whose next records are not fetched yet (Kafka Streams'
+// max.task.idle.ms), so with a short grace how many records are late
+// would depend on how fetches interleave, and the output could not be
+// checked exactly.
+const (
+	JoinEventRate  = 1000
+	JoinRightDelay = time.Second
+	JoinWindow     = 5 * time.Second
+	JoinGrace      = time.Hour
+)
+
+// JoinOptions configure RunJoin. Zero fields take the defaults.
+type JoinOptions struct {
+	Records    int       // records of both sides together; default 1,000,000
+	Keys       int       // distinct keys; default 10,000
+	Partitions int       // partitions of every topic; default 4
+	Rounds     int       // rounds of each side; default 3
+	Out        io.Writer // where the report goes; default os.Stdout
+	// NoWarmUp skips the unmeasured count pass over the input made before
+	// the measured runs (see RunPipe for why there is one).
+	NoWarmUp bool
+}
+
+func (o JoinOptions) withDefaults() JoinOptions {
+	w := WindowedOptions{Records: o.Records, Keys: o.Keys, Partitions: o.Partitions, Rounds: o.Rounds, Out: o.Out}.withDefaults()
+	o.Records, o.Keys, o.Partitions, o.Rounds, o.Out = w.Records, w.Keys, w.Partitions, w.Rounds, w.Out
+	return o
+}
+
+// JoinReport is what RunJoin measured.
+type JoinReport struct {
+	Records    int
+	Keys       int
+	Partitions int
+	GOMAXPROCS int
+	Seed       time.Duration // how long seeding took (not compared)
+	// Pairs is how many results the join must emit.
+	Pairs  int64
+	WarmUp Run // the unmeasured pass; zero with NoWarmUp
+	Rounds int
+	// Join and Count are each side's median round.
+	Join, Count Run
+	// Ratios are the rounds' records/s of join over count, sorted; Ratio
+	// is their median.
+	Ratios []float64
+	Ratio  float64
+}
+
+// RunJoin runs `braid bench join`: it starts an embedded broker with
+// opts.Partitions partitions, seeds opts.Records/2 records to each of
+// JoinLeftTopic and JoinRightTopic and all of them to JoinCountTopic
+// (SeedJoin), and runs join (BraidJoin, a stream-stream inner join of the
+// two sides) and count (BraidCount over JoinCountTopic, the same records)
+// opts.Rounds times each, interleaved, after an unmeasured pass of count.
+// It writes one line per run, the medians, the per-round ratios and last
+//
+//	RESULT join ratio=<join/count> join=<rec/s> count=<rec/s>
+//
+// where the ratio is the median of the rounds' ratios and the rates are
+// each side's median, in input records a second (both sides' for the
+// join).
+//
+// Every run's output is read back (not timed) and checked: the count's
+// last count of every key equals its records; the join emitted, for every
+// left record, one result per right record of its key within JoinWindow
+// (its value is the left record's), and nothing else. Every topic a run
+// created is deleted after the check.
+//
+// It returns an error if a run fails or its output is wrong; it does not
+// judge the ratio (see JoinTarget).
+func RunJoin(ctx context.Context, opts JoinOptions) (JoinReport, error) {
+	opts = opts.withDefaults()
+	rep := JoinReport{Records: opts.Records, Keys: opts.Keys, Partitions: opts.Partitions, GOMAXPROCS: runtime.GOMAXPROCS(0)}
+	if opts.Records < 0 || opts.Keys < 0 || opts.Partitions < 0 || opts.Rounds < 0 {
+		return rep, errors.New("bench join: records, keys, partitions and rounds must not be negative")
+	}
+	half := opts.Records / 2
+	if 2*half != opts.Records {
+		return rep, fmt.Errorf("bench join: %d records do not split into two equal sides", opts.Records)
+	}
+	b, err := broker.Start(broker.Config{Partitions: opts.Partitions})
+	if err != nil {
+		return rep, fmt.Errorf("bench join: starting the broker: %w", err)
+	}
+	defer b.Close()
+	brokers := b.Addrs()
+
+	w := opts.Out
+	fmt.Fprintf(w, "bench join: %d records (%d a side), %d keys, %d partitions, inner join within %v (grace %v), right records %v after their left ones, against a count of the same records, commit every 1s, GOMAXPROCS=%d, embedded broker\n",
+		opts.Records, half, opts.Keys, opts.Partitions, JoinWindow, JoinGrace, JoinRightDelay, rep.GOMAXPROCS)
+
+	t0 := time.Now()
+	if err := SeedJoin(ctx, brokers, opts.Partitions, half, opts.Keys); err != nil {
+		return rep, fmt.Errorf("bench join: %w", err)
+	}
+	rep.Seed = time.Since(t0)
+
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
+	if err != nil {
+		return rep, fmt.Errorf("bench join: creating the admin client: %w", err)
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	perKey, err := keyCounts(ctx, brokers, adm, JoinCountTopic, opts.Records)
+	if err != nil {
+		return rep, fmt.Errorf("bench join: %w", err)
+	}
+	pairs := joinPairs(half, opts.Keys)
+	for _, n := range pairs {
+		rep.Pairs += int64(n)
+	}
+	fmt.Fprintf(w, "input: %d join results to emit\n", rep.Pairs)
+
+	const (
+		joinName  = "braid stream-stream join"
+		countName = "braid groupByKey.count (record cache)"
+		warmName  = "warm-up (braid count)"
+	)
+	width := max(len(joinName), len(countName), len(warmName))
+	checkCount := func(out string) (int64, error) { return checkCounts(ctx, brokers, out, perKey, countChecks{}) }
+	checkJoin := func(out string) (int64, error) { return checkJoinPairs(ctx, brokers, out, pairs) }
+	counts := &countRuns{bench: "bench join", brokers: brokers, cl: cl, adm: adm, in: JoinCountTopic,
+		partitions: opts.Partitions, records: opts.Records, w: w, width: width}
+	joins := *counts
+	joins.in = JoinLeftTopic
+	join := func(ctx context.Context, brokers []string, _, out string, records int) (Result, error) {
+		return BraidJoin(ctx, brokers, JoinLeftTopic, JoinRightTopic, out, records)
+	}
+	var warmUp *Run
+	if !opts.NoWarmUp {
+		rep.WarmUp = Run{Name: warmName, Out: JoinWarmUpOutputTopic}
+		warmUp = &rep.WarmUp
+	}
+	c, err := compareRounds(ctx, opts.Rounds, warmUp,
+		roundSide{runs: &joins, name: joinName, label: "join", out: JoinOutputTopic, gated: true, fn: join, check: checkJoin},
+		roundSide{runs: counts, name: countName, label: "count", out: JoinCountOutputTopic, fn: BraidCount, check: checkCount},
+		"join/count")
+	if err != nil {
+		return rep, err
+	}
+	rep.Rounds, rep.Join, rep.Count, rep.Ratios, rep.Ratio = opts.Rounds, c.num, c.den, c.ratios, c.ratio
+	fmt.Fprintf(w, "RESULT join ratio=%.3f join=%.0f count=%.0f\n", rep.Ratio, rep.Join.PerSecond(), rep.Count.PerSecond())
+	return rep, nil
+}
+
+// SeedJoin creates the join benchmark's topics and produces perSide
+// records to each side: left record i has key Key(i, keys) and time
+// start + i ms, right record i the same key and JoinRightDelay later;
+// their values are Seed's JSON values with ids i (left) and perSide+i
+// (right). JoinCountTopic gets every record of both.
+func SeedJoin(ctx context.Context, brokers []string, partitions, perSide, keys int) error {
+	if partitions <= 0 || perSide < 0 || keys <= 0 {
+		return fmt.Errorf("seed: partitions %d, records %d and keys %d must be positive", partitions, perSide, keys)
+	}
+	if keys > 1_000_000 {
+		return fmt.Errorf("seed: %d keys do not fit the %d-byte key format", keys, KeyBytes)
+	}
+	cl, err := kgo.NewClient(
+		kgo.SeedBrokers(brokers...),
+		kgo.ProducerLinger(50*time.Millisecond),
+		kgo.ProducerBatchMaxBytes(1_000_000),
+		kgo.MaxBufferedRecords(250_000),
+	)
+	if err != nil {
+		return fmt.Errorf("seed: %w", err)
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	for _, topic := range []string{JoinLeftTopic, JoinRightTopic, JoinCountTopic} {
+		if err := EnsureTopic(ctx, adm, topic, partitions); err != nil {
+			return fmt.Errorf("seed: %w", err)
+		}
+	}
+	var produceErr firstError
+	promise := produceErr.promise
+	step := int64(1000 / JoinEventRate)
+	start := time.Now().UnixMilli() - int64(perSide)*step
+	var slab []byte
+	for i := range perSide {
+		if cap(slab)-len(slab) < 4*ValueBytes {
+			slab = make([]byte, 0, 1<<20)
+		}
+		key := Key(i, keys)
+		ts := start + int64(i)*step
+		for side, topic := range []string{JoinLeftTopic, JoinRightTopic} {
+			id, at := i, ts
+			if side == 1 {
+				id, at = perSide+i, ts+JoinRightDelay.Milliseconds()
+			}
+			from := len(slab)
+			slab = appendValue(slab, id, key, at)
+			v := slab[from:len(slab):len(slab)]
+			for _, t := range []string{topic, JoinCountTopic} {
+				cl.Produce(ctx, &kgo.Record{Topic: t, Key: key, Value: v, Timestamp: time.UnixMilli(at)}, promise)
+			}
+		}
+	}
+	if err := cl.Flush(ctx); err != nil {
+		return fmt.Errorf("seed: flushing: %w", err)
+	}
+	if err := produceErr.get(); err != nil {
+		return fmt.Errorf("seed: producing the join input: %w", err)
+	}
+	return nil
+}
+
+// joinPairs returns, for every left record i, how many right records meet
+// it: those of its key (j = i mod keys) whose time, JoinRightDelay after
+// left record j's, lies within JoinWindow of left record i's.
+func joinPairs(perSide, keys int) []int {
+	window, delay := JoinWindow.Milliseconds(), JoinRightDelay.Milliseconds()
+	step := int64(1000 / JoinEventRate)
+	out := make([]int, perSide)
+	for i := range perSide {
+		// Right record j is (j-i)*step+delay after left record i.
+		for j := i % keys; j < perSide; j += keys {
+			if d := int64(j-i)*step + delay; d >= -window && d <= window {
+				out[i]++
+			}
+		}
+	}
+	return out
+}
+
+// checkJoinPairs reads the join's output and checks that left record i's
+// value came out exactly want[i] times, and nothing else did.
+func checkJoinPairs(ctx context.Context, brokers []string, topic string, want []int) (int64, error) {
+	got := make([]int, len(want))
+	var bad int
+	var example string
+	n, err := readTopicAs(ctx, brokers, topic, kgo.ReadUncommitted(), func(r *kgo.Record) error {
+		id, ok := recordID(r.Value)
+		if !ok || id < 0 || id >= len(want) {
+			bad++
+			if example == "" {
+				example = fmt.Sprintf("value %.40q at %s[%d]@%d is no left record's", r.Value, r.Topic, r.Partition, r.Offset)
+			}
+			return nil
+		}
+		got[id]++
+		return nil
+	})
+	if err != nil {
+		return n, err
+	}
+	var wrong int
+	for i := range want {
+		if got[i] != want[i] {
+			wrong++
+			if example == "" {
+				example = fmt.Sprintf("left record %d joined %d times, want %d", i, got[i], want[i])
+			}
+		}
+	}
+	if bad+wrong > 0 {
+		return n, fmt.Errorf("output topic %s (%d records): %d left records joined a wrong number of times, %d unknown values; e.g. %s", topic, n, wrong, bad, example)
+	}
+	return n, nil
+}
+
+// recordID returns the id of a seeded JSON value, {"id":N,...}.
+func recordID(v []byte) (int, bool) {
+	rest, ok := bytes.CutPrefix(v, []byte(`{"id":`))
+	if !ok {
+		return 0, false
+	}
+	end := bytes.IndexByte(rest, ',')
+	if end < 0 {
+		return 0, false
+	}
+	id, err := strconv.Atoi(string(rest[:end]))
+	return id, err == nil
+}
+
+// BraidJoin is the Braid side of the join benchmark: an inner join of the
+// left and right topics within JoinWindow and JoinGrace on the bytes
+// serde, whose joiner passes the left value on, at-least-once, committing
+// every second. It measures from the call until every record of both
+// sides is processed and committed; records counts both sides.
+func BraidJoin(ctx context.Context, brokers []string, left, right, out string, records int) (Result, error) {
+	start := time.Now()
+	b := streams.NewBuilder()
+	l := b.Stream([]string{left}, streams.WithSerdes(streams.Bytes, streams.Bytes))
+	r := b.Stream([]string{right}, streams.WithSerdes(streams.Bytes, streams.Bytes))
+	l.Join(r, func(_, lv, _ any) (any, error) { return lv, nil },
+		streams.JoinWindows{Before: JoinWindow, After: JoinWindow, Grace: JoinGrace},
+		streams.Materialized(streams.StoreOptions{Name: "pairs"})).
+		To(out, streams.WithSerdes(streams.Bytes, streams.Bytes))
+	topo, err := b.Build()
+	if err != nil {
+		return Result{}, err
+	}
+	return runStateful(ctx, start, topo, brokers, fmt.Sprintf("bench-join-braid-%d", braidJoins.Add(1)), records)
+}
+
+// braidJoins numbers BraidJoin calls for their application ids.
+var braidJoins atomic.Int64
