@@ -2,6 +2,7 @@ package monitor
 
 import (
 	"bufio"
+	"cmp"
 	"math"
 	"slices"
 	"strings"
@@ -291,9 +292,9 @@ func (d *deployment) apply(now time.Time, s sample) {
 				// The newest windowsPerStore, oldest first.
 				slices.SortFunc(ws, func(x, y streams.OpenWindow) int {
 					if x.Start != y.Start {
-						return cmpInt64(x.Start, y.Start)
+						return cmp.Compare(x.Start, y.Start)
 					}
-					return cmpInt64(x.End, y.End)
+					return cmp.Compare(x.End, y.End)
 				})
 				if len(ws) > windowsPerStore {
 					ws = ws[len(ws)-windowsPerStore:]
@@ -326,16 +327,6 @@ func (d *deployment) addPoint(p Point) {
 	}
 	d.throughput[d.tpHead] = p
 	d.tpHead = (d.tpHead + 1) % throughputPoints
-}
-
-func cmpInt64(a, b int64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // taskLag sums a task's known partition lags, -1 when none is known.

@@ -419,43 +419,66 @@ func (a *App) loop(ctx context.Context) error {
 		if ctx.Err() != nil {
 			return nil
 		}
-		if a.txn != nil {
-			if err := a.afterPollExactlyOnce(ctx, fetches, &lastCommit); err != nil {
-				if ctx.Err() != nil {
-					return nil
-				}
+		if a.txn != nil && a.txn.mustAbort.Load() {
+			// The group revoked or lost partitions while a transaction
+			// was open. The records of this poll are dropped: the abort
+			// rewinds every partition to its committed offset, where
+			// they are fetched again.
+			if err := a.abortTransaction(ctx); err != nil {
 				return err
 			}
+			a.kc().AllowRebalance()
 			continue
 		}
-		if err := a.resumeRestored(); err != nil {
+		err := a.processPoll(fetches)
+		if a.txn == nil {
+			// Under at-least-once a revocation commits, so the rebalance
+			// may go ahead before the commit below.
 			a.kc().AllowRebalance()
-			return err
 		}
-		if err := fetchError(fetches); err != nil {
-			a.kc().AllowRebalance()
-			return err
+		if err == nil {
+			err = a.producedError()
 		}
-		err := a.processFetches(fetches)
-		a.kc().AllowRebalance()
-		// Under at-least-once a revocation commits, so the commit may
-		// come after the rebalance is allowed.
-		if err != nil {
-			return err
-		}
-		if err := a.producedError(); err != nil {
-			return err
-		}
-		if time.Since(lastCommit) >= a.cfg.CommitInterval {
-			if err := a.commit(ctx); err != nil {
-				if ctx.Err() != nil {
-					return nil
-				}
-				return err
+		if err == nil && a.commitDue(lastCommit) {
+			if err = a.commit(ctx); err == nil {
+				lastCommit = time.Now()
 			}
-			lastCommit = time.Now()
+		}
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return err
+		}
+		if a.txn != nil {
+			// Under exactly-once the commit came first: a revocation
+			// could only abort (see eos.go).
+			a.kc().AllowRebalance()
 		}
 	}
+}
+
+// processPoll starts the tasks whose restore finished and lets the tasks
+// process what the poll fetched.
+func (a *App) processPoll(fetches kgo.Fetches) error {
+	if err := a.resumeRestored(); err != nil {
+		return err
+	}
+	if err := fetchError(fetches); err != nil {
+		return err
+	}
+	return a.processFetches(fetches)
+}
+
+// commitDue reports whether to commit now: the commit interval passed, or,
+// under exactly-once, a rebalance waits for this instance, which commits
+// first so that the revocation finds nothing to abort.
+func (a *App) commitDue(lastCommit time.Time) bool {
+	due := time.Since(lastCommit) >= a.cfg.CommitInterval
+	if a.txn != nil && a.txn.rebalanceWaiting.Swap(false) {
+		due = true
+	}
+	return due
 }
 
 func fetchError(fetches kgo.Fetches) error {

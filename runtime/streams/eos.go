@@ -135,43 +135,6 @@ func (a *App) startTransactions(opts []kgo.Opt) (*kgo.Client, error) {
 	return sess.Client(), nil
 }
 
-// afterPollExactlyOnce is the processing goroutine's work on one poll
-// under exactly-once: abort what a rebalance invalidated, process, commit
-// when due (or when a rebalance waits), and only then let the group
-// rebalance.
-func (a *App) afterPollExactlyOnce(ctx context.Context, fetches kgo.Fetches, lastCommit *time.Time) error {
-	if a.txn.mustAbort.Load() {
-		// The records of this poll are dropped: the abort rewinds every
-		// partition to its committed offset, where they are fetched
-		// again.
-		if err := a.abortTransaction(ctx); err != nil {
-			return err
-		}
-		a.kc().AllowRebalance()
-		return nil
-	}
-	if err := a.resumeRestored(); err != nil {
-		return err
-	}
-	if err := fetchError(fetches); err != nil {
-		return err
-	}
-	if err := a.processFetches(fetches); err != nil {
-		return err
-	}
-	if err := a.producedError(); err != nil {
-		return err
-	}
-	if time.Since(*lastCommit) >= a.cfg.CommitInterval || a.txn.rebalanceWaiting.Swap(false) {
-		if err := a.commitTransaction(ctx); err != nil {
-			return err
-		}
-		*lastCommit = time.Now()
-	}
-	a.kc().AllowRebalance()
-	return nil
-}
-
 // commitTransaction is the exactly-once commit; see the steps above.
 func (a *App) commitTransaction(ctx context.Context) error {
 	if a.txn.failed != nil {

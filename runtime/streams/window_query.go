@@ -1,6 +1,7 @@
 package streams
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 )
@@ -55,21 +56,11 @@ func (a *App) FetchWindows(store string, key any, from, to int64) ([]WindowResul
 	})
 	slices.SortStableFunc(out, func(x, y WindowResult) int {
 		if x.Window.Start != y.Window.Start {
-			return cmpInt64(x.Window.Start, y.Window.Start)
+			return cmp.Compare(x.Window.Start, y.Window.Start)
 		}
-		return cmpInt64(x.Window.End, y.Window.End)
+		return cmp.Compare(x.Window.End, y.Window.End)
 	})
 	return out, err
-}
-
-func cmpInt64(a, b int64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // fetchCommitted reads a key's committed windows for FetchWindows,
@@ -104,9 +95,9 @@ func (a *App) OpenWindows(store string) ([]OpenWindow, error) {
 		}
 		slices.SortFunc(mine, func(x, y OpenWindow) int {
 			if x.ClosesAt != y.ClosesAt {
-				return cmpInt64(x.ClosesAt, y.ClosesAt)
+				return cmp.Compare(x.ClosesAt, y.ClosesAt)
 			}
-			return cmpInt64(x.Start, y.Start)
+			return cmp.Compare(x.Start, y.Start)
 		})
 		out = append(out, mine...)
 		return true, nil
