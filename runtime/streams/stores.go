@@ -77,9 +77,15 @@ func changelogTopic(applicationID, store string) string {
 // openStore opens (or rebuilds) the store of spec for task id.
 func (a *App) openStore(spec *storeSpec, id TaskID) (*taskStore, error) {
 	dir := filepath.Join(a.cfg.StateDir, a.cfg.ApplicationID, id.String(), spec.name)
+	identity := a.cfg.ApplicationID + "/" + id.String() + "/" + spec.name
+	if spec.window != nil && spec.window.kind == joinWindowKind {
+		// Join buffers once kept their keys in another order: a store
+		// written that way is rebuilt from its changelog, not misread.
+		identity += " (join buffer by time)"
+	}
 	db, err := state.Open(state.Options{
 		Dir:             dir,
-		Identity:        a.cfg.ApplicationID + "/" + id.String() + "/" + spec.name,
+		Identity:        identity,
 		BlockCacheBytes: a.cfg.StoreBlockCacheBytes,
 		Logger:          a.log,
 	})

@@ -205,16 +205,22 @@ func (p *joinBufferProc) process(t *task, r record) error {
 		return err
 	}
 	w := st.win
-	// A fresh slice: the producer keeps the changelog key until sent.
-	kb := make([]byte, 0, len(inner)+12)
-	kb = append(kb, inner...)
-	kb = binary.BigEndian.AppendUint64(kb, uint64(r.timestamp))
-	kb = binary.BigEndian.AppendUint32(kb, w.seq)
+	// One fresh slice holds the changelog key (the producer keeps it
+	// until sent) and the pebble key (the store keeps it until the
+	// commit): inner, timestamp, sequence number; then storeKey's.
+	n := len(inner) + 12
+	buf := make([]byte, 0, 2*n+8)
+	buf = append(buf, inner...)
+	buf = binary.BigEndian.AppendUint64(buf, uint64(r.timestamp))
+	buf = binary.BigEndian.AppendUint32(buf, w.seq)
+	kb := buf[:n:n]
+	sk := w.storeKey(buf[n:], kb)
 	w.seq++
 	w.last, w.lastValue = kb, vb
 	w.maxSegment = max(w.maxSegment, r.timestamp/w.interval)
-	if err := st.writeWindow(kb, vb); err != nil {
-		return t.processingError(p.name, err)
+	w.stored(r.timestamp)
+	if err := st.db.PutWriteOnly(sk, vb); err != nil {
+		return t.processingError(p.name, fmt.Errorf("writing store %q: %w", st.spec.name, err))
 	}
 	st.log(t, kb, vb, r.timestamp)
 	// The index keeps the value as pebble's bytes decode, so that the
@@ -225,7 +231,7 @@ func (p *joinBufferProc) process(t *task, r record) error {
 			return t.processingError(p.name, fmt.Errorf("store %q: decoding value: %w", st.spec.name, err))
 		}
 	}
-	w.index[string(inner)] = append(w.index[string(inner)], bufferedRecord{kb: kb, ts: r.timestamp, value: v})
+	w.addIndexed(inner, bufferedRecord{kb: kb, ts: r.timestamp, value: v})
 	return forward(t, p.next, r)
 }
 
@@ -332,7 +338,11 @@ func (p *streamJoinProc) process(t *task, r record) error {
 // key inner with timestamps in [from, to] to dst: from the index, in the
 // order they were buffered.
 func (st *taskStore) bufferedRecords(dst []bufferedRecord, inner []byte, from, to int64) ([]bufferedRecord, error) {
-	for _, r := range st.win.index[string(inner)] {
+	b := st.win.index[string(inner)]
+	if b == nil {
+		return dst, nil
+	}
+	for _, r := range b.recs {
 		if r.ts >= from && r.ts <= to {
 			dst = append(dst, r)
 		}
@@ -340,8 +350,10 @@ func (st *taskStore) bufferedRecords(dst []bufferedRecord, inner []byte, from, t
 	return dst, nil
 }
 
-// scanBuffered is bufferedRecords reading pebble, oldest first: what the
-// index must agree with.
+// scanBuffered is bufferedRecords reading pebble's committed data, oldest
+// first: what the index must agree with once committed. The buffer's
+// pebble keys are in time order, so it reads every record of the time
+// range and keeps inner's.
 func (st *taskStore) scanBuffered(dst []bufferedRecord, inner []byte, from, to int64) ([]bufferedRecord, error) {
 	w := st.win
 	from = max(from, 0)
@@ -350,11 +362,13 @@ func (st *taskStore) scanBuffered(dst []bufferedRecord, inner []byte, from, to i
 	}
 	var decodeErr error
 	for seg := max(from/w.interval, w.expiredBelow); seg <= min(to/w.interval, w.maxSegment); seg++ {
-		prefix := w.keyPrefix(seg, inner)
-		lower := binary.BigEndian.AppendUint64(bytes.Clone(prefix), uint64(from))
-		upper := binary.BigEndian.AppendUint64(bytes.Clone(prefix), uint64(to+1))
+		lower := binary.BigEndian.AppendUint64(binary.BigEndian.AppendUint64(nil, uint64(seg)), uint64(from))
+		upper := binary.BigEndian.AppendUint64(binary.BigEndian.AppendUint64(nil, uint64(seg)), uint64(to+1))
 		err := st.db.Range(lower, upper, func(sk, vb []byte) bool {
-			kb := bytes.Clone(sk[12:])
+			if !bytes.Equal(sk[8+w.tsBytes:], inner) {
+				return true
+			}
+			kb := w.changelogKey(nil, sk)
 			v, err := st.valueSerde.Deserialize(st.changelogOrName(), bytes.Clone(vb))
 			if err != nil {
 				decodeErr = fmt.Errorf("store %q: decoding buffered value: %w", st.spec.name, err)

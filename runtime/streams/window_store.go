@@ -79,8 +79,23 @@ type windowState struct {
 	// what pebble holds, so that a join looks its partners up without a
 	// pebble scan per record. It costs the memory of the records within
 	// the buffer's retention, and is rebuilt from pebble when the task
-	// starts or rolls back.
-	index map[string][]bufferedRecord
+	// starts or rolls back. The map holds pointers so that adding a
+	// record to a known key assigns nothing: an assignment would allocate
+	// the key's string again.
+	index map[string]*bufferedRecords
+}
+
+// bufferedRecords are one key's records in a join buffer, in the order
+// they were buffered.
+type bufferedRecords struct{ recs []bufferedRecord }
+
+// addIndexed adds a buffered record under serialized key inner.
+func (w *windowState) addIndexed(inner []byte, r bufferedRecord) {
+	if b, ok := w.index[string(inner)]; ok {
+		b.recs = append(b.recs, r)
+		return
+	}
+	w.index[string(inner)] = &bufferedRecords{recs: []bufferedRecord{r}}
 }
 
 type windowBounds struct{ start, end int64 }
@@ -136,7 +151,7 @@ func newWindowState(spec *storeSpec, inner Serde) *windowState {
 		w.tsBytes = 16
 	case joinWindowKind:
 		w.tsBytes = 12 // the timestamp and the sequence number
-		w.index = make(map[string][]bufferedRecord)
+		w.index = make(map[string]*bufferedRecords)
 	}
 	// Kafka Streams' rule: half the retention, at least a minute, so that
 	// a store has few segments and drops one every half retention.
@@ -158,12 +173,32 @@ func (w *windowState) segmentTime(kb []byte) int64 {
 	return int64(binary.BigEndian.Uint64(kb[len(kb)-w.tsBytes:]))
 }
 
-// storeKey returns the pebble key of changelog key kb, appended to dst.
+// storeKey returns the pebble key of changelog key kb, appended to dst:
+// the segment, the grouping key's length and kb, so that a key's windows
+// in a segment are together. A join buffer's keys are in time order
+// instead (segment, timestamp, sequence number, grouping key): the buffer
+// is read from its in-memory index, never by key from pebble, and keys
+// written in about the order they sort in make pebble's work at commit
+// (sorting a large batch, or inserting into the memtable) and its flushes
+// cheap.
 func (w *windowState) storeKey(dst, kb []byte) []byte {
 	seg := w.segmentTime(kb) / w.interval
 	dst = binary.BigEndian.AppendUint64(dst, uint64(seg))
+	if w.spec.kind == joinWindowKind {
+		n := len(kb) - w.tsBytes
+		return append(append(dst, kb[n:]...), kb[:n]...)
+	}
 	dst = binary.BigEndian.AppendUint32(dst, uint32(len(kb)-w.tsBytes))
 	return append(dst, kb...)
+}
+
+// changelogKey returns the changelog key of pebble key sk, appended to
+// dst: storeKey's inverse.
+func (w *windowState) changelogKey(dst, sk []byte) []byte {
+	if w.spec.kind == joinWindowKind {
+		return append(append(dst, sk[8+w.tsBytes:]...), sk[8:8+w.tsBytes]...)
+	}
+	return append(dst, sk[12:]...)
 }
 
 // keyPrefix returns the pebble prefix of a grouping key's windows in seg.
@@ -445,7 +480,7 @@ func (st *taskStore) loadOpenWindows(streamTime int64) error {
 	var decodeErr error
 	err := st.db.Range(nil, nil, func(sk, vb []byte) bool {
 		w.maxSegment = max(w.maxSegment, int64(binary.BigEndian.Uint64(sk)))
-		kb := sk[12:]
+		kb := w.changelogKey(nil, sk)
 		w.stored(w.segmentTime(kb))
 		if w.spec.kind == joinWindowKind {
 			// A join buffer tracks no windows; it numbers on from its
@@ -456,19 +491,17 @@ func (st *taskStore) loadOpenWindows(streamTime int64) error {
 				decodeErr = fmt.Errorf("store %q: decoding buffered value: %w", st.spec.name, err)
 				return false
 			}
-			kb = bytes.Clone(kb)
-			inner := string(kb[:len(kb)-12])
-			w.index[inner] = append(w.index[inner], bufferedRecord{kb: kb, ts: w.segmentTime(kb), value: v})
+			w.addIndexed(kb[:len(kb)-12], bufferedRecord{kb: kb, ts: w.segmentTime(kb), value: v})
 			return true
 		}
-		k, err := st.keySerde.Deserialize(st.changelogOrName(), bytes.Clone(kb))
+		k, err := st.keySerde.Deserialize(st.changelogOrName(), kb)
 		if err != nil {
 			decodeErr = fmt.Errorf("store %q: decoding stored key: %w", st.spec.name, err)
 			return false
 		}
 		wk := k.(Windowed)
 		if w.spec.closesAt(wk.Start, wk.End) > streamTime {
-			w.track(bytes.Clone(kb), wk)
+			w.track(kb, wk)
 		}
 		return true
 	})
@@ -601,18 +634,18 @@ func prefixUpper(p []byte) []byte {
 // dropIndexed drops the indexed records of a join buffer with segment
 // times below before, as expiry drops them from pebble.
 func (w *windowState) dropIndexed(before int64) {
-	for k, recs := range w.index {
-		kept := recs[:0]
-		for _, r := range recs {
+	for k, b := range w.index {
+		kept := b.recs[:0]
+		for _, r := range b.recs {
 			if r.ts >= before {
 				kept = append(kept, r)
 			}
 		}
-		clear(recs[len(kept):])
+		clear(b.recs[len(kept):])
 		if len(kept) == 0 {
 			delete(w.index, k)
 		} else {
-			w.index[k] = kept
+			b.recs = kept
 		}
 	}
 }

@@ -135,6 +135,15 @@ type Store struct {
 	// see them merged with the committed data.
 	batch   *pebble.Batch
 	pending int
+	// writeOnly holds the writes of PutWriteOnly, by reference: reads do
+	// not see them, and Commit copies them into the batch it applies,
+	// ahead of batch's writes. Indexing a write costs most of a Put (a
+	// skiplist insert whose comparisons grow with the batch), and growing
+	// a batch by doubling copies it again and again; a caller that keeps
+	// what it wrote in memory pays neither. writeOnlyBytes is the size of
+	// their keys and values.
+	writeOnly      []writeOnlyEntry
+	writeOnlyBytes int
 	// scans counts the Range and Prefix calls in progress. Their iterators
 	// read the batch, so Commit (which applies it) refuses to run inside a
 	// scan callback, and Abort inside one retires the batch to retired, to
@@ -157,6 +166,8 @@ type Store struct {
 	// it closes db: pebble panics on a closed database.
 	dbMu sync.RWMutex
 }
+
+type writeOnlyEntry struct{ key, value []byte }
 
 // ErrClosed is returned by calls on a closed Store.
 var ErrClosed = errors.New("state: store closed")
@@ -228,6 +239,25 @@ func (s *Store) Put(key, value []byte) error {
 	return nil
 }
 
+// PutWriteOnly sets key to value in the pending writes like Put, but Get,
+// Range and Prefix do not see it until Commit, and it keeps key and value
+// rather than copying them: the caller must not change them before Commit
+// or Abort. It skips what a Put costs once the pending batch is large (the
+// batch's index, and copying the batch each time it grows), for keys the
+// caller never reads back before the commit: a join buffer, which indexes
+// its records in memory. Commit applies the write-only writes before the
+// others, so a key written here must not be deleted or written by the other
+// calls earlier in the same commit; later is fine.
+func (s *Store) PutWriteOnly(key, value []byte) error {
+	if err := s.usable(); err != nil {
+		return err
+	}
+	s.writeOnly = append(s.writeOnly, writeOnlyEntry{key: key, value: value})
+	s.writeOnlyBytes += len(key) + len(value)
+	s.pending++
+	return nil
+}
+
 // Delete removes key in the pending batch.
 func (s *Store) Delete(key []byte) error {
 	if err := s.usable(); err != nil {
@@ -259,8 +289,8 @@ func (s *Store) DeleteRange(start, end []byte) error {
 	return nil
 }
 
-// Pending returns the number of Put, Delete and DeleteRange calls since the last Commit or
-// Abort (not the number of distinct keys).
+// Pending returns the number of Put, PutWriteOnly, Delete and DeleteRange
+// calls since the last Commit or Abort (not the number of distinct keys).
 func (s *Store) Pending() int { return s.pending }
 
 // Range calls fn for each key in [start, end) in key order, pending writes
@@ -376,19 +406,57 @@ func (s *Store) Commit(cp Checkpoint) error {
 	if err := s.bg.get(); err != nil {
 		return fmt.Errorf("state: commit of %s: pebble failed in the background: %w", s.dir, err)
 	}
-	if err := s.batch.Set(keyCheckpoint, encodeCheckpoint(cp), nil); err != nil {
+	b := s.batch
+	if len(s.writeOnly) > 0 {
+		// One batch, so that both kinds of writes and the checkpoint land
+		// together, allocated once at its final size.
+		var err error
+		if b, err = s.writeOnlyBatch(); err != nil {
+			return fmt.Errorf("state: commit of %s: %w", s.dir, err)
+		}
+		defer b.Close()
+	}
+	if err := b.Set(keyCheckpoint, encodeCheckpoint(cp), nil); err != nil {
 		return fmt.Errorf("state: commit of %s: %w", s.dir, err)
 	}
 	// The checkpoint Set stays in the batch if Apply fails: a retried Commit
 	// sets it again (the later Set wins) and Abort drops it with the rest.
-	if err := s.apply(s.batch); err != nil {
+	if err := s.apply(b); err != nil {
 		return err
 	}
 	s.setCheckpoint(cp)
 	_ = s.batch.Close()
 	s.batch = s.db.NewIndexedBatch()
+	s.dropWriteOnly()
 	s.pending = 0
 	return nil
+}
+
+// writeOnlyBatch returns a batch of the write-only writes followed by the
+// pending batch's.
+func (s *Store) writeOnlyBatch() (*pebble.Batch, error) {
+	// A record takes its kind, two varint lengths and the user prefix.
+	size := len(s.batch.Repr()) + s.writeOnlyBytes + 12*len(s.writeOnly) + 64
+	b := s.db.NewBatchWithSize(size)
+	for _, e := range s.writeOnly {
+		if err := b.Set(s.userKey(e.key), e.value, nil); err != nil {
+			b.Close()
+			return nil, err
+		}
+	}
+	// Copying the indexed batch's records is a memmove: b keeps no index.
+	if err := b.Apply(s.batch, nil); err != nil {
+		b.Close()
+		return nil, err
+	}
+	return b, nil
+}
+
+// dropWriteOnly forgets the write-only writes, keeping the slice.
+func (s *Store) dropWriteOnly() {
+	clear(s.writeOnly)
+	s.writeOnly = s.writeOnly[:0]
+	s.writeOnlyBytes = 0
 }
 
 // apply commits b. Pebble treats a failed WAL write as fatal: it panics, or
@@ -427,6 +495,7 @@ func (s *Store) Abort() {
 		_ = s.batch.Close()
 	}
 	s.batch = s.db.NewIndexedBatch()
+	s.dropWriteOnly()
 	s.pending = 0
 }
 
@@ -513,6 +582,7 @@ func (s *Store) Close() error {
 
 	_ = s.batch.Close()
 	s.batch = nil
+	s.dropWriteOnly()
 	var err error
 	if s.broken == nil {
 		s.dbMu.Lock()

@@ -952,3 +952,67 @@ func TestDeleteRange(t *testing.T) {
 		t.Fatalf("after reopen: %s, want %s", got, want)
 	}
 }
+
+// PutWriteOnly's writes are invisible until Commit, land with the
+// checkpoint in it, and apply before the indexed writes of the same commit.
+func TestPutWriteOnly(t *testing.T) {
+	dir := t.TempDir()
+	s := openStore(t, dir)
+	scan := func() string {
+		return dump(t, func(fn func(k, v []byte) bool) error { return s.Range(nil, nil, fn) })
+	}
+	putWO := func(kvs ...string) {
+		t.Helper()
+		for i := 0; i+1 < len(kvs); i += 2 {
+			if err := s.PutWriteOnly([]byte(kvs[i]), []byte(kvs[i+1])); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	put(t, s, "a", "1")
+	commit(t, s, 1, 10)
+
+	putWO("b1", "wo", "b2", "wo", "c", "wo")
+	put(t, s, "a", "2")
+	if got, want := scan(), "a=2"; got != want {
+		t.Fatalf("before commit: %s, want %s (write-only writes are not read)", got, want)
+	}
+	if got := get(t, s, "b1"); got != "<none>" {
+		t.Fatalf("Get(b1) = %s before commit", got)
+	}
+	if s.Pending() != 4 {
+		t.Errorf("Pending = %d, want 4", s.Pending())
+	}
+	// Indexed writes issued after the write-only ones win over them.
+	if err := s.DeleteRange([]byte("b"), []byte("b2")); err != nil {
+		t.Fatal(err)
+	}
+	put(t, s, "c", "indexed")
+	commit(t, s, 5, 20)
+	if got, want := scan(), "a=2 b2=wo c=indexed"; got != want {
+		t.Fatalf("after commit: %s, want %s", got, want)
+	}
+
+	// Abort drops them; the store goes on with both kinds afterwards.
+	putWO("d", "dropped")
+	s.Abort()
+	putWO("e", "5")
+	commit(t, s, 6, 30)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s = openStore(t, dir)
+	if got, want := scan(), "a=2 b2=wo c=indexed e=5"; got != want {
+		t.Fatalf("after reopen: %s, want %s", got, want)
+	}
+	if got := s.Checkpoint(); got != (Checkpoint{6, 30}) {
+		t.Errorf("Checkpoint after reopen = %+v", got)
+	}
+	if err := s.Restore(nil, Checkpoint{7, 31}); err != nil {
+		t.Fatalf("Restore with nothing pending: %v", err)
+	}
+	putWO("f", "6")
+	if err := s.Restore(nil, Checkpoint{8, 32}); err == nil {
+		t.Fatal("Restore with a write-only write pending: no error")
+	}
+}
