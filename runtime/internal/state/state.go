@@ -140,10 +140,12 @@ type Store struct {
 	// ahead of batch's writes. Indexing a write costs most of a Put (a
 	// skiplist insert whose comparisons grow with the batch), and growing
 	// a batch by doubling copies it again and again; a caller that keeps
-	// what it wrote in memory pays neither. writeOnlyBytes is the size of
-	// their keys and values.
-	writeOnly      []writeOnlyEntry
-	writeOnlyBytes int
+	// what it wrote in memory pays neither. They are kept in chunks of
+	// writeOnlyChunk, so that a large commit's list never grows by
+	// copying; writeOnlyCount is how many there are, writeOnlyBytes the
+	// size of their keys and values.
+	writeOnly                      [][]writeOnlyEntry
+	writeOnlyCount, writeOnlyBytes int
 	// scans counts the Range and Prefix calls in progress. Their iterators
 	// read the batch, so Commit (which applies it) refuses to run inside a
 	// scan callback, and Abort inside one retires the batch to retired, to
@@ -168,6 +170,8 @@ type Store struct {
 }
 
 type writeOnlyEntry struct{ key, value []byte }
+
+const writeOnlyChunk = 4096
 
 // ErrClosed is returned by calls on a closed Store.
 var ErrClosed = errors.New("state: store closed")
@@ -252,7 +256,13 @@ func (s *Store) PutWriteOnly(key, value []byte) error {
 	if err := s.usable(); err != nil {
 		return err
 	}
-	s.writeOnly = append(s.writeOnly, writeOnlyEntry{key: key, value: value})
+	n := len(s.writeOnly)
+	if n == 0 || len(s.writeOnly[n-1]) == writeOnlyChunk {
+		s.writeOnly = append(s.writeOnly, make([]writeOnlyEntry, 0, writeOnlyChunk))
+		n++
+	}
+	s.writeOnly[n-1] = append(s.writeOnly[n-1], writeOnlyEntry{key: key, value: value})
+	s.writeOnlyCount++
 	s.writeOnlyBytes += len(key) + len(value)
 	s.pending++
 	return nil
@@ -407,7 +417,7 @@ func (s *Store) Commit(cp Checkpoint) error {
 		return fmt.Errorf("state: commit of %s: pebble failed in the background: %w", s.dir, err)
 	}
 	b := s.batch
-	if len(s.writeOnly) > 0 {
+	if s.writeOnlyCount > 0 {
 		// One batch, so that both kinds of writes and the checkpoint land
 		// together, allocated once at its final size.
 		var err error
@@ -436,12 +446,14 @@ func (s *Store) Commit(cp Checkpoint) error {
 // pending batch's.
 func (s *Store) writeOnlyBatch() (*pebble.Batch, error) {
 	// A record takes its kind, two varint lengths and the user prefix.
-	size := len(s.batch.Repr()) + s.writeOnlyBytes + 12*len(s.writeOnly) + 64
+	size := len(s.batch.Repr()) + s.writeOnlyBytes + 12*s.writeOnlyCount + 64
 	b := s.db.NewBatchWithSize(size)
-	for _, e := range s.writeOnly {
-		if err := b.Set(s.userKey(e.key), e.value, nil); err != nil {
-			b.Close()
-			return nil, err
+	for _, chunk := range s.writeOnly {
+		for _, e := range chunk {
+			if err := b.Set(s.userKey(e.key), e.value, nil); err != nil {
+				b.Close()
+				return nil, err
+			}
 		}
 	}
 	// Copying the indexed batch's records is a memmove: b keeps no index.
@@ -452,11 +464,15 @@ func (s *Store) writeOnlyBatch() (*pebble.Batch, error) {
 	return b, nil
 }
 
-// dropWriteOnly forgets the write-only writes, keeping the slice.
+// dropWriteOnly forgets the write-only writes, keeping one chunk.
 func (s *Store) dropWriteOnly() {
-	clear(s.writeOnly)
-	s.writeOnly = s.writeOnly[:0]
-	s.writeOnlyBytes = 0
+	if len(s.writeOnly) > 0 {
+		first := s.writeOnly[0]
+		clear(first)
+		clear(s.writeOnly)
+		s.writeOnly = append(s.writeOnly[:0], first[:0])
+	}
+	s.writeOnlyCount, s.writeOnlyBytes = 0, 0
 }
 
 // apply commits b. Pebble treats a failed WAL write as fatal: it panics, or
