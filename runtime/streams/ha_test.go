@@ -418,8 +418,13 @@ func TestGracefulStopFailsOverFast(t *testing.T) {
 // so no task waits for its restore; the probing rebalance then moves
 // actives to it once the warm-ups caught up, and they arrive from them.
 func TestRestartedInstanceWarmsUpThenTakesTasksBack(t *testing.T) {
+	// A task's changelog grows by about 100 records a second (10 keys,
+	// a commit every 100 ms). The acceptable lag is 1.5 s of it: enough
+	// that a warm-up following the changelog on a loaded machine is
+	// within it at some probing rebalance, little enough that the victim,
+	// down for the session timeout and 2 s more, is not.
 	g := startHAGroup(t, "ha-warmup", 1, func(c *streams.Config) {
-		c.AcceptableRecoveryLag = 50
+		c.AcceptableRecoveryLag = 150
 		c.ProbingRebalanceInterval = 2 * time.Second
 	})
 	victim := "instance-1"
@@ -430,13 +435,19 @@ func TestRestartedInstanceWarmsUpThenTakesTasksBack(t *testing.T) {
 	g.failovers(moved, 60*time.Second)
 	// The input runs on: the victim's state falls behind by more than
 	// the acceptable recovery lag on every task.
-	time.Sleep(time.Second)
+	time.Sleep(2 * time.Second)
 	if err := g.sup.Start(victim); err != nil {
 		t.Fatal(err)
 	}
+	fromWarmup := 0
+	defer func() {
+		if t.Failed() {
+			t.Logf("%s: %d tasks arrived from warm-ups; active on it now: %v", victim, fromWarmup, g.activeOn(victim))
+		}
+	}()
 	waitFor(t, 60*time.Second, victim+" running tasks that arrived from its warm-ups", func() bool {
 		assigned, _ := g.events.on(victim)
-		fromWarmup := 0
+		fromWarmup = 0
 		for _, ev := range assigned {
 			if ev.FromReplica == "warm-up" {
 				fromWarmup++
