@@ -198,6 +198,14 @@ func TestBuildErrors(t *testing.T) {
 			},
 		},
 		{
+			name: "join of a derived table without Materialized",
+			build: func(b *streams.Builder) {
+				table := b.Table("t").Filter(keep, streams.Named("kept"))
+				b.Stream([]string{"s"}).JoinTable(table, func(_, l, _ any) (any, error) { return l, nil }).To("out")
+			},
+			want: []string{"JoinTable: the table is not materialized: join a table from Builder.Table or an aggregation, or give its operator Materialized"},
+		},
+		{
 			name: "merge with nil",
 			build: func(b *streams.Builder) {
 				b.Stream([]string{"in"}).Merge(nil).To("out")

@@ -77,6 +77,40 @@ func ExampleStream_JoinTable() {
 	// c1 order-2 for Ann @3
 }
 
+// A table filtered with Materialized keeps the rows that pass in a store
+// of its own, so that a stream can join it: here orders meet only the
+// customers that are active.
+func ExampleTable_Filter() {
+	b := streams.NewBuilder()
+	uncached := streams.StoreOptions{CachingDisabled: true}
+	active := b.Table("customers", streams.Materialized(uncached)).
+		Filter(func(_, status any) (bool, error) { return status == "active", nil },
+			streams.Materialized(streams.StoreOptions{Name: "active-customers", CachingDisabled: true}))
+	b.Stream([]string{"orders"}).
+		JoinTable(active, func(customer, order, _ any) (any, error) {
+			return fmt.Sprintf("%v from active %v", order, customer), nil
+		}).
+		To("active-orders")
+	topo, err := b.Build()
+	if err != nil {
+		log.Fatal(err)
+	}
+	d, err := streams.NewTestDriver(topo, streams.DriverConfig{DefaultKeySerde: streams.String, DefaultValueSerde: streams.String})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer d.Close()
+	d.Pipe("customers", []byte("ann"), []byte("active"), 1)
+	d.Pipe("customers", []byte("bob"), []byte("closed"), 2)
+	d.Pipe("orders", []byte("ann"), []byte("order-1"), 3)
+	d.Pipe("orders", []byte("bob"), []byte("order-2"), 4)
+	d.Pipe("customers", []byte("ann"), []byte("closed"), 5)
+	d.Pipe("orders", []byte("ann"), []byte("order-3"), 6)
+	printOutput(d, "active-orders")
+	// Output:
+	// ann order-1 from active ann @3
+}
+
 // Two tables joined are a table that changes with either: a deleted row
 // deletes the joined row (a nil value).
 func ExampleTable_Join() {

@@ -23,7 +23,8 @@ type ValueJoiner func(key, left, right any) (any, error)
 // JoinTable joins each record of s with the row of t under the record's
 // key, as t holds it when the record is processed; a record without a row
 // is dropped. Updates of t emit nothing. t must be materialized (a table
-// from Builder.Table is; see Table.StoreName). It takes Named and
+// from Builder.Table or an aggregation is, a Filter or MapValues of a table
+// with Materialized; see Table.StoreName). It takes Named and
 // WithSerdes (the result's serdes; the value serde is unknown otherwise).
 func (s *Stream) JoinTable(t *Table, joiner ValueJoiner, opts ...Option) *Stream {
 	return s.joinTable("JoinTable", "KSTREAM-JOIN-", false, t, joiner, opts)

@@ -3,6 +3,7 @@ package streams_test
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/braidstream/braid/runtime/streams"
@@ -148,5 +149,51 @@ func TestTableTableJoin(t *testing.T) {
 			}
 			runJoinSteps(t, build, steps)
 		})
+	}
+}
+
+// TestStreamJoinsDerivedTable joins a stream with a table filtered and
+// mapped with Materialized: the join reads the derived rows, so a row that
+// stops passing the filter is gone for it, and a record sees the mapped
+// value.
+func TestStreamJoinsDerivedTable(t *testing.T) {
+	build := func(b *streams.Builder) {
+		uncached := streams.StoreOptions{CachingDisabled: true}
+		table := b.Table("t", streams.Materialized(uncached)).
+			Filter(func(_, v any) (bool, error) { return !strings.HasPrefix(v.(string), "x"), nil }, streams.Materialized(uncached)).
+			MapValues(func(v any) (any, error) { return strings.ToUpper(v.(string)), nil },
+				streams.Materialized(streams.StoreOptions{Name: "upper", CachingDisabled: true}))
+		b.Stream([]string{"s"}).LeftJoinTable(table, concat).To("out")
+	}
+	d := runJoinSteps(t, build, []joinStep{
+		{topic: "t", key: "A", value: "t1", ts: 10},
+		{topic: "s", key: "A", value: "s1", ts: 20, want: out("A=s1+T1@20")},
+		{topic: "t", key: "A", value: "xt2", ts: 30}, // filtered out: the row is deleted
+		{topic: "s", key: "A", value: "s2", ts: 40, want: out("A=s2+-@40")},
+		{topic: "t", key: "A", value: "t3", ts: 50},
+		{topic: "s", key: "A", value: "s3", ts: 60, want: out("A=s3+T3@60")},
+		{topic: "t", key: "A", ts: 70},
+		{topic: "s", key: "A", value: "s4", ts: 80, want: out("A=s4+-@80")},
+		{topic: "t", key: "B", value: "xb", ts: 90},
+		{topic: "s", key: "B", value: "s5", ts: 100, want: out("B=s5+-@100")},
+		{topic: "t", key: "C", value: "c1", ts: 110},
+	})
+	if err := d.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	for key, want := range map[string]any{"A": nil, "B": nil, "C": "C1"} {
+		v, found, err := d.Get("upper", key)
+		if err != nil || (found && v != want) || found != (want != nil) {
+			t.Errorf("Get(upper, %s) = %v, %v, %v; want %v", key, v, found, err, want)
+		}
+	}
+	b := streams.NewBuilder()
+	build(b)
+	topo, err := b.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if desc := topo.Describe(); !strings.Contains(desc, "(stores: [upper])") {
+		t.Errorf("Describe does not list the mapped table's store:\n%s", desc)
 	}
 }

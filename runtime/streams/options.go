@@ -41,6 +41,9 @@ type operatorOptions struct {
 	// partitionsSet tells WithPartitions(0) from no WithPartitions.
 	partitionsSet bool
 	store         StoreOptions
+	// storeSet says Materialized was given, for operators that keep no
+	// store without it.
+	storeSet bool
 }
 
 // StoreOptions say how an aggregation or table keeps its state.
@@ -69,7 +72,7 @@ type StoreOptions struct {
 
 // Materialized sets how an aggregation or a table keeps its state.
 func Materialized(o StoreOptions) Option {
-	return Option{kind: optStore, apply: func(oo *operatorOptions) { oo.store = o }}
+	return Option{kind: optStore, apply: func(oo *operatorOptions) { oo.store, oo.storeSet = o, true }}
 }
 
 // Named gives an operator its name in the topology and in Describe. Without

@@ -103,6 +103,16 @@ func (p *tableSourceProc) process(t *task, r record) error {
 	return p.store.put(t, r.key, r.value, old, found, r.timestamp)
 }
 
+// materializedTableFactory makes a derived table's processor write its
+// changes into the table's store, which sends them downstream: the derived
+// processor's next is a tableSourceProc on the store.
+func materializedTableFactory(spec *storeSpec, derived processorFactory) processorFactory {
+	write := tableSourceFactory(spec)
+	return func(name string, next []processor, t *task) processor {
+		return derived(name, []processor{write(name, next, t)}, t)
+	}
+}
+
 // tableFilterProc passes rows pred accepts; a row that no longer passes
 // becomes a deletion downstream, as in Kafka Streams.
 type tableFilterProc struct {

@@ -139,32 +139,44 @@ func (t *Table) ToStream(opts ...Option) *Stream {
 func (t *Table) To(topic string, opts ...Option) { t.ToStream().To(topic, opts...) }
 
 // Filter keeps the rows pred accepts; a row that stops passing is deleted
-// downstream. It takes Named.
+// downstream. It takes Named and Materialized: a materialized table keeps
+// its rows in a store of its own, so that it can be joined and queried.
 func (t *Table) Filter(pred Predicate, opts ...Option) *Table {
 	if pred == nil {
 		t.b.errorf("Table.Filter: the function is nil")
 	}
-	return t.derive("Filter", "KTABLE-FILTER-", opts, tableFilterFactory(pred))
+	return t.derive("Filter", "KTABLE-FILTER-", opts, t.valueSerde, tableFilterFactory(pred))
 }
 
-// MapValues maps every row's value. It takes Named.
+// MapValues maps every row's value. It takes Named and Materialized (see
+// Filter); a materialized result needs a store value serde for the mapped
+// type unless the Config's default serde fits it.
 func (t *Table) MapValues(fn ValueMapper, opts ...Option) *Table {
 	if fn == nil {
 		t.b.errorf("Table.MapValues: the function is nil")
 	}
-	out := t.derive("MapValues", "KTABLE-MAPVALUES-", opts, tableMapValuesFactory(fn))
-	out.valueSerde = nil
-	return out
+	return t.derive("MapValues", "KTABLE-MAPVALUES-", opts, nil, tableMapValuesFactory(fn))
 }
 
-func (t *Table) derive(op, prefix string, opts []Option, make processorFactory) *Table {
-	o := t.b.resolveOptions("Table."+op, optName, opts)
+// derive adds a processor that turns the table's changes into the derived
+// table's. With Materialized, the derived rows are also kept in a store of
+// their own, as Kafka Streams keeps them: the table can then be joined and
+// queried, and its changes go downstream from the store, so that repeated
+// updates of a key between commits are sent once when it is cached.
+func (t *Table) derive(op, prefix string, opts []Option, valueSerde Serde, make processorFactory) *Table {
+	o := t.b.resolveOptions("Table."+op, optName|optStore, opts)
 	n := t.b.addNode(t.b.nameOrGenerate(o.name, prefix), processorNode)
 	n.op = "Table." + op
 	n.makeProcessor = make
 	connect(t.node, n)
 	out := *t
-	out.node = n
-	out.store = ""
+	out.node, out.store, out.valueSerde = n, "", valueSerde
+	if o.storeSet {
+		spec := t.b.newStore(o.store, prefix, t.keySerde, valueSerde)
+		n.storeSpecs, n.stores = []*storeSpec{spec}, []string{spec.name}
+		n.makeProcessor = materializedTableFactory(spec, make)
+		out.store = spec.name
+		out.valueSerde = orDefault(o.store.ValueSerde, valueSerde)
+	}
 	return &out
 }
