@@ -12,7 +12,8 @@ SHELL := bash
 GO ?= go
 MODULE := github.com/braidstream/braid
 TEST_FLAGS := -count=1 -p 2 -timeout 10m
-# Extra arguments for `braid bench pipe`, e.g. make bench BENCH_ARGS='--records 2000000'.
+# Extra arguments for every `braid bench`, so only flags they all take (--records,
+# --keys, --partitions), e.g. make bench BENCH_ARGS='--records 2000000'.
 BENCH_ARGS ?=
 
 .PHONY: run test deps fmt fmt-check vet templ-check test-go fuzz-short fuzz bench chaos
