@@ -43,8 +43,8 @@ type Compiled struct {
 	// before them. For watching records at a node (streams.TapRecord.Node).
 	Outputs map[string]map[string]string
 	// Stores maps the id of a node that keeps a state store (table
-	// sources, aggregations, materialized table joins) to the store's
-	// name.
+	// sources, aggregations, materialized table joins, table filters and
+	// map-values) to the store's name.
 	Stores map[string]string
 	// StoreNodes maps every store the topology keeps to the id of the
 	// node that made it: Stores inverted, and a stream-stream join's
@@ -740,7 +740,7 @@ func (bd *build) node(i int, in []*val, ports map[string]*val) {
 		out := *first
 		if first.typ == designer.Table {
 			out.op = bd.nameOr(opName, "KTABLE-FILTER-")
-			out.t = first.t.Filter(pred, named(opName)...)
+			out.t = first.t.Filter(pred, bd.derivedTableOptions(i, first, opName)...)
 		} else {
 			out.op = bd.nameOr(opName, "KSTREAM-FILTER-")
 			if n.Kind == "filter" {
@@ -772,7 +772,7 @@ func (bd *build) node(i int, in []*val, ports map[string]*val) {
 		out := *first
 		if first.typ == designer.Table {
 			out.op = bd.nameOr(opName, "KTABLE-MAPVALUES-")
-			out.t = first.t.MapValues(fn, named(opName)...)
+			out.t = first.t.MapValues(fn, bd.derivedTableOptions(i, first, opName)...)
 		} else {
 			out.op = bd.nameOr(opName, "KSTREAM-MAPVALUES-")
 			out.s = first.s.MapValues(fn, named(opName)...)
@@ -1047,6 +1047,21 @@ func windowsOf(n designer.Node) (streams.Windows, *windowInfo) {
 		size := designer.ParamDuration(n, "size")
 		return streams.Tumbling(size, grace), &windowInfo{size: size}
 	}
+}
+
+// derivedTableOptions are the options of node i's table filter or
+// map-values: its name and, when its "store" parameter names one, the
+// store it keeps the derived rows in, which it records as node i's. The
+// store holds values in the serde the design gives the input's values
+// (a mapped value keeps it, as a stream's does), not in the runtime's
+// default, which a derived table falls back to for lack of its own.
+func (bd *build) derivedTableOptions(i int, in *val, opName string) []streams.Option {
+	opts := named(opName)
+	if store := designer.ParamString(bd.c.d.Nodes[i], "store"); store != "" {
+		opts = append(opts, streams.Materialized(streams.StoreOptions{Name: store, ValueSerde: basicSerde(in.value)}))
+		bd.store[i] = store
+	}
+	return opts
 }
 
 func (bd *build) storeOptions(n designer.Node) streams.StoreOptions {

@@ -18,8 +18,9 @@ const joinValueSerde = "json"
 
 // checkJoinTables adds a problem for each table input of join node i that
 // has no store of its own: the runtime looks rows up in the store of the
-// table being joined, which table sources, aggregations and table joins
-// with a store have, and table filters and map-values do not.
+// table being joined, which table sources and aggregations have, and table
+// joins, table filters and table map-values have when their "store"
+// parameter names one.
 func (c *compilation) checkJoinTables(i int, index map[string]int) {
 	n := c.d.Nodes[i]
 	var ports []string
@@ -35,18 +36,23 @@ func (c *compilation) checkJoinTables(i int, index map[string]int) {
 			continue
 		}
 		src := c.d.Nodes[from]
+		title, storable := storableTables[src.Kind]
 		switch {
 		case src.Kind == "source-table", aggregation(src.Kind):
-		case src.Kind == "table-join" && designer.ParamString(src, "store") != "":
-		case src.Kind == "table-join":
-			c.add(i, "", "the table of input %q (from %q) has no store to look rows up in: give the table join %q a store", e.ToPort, e.From, e.From)
+		case storable && designer.ParamString(src, "store") != "":
+		case storable:
+			c.add(i, "", "the table of input %q (from %q) has no store to look rows up in: give the %s %q a store", e.ToPort, e.From, title, e.From)
 			c.structural = true
 		default:
-			c.add(i, "", "the table of input %q (from %q, a %s) has no store to look rows up in: join a table source, an aggregation or a table join with a store", e.ToPort, e.From, src.Kind)
+			c.add(i, "", "the table of input %q (from %q, a %s) has no store to look rows up in: join a table source, an aggregation, or a table join, filter or map-values with a store", e.ToPort, e.From, src.Kind)
 			c.structural = true
 		}
 	}
 }
+
+// storableTables are the kinds whose table has a store when their "store"
+// parameter names one, with what a message calls them.
+var storableTables = map[string]string{"table-join": "table join", "filter": "filter", "map-values": "map-values"}
 
 func aggregation(kind string) bool { return kind == "count" || kind == "reduce" || kind == "aggregate" }
 

@@ -1,6 +1,7 @@
 package compiler
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/braidstream/braid/designer"
@@ -24,7 +25,12 @@ func TestCompileJoinProblems(t *testing.T) {
 			d.Nodes = append(d.Nodes, node("vip", "filter", map[string]any{"predicate": "value.vip == true"}))
 			reroute(d, "customers", "enriched", "vip")
 			d.Edges = append(d.Edges, designer.Edge{From: "customers", FromPort: "out", To: "vip", ToPort: "in"})
-		}, "enriched", "", `the table of input "table" (from "vip", a filter) has no store to look rows up in`},
+		}, "enriched", "", `the table of input "table" (from "vip") has no store to look rows up in: give the filter "vip" a store`},
+		{"a table map-values joined", func(d *designer.Design) {
+			d.Nodes = append(d.Nodes, node("names", "map-values", map[string]any{"value": "{name: value.name}"}))
+			reroute(d, "accounts", "customer-accounts", "names")
+			d.Edges = append(d.Edges, designer.Edge{From: "accounts", FromPort: "out", To: "names", ToPort: "in"})
+		}, "customer-accounts", "", `the table of input "right" (from "names") has no store to look rows up in: give the map-values "names" a store`},
 		{"a table join without a store joined", func(d *designer.Design) {
 			delete(mustNode(d, "customer-accounts").Params, "store")
 			reroute(d, "customers", "enriched", "customer-accounts")
@@ -40,6 +46,41 @@ func TestCompileJoinProblems(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestCompileJoinsDerivedTables joins a table filter and a table
+// map-values with stores: each is a table with a store to look rows up
+// in, which the compiled design records as the node's.
+func TestCompileJoinsDerivedTables(t *testing.T) {
+	d := readDesign(t, "../designer/testdata/orders-joined.json")
+	d.Nodes = append(d.Nodes,
+		node("vip", "filter", map[string]any{"predicate": "value.vip == true", "store": "vip-customers"}),
+		node("tiers", "map-values", map[string]any{"value": "{tier: value.tier}", "name": "tiers", "store": "account-tiers"}))
+	reroute(d, "customers", "enriched", "vip")
+	reroute(d, "accounts", "customer-accounts", "tiers")
+	d.Edges = append(d.Edges,
+		designer.Edge{From: "customers", FromPort: "out", To: "vip", ToPort: "in"},
+		designer.Edge{From: "accounts", FromPort: "out", To: "tiers", ToPort: "in"})
+	c, err := Compile(d, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for node, store := range map[string]string{"vip": "vip-customers", "tiers": "account-tiers"} {
+		if c.Stores[node] != store || c.StoreNodes[store] != node {
+			t.Errorf("node %q: store %q (StoreNodes %v), want %q", node, c.Stores[node], c.StoreNodes, store)
+		}
+	}
+	desc := c.Topology.Describe()
+	for _, want := range []string{
+		"Processor: " + c.Operators["vip"] + " (stores: [vip-customers])",
+		"Processor: tiers (stores: [account-tiers])",
+		"Processor: " + c.Operators["enriched"] + " (stores: [vip-customers])",
+	} {
+		if !strings.Contains(desc, want) {
+			t.Errorf("Describe lacks %q:\n%s", want, desc)
+		}
+	}
+	checkNames(t, d, c)
 }
 
 func mustNode(d *designer.Design, id string) *designer.Node {

@@ -114,6 +114,16 @@ var handBuilt = map[string]func(t *testing.T, b *streams.Builder){
 		views.SelectKey(keyFn).JoinTable(users, joinFn, json).To("views-with-users")
 		users.LeftJoin(profiles, joinFn, streams.Named("user-profiles"), json).ToStream().To("user-profiles")
 	},
+	"compile/derived-tables.json": func(t *testing.T, b *streams.Builder) {
+		json := streams.WithSerdes(streams.String, streams.JSON)
+		customers := b.Table("customers")
+		orders := b.Stream([]string{"orders"})
+		accounts := b.Table("accounts", streams.Materialized(streams.StoreOptions{Name: "accounts"}))
+		active := customers.Filter(pred, streams.Materialized(streams.StoreOptions{Name: "active-customers"}))
+		tiers := accounts.MapValues(valFn, streams.Named("tiers"), streams.Materialized(streams.StoreOptions{Name: "account-tiers"}))
+		orders.JoinTable(active, joinFn, json).To("active-orders")
+		active.LeftJoin(tiers, joinFn, json).ToStream().To("active-customer-tiers")
+	},
 	"orders-joined.json": func(t *testing.T, b *streams.Builder) {
 		json := streams.WithSerdes(streams.String, streams.JSON)
 		orders := b.Stream([]string{"orders"})

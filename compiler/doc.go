@@ -74,7 +74,12 @@
 // to {left: left, right: right}. The runtime repartitions an input whose
 // key may have changed, and names the join's processors and stores; the
 // compiler mirrors those names (see compile_join.go). A join's result keeps
-// the left input's key serde and has the json value serde.
+// the left input's key serde and has the json value serde. A table input is
+// looked up in its store: that of a table source, of an aggregation, or of
+// a table join, table filter or table map-values whose store parameter
+// names one (Materialized with that name, and for a filter or map-values
+// the value serde the design gives the table's values); a join of another
+// table is a problem of the join node.
 //
 // Serdes are carried along the graph by name. A source sets its key and
 // value serdes (default string and json); a repartition, group-by-key,

@@ -296,7 +296,7 @@ func (x *exporter) node(i int, in []*xval, ports map[string]*xval) (*xval, error
 			method = "FilterNot"
 		}
 		out := *first
-		out.code = x.on(i, first, call(method, pred, namedCode(opName)))
+		out.code = x.on(i, first, call(method, pred, namedCode(opName), derivedStoreCode(n, first)))
 		return &out, nil
 
 	case "map":
@@ -320,7 +320,7 @@ func (x *exporter) node(i int, in []*xval, ports map[string]*xval) (*xval, error
 			return nil, err
 		}
 		out := *first
-		out.code = x.on(i, first, call(op.method, fn, namedCode(opName)))
+		out.code = x.on(i, first, call(op.method, fn, namedCode(opName), derivedStoreCode(n, first)))
 		if op.rekeys {
 			out.key.win, out.repart = nil, true
 		}
@@ -741,6 +741,15 @@ func storeOptionsCode(n designer.Node, valueSerde string, windowed bool) string 
 		fields = append(fields, "Retention: "+durationCode(designer.ParamDuration(n, "retention")))
 	}
 	return "streams.StoreOptions{" + strings.Join(fields, ", ") + "}"
+}
+
+// derivedStoreCode is the Materialized option of a table filter or
+// map-values with a store, as derivedTableOptions makes it; "" for none.
+func derivedStoreCode(n designer.Node, in *xval) string {
+	if in.typ != designer.Table || designer.ParamString(n, "store") == "" {
+		return ""
+	}
+	return "streams.Materialized(" + storeOptionsCode(n, basicSerdeCode(in.value), false) + ")"
 }
 
 // windowsCode is windowsOf as code.

@@ -38,8 +38,10 @@ const importGap = 220
 //   - Every node keeps its original name in its "name" parameter when its
 //     kind has an operator name; the repartition and group-by kinds' "name"
 //     parameter names a repartition topic instead. A processor's first
-//     store goes to the "store" parameter when its kind has one; the stores
-//     of other kinds (a materialized table filter or map-values) are lost.
+//     store goes to the "store" parameter when its kind has one: so a
+//     KTABLE-FILTER- or KTABLE-MAPVALUES- processor that lists a store
+//     becomes a filter or map-values that materializes its table there,
+//     and a stream-table join of it joins that node.
 //   - A repartition topic (one whose name ends in "-repartition", written
 //     by a sink and read by a source with the names Kafka Streams gives
 //     them: KSTREAM-SINK- and KSTREAM-SOURCE-, <topic>-sink and

@@ -44,6 +44,23 @@ n1 -> n3:table
 n2 -> n3:stream
 n3 -> n4
 `},
+		{"join-stream-table-filter-materialized.txt", describeText(t, importData+"join-stream-table-filter-materialized.txt"), `
+n1 source-table name=KTABLE-SOURCE-0000000001 store=customers topic=customers
+n2 filter name=KTABLE-FILTER-0000000002 store=active-customers
+n3 source-stream name=KSTREAM-SOURCE-0000000003 topic=orders
+n4 map-values name=KTABLE-MAPVALUES-0000000006 store=active-names
+n5 stream-table-join name=KSTREAM-JOIN-0000000004 type=inner
+n6 to-stream name=KTABLE-TOSTREAM-0000000007
+n7 sink name=KSTREAM-SINK-0000000005 topic=active-orders
+n8 sink name=KSTREAM-SINK-0000000008 topic=active-names
+n1 -> n2
+n2 -> n4
+n2 -> n5:table
+n3 -> n5:stream
+n4 -> n6
+n5 -> n7
+n6 -> n8
+`},
 		{"join-table-table-left-materialized.txt", describeText(t, importData+"join-table-table-left-materialized.txt"), `
 n1 source-table name=KTABLE-SOURCE-0000000002 store=customers-STATE-STORE-0000000000 topic=customers
 n2 source-table name=KTABLE-SOURCE-0000000005 store=accounts-STATE-STORE-0000000003 topic=accounts
@@ -145,6 +162,7 @@ func TestImportDescribeJoinsValidate(t *testing.T) {
 		{"join-stream-stream-left.txt", []string{"n3/window"}},
 		{"join-stream-stream-named-outer.txt", []string{"n3/window", "n4/predicate"}},
 		{"join-stream-table.txt", nil},
+		{"join-stream-table-filter-materialized.txt", []string{"n2/predicate", "n4/value"}},
 		{"join-table-table-left-materialized.txt", nil},
 		{"join-table-table-named.txt", nil},
 	} {
@@ -161,6 +179,30 @@ func TestImportDescribeJoinsValidate(t *testing.T) {
 				t.Errorf("problems at %q, want %q:\n%v", got, tc.want, designer.Validate(d))
 			}
 		})
+	}
+}
+
+// TestImportDescribeDerivedTableCompiles: a stream-table join of a table
+// filter with a store, imported and given the expressions the text cannot
+// tell, compiles to the topology the text describes: the filter and the
+// map-values keep their stores.
+func TestImportDescribeDerivedTableCompiles(t *testing.T) {
+	text := describeText(t, importData+"join-stream-table-filter-materialized.txt")
+	d, err := ImportDescribe(text, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustNode(d, "n2").Params["predicate"] = `value.status == "active"`
+	mustNode(d, "n4").Params["value"] = "value.name"
+	c, err := Compile(d, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := c.Topology.Describe(); got != text {
+		t.Errorf("the imported design describes\n%s\nthe text\n%s", got, text)
+	}
+	if c.Stores["n2"] != "active-customers" || c.Stores["n4"] != "active-names" {
+		t.Errorf("stores %v, want n2's active-customers and n4's active-names", c.Stores)
 	}
 }
 

@@ -3,6 +3,8 @@ package compiler
 import (
 	"encoding/json"
 	"testing"
+
+	"github.com/braidstream/braid/designer"
 )
 
 // TestPreviewJoins previews the three joins on sample records: a
@@ -55,4 +57,67 @@ func jsonText(v any) string {
 		return err.Error()
 	}
 	return string(data)
+}
+
+// TestPreviewJoinsDerivedTables previews stream-table joins of tables
+// derived with a store: orders meet the customers a filter keeps active
+// (an inner join: an order of a closed or unknown customer is dropped), and
+// the names a map-values makes of every customer (a left join: an unknown
+// customer's order has no name). The customers table is not cached, so
+// that the filter and the map-values see each row as it comes; their
+// stores are read by the joins as soon as they are written.
+func TestPreviewJoinsDerivedTables(t *testing.T) {
+	d := design([]designer.Node{
+		node("customers", "source-table", map[string]any{"topic": "customers", "caching": "off"}),
+		node("orders", "source-stream", map[string]any{"topic": "orders"}),
+		node("active", "filter", map[string]any{"predicate": `value.status == "active"`, "store": "active-customers"}),
+		node("names", "map-values", map[string]any{"value": "value.name", "store": "customer-names"}),
+		node("active-orders", "stream-table-join", map[string]any{"joiner": "{order: left.id, customer: right.name}"}),
+		node("named-orders", "stream-table-join", map[string]any{"type": "left", "joiner": "{order: left.id, name: right}"}),
+		node("active-out", "sink", map[string]any{"topic": "active-orders"}),
+		node("named-out", "sink", map[string]any{"topic": "named-orders"}),
+	},
+		designer.Edge{From: "customers", FromPort: "out", To: "active", ToPort: "in"},
+		designer.Edge{From: "customers", FromPort: "out", To: "names", ToPort: "in"},
+		designer.Edge{From: "orders", FromPort: "out", To: "active-orders", ToPort: "stream"},
+		designer.Edge{From: "active", FromPort: "out", To: "active-orders", ToPort: "table"},
+		designer.Edge{From: "orders", FromPort: "out", To: "named-orders", ToPort: "stream"},
+		designer.Edge{From: "names", FromPort: "out", To: "named-orders", ToPort: "table"},
+		designer.Edge{From: "active-orders", FromPort: "out", To: "active-out", ToPort: "in"},
+		designer.Edge{From: "named-orders", FromPort: "out", To: "named-out", ToPort: "in"},
+	)
+	sample := func(topic, key string, value any, ts int64) Sample {
+		return Sample{Topic: topic, Key: key, Value: value, Timestamp: ts}
+	}
+	customer := func(name, status string) map[string]any { return map[string]any{"name": name, "status": status} }
+	order := func(id string) map[string]any { return map[string]any{"id": id} }
+	p, err := RunPreview(d, []Sample{
+		sample("customers", "c1", customer("Ann", "active"), 1),
+		sample("customers", "c2", customer("Bob", "closed"), 2),
+		sample("orders", "c1", order("o1"), 10), // Ann is active
+		sample("orders", "c2", order("o2"), 11), // Bob is not: dropped by the inner join
+		sample("customers", "c1", customer("Ann", "closed"), 20),
+		sample("orders", "c1", order("o3"), 21), // Ann is no more
+		sample("customers", "c2", customer("Bob", "active"), 30),
+		sample("orders", "c2", order("o4"), 31), // Bob is now
+		sample("orders", "c3", order("o5"), 32), // no such customer
+	}, PreviewOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ what, got, want string }{
+		{"sink active-orders", jsonText(p.Sinks["active-orders"]),
+			`[{"key":"c1","value":{"customer":"Ann","order":"o1"},"timestamp":10},{"key":"c2","value":{"customer":"Bob","order":"o4"},"timestamp":31}]`},
+		{"sink named-orders", jsonText(p.Sinks["named-orders"]),
+			`[{"key":"c1","value":{"name":"Ann","order":"o1"},"timestamp":10},{"key":"c2","value":{"name":"Bob","order":"o2"},"timestamp":11},` +
+				`{"key":"c1","value":{"name":"Ann","order":"o3"},"timestamp":21},{"key":"c2","value":{"name":"Bob","order":"o4"},"timestamp":31},` +
+				`{"key":"c3","value":{"name":null,"order":"o5"},"timestamp":32}]`},
+	} {
+		if tc.got != tc.want {
+			t.Errorf("%s:\n got %s\nwant %s", tc.what, tc.got, tc.want)
+		}
+	}
+	if len(p.Errors) != 0 {
+		t.Errorf("errors %+v", p.Errors)
+	}
 }

@@ -232,6 +232,13 @@ func storeParams(windowed bool) []Param {
 	return ps
 }
 
+// derivedStoreParam is the store of a table filter or map-values: what
+// the table-join's store is to a joined table.
+func derivedStoreParam(what, example string) Param {
+	return Param{Name: "store", Type: StringParam, Example: example,
+		Description: "Tables only: materializes " + what + " in a store of this name (and changelog <app>-<store>-changelog), so that it can be joined and queried; empty means not materialized."}
+}
+
 // Catalog returns every kind, in palette order. The slice and its kinds
 // are fresh copies: callers may change them.
 func Catalog() []Kind {
@@ -275,7 +282,11 @@ func catalog() []Kind {
 		{Name: "filter", Title: "Filter", Group: GroupStateless,
 			Description: "Keeps the records for which the predicate is true; on a table, a row that stops passing is deleted downstream.",
 			Inputs:      in(streamOrTable...), Outputs: out(SameAsInput), KafkaNames: []string{"KSTREAM-FILTER-", "KTABLE-FILTER-"},
-			Params: []Param{exprParam("predicate", Predicate, true, "True keeps the record.", "value.amount >= 50"), nameParam()}},
+			Params: []Param{
+				exprParam("predicate", Predicate, true, "True keeps the record.", "value.amount >= 50"),
+				nameParam(),
+				derivedStoreParam("the filtered table", "active-customers"),
+			}},
 		{Name: "filter-not", Title: "Filter not", Group: GroupStateless,
 			Description: "Drops the records for which the predicate is true.",
 			Inputs:      in(Stream), Outputs: out(Stream), KafkaNames: []string{"KSTREAM-FILTER-"},
@@ -291,7 +302,11 @@ func catalog() []Kind {
 		{Name: "map-values", Title: "Map values", Group: GroupStateless,
 			Description: "Computes a new value for each record (or table row); the key stays.",
 			Inputs:      in(streamOrTable...), Outputs: out(SameAsInput), KafkaNames: []string{"KSTREAM-MAPVALUES-", "KTABLE-MAPVALUES-"},
-			Params: []Param{exprParam("value", ValueMapper, true, "The new value.", "value.amount * 1.2"), nameParam()}},
+			Params: []Param{
+				exprParam("value", ValueMapper, true, "The new value.", "value.amount * 1.2"),
+				nameParam(),
+				derivedStoreParam("the mapped table", "customer-tiers"),
+			}},
 		{Name: "flat-map", Title: "Flat map", Group: GroupStateless,
 			Description: "Turns each record into zero or more records.",
 			Inputs:      in(Stream), Outputs: out(Stream), KafkaNames: []string{"KSTREAM-FLATMAP-"},

@@ -116,6 +116,11 @@ func validNameFragment(s string) string {
 // aggregations are the kinds that take a grouped or windowed stream.
 var aggregations = map[string]bool{"count": true, "reduce": true, "aggregate": true}
 
+// derivedTableKinds derive a table from a table, and keep it in a store of
+// their own when their "store" parameter names one; of a stream they keep
+// nothing.
+var derivedTableKinds = map[string]bool{"filter": true, "map-values": true}
+
 // sourceKinds read topics.
 var sourceKinds = map[string]bool{"source-stream": true, "source-table": true}
 
@@ -154,11 +159,11 @@ func portOf(ports []Port, name string) (Port, bool) {
 // edges (known nodes and ports, matching data types, one edge per input
 // except merge's); that every input and every output but a sink's is
 // connected; cycles; that aggregations follow a grouping and windows an
-// aggregation; subtractors and session mergers where they belong;
-// windowed key serdes only where keys are windowed; a stream-stream
-// join's window and join inputs partitioned differently (see joins); and
-// names that must be unique (operator, store and repartition names,
-// source topics).
+// aggregation; subtractors, session mergers and the stores of filters
+// and map-values where they belong; windowed key serdes only where keys
+// are windowed; a stream-stream join's window and join inputs partitioned
+// differently (see joins); and names that must be unique (operator, store
+// and repartition names, source topics).
 // Expressions are checked for presence only; the compiler parses them.
 func Validate(d *Design) Problems {
 	if d == nil {
@@ -844,7 +849,8 @@ func stronglyConnected(succ [][]int) [][]int {
 }
 
 // semantics checks what depends on what a node receives: subtractors,
-// session mergers, retention, a group-by's value mapper, windowed serdes.
+// session mergers, retention, a group-by's value mapper, the store of a
+// filter or map-values, windowed serdes.
 func (v *validator) semantics() {
 	for i, n := range v.d.Nodes {
 		k := v.kinds[i]
@@ -900,6 +906,9 @@ func (v *validator) semantics() {
 		}
 		if k.Name == "group-by" && in == Stream && IsSet(n.Params["value"]) {
 			v.add(i, "value", "applies only when grouping a table")
+		}
+		if derivedTableKinds[k.Name] && in == Stream && IsSet(n.Params["store"]) {
+			v.add(i, "store", "applies only to a table's %s: a stream's %s keeps no state, so leave it empty", k.Name, k.Name)
 		}
 		v.serdes(i, k)
 	}

@@ -234,6 +234,22 @@ func TestValidate(t *testing.T) {
 			{"count", "subtractor", "applies only to a grouped table"}}},
 		{"group-by value on a stream", orders, []edit{set("group", "value", "value.amount")}, []want{{"group", "value", "applies only when grouping a table"}}},
 
+		// Stores of table filters and map-values.
+		{"filter store on a table", credit, []edit{disconnect("customers", "by-country"), addNode("f", "filter", map[string]any{"predicate": "true", "store": "good-customers"}),
+			connect("customers", "f"), connect("f", "by-country")}, nil},
+		{"map-values store on a table", credit, []edit{disconnect("customers", "by-country"), addNode("m", "map-values", map[string]any{"value": "value", "store": "mapped-customers"}),
+			connect("customers", "m"), connect("m", "by-country")}, nil},
+		{"filter store on a stream", orders, []edit{set("filter", "store", "big-orders")}, []want{
+			{"filter", "store", "applies only to a table's filter: a stream's filter keeps no state"}}},
+		{"map-values store on a stream", payments, []edit{set("flag", "store", "flagged")}, []want{
+			{"flag", "store", "applies only to a table's map-values: a stream's map-values keeps no state"}}},
+		{"filter store name with a slash", credit, []edit{disconnect("customers", "by-country"), addNode("f", "filter", map[string]any{"predicate": "true", "store": "a/b"}),
+			connect("customers", "f"), connect("f", "by-country")}, []want{{"f", "store", `"a/b" holds '/'`}}},
+		{"filter store used twice", credit, []edit{disconnect("customers", "by-country"), addNode("f", "filter", map[string]any{"predicate": "true", "store": "credit-per-country"}),
+			connect("customers", "f"), connect("f", "by-country")}, []want{{"f", "store", `store "credit-per-country" is also used by node "sum"`}}},
+		{"map-values store not a string", credit, []edit{disconnect("customers", "by-country"), addNode("m", "map-values", map[string]any{"value": "value", "store": json.Number("1")}),
+			connect("customers", "m"), connect("m", "by-country")}, []want{{"m", "store", "must be a string, not the number 1"}}},
+
 		// Names.
 		{"duplicate operator names", orders, []edit{rename("filter", "x"), rename("sink", "x")}, []want{{"sink", "name", `name "x" is also used by node "filter"`}}},
 		{"duplicate operator names by parameter", orders, []edit{set("filter", "name", "x"), rename("sink", "x")}, []want{{"sink", "name", `name "x" is also used by node "filter"`}}},
