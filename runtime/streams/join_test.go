@@ -197,3 +197,20 @@ func TestStreamJoinsDerivedTable(t *testing.T) {
 		t.Errorf("Describe does not list the mapped table's store:\n%s", desc)
 	}
 }
+
+// TestDerivedTableStoreNames checks that a derived table materialized
+// without a store name gets Kafka Streams' generated names, the store's
+// before the processor's.
+func TestDerivedTableStoreNames(t *testing.T) {
+	b := streams.NewBuilder()
+	b.Table("t").Filter(func(_, _ any) (bool, error) { return true, nil }, streams.Materialized(streams.StoreOptions{})).
+		ToStream().To("out")
+	topo, err := b.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	const want = "Processor: KTABLE-FILTER-0000000004 (stores: [KTABLE-FILTER-STATE-STORE-0000000003])"
+	if desc := topo.Describe(); !strings.Contains(desc, want) {
+		t.Errorf("Describe lacks %q:\n%s", want, desc)
+	}
+}

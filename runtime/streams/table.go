@@ -165,14 +165,20 @@ func (t *Table) MapValues(fn ValueMapper, opts ...Option) *Table {
 // updates of a key between commits are sent once when it is cached.
 func (t *Table) derive(op, prefix string, opts []Option, valueSerde Serde, make processorFactory) *Table {
 	o := t.b.resolveOptions("Table."+op, optName|optStore, opts)
+	var spec *storeSpec
+	if o.storeSet {
+		// Before the processor's name, as Kafka Streams generates them:
+		// "KTABLE-FILTER-STATE-STORE-0000000003", then
+		// "KTABLE-FILTER-0000000004".
+		spec = t.b.newStore(o.store, prefix, t.keySerde, valueSerde)
+	}
 	n := t.b.addNode(t.b.nameOrGenerate(o.name, prefix), processorNode)
 	n.op = "Table." + op
 	n.makeProcessor = make
 	connect(t.node, n)
 	out := *t
 	out.node, out.store, out.valueSerde = n, "", valueSerde
-	if o.storeSet {
-		spec := t.b.newStore(o.store, prefix, t.keySerde, valueSerde)
+	if spec != nil {
 		n.storeSpecs, n.stores = []*storeSpec{spec}, []string{spec.name}
 		n.makeProcessor = materializedTableFactory(spec, make)
 		out.store = spec.name
