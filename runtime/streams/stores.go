@@ -77,15 +77,17 @@ func changelogTopic(applicationID, store string) string {
 // openStore opens (or rebuilds) the store of spec for task id.
 func (a *App) openStore(spec *storeSpec, id TaskID) (*taskStore, error) {
 	dir := filepath.Join(a.cfg.StateDir, a.cfg.ApplicationID, id.String(), spec.name)
-	identity := a.cfg.ApplicationID + "/" + id.String() + "/" + spec.name
+	layout := ""
 	if spec.window != nil && spec.window.kind == joinWindowKind {
-		// Join buffers once kept their keys in another order: a store
-		// written that way is rebuilt from its changelog, not misread.
-		identity += " (join buffer by time)"
+		// Join buffers once kept their keys as other windowed stores do
+		// (see windowState.storeKey): a store written that way is rebuilt
+		// from its changelog, not misread.
+		layout = "join buffer by time"
 	}
 	db, err := state.Open(state.Options{
 		Dir:             dir,
-		Identity:        identity,
+		Identity:        a.cfg.ApplicationID + "/" + id.String() + "/" + spec.name,
+		KeyLayout:       layout,
 		BlockCacheBytes: a.cfg.StoreBlockCacheBytes,
 		Logger:          a.log,
 	})

@@ -301,10 +301,7 @@ func (p *streamJoinProc) process(t *task, r record) error {
 	if !p.left {
 		from, to = r.timestamp-p.spec.after, r.timestamp+p.spec.before
 	}
-	var err error
-	if p.matches, err = p.other.bufferedRecords(p.matches[:0], inner, from, to); err != nil {
-		return t.processingError(p.name, err)
-	}
+	p.matches = p.other.bufferedRecords(p.matches[:0], inner, from, to)
 	for _, m := range p.matches {
 		l, rv := r.value, m.value
 		if !p.left {
@@ -337,17 +334,17 @@ func (p *streamJoinProc) process(t *task, r record) error {
 // bufferedRecords appends the records of a join buffer under serialized
 // key inner with timestamps in [from, to] to dst: from the index, in the
 // order they were buffered.
-func (st *taskStore) bufferedRecords(dst []bufferedRecord, inner []byte, from, to int64) ([]bufferedRecord, error) {
+func (st *taskStore) bufferedRecords(dst []bufferedRecord, inner []byte, from, to int64) []bufferedRecord {
 	b := st.win.index[string(inner)]
 	if b == nil {
-		return dst, nil
+		return dst
 	}
 	for _, r := range b.recs {
 		if r.ts >= from && r.ts <= to {
 			dst = append(dst, r)
 		}
 	}
-	return dst, nil
+	return dst
 }
 
 // scanBuffered is bufferedRecords reading pebble's committed data, oldest

@@ -29,7 +29,7 @@ func TestJoinIndexAgreesWithPebble(t *testing.T) {
 			st := tk.stores[name]
 			for k := range 20 {
 				inner := []byte(fmt.Sprintf("k%d", k))
-				fromIndex, _ := st.bufferedRecords(nil, inner, 0, 1<<62)
+				fromIndex := st.bufferedRecords(nil, inner, 0, 1<<62)
 				fromPebble, err := st.scanBuffered(nil, inner, 0, 1<<62)
 				if err != nil {
 					t.Fatal(err)

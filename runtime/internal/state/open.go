@@ -36,7 +36,8 @@ const lockFile = "LOCK"
 // empty and reports why through Rebuilt when: pebble fails to open the
 // database for any reason other than the environment (a torn or corrupt
 // MANIFEST, WAL or table, a crash during creation); the identity found is not
-// opts.Identity (a foreign directory); the store has data but no checkpoint,
+// opts.Identity (a foreign directory) or its key layout not opts.KeyLayout;
+// the store has data but no checkpoint,
 // or metadata it cannot decode; a table's footer or properties cannot be read;
 // an earlier read or pebble's background work found the store corrupt (and
 // left a BRAID-CORRUPT file in it). It never wipes for the environment: a
@@ -87,12 +88,13 @@ func Open(opts Options) (*Store, error) {
 	}
 
 	s := &Store{
-		dir:      opts.Dir,
-		identity: opts.Identity,
-		sync:     pebble.NoSync,
-		log:      log,
-		fs:       opts.fs,
-		lock:     lock,
+		dir:       opts.Dir,
+		identity:  opts.Identity,
+		keyLayout: opts.KeyLayout,
+		sync:      pebble.NoSync,
+		log:       log,
+		fs:        opts.fs,
+		lock:      lock,
 	}
 	if opts.cache != nil {
 		opts.cache.Ref()
@@ -180,8 +182,8 @@ func (s *Store) checkTables() (reason string, err error) {
 	return "", nil
 }
 
-// checkMeta reads the identity, format and checkpoint, initialising them in an
-// empty store.
+// checkMeta reads the identity, format, key layout and checkpoint,
+// initialising them in an empty store.
 func (s *Store) checkMeta() (reason string, err error) {
 	read := func(key []byte) ([]byte, bool, error) {
 		v, closer, err := s.db.Get(key)
@@ -197,7 +199,8 @@ func (s *Store) checkMeta() (reason string, err error) {
 	id, idOK, err1 := read(keyIdentity)
 	format, formatOK, err2 := read(keyFormat)
 	cpb, cpOK, err3 := read(keyCheckpoint)
-	if err := errors.Join(err1, err2, err3); err != nil {
+	layout, _, err4 := read(keyLayout)
+	if err := errors.Join(err1, err2, err3, err4); err != nil {
 		if environmental(err) {
 			return "", fmt.Errorf("state: read metadata of %s: %w", s.dir, err)
 		}
@@ -228,6 +231,8 @@ func (s *Store) checkMeta() (reason string, err error) {
 		return fmt.Sprintf("unknown format %x (want %d)", format, formatVersion), nil
 	case !cpOK:
 		return "store has data but no checkpoint", nil
+	case string(layout) != s.keyLayout:
+		return fmt.Sprintf("keys laid out as %q, not %q", layout, s.keyLayout), nil
 	}
 	cp, err := decodeCheckpoint(cpb)
 	if err != nil {
@@ -247,8 +252,9 @@ func (s *Store) isEmpty() (bool, error) {
 	return !found, errors.Join(it.Error(), it.Close())
 }
 
-// initMeta writes a new store's identity, format and zero checkpoint as one
-// synced batch, so a store is either fully described or empty.
+// initMeta writes a new store's identity, format, key layout and zero
+// checkpoint as one synced batch, so a store is either fully described or
+// empty.
 func (s *Store) initMeta() error {
 	b := s.db.NewBatch()
 	defer b.Close()
@@ -256,6 +262,9 @@ func (s *Store) initMeta() error {
 	binary.BigEndian.PutUint32(format[:], formatVersion)
 	_ = b.Set(keyIdentity, []byte(s.identity), nil)
 	_ = b.Set(keyFormat, format[:], nil)
+	if s.keyLayout != "" {
+		_ = b.Set(keyLayout, []byte(s.keyLayout), nil)
+	}
 	_ = b.Set(keyCheckpoint, encodeCheckpoint(zeroCheckpoint), nil)
 	sync := s.sync
 	s.sync = pebble.Sync

@@ -55,6 +55,11 @@ type Options struct {
 	// open; a directory that holds a different identity is foreign and is
 	// rebuilt. Required.
 	Identity string
+	// KeyLayout names how the caller lays out its keys, when it has more
+	// than one way. It is written on first open; a directory written with
+	// another layout (a store without one has "") is rebuilt, not misread:
+	// the changelog holds the keys in their own form.
+	KeyLayout string
 	// BlockCacheBytes sizes pebble's block cache; 0 means
 	// DefaultBlockCacheBytes.
 	BlockCacheBytes int64
@@ -108,6 +113,7 @@ var (
 	keyIdentity   = []byte{metaPrefix, 'i', 'd', 'e', 'n', 't', 'i', 't', 'y'}
 	keyFormat     = []byte{metaPrefix, 'f', 'o', 'r', 'm', 'a', 't'}
 	keyCheckpoint = []byte{metaPrefix, 'c', 'h', 'e', 'c', 'k', 'p', 'o', 'i', 'n', 't'}
+	keyLayout     = []byte{metaPrefix, 'l', 'a', 'y', 'o', 'u', 't'}
 )
 
 // formatVersion is the layout of keys and metadata written by this package.
@@ -119,11 +125,12 @@ const formatVersion uint32 = 1
 // the task; only Checkpoint, Rebuilt and ApproxSize may be called from other
 // goroutines (for stats) at the same time.
 type Store struct {
-	dir      string
-	identity string
-	sync     *pebble.WriteOptions
-	log      *slog.Logger
-	rebuilt  string
+	dir       string
+	identity  string
+	keyLayout string
+	sync      *pebble.WriteOptions
+	log       *slog.Logger
+	rebuilt   string
 
 	fs    vfs.FS
 	db    *pebble.DB

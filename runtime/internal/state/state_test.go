@@ -470,6 +470,9 @@ func TestUntrustedStoresAreRebuilt(t *testing.T) {
 		{name: "unknown format", reason: "unknown format", damage: func(t *testing.T, dir string) {
 			rawPebble(t, dir, func(db *pebble.DB) { _ = db.Set(keyFormat, []byte{0, 0, 0, 9}, pebble.Sync) })
 		}},
+		{name: "another key layout", reason: `keys laid out as "by time", not ""`, damage: func(t *testing.T, dir string) {
+			rawPebble(t, dir, func(db *pebble.DB) { _ = db.Set(keyLayout, []byte("by time"), pebble.Sync) })
+		}},
 		{name: "undecodable checkpoint", reason: "bad checkpoint", damage: func(t *testing.T, dir string) {
 			rawPebble(t, dir, func(db *pebble.DB) { _ = db.Set(keyCheckpoint, []byte("short"), pebble.Sync) })
 		}},
@@ -1014,5 +1017,29 @@ func TestPutWriteOnly(t *testing.T) {
 	putWO("f", "6")
 	if err := s.Restore(nil, Checkpoint{8, 32}); err == nil {
 		t.Fatal("Restore with a write-only write pending: no error")
+	}
+}
+
+// A store keeps the key layout it was first opened with: reopened with the
+// same one it is trusted, with another (or none) it is rebuilt.
+func TestKeyLayout(t *testing.T) {
+	dir := t.TempDir()
+	withLayout := func(l string) func(*Options) { return func(o *Options) { o.KeyLayout = l } }
+	s := openStore(t, dir, withLayout("by time"))
+	put(t, s, "a", "1")
+	commit(t, s, 1, 10)
+	s.Close()
+
+	s = openStore(t, dir, withLayout("by time"))
+	if s.Rebuilt() != "" || get(t, s, "a") != "1" {
+		t.Fatalf("same layout: rebuilt %q, a=%s", s.Rebuilt(), get(t, s, "a"))
+	}
+	s.Close()
+	s = openStore(t, dir)
+	if want := `keys laid out as "by time", not ""`; !strings.Contains(s.Rebuilt(), want) {
+		t.Fatalf("no layout: Rebuilt() = %q, want it to say %q", s.Rebuilt(), want)
+	}
+	if got := get(t, s, "a"); got != "<none>" {
+		t.Errorf("a=%s after the rebuild", got)
 	}
 }
