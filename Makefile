@@ -16,7 +16,7 @@ TEST_FLAGS := -count=1 -p 2 -timeout 10m
 # --keys, --partitions), e.g. make bench BENCH_ARGS='--records 2000000'.
 BENCH_ARGS ?=
 
-.PHONY: run test deps fmt fmt-check vet templ-check test-go fuzz-short fuzz bench chaos
+.PHONY: run test deps fmt fmt-check vet tidy-check templ-check test-go fuzz-short fuzz bench chaos
 
 run:
 	$(GO) run ./cmd/braid serve
@@ -52,6 +52,13 @@ fmt-check:
 
 vet:
 	$(GO) vet ./...
+
+# go.mod and go.sum must be what `go mod tidy` makes them. It may download
+# modules that only tidy needs (tests of our dependencies' packages).
+tidy-check:
+	@if ! diff=$$($(GO) mod tidy -diff 2>&1); then \
+		echo "go mod tidy would change go.mod or go.sum (run go mod tidy and commit):"; echo "$$diff"; exit 1; \
+	fi
 
 # Generated templ code must be current. Compares file contents before and after
 # `templ generate`, so it also works on a tree with uncommitted changes.
@@ -92,5 +99,5 @@ fuzz: fuzz-short
 
 test:
 	@scripts/install-deps.sh || { echo "make test: FAILED (installing dependencies)"; exit 1; }
-	@$(MAKE) --no-print-directory fmt-check vet templ-check test-go fuzz-short || { echo "make test: FAILED"; exit 1; }
-	@echo "make test: PASSED (gofmt, vet, templ, tests, short fuzzing)"
+	@$(MAKE) --no-print-directory fmt-check vet tidy-check templ-check test-go fuzz-short || { echo "make test: FAILED"; exit 1; }
+	@echo "make test: PASSED (gofmt, vet, go mod tidy, templ, tests, short fuzzing)"
