@@ -1,4 +1,5 @@
-// Package braid is the root of the Braid module. It holds no code; its tests
+// Package braid is the root of the Braid module. It owns Source, the
+// module's own runtime source that exported programs carry, and its tests
 // guard the architecture described in DESIGN.md (which package may import
 // which, package naming and documentation).
 //

@@ -16,14 +16,19 @@ import (
 var exportStdin io.Reader = os.Stdin
 
 // runExport is "braid export": it writes a design as a Go program that
-// builds the same topology with Braid's runtime and runs it.
+// builds the same topology with Braid's runtime and runs it, as one file
+// or as a module that builds anywhere.
 func runExport(_ context.Context, args []string, stdout io.Writer) error {
-	fs := newFlagSet("export", "braid export [--revision N] design.json > main.go\n\n"+
+	fs := newFlagSet("export", "braid export [--revision N] design.json > main.go\n"+
+		"       braid export [--revision N] -o DIR design.json\n\n"+
 		"Writes the design (a file, or - for stdin) as a gofmt-ed Go program (package main) that builds\n"+
 		"the same topology with github.com/braidstream/braid/runtime/streams and runs it; its flags are\n"+
-		"--brokers, --state-dir, --app-id, --commit-interval and --describe. A design with problems is\n"+
-		"refused, its problems listed.", stdout)
+		"--brokers, --state-dir, --app-id, --commit-interval and --describe. With -o, DIR becomes a Go\n"+
+		"module: main.go, go.mod, go.sum and braid/, the source of this binary's runtime, so that\n"+
+		"`cd DIR && go build` works on any machine that reaches a module proxy. A design with problems\n"+
+		"is refused, its problems listed.", stdout)
 	revision := fs.Int("revision", 0, "the design's revision, for the program's header comment (default: not known)")
+	outDir := fs.String("o", "", "write a Go module into this directory (made if missing; refused if it has a go.mod or main.go)")
 	files, err := parseFiles(fs, args)
 	if err != nil {
 		return err
@@ -43,7 +48,14 @@ func runExport(_ context.Context, args []string, stdout io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("export: %s: %w", path, err)
 	}
-	src, err := compiler.ExportGo(d, compiler.ExportOptions{Revision: *revision})
+	opts := compiler.ExportOptions{Revision: *revision}
+	var src []byte
+	var module *compiler.Module
+	if *outDir != "" {
+		module, err = compiler.ExportModule(d, opts)
+	} else {
+		src, err = compiler.ExportGo(d, opts)
+	}
 	var problems designer.Problems
 	if errors.As(err, &problems) {
 		// stdout is the program's file: the problems go with the error.
@@ -56,6 +68,13 @@ func runExport(_ context.Context, args []string, stdout io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("export: %s: %w", path, err)
 	}
-	_, err = stdout.Write(src)
-	return err
+	if module == nil {
+		_, err = stdout.Write(src)
+		return err
+	}
+	if err := module.WriteDir(*outDir); err != nil {
+		return fmt.Errorf("export: %w", err)
+	}
+	fmt.Fprintf(stdout, "wrote module %s to %s: cd %s && go build\n", module.Name, *outDir, *outDir)
+	return nil
 }
