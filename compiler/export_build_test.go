@@ -24,8 +24,8 @@ import (
 	"github.com/braidstream/braid/runtime/broker"
 )
 
-// TestExportBuild builds exported programs in a module of their own that
-// uses this repository (a replace directive, this go.sum, no network) and
+// TestExportBuild builds exported programs in a module as ExportModule
+// writes it (Braid's runtime source behind a replace, Braid's go.sum) and
 // checks what they do against the compiler:
 //
 //   - every design of the goldens, and the hostile one, compiles and is
@@ -478,43 +478,28 @@ func run(args []string) error {
 }
 `
 
-// writeModule writes go.mod and go.sum of a module requiring this one,
-// replaced by this working tree: this go.mod's requirements (so that the
-// same versions are chosen, all in the module cache) and its go.sum.
+// writeModule writes into dir the module ExportModule writes, but for
+// main.go: go.mod, go.sum and Braid's runtime under braid/.
 func writeModule(t *testing.T, dir string) {
 	t.Helper()
-	repo, err := filepath.Abs("..")
+	m, err := newModule("exported", []string{streamsPath})
 	if err != nil {
 		t.Fatal(err)
 	}
-	goMod, err := os.ReadFile(filepath.Join(repo, "go.mod"))
-	if err != nil {
+	if err := m.WriteDir(dir); err != nil {
 		t.Fatal(err)
 	}
-	var mod strings.Builder
-	mod.WriteString("module exported\n")
-	for _, line := range strings.Split(string(goMod), "\n") {
-		if !strings.HasPrefix(line, "module ") {
-			mod.WriteString(line + "\n")
-		}
-	}
-	mod.WriteString("require github.com/braidstream/braid v0.0.0\n\nreplace github.com/braidstream/braid => " + strconv.Quote(repo) + "\n")
-	writeFile(t, filepath.Join(dir, "go.mod"), []byte(mod.String()))
-	sum, err := os.ReadFile(filepath.Join(repo, "go.sum"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	writeFile(t, filepath.Join(dir, "go.sum"), sum)
 }
 
-// goCommand runs the go command in dir without network: every module
-// comes from the module cache, and -mod=mod lets it complete go.mod from
-// this repository's requirements.
+// goCommand runs the go command in dir as a user would in an exported
+// module: modules come from the module cache or the proxy, go.mod and
+// go.sum as they were written (no -mod=mod, so a missing requirement or
+// checksum fails).
 func goCommand(t *testing.T, dir string, args ...string) {
 	t.Helper()
 	cmd := exec.Command("go", args...)
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "GOFLAGS=-mod=mod -buildvcs=false", "GOPROXY=off", "GOSUMDB=off", "GOWORK=off", "GOTOOLCHAIN=local")
+	cmd.Env = append(os.Environ(), "GOWORK=off", "GOTOOLCHAIN=local")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("go %s: %v\n%s", strings.Join(args, " "), err, out)
 	}

@@ -1,14 +1,15 @@
 package e2e
 
 import (
+	"archive/zip"
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -153,7 +154,7 @@ func TestEditorAsANewUser(t *testing.T) {
 	var file string
 	for ev, err := range progress {
 		if err != nil {
-			t.Fatalf("waiting for the download of main.go: %v", err)
+			t.Fatalf("waiting for the download of the exported module: %v", err)
 		}
 		if ev.State == cdpbrowser.DownloadProgressStateCompleted {
 			file = filepath.Join(downloads, ev.GUID)
@@ -161,45 +162,68 @@ func TestEditorAsANewUser(t *testing.T) {
 		}
 	}
 	if file == "" {
-		t.Fatal("the download of main.go did not complete")
+		t.Fatal("the download of the exported module did not complete")
 	}
 	buildExported(t, file, added)
 }
 
-// buildExported builds the downloaded program in a module of its own
-// that uses this repository, and checks that it kept the new filter.
+// buildExported unpacks the downloaded module, checks that its program
+// kept the new filter, builds it outside this repository as a user would
+// (the go command as it is: modules from the cache or the proxy) and runs
+// its --help.
 func buildExported(t *testing.T, file, added string) {
 	t.Helper()
-	src, err := os.ReadFile(file)
+	z, err := zip.OpenReader(file)
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("the download is not a zip: %v", err)
 	}
-	if !strings.Contains(string(src), "package main") || !strings.Contains(string(src), "value.amount < 1000") && !strings.Contains(string(src), "1000") {
-		t.Fatalf("the download is not the program with the new filter (%s):\n%s", added, src)
-	}
-	_, self, _, _ := runtime.Caller(0)
-	repo := filepath.Dir(filepath.Dir(self))
+	defer z.Close()
 	dir := t.TempDir()
-	gomod := fmt.Sprintf("module exported\n\ngo 1.26.8\n\nrequire github.com/braidstream/braid v0.0.0\n\nreplace github.com/braidstream/braid => %s\n", repo)
-	sum, err := os.ReadFile(filepath.Join(repo, "go.sum"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for name, data := range map[string][]byte{"go.mod": []byte(gomod), "go.sum": sum, "main.go": src} {
+	var module string
+	for _, f := range z.File {
+		name := filepath.FromSlash(f.Name)
+		if !filepath.IsLocal(name) {
+			t.Fatalf("the zip holds %q, outside its folder", f.Name)
+		}
+		first, _, _ := strings.Cut(f.Name, "/")
+		if module == "" {
+			module = first
+		} else if first != module {
+			t.Fatalf("the zip holds %q and %q/...: want one folder", f.Name, module)
+		}
+		rc, err := f.Open()
+		if err != nil {
+			t.Fatal(err)
+		}
+		data, err := io.ReadAll(rc)
+		rc.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.MkdirAll(filepath.Join(dir, filepath.Dir(name)), 0o755); err != nil {
+			t.Fatal(err)
+		}
 		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
-	tidy := exec.Command("go", "mod", "tidy")
-	tidy.Dir = dir
-	tidy.Env = append(os.Environ(), "GOFLAGS=-mod=mod", "GOPROXY=off")
-	if out, err := tidy.CombinedOutput(); err != nil {
-		t.Fatalf("go mod tidy of the exported program: %v\n%s", err, out)
+	root := filepath.Join(dir, module)
+	src, err := os.ReadFile(filepath.Join(root, "main.go"))
+	if err != nil {
+		t.Fatalf("the module has no main.go: %v", err)
 	}
-	build := exec.Command("go", "build", "-o", filepath.Join(dir, "exported"), ".")
-	build.Dir = dir
+	if !strings.Contains(string(src), "package main") || !strings.Contains(string(src), "1000") {
+		t.Fatalf("the download is not the program with the new filter (%s):\n%s", added, src)
+	}
+	build := exec.Command("go", "build", "-o", "program", ".")
+	build.Dir = root
+	build.Env = append(os.Environ(), "GOWORK=off", "GOTOOLCHAIN=local")
 	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("building the exported program: %v\n%s", err, out)
+		t.Fatalf("building the exported module: %v\n%s", err, out)
+	}
+	help, err := exec.Command(filepath.Join(root, "program"), "--help").CombinedOutput()
+	if err != nil || !strings.Contains(string(help), "-brokers") {
+		t.Fatalf("the exported program's --help: %v\n%s", err, help)
 	}
 }
 

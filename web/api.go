@@ -36,13 +36,15 @@ func (s *Server) routes() {
 	api.Get("/designs/:id/revisions", s.listRevisions)
 	api.Get("/designs/:id/revisions/:rev", s.getRevision)
 	api.Get("/designs/:id/export.json", s.exportDesign)
-	api.Get("/designs/:id/export.go", s.exportStoredGo)
+	api.Get("/designs/:id/export.go", s.exportStoredGo(exportFile))
+	api.Get("/designs/:id/export.zip", s.exportStoredGo(exportModule))
 	api.Post("/validate", s.validate)
 	api.Post("/expression", s.expression)
 	api.Post("/compile", s.compile)
 	api.Post("/preview", s.preview)
 	api.Post("/import/describe", s.importDescribe)
-	api.Post("/export/go", s.exportGo)
+	api.Post("/export/go", s.exportGo(exportFile))
+	api.Post("/export/module", s.exportGo(exportModule))
 	s.liveRoutes()
 }
 

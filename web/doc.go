@@ -34,6 +34,9 @@
 //	GET    /api/designs/:id/export.json      the design file, as an attachment (?revision=n for an older one)
 //	GET    /api/designs/:id/export.go        the design as a Go program (compiler.ExportGo), the attachment
 //	                                         main.go, text/x-go (?revision=n for an older one); 422 with problems
+//	GET    /api/designs/:id/export.zip       the same as a Go module (compiler.ExportModule: main.go, go.mod, go.sum,
+//	                                         Braid's runtime under braid/), the attachment <module>.zip, its files
+//	                                         under the folder <module>/
 //	POST   /api/validate                     body: a design; {"problems": [...]} (empty when it compiles)
 //	POST   /api/expression                   body {"role", "source"}: {"ok": true} or
 //	                                         {"ok": false, "error": {"line", "column", "message"}}
@@ -44,6 +47,7 @@
 //	                                         compiler.Preview's JSON, or 422
 //	POST   /api/import/describe              body {"text", "name"}: {"design"} (not saved), or 400 with "line"
 //	POST   /api/export/go                    body: a design; main.go as for export.go, or 422
+//	POST   /api/export/module                body: a design; the module's zip as for export.zip, or 422
 //
 // With Config.Deployments and Config.Monitor set, designs run live
 // (package deploy; a deployment's id is its design's id):

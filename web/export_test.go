@@ -1,6 +1,8 @@
 package web
 
 import (
+	"archive/zip"
+	"bytes"
 	"go/parser"
 	"go/token"
 	"strings"
@@ -29,6 +31,38 @@ func TestExportGoAPI(t *testing.T) {
 			t.Errorf("package %s, imports of %s", f.Name.Name, r.body)
 		}
 	}
+	isModule := func(t *testing.T, r *response) {
+		t.Helper()
+		if ct := r.header.Get("Content-Type"); ct != "application/zip" {
+			t.Errorf("Content-Type %q", ct)
+		}
+		if cd := r.header.Get("Content-Disposition"); cd != "attachment; filename=orders-windowed.zip" {
+			t.Errorf("Content-Disposition %q", cd)
+		}
+		z, err := zip.NewReader(bytes.NewReader(r.body), int64(len(r.body)))
+		if err != nil {
+			t.Fatalf("not a zip: %v", err)
+		}
+		files := map[string]*zip.File{}
+		for _, f := range z.File {
+			files[f.Name] = f
+		}
+		for _, name := range []string{"main.go", "go.mod", "go.sum", "braid/go.mod", "braid/runtime/streams/app.go"} {
+			if files["orders-windowed/"+name] == nil {
+				t.Errorf("the zip lacks orders-windowed/%s", name)
+			}
+		}
+		if f := files["orders-windowed/main.go"]; f != nil {
+			rc, err := f.Open()
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer rc.Close()
+			if _, err := parser.ParseFile(token.NewFileSet(), "main.go", rc, 0); err != nil {
+				t.Errorf("main.go in the zip: %v", err)
+			}
+		}
+	}
 	for _, tc := range []struct {
 		name, method, path, body string
 		status                   int
@@ -41,6 +75,10 @@ func TestExportGoAPI(t *testing.T) {
 		{"missing design", "GET", "/api/designs/nope/export.go", "", 404, nil},
 		{"problems", "POST", "/api/export/go", withParam(t, orders, "filter", "predicate", "value.amount >="), 422, wantProblem("filter", "predicate", "unexpected token")},
 		{"not a design", "POST", "/api/export/go", `{"nodes": 1}`, 400, wantError("want a list", 1, 11, "nodes")},
+		{"module", "POST", "/api/export/module", orders, 200, isModule},
+		{"stored module", "GET", "/api/designs/orders-windowed/export.zip?revision=1", "", 200, isModule},
+		{"missing module", "GET", "/api/designs/nope/export.zip", "", 404, nil},
+		{"module with problems", "POST", "/api/export/module", withParam(t, orders, "filter", "predicate", "value.amount >="), 422, wantProblem("filter", "predicate", "unexpected token")},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := ts.do(tc.method, tc.path, tc.body)

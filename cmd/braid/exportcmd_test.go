@@ -8,6 +8,7 @@ import (
 	"go/parser"
 	"go/token"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -88,5 +89,44 @@ func TestExportCommandErrors(t *testing.T) {
 	var out bytes.Buffer
 	if err := runExport(context.Background(), []string{"--help"}, &out); !errors.Is(err, flag.ErrHelp) || !strings.Contains(out.String(), "Usage: braid export") {
 		t.Errorf("export --help: %v\n%s", err, out.String())
+	}
+}
+
+// TestExportModuleBuilds does what a user does with `braid export -o`:
+// builds the module outside this repository with the go command as it
+// is (modules from the cache or the proxy, no -mod=mod) and runs the
+// program's --help.
+func TestExportModuleBuilds(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds a Go program; skipped with -short")
+	}
+	dir := filepath.Join(t.TempDir(), "orders")
+	var out bytes.Buffer
+	if err := runExport(context.Background(), []string{"-o", dir, "orders-demo.json"}, &out); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "wrote module orders-demo to "+dir) {
+		t.Errorf("export -o said %q", out.String())
+	}
+	for _, f := range []string{"main.go", "go.mod", "go.sum", "braid/go.mod", "braid/runtime/streams/app.go"} {
+		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
+			t.Errorf("the module lacks %s: %v", f, err)
+		}
+	}
+	build := exec.Command("go", "build", "-o", "program", ".")
+	build.Dir = dir
+	build.Env = append(os.Environ(), "GOWORK=off", "GOTOOLCHAIN=local")
+	if b, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build in the exported module: %v\n%s", err, b)
+	}
+	help, err := exec.Command(filepath.Join(dir, "program"), "--help").CombinedOutput()
+	if err != nil || !strings.Contains(string(help), "-brokers") || !strings.Contains(string(help), `(default "orders-demo")`) {
+		t.Errorf("the exported program's --help: %v\n%s", err, help)
+	}
+
+	// A second export into the same folder is refused: it would overwrite the program.
+	out.Reset()
+	if err := runExport(context.Background(), []string{"-o", dir, "orders-demo.json"}, &out); err == nil || !strings.Contains(err.Error(), "already there") {
+		t.Errorf("export -o into an exported module: %v, want a refusal", err)
 	}
 }

@@ -294,7 +294,7 @@ class Editor {
       status: (m, k) => this.status(m, k),
       onProblems: (ps) => this.problems.set(ps),
     })
-    this.button('export-go', 'Export Go', 'download main.go, a Go program that builds this topology', () => this.exportGo(), fileGroup)
+    this.button('export-go', 'Export Go', 'download a Go module (.zip: main.go, go.mod, go.sum and Braid\'s runtime) that builds and runs this topology with go build', () => this.exportGo(), fileGroup)
     this.button('download-json', 'Download JSON', 'download the design as JSON', () => this.downloadJSON(), fileGroup)
     let upload = byTestId('upload-json')
     if (!upload) {
@@ -401,10 +401,11 @@ class Editor {
 
   async exportGo() {
     try {
-      const res = await request('POST', '/api/export/go', this.design())
+      const res = await request('POST', '/api/export/module', this.design())
       const blob = await res.blob()
-      download(blob, filename(res, 'main.go'))
-      this.status('Exported main.go', 'ok')
+      const name = filename(res, 'braid-design.zip')
+      download(blob, name)
+      this.status(`Exported ${name}: unzip it and run go build in its folder`, 'ok')
     } catch (err) {
       this.status(`Export failed: ${err.message}`, 'error')
       if (err.problems && err.problems.length) this.problems.set(err.problems)
