@@ -77,7 +77,7 @@ var families = func() [numFamilies]family {
 // Collector returns a prometheus.Collector of the deployments' metrics.
 // Every series is labelled with its deployment, and with instance, task
 // and store where they apply. It reads the state the hooks and the last
-// series left when it is collected: nothing is counted per record for
+// sample left when it is collected: nothing is counted per record for
 // it, so the runtime's hot paths pay nothing for being scraped.
 //
 // Register it in a registry of the caller's own; a second Monitor's
