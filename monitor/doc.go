@@ -2,8 +2,9 @@
 // implements the runtime's hooks, keeps the live state of every
 // deployment, instance and task and a bounded log of what happened, and
 // fans both out to subscribers (the web server's websockets, `braid
-// watch`) without ever slowing the runtime. It also writes Prometheus
-// metrics.
+// watch`) without ever slowing the runtime. Its Collector exports
+// Prometheus metrics read from that state when scraped, so that metrics
+// add nothing per record.
 //
 // A Monitor learns about a deployment in two ways. The hook that
 // AddDeployment returns goes into the deployment's streams.Config.Hooks:

@@ -1,13 +1,13 @@
 package monitor
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"strings"
 	"testing"
 	"time"
+
+	dto "github.com/prometheus/client_model/go"
 
 	"github.com/braidstream/braid/runtime/streams"
 )
@@ -215,26 +215,34 @@ func TestSupervisorEndToEnd(t *testing.T) {
 		t.Error("no throughput points")
 	}
 
-	wants := []string{
-		fmt.Sprintf(`braid_failovers_total{deployment="%s",instance="%s",task="%s"} 1`, dep, victim, moved),
-		fmt.Sprintf(`braid_stream_time_ms{deployment="%s",instance="%s",task="%s"} %d`, dep, f.To, moved, t0+26_000),
-		fmt.Sprintf(`braid_records_dropped_late_total{deployment="%s",instance="%s",task="%s",store="per-window"} %d`,
-			dep, f.To, moved, readingKeys/2),
-		`braid_commit_latency_ms{deployment="` + dep + `",instance="` + f.To + `"}`,
+	type want struct {
+		name string
+		kv   []string
+		// value is the series' value, or -1 for any.
+		value float64
 	}
-	var buf bytes.Buffer
-	waitFor(t, 10*time.Second, "the metrics of the moved task", func() bool {
-		buf.Reset()
-		if err := m.WriteMetrics(&buf); err != nil {
-			t.Fatal(err)
-		}
-		for _, want := range wants {
-			if !strings.Contains(buf.String(), want) {
+	wants := []want{
+		{"braid_failovers_total", []string{"instance", victim, "task", moved}, 1},
+		{"braid_stream_time_ms", []string{"instance", f.To, "task", moved}, float64(t0 + 26_000)},
+		{"braid_records_dropped_late_total", []string{"instance", f.To, "task", moved, "store", "per-window"}, readingKeys / 2},
+		{"braid_commit_latency_ms", []string{"instance", f.To}, -1},
+	}
+	var text string
+	waitForState(t, 10*time.Second, "the metrics of the moved task", func() bool {
+		var fams map[string]*dto.MetricFamily
+		fams, text = scrape(t, m)
+		for _, w := range wants {
+			mf := fams[w.name]
+			if mf == nil {
+				return false
+			}
+			v, ok := seriesValue(mf, append([]string{"deployment", dep}, w.kv...)...)
+			if !ok || w.value >= 0 && v != w.value {
 				return false
 			}
 		}
 		return true
-	})
+	}, func() string { return text })
 
 	js, err := json.Marshal(Message{Type: "snapshot", Snapshot: &Snapshot{Deployments: []Deployment{*d}}})
 	if err != nil {

@@ -1,151 +1,99 @@
 package monitor
 
 import (
-	"bufio"
 	"bytes"
-	"errors"
-	"fmt"
-	"strconv"
-	"strings"
+	"maps"
+	"slices"
 	"testing"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
 
 	"github.com/braidstream/braid/runtime/streams"
 )
 
-// promSample is one parsed sample line.
-type promSample struct {
-	name   string
-	labels map[string]string
-	value  float64
+// wantFamilies is every family the monitor exports, with its type, help
+// text and label names, as dashboards and alerts know them: a family
+// missing, renamed or relabelled fails the tests.
+var wantFamilies = map[string]struct {
+	typ    dto.MetricType
+	labels []string
+	help   string
+}{
+	"braid_records_processed_total": {dto.MetricType_COUNTER, []string{"deployment", "instance", "task"},
+		"Records an active task took from its input partitions on this instance."},
+	"braid_records_dropped_late_total": {dto.MetricType_COUNTER, []string{"deployment", "instance", "store", "task"},
+		"Records a windowed store dropped because their window had closed (once per window)."},
+	"braid_record_lateness_ms": {dto.MetricType_GAUGE, []string{"deployment", "instance", "store", "task"},
+		"Stream time minus the timestamp of the last record dropped as late."},
+	"braid_stream_time_ms": {dto.MetricType_GAUGE, []string{"deployment", "instance", "task"},
+		"A task's stream time: the largest record timestamp it processed, in ms since the epoch."},
+	"braid_consumer_lag_records": {dto.MetricType_GAUGE, []string{"deployment", "instance", "task"},
+		"Records in a task's input partitions not processed yet (end offset minus position)."},
+	"braid_restore_remaining_records": {dto.MetricType_GAUGE, []string{"deployment", "instance", "store", "task"},
+		"Changelog records a store still has to restore before its task processes."},
+	"braid_standby_lag_records": {dto.MetricType_GAUGE, []string{"deployment", "instance", "store", "task"},
+		"Changelog records a standby or warm-up replica's store has not applied yet."},
+	"braid_standby_lag_ms": {dto.MetricType_GAUGE, []string{"deployment", "instance", "store", "task"},
+		"How far behind in time a standby or warm-up replica's store is."},
+	"braid_commit_latency_ms": {dto.MetricType_GAUGE, []string{"deployment", "instance"},
+		"Duration of an instance's last commit (flush and commit)."},
+	"braid_failovers_total": {dto.MetricType_COUNTER, []string{"deployment", "instance", "task"},
+		"Tasks that failed over off an instance (labelled with the instance that failed)."},
+	"braid_failover_downtime_ms": {dto.MetricType_GAUGE, []string{"deployment", "task"},
+		"How long a task was processed nowhere during its last failover."},
 }
 
-// parseProm parses the text exposition format 0.0.4 strictly enough for
-// the test: every line is a HELP or TYPE comment or a sample
-// `name{label="value",...} value`; every sample's name has a HELP and a
-// TYPE line before it, and each name's samples come together.
-func parseProm(text string) (map[string]string, []promSample, error) {
-	types, helps := map[string]string{}, map[string]bool{}
-	var samples []promSample
-	done := map[string]bool{} // names whose block has ended
-	current := ""
-	sc := bufio.NewScanner(strings.NewReader(text))
-	for n := 1; sc.Scan(); n++ {
-		line := sc.Text()
-		if rest, ok := strings.CutPrefix(line, "# "); ok {
-			kind, rest, _ := strings.Cut(rest, " ")
-			name, arg, _ := strings.Cut(rest, " ")
-			switch kind {
-			case "HELP":
-				helps[name] = true
-			case "TYPE":
-				if arg != "counter" && arg != "gauge" && arg != "summary" && arg != "histogram" && arg != "untyped" {
-					return nil, nil, fmt.Errorf("line %d: type %q", n, arg)
-				}
-				types[name] = arg
-			default:
-				return nil, nil, fmt.Errorf("line %d: comment %q", n, line)
-			}
-			continue
-		}
-		s, err := parseSample(line)
-		if err != nil {
-			return nil, nil, fmt.Errorf("line %d %q: %w", n, line, err)
-		}
-		if !helps[s.name] || types[s.name] == "" {
-			return nil, nil, fmt.Errorf("line %d: %s has no HELP or TYPE before it", n, s.name)
-		}
-		if s.name != current {
-			if done[s.name] {
-				return nil, nil, fmt.Errorf("line %d: the samples of %s are not together", n, s.name)
-			}
-			done[current], current = true, s.name
-		}
-		samples = append(samples, s)
+// scrape writes m's metrics and parses them with Prometheus' own text
+// parser, which rejects what a Prometheus server would.
+func scrape(t testing.TB, m *Monitor) (map[string]*dto.MetricFamily, string) {
+	t.Helper()
+	var buf bytes.Buffer
+	if err := m.WriteMetrics(&buf); err != nil {
+		t.Fatalf("writing the metrics: %v", err)
 	}
-	return types, samples, sc.Err()
-}
-
-func parseSample(line string) (promSample, error) {
-	s := promSample{labels: map[string]string{}}
-	i := strings.IndexAny(line, "{ ")
-	if i <= 0 {
-		return s, errors.New("no name")
-	}
-	s.name = line[:i]
-	for _, c := range s.name {
-		if !(c == '_' || c == ':' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9') {
-			return s, fmt.Errorf("bad name %q", s.name)
-		}
-	}
-	rest := line[i:]
-	if rest[0] == '{' {
-		rest = rest[1:]
-		for rest != "" && rest[0] != '}' {
-			eq := strings.Index(rest, `="`)
-			if eq <= 0 {
-				return s, errors.New("bad label")
-			}
-			key := rest[:eq]
-			rest = rest[eq+2:]
-			var val strings.Builder
-			for {
-				if rest == "" {
-					return s, errors.New("unterminated label value")
-				}
-				c := rest[0]
-				rest = rest[1:]
-				if c == '"' {
-					break
-				}
-				if c == '\n' {
-					return s, errors.New("raw newline in a label value")
-				}
-				if c == '\\' {
-					if rest == "" {
-						return s, errors.New("dangling escape")
-					}
-					switch rest[0] {
-					case '\\':
-						val.WriteByte('\\')
-					case '"':
-						val.WriteByte('"')
-					case 'n':
-						val.WriteByte('\n')
-					default:
-						return s, fmt.Errorf("bad escape \\%c", rest[0])
-					}
-					rest = rest[1:]
-					continue
-				}
-				val.WriteByte(c)
-			}
-			if _, dup := s.labels[key]; dup {
-				return s, fmt.Errorf("label %s twice", key)
-			}
-			s.labels[key] = val.String()
-			rest = strings.TrimPrefix(rest, ",")
-		}
-		if rest == "" {
-			return s, errors.New("unterminated labels")
-		}
-		rest = rest[1:]
-	}
-	value, ok := strings.CutPrefix(rest, " ")
-	if !ok || strings.Contains(value, " ") {
-		return s, errors.New("want one space, then the value")
-	}
-	v, err := strconv.ParseFloat(value, 64)
+	var p expfmt.TextParser
+	fams, err := p.TextToMetricFamilies(bytes.NewReader(buf.Bytes()))
 	if err != nil {
-		return s, err
+		t.Fatalf("parsing the metrics: %v\n%s", err, buf.String())
 	}
-	s.value = v
-	return s, nil
+	return fams, buf.String()
+}
+
+// seriesValue returns the value of mf's series whose labels are exactly
+// kv (name, value, ...).
+func seriesValue(mf *dto.MetricFamily, kv ...string) (float64, bool) {
+	want := map[string]string{}
+	for i := 0; i+1 < len(kv); i += 2 {
+		want[kv[i]] = kv[i+1]
+	}
+	for _, m := range mf.GetMetric() {
+		if maps.Equal(labelMap(m), want) {
+			switch mf.GetType() {
+			case dto.MetricType_COUNTER:
+				return m.GetCounter().GetValue(), true
+			case dto.MetricType_GAUGE:
+				return m.GetGauge().GetValue(), true
+			}
+		}
+	}
+	return 0, false
+}
+
+func labelMap(m *dto.Metric) map[string]string {
+	out := map[string]string{}
+	for _, l := range m.GetLabel() {
+		out[l.GetName()] = l.GetValue()
+	}
+	return out
 }
 
 // TestWriteMetrics feeds a deployment with an awkward id hooks and a
-// sample, and checks that the exposition parses and holds the expected
-// series, with the label values escaped.
+// sample, and checks that the exposition parses and holds every family
+// with its type, help and labels and the expected series, with the label
+// values escaped.
 func TestWriteMetrics(t *testing.T) {
 	m := New(Options{})
 	const dep = "dep \"one\"\\two\nthree"
@@ -175,23 +123,22 @@ func TestWriteMetrics(t *testing.T) {
 		Downtime: 3200 * time.Millisecond, ResumedAt: time.Now()})
 	m.publish()
 
-	var buf bytes.Buffer
-	if err := m.WriteMetrics(&buf); err != nil {
-		t.Fatal(err)
+	fams, text := scrape(t, m)
+	if got, want := slices.Sorted(maps.Keys(fams)), slices.Sorted(maps.Keys(wantFamilies)); !slices.Equal(got, want) {
+		t.Errorf("families %v, want %v", got, want)
 	}
-	types, samples, err := parseProm(buf.String())
-	if err != nil {
-		t.Fatalf("%v\n%s", err, buf.String())
-	}
-	wantTypes := map[string]string{
-		"braid_records_processed_total": "counter", "braid_records_dropped_late_total": "counter",
-		"braid_record_lateness_ms": "gauge", "braid_stream_time_ms": "gauge", "braid_consumer_lag_records": "gauge",
-		"braid_restore_remaining_records": "gauge", "braid_standby_lag_records": "gauge", "braid_standby_lag_ms": "gauge",
-		"braid_commit_latency_ms": "gauge", "braid_failovers_total": "counter", "braid_failover_downtime_ms": "gauge",
-	}
-	for name, typ := range wantTypes {
-		if types[name] != typ {
-			t.Errorf("%s has type %q, want %q", name, types[name], typ)
+	for name, want := range wantFamilies {
+		mf := fams[name]
+		if mf == nil {
+			continue // reported above
+		}
+		if mf.GetType() != want.typ || mf.GetHelp() != want.help {
+			t.Errorf("%s is a %v with help %q, want a %v with %q", name, mf.GetType(), mf.GetHelp(), want.typ, want.help)
+		}
+		for _, s := range mf.GetMetric() {
+			if got := slices.Sorted(maps.Keys(labelMap(s))); !slices.Equal(got, want.labels) {
+				t.Errorf("%s has a series labelled %v, want %v", name, got, want.labels)
+			}
 		}
 	}
 	type series struct {
@@ -212,29 +159,56 @@ func TestWriteMetrics(t *testing.T) {
 		{"braid_failovers_total", []string{"instance", "instance-2", "task", "0_1"}, 1},
 		{"braid_failover_downtime_ms", []string{"task", "0_1"}, 3200},
 	} {
-		found := false
-		for _, s := range samples {
-			if s.name != want.name || s.labels["deployment"] != dep || len(s.labels) != 1+len(want.kv)/2 {
-				continue
-			}
-			match := true
-			for i := 0; i < len(want.kv); i += 2 {
-				match = match && s.labels[want.kv[i]] == want.kv[i+1]
-			}
-			if match {
-				found = true
-				if s.value != want.value {
-					t.Errorf("%s%v = %v, want %v", want.name, want.kv, s.value, want.value)
-				}
-			}
+		mf := fams[want.name]
+		if mf == nil {
+			continue // reported above
 		}
-		if !found {
-			t.Errorf("no series %s%v of deployment %q in\n%s", want.name, want.kv, dep, buf.String())
+		if got, ok := seriesValue(mf, append([]string{"deployment", dep}, want.kv...)...); !ok {
+			t.Errorf("no series %s%v of deployment %q in\n%s", want.name, want.kv, dep, text)
+		} else if got != want.value {
+			t.Errorf("%s%v = %v, want %v", want.name, want.kv, got, want.value)
 		}
 	}
-	for _, s := range samples {
-		if s.labels["instance"] == "instance-2" && s.name != "braid_failovers_total" {
-			t.Errorf("the crashed instance has a series %s %v", s.name, s.labels)
+	for name, mf := range fams {
+		for _, s := range mf.GetMetric() {
+			if labelMap(s)["instance"] == "instance-2" && name != "braid_failovers_total" {
+				t.Errorf("the crashed instance has a series %s %v", name, labelMap(s))
+			}
 		}
+	}
+
+	// A pedantic registry checks that what Collect sends matches what
+	// Describe declares.
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(m.Collector())
+	if _, err := reg.Gather(); err != nil {
+		t.Errorf("a pedantic registry gathering the collector: %v", err)
+	}
+}
+
+// TestMetricsInvalidUTF8: a deployment id that is not UTF-8 costs its
+// series nothing but the odd bytes; the scrape does not fail.
+func TestMetricsInvalidUTF8(t *testing.T) {
+	m := New(Options{})
+	src := &fakeSource{}
+	m.AddDeployment(DeploymentInfo{ID: "odd\xffid"}, src)
+	src.set([]streams.InstanceInfo{{ID: "instance-1", State: streams.InstanceRunning, Since: time.Now(),
+		Stats: streams.Stats{State: streams.Running, Tasks: []streams.TaskStats{{ID: streams.TaskID{}, StreamTime: -1, Processed: 9}}}}})
+	m.publish()
+	fams, text := scrape(t, m)
+	mf := fams["braid_records_processed_total"]
+	if mf == nil {
+		t.Fatalf("no braid_records_processed_total in\n%s", text)
+	}
+	if v, ok := seriesValue(mf, "deployment", "odd\uFFFDid", "instance", "instance-1", "task", "0_0"); !ok || v != 9 {
+		t.Errorf("processed %v %v, want 9 for deployment odd\uFFFDid in\n%s", v, ok, text)
+	}
+}
+
+// TestMetricsEmpty: a monitor without deployments exports no series,
+// and the exposition is still valid.
+func TestMetricsEmpty(t *testing.T) {
+	if fams, text := scrape(t, New(Options{})); len(fams) != 0 {
+		t.Errorf("families without deployments:\n%s", text)
 	}
 }

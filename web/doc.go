@@ -73,7 +73,8 @@
 //	GET    /ws/live?deployment=:id           websocket: monitor.Message JSON, a snapshot first, then events
 //	                                         and snapshots at most 4 a second (package web/wsbridge)
 //	GET    /live/:id                         the live page
-//	GET    /metrics                          Prometheus text, braid_* series per deployment, instance and task
+//	GET    /metrics                          Prometheus text 0.0.4: braid_* series per deployment, instance and
+//	                                         task, and the Go runtime's go_* and the process's process_*
 //
 // A design travels as designer.Encode writes it; a summary and a revision
 // as designer.Summary and designer.Revision marshal.

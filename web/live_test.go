@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
 
 	"github.com/braidstream/braid/deploy"
 	"github.com/braidstream/braid/designer"
@@ -150,8 +152,23 @@ func TestDeploymentsAPI(t *testing.T) {
 			break
 		}
 	}
-	if r := ts.do("GET", "/metrics", ""); r.status != 200 || !strings.Contains(r.String(), "braid_records_processed_total") {
-		t.Errorf("/metrics: %d %.300s", r.status, r)
+	// /metrics holds the deployment's series once a sample has seen its
+	// tasks (instance-3 has just caused a rebalance); each try waits for
+	// the monitor's next message.
+	for {
+		fams, text := scrapeMetrics(t, ts)
+		if _, ok := fams["go_goroutines"]; !ok {
+			t.Fatalf("/metrics has no go_goroutines:\n%s", text)
+		}
+		if _, ok := fams["process_resident_memory_bytes"]; !ok && runtime.GOOS == "linux" {
+			t.Fatalf("/metrics has no process_resident_memory_bytes:\n%s", text)
+		}
+		if hasSeries(fams["braid_records_processed_total"], "deployment", "orders-windowed") {
+			break
+		}
+		if _, _, err := conn.Read(ctx); err != nil {
+			t.Fatalf("reading the websocket: %v; no processed series of orders-windowed in the last /metrics:\n%s", err, text)
+		}
 	}
 	if r := ts.do("DELETE", "/api/deployments/orders-windowed", ""); r.status != 204 {
 		t.Errorf("undeploy: %d %s", r.status, r)
@@ -268,4 +285,32 @@ func TestStalledWebsocketClient(t *testing.T) {
 	if err != nil || !strings.Contains(string(data), `"type":"snapshot"`) {
 		t.Errorf("first message after the stall: %v %.200s", err, data)
 	}
+}
+
+// scrapeMetrics gets /metrics and parses it with Prometheus' own text
+// parser.
+func scrapeMetrics(t *testing.T, ts *testServer) (map[string]*dto.MetricFamily, string) {
+	t.Helper()
+	r := ts.do("GET", "/metrics", "")
+	if r.status != 200 || r.header.Get("Content-Type") != "text/plain; version=0.0.4; charset=utf-8" {
+		t.Fatalf("/metrics: %d %q %.300s", r.status, r.header.Get("Content-Type"), r)
+	}
+	var p expfmt.TextParser
+	fams, err := p.TextToMetricFamilies(strings.NewReader(r.String()))
+	if err != nil {
+		t.Fatalf("parsing /metrics: %v\n%s", err, r)
+	}
+	return fams, r.String()
+}
+
+// hasSeries reports whether mf has a series labelled name=value.
+func hasSeries(mf *dto.MetricFamily, name, value string) bool {
+	for _, m := range mf.GetMetric() {
+		for _, l := range m.GetLabel() {
+			if l.GetName() == name && l.GetValue() == value {
+				return true
+			}
+		}
+	}
+	return false
 }

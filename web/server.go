@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/gofiber/fiber/v2"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/braidstream/braid/deploy"
 	"github.com/braidstream/braid/designer"
@@ -71,6 +72,9 @@ type Server struct {
 	// saving serializes the check-then-save of mutations (baseRevision,
 	// existence), which the store cannot do in one step.
 	saving sync.Mutex
+
+	// metricsRegistry gathers /metrics; nil without live routes.
+	metricsRegistry *prometheus.Registry
 
 	closeOnce sync.Once
 	closeErr  error
