@@ -6,8 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"os/exec"
 	"path"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -36,7 +38,7 @@ type rule struct {
 	forbidden []string
 }
 
-// The architecture of DESIGN.md ("Layout and import direction").
+// The architecture of ARCHITECTURE.md ("Packages and imports").
 var rules = []rule{
 	{pkg: module, allowed: []string{std}},
 	{pkg: module + "/cmd/...", allowed: []string{anything}},
@@ -155,7 +157,7 @@ func check(pkgs []pkg, rules []rule) []string {
 		}
 		r, ok := ruleFor(rules, p.ImportPath)
 		if !ok {
-			report("%s: no import rule covers this package; add a line to rules in imports_test.go (and to DESIGN.md)", p.ImportPath)
+			report("%s: no import rule covers this package; add a line to rules in imports_test.go (and a row to ARCHITECTURE.md, section \"Packages and imports\")", p.ImportPath)
 			continue
 		}
 		for _, imps := range []struct {
@@ -255,5 +257,92 @@ func TestArchitecture(t *testing.T) {
 			t.Error(problem)
 		}
 		t.Logf("checked %d packages of %s", len(pkgs), module)
+	})
+}
+
+// archDoc is the map of the repository: it explains the rules above and
+// names every top-level folder.
+const archDoc = "ARCHITECTURE.md"
+
+// docGaps returns what doc (the text of archDoc) fails to name: each
+// top-level folder of files (slash-separated paths from the repository
+// root) without a row of its own in the folder table, a line starting
+// "| `folder/`", and each rule of rules without a row in the rules table,
+// a line starting "| `cmd/...`" (or "| root `braid`" for the module root).
+func docGaps(files []string, rules []rule, doc string) []string {
+	var gaps []string
+	var folders []string
+	for _, f := range files {
+		if dir, _, ok := strings.Cut(f, "/"); ok && !slices.Contains(folders, dir) {
+			folders = append(folders, dir)
+		}
+	}
+	slices.Sort(folders)
+	for _, dir := range folders {
+		if !strings.Contains(doc, "\n| `"+dir+"/`") {
+			gaps = append(gaps, fmt.Sprintf("folder %s/ has no row (| `%s/` | ...) in the folder table", dir, dir))
+		}
+	}
+	for _, r := range rules {
+		row := "\n| root `braid`"
+		if r.pkg != module {
+			row = "\n| `" + strings.TrimPrefix(r.pkg, module+"/") + "`"
+		}
+		if !strings.Contains(doc, row) {
+			gaps = append(gaps, fmt.Sprintf("the rule for %s has no row (%s | ...) in the rules table", r.pkg, strings.TrimPrefix(row, "\n")))
+		}
+	}
+	return gaps
+}
+
+// trackedFiles lists the repository's files: git's tracked files, or in a
+// tree that is not a git checkout the entries of the root (enough for the
+// folder check: a folder is named "dir/x").
+func trackedFiles(t *testing.T) []string {
+	t.Helper()
+	out, err := exec.Command("git", "ls-files", "-z").Output()
+	if err == nil {
+		return strings.Split(strings.TrimRight(string(out), "\x00"), "\x00")
+	}
+	t.Logf("git ls-files: %v; reading the directory instead", err)
+	entries, err := os.ReadDir(".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var files []string
+	for _, e := range entries {
+		if e.IsDir() && e.Name() != ".git" {
+			files = append(files, e.Name()+"/x")
+		}
+	}
+	return files
+}
+
+// TestArchitectureDoc keeps the map from falling behind the territory: a
+// new top-level folder or a new import rule needs its row in archDoc.
+func TestArchitectureDoc(t *testing.T) {
+	t.Run("self-check", func(t *testing.T) {
+		doc := "# Map\n| `bench/` | benchmarks |\n| root `braid` | std |\n| `bench/...` | std |\nsee `cmd/braid`\n"
+		rules := []rule{{pkg: module}, {pkg: module + "/bench/..."}, {pkg: module + "/cmd/..."}}
+		got := docGaps([]string{"go.mod", "bench/a.go", "bench/b/c.go", "cmd/braid/main.go", ".ci/run"}, rules, doc)
+		want := []string{"folder .ci/", "folder cmd/", "rule for " + module + "/cmd/..."}
+		if len(got) != len(want) {
+			t.Fatalf("got %q, want problems about %q", got, want)
+		}
+		for i := range want {
+			if !strings.Contains(got[i], want[i]) {
+				t.Errorf("problem %d: got %q, want it about %q", i, got[i], want[i])
+			}
+		}
+	})
+
+	t.Run("repository", func(t *testing.T) {
+		doc, err := os.ReadFile(archDoc)
+		if err != nil {
+			t.Fatalf("the map of the repository is missing: %v", err)
+		}
+		for _, gap := range docGaps(trackedFiles(t), rules, string(doc)) {
+			t.Errorf("%s: %s", archDoc, gap)
+		}
 	})
 }

@@ -3,10 +3,10 @@
 // holding the store's data together with a checkpoint that says which changelog
 // records that data already contains.
 //
-// The package is shaped around one rule from DESIGN.md: local state is
-// transactional. Writes made while a commit interval (a Kafka transaction under
-// exactly-once) is open go into a pending pebble batch that reads see but disk
-// does not; Commit applies that batch and the new checkpoint (the changelog
+// The package is shaped around one rule (ARCHITECTURE.md, "The commit"):
+// local state is transactional. Writes made while a commit interval (a Kafka
+// transaction under exactly-once) is open go into a pending pebble batch that
+// reads see but disk does not; Commit applies that batch and the new checkpoint (the changelog
 // offset and the task's stream time) as one pebble batch, so the checkpoint can
 // never disagree with the data it describes. A crash loses at most the open
 // batch, which the changelog still holds, so restart replays only the changelog
