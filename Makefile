@@ -16,7 +16,7 @@ TEST_FLAGS := -count=1 -p 2 -timeout 10m
 # --keys, --partitions), e.g. make bench BENCH_ARGS='--records 2000000'.
 BENCH_ARGS ?=
 
-.PHONY: run test deps fmt fmt-check vet tidy-check templ-check test-go fuzz-short fuzz bench chaos
+.PHONY: run test test-fresh deps fmt fmt-check vet tidy-check templ-check test-go fuzz-short fuzz bench chaos
 
 run:
 	$(GO) run ./cmd/braid serve
@@ -96,6 +96,11 @@ fuzz-short:
 	$(GO) test $(FUZZ_FLAGS) -fuzz='^FuzzImportDescribe$$' ./compiler
 
 fuzz: fuzz-short
+
+# make test as on a new machine: a clean clone of HEAD, empty module and
+# build caches; then the demo exported as a module and built outside it.
+test-fresh:
+	scripts/test-fresh.sh
 
 test:
 	@scripts/install-deps.sh || { echo "make test: FAILED (installing dependencies)"; exit 1; }
