@@ -175,18 +175,32 @@ func TestRun(t *testing.T) {
 	if st := g.Stats(); st.Produced != 0 || !st.Started.IsZero() || st.Rate != 0 {
 		t.Errorf("Stats before Run: %+v", st)
 	}
-	runCtx, stop := context.WithTimeout(ctx, time.Second)
+	// Run until 300 records are acknowledged: a slow machine takes
+	// longer, never produces faster than the rate.
+	runCtx, stop := context.WithCancel(ctx)
 	defer stop()
 	before := time.Now()
-	if err := g.Run(runCtx); err != nil {
+	ran := make(chan error, 1)
+	go func() { ran <- g.Run(runCtx) }()
+	for g.Stats().Produced < 300 && ctx.Err() == nil {
+		time.Sleep(5 * time.Millisecond)
+	}
+	stop()
+	if err := <-ran; err != nil {
 		t.Fatalf("Run: %v", err)
 	}
 	if err := g.Run(ctx); err == nil || !strings.Contains(err.Error(), "twice") {
 		t.Errorf("second Run = %v, want an error", err)
 	}
 	st := g.Stats()
-	if st.Produced < 300 || st.Produced > 700 || st.Errors != 0 || st.Started.Before(before) || st.Rate < 200 || st.Rate > 700 {
-		t.Errorf("Stats after a second at 500/s: %+v", st)
+	if st.Produced < 300 || st.Errors != 0 || st.Started.Before(before) {
+		t.Errorf("Stats after 300 records were acknowledged: %+v", st)
+	}
+	// The pacing allows the first record at once and then Rate a second:
+	// Produced <= 1 + Rate*d over the d that Run ran, that is, with Rate
+	// = Produced/d, Stats' Rate <= 500 + Rate/Produced.
+	if limit := 500 + st.Rate/float64(st.Produced); st.Rate > limit*(1+1e-9) {
+		t.Errorf("Stats' rate %.1f records/s, above the 500/s asked (%.1f with the first record)", st.Rate, limit)
 	}
 
 	consumer, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ConsumeTopics(topic), kgo.FetchMaxWait(100*time.Millisecond))
@@ -250,5 +264,71 @@ func TestRunReportsProduceErrors(t *testing.T) {
 	}
 	if st := g.Stats(); st.Errors == 0 || st.Produced != 0 {
 		t.Errorf("Stats: %+v", st)
+	}
+}
+
+// TestRunPacing: no record is made ahead of the schedule the rate sets.
+// The first record goes at once and credit accrues at Rate a second, so
+// the record numbered i (from 0) is made at least i/Rate after Run
+// started; its timestamp, the time it was made in milliseconds (without
+// jitter or lateness), says so. A slow machine makes records later, never
+// earlier.
+func TestRunPacing(t *testing.T) {
+	addr := startBroker(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	const topic, rate = "paced", 1000.0
+	if _, err := kadm.NewClient(cl).CreateTopic(ctx, 1, 1, nil, topic); err != nil {
+		t.Fatal(err)
+	}
+	g, err := New(cl, Spec{Topic: topic, Rate: rate, Keys: 3, Seed: 1, Template: map[string]string{"seq": "sequence", "ts": "timestamp"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	ran := make(chan error, 1)
+	go func() { ran <- g.Run(runCtx) }()
+	for g.Stats().Produced < 500 && ctx.Err() == nil {
+		time.Sleep(5 * time.Millisecond)
+	}
+	stop()
+	if err := <-ran; err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	st := g.Stats()
+	start := st.Started.UnixNano()
+
+	consumer, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ConsumeTopics(topic), kgo.FetchMaxWait(100*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer consumer.Close()
+	seen := make(map[int64]bool)
+	for int64(len(seen)) < st.Produced && ctx.Err() == nil {
+		fetches := consumer.PollFetches(ctx)
+		if err := fetches.Err(); err != nil {
+			t.Fatal(err)
+		}
+		for _, rec := range fetches.Records() {
+			var v struct{ Seq, TS int64 }
+			if err := json.Unmarshal(rec.Value, &v); err != nil || seen[v.Seq] || v.TS != rec.Timestamp.UnixMilli() {
+				t.Fatalf("record %s: %v (seen before: %v)", rec.Value, err, seen[v.Seq])
+			}
+			seen[v.Seq] = true
+			// Made before ts + 1 ms, so at most that long after start.
+			made := float64(v.TS*int64(time.Millisecond)+int64(time.Millisecond)-start) / float64(time.Second)
+			if due := float64(v.Seq) / rate; due > made+1e-6 {
+				t.Errorf("record %d made by %.4f s after Run started, due no sooner than %.4f s", v.Seq, made, due)
+			}
+		}
+	}
+	if int64(len(seen)) != st.Produced || st.Produced < 500 {
+		t.Errorf("the topic holds %d records, Stats say %d produced", len(seen), st.Produced)
 	}
 }

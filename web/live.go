@@ -206,6 +206,10 @@ func (s *Server) metrics(c *fiber.Ctx) error {
 	return monitor.WriteGathered(c, s.metricsRegistry)
 }
 
+// liveWriteTimeout bounds one write to a live websocket: a handler whose
+// client stopped reading is stuck that long, then drops the client.
+const liveWriteTimeout = 10 * time.Second
+
 // liveSocket streams the monitor's messages for one deployment (or all,
 // without ?deployment=) to a websocket, until either side ends it. The
 // monitor coalesces for a slow client; writes time out so that a client
@@ -233,7 +237,7 @@ func (s *Server) liveSocket(ctx context.Context, conn *websocket.Conn, r *http.R
 			conn.Close(websocket.StatusInternalError, "encoding failed")
 			return
 		}
-		wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		wctx, cancel := context.WithTimeout(ctx, liveWriteTimeout)
 		err = conn.Write(wctx, websocket.MessageText, data)
 		cancel()
 		if err != nil {
