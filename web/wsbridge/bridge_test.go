@@ -332,46 +332,46 @@ func TestHijackedConnHasUnsafeConn(t *testing.T) {
 // server even when the client stays silent.
 func TestCloseUnblocksRead(t *testing.T) {
 	t.Parallel()
-	type outcome struct {
-		err     error
-		elapsed time.Duration
-	}
-	closeNow := make(chan outcome, 1)
-	ctxEnd := make(chan outcome, 1)
+	// The clients stay connected and silent: only CloseNow or the
+	// context can end these Reads. Without them a Read blocks until the
+	// test ends, so the generous limits below fail such a run and never
+	// a slow one.
+	closeNow := make(chan error, 1)
+	ctxEnd := make(chan error, 1)
 	s := startServer(t, Options{}, nil, func(app *fiber.App, b *Bridge) {
 		app.Get("/closenow", b.Handler(func(ctx context.Context, c *websocket.Conn, r *http.Request) {
 			done := make(chan error, 1)
-			start := time.Now()
 			go func() {
 				_, _, err := c.Read(context.Background())
 				done <- err
 			}()
+			// Most often the Read is blocked by now; when it is not, it
+			// starts on a closed connection, which must fail as well.
 			time.Sleep(100 * time.Millisecond)
 			c.CloseNow()
 			select {
 			case err := <-done:
-				closeNow <- outcome{err, time.Since(start)}
-			case <-time.After(3 * time.Second):
-				closeNow <- outcome{errors.New("Read still blocked 3 s after CloseNow"), time.Since(start)}
+				closeNow <- err
+			case <-time.After(30 * time.Second):
+				closeNow <- errors.New("Read still blocked 30 s after CloseNow")
 			}
 		}))
 		app.Get("/deadline", b.Handler(func(ctx context.Context, c *websocket.Conn, r *http.Request) {
-			start := time.Now()
 			rctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
 			defer cancel()
 			_, _, err := c.Read(rctx)
-			ctxEnd <- outcome{err, time.Since(start)}
+			ctxEnd <- err
 		}))
 	})
 	s.dial(t, "/closenow", nil)
 	s.dial(t, "/deadline", nil)
-	for name, ch := range map[string]chan outcome{"CloseNow": closeNow, "context deadline": ctxEnd} {
+	for name, ch := range map[string]chan error{"CloseNow": closeNow, "context deadline": ctxEnd} {
 		select {
-		case o := <-ch:
-			if o.err == nil || o.elapsed > 2*time.Second {
-				t.Errorf("%s: Read returned %v after %v; want an error within 2 s", name, o.err, o.elapsed)
+		case err := <-ch:
+			if err == nil {
+				t.Errorf("%s: Read returned no error", name)
 			}
-		case <-time.After(5 * time.Second):
+		case <-time.After(60 * time.Second):
 			t.Errorf("%s: the handler did not finish", name)
 		}
 	}
