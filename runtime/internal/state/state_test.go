@@ -711,8 +711,11 @@ func TestCommitFailureKeepsCheckpoint(t *testing.T) {
 			// (pebble's WAL writer reports a failed write once its 32 KiB
 			// block is full, hence the large values).
 			big := strings.Repeat("x", 4096)
+			// Commit until one fails, however long the WAL writer takes
+			// on a loaded machine to meet the failing write.
 			var cerr error
-			for i := 0; i < 100 && cerr == nil; i++ {
+			deadline := time.Now().Add(30 * time.Second)
+			for i := 0; cerr == nil && time.Now().Before(deadline); i++ {
 				put(t, s, "a", fmt.Sprint(i+2), "b", "2", "big", big)
 				if cerr = s.Commit(Checkpoint{int64(i + 2), 20}); cerr == nil {
 					time.Sleep(5 * time.Millisecond)
