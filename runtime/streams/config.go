@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/braidstream/braid/runtime/internal/state"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -164,8 +165,11 @@ type Config struct {
 	// 10 MiB; negative turns caching off for every store.
 	CacheMaxBytes int64
 
-	// StoreBlockCacheBytes is the pebble block cache of each store.
-	// Default 16 MiB.
+	// StoreBlockCacheBytes is the pebble block cache of each store, its
+	// own: an instance with many stores can hold up to this much for
+	// each, though pebble takes the memory only as blocks are cached.
+	// Default 64 MiB (state.DefaultBlockCacheBytes, which says why: the
+	// measured cost of pebble's 8 MB, and Kafka Streams' 50 MB per store).
 	StoreBlockCacheBytes int64
 
 	// RepartitionPurgeInterval is how often committed records are
@@ -243,7 +247,7 @@ func (c Config) withDefaults() Config {
 		c.CacheMaxBytes = 10 << 20
 	}
 	if c.StoreBlockCacheBytes == 0 {
-		c.StoreBlockCacheBytes = 16 << 20
+		c.StoreBlockCacheBytes = state.DefaultBlockCacheBytes
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()

@@ -203,13 +203,45 @@ func TestConfigValidate(t *testing.T) {
 	}
 }
 
-func TestConfigValidateDoesNotModify(t *testing.T) {
-	cfg := streams.Config{ApplicationID: "app", Brokers: []string{"b:1"}}
-	if err := cfg.Validate(); err != nil {
-		t.Fatal(err)
-	}
-	if cfg.CommitInterval != 0 || cfg.Logger != nil || cfg.DefaultKeySerde != nil || cfg.InstanceID != "" {
-		t.Errorf("Validate filled defaults into the caller's config: %+v", cfg)
+// TestConfigValidateChecksTheDefaults checks that Validate judges the
+// configuration New would run with, defaults filled in: a field left at
+// zero takes part in the checks with its default value, and a value that
+// is only wrong against another field's default is refused.
+func TestConfigValidateChecksTheDefaults(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		set  func(*streams.Config)
+		want string // "" for valid
+	}{
+		// Exactly-once commits every 100 ms by default: a transaction
+		// timeout of 50 ms is shorter than a transaction stays open.
+		{"default exactly-once commit interval", func(c *streams.Config) {
+			c.ProcessingGuarantee = streams.ExactlyOnce
+			c.TransactionTimeout = 50 * time.Millisecond
+		}, "TransactionTimeout: 50ms must exceed CommitInterval (100ms)"},
+		// The default transaction timeout is 10 s.
+		{"default transaction timeout", func(c *streams.Config) {
+			c.ProcessingGuarantee = streams.ExactlyOnce
+			c.CommitInterval = 20 * time.Second
+		}, "TransactionTimeout: 10s must exceed CommitInterval (20s)"},
+		// At-least-once commits every 30 s by default and has no
+		// transactions: the same timeout is no problem there.
+		{"at-least-once", func(c *streams.Config) {
+			c.TransactionTimeout = 50 * time.Millisecond
+		}, ""},
+		{"every default", func(c *streams.Config) {}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := streams.Config{ApplicationID: "app", Brokers: []string{"b:1"}}
+			tc.set(&cfg)
+			err := cfg.Validate()
+			switch {
+			case tc.want == "" && err != nil:
+				t.Errorf("Validate = %v, want nil", err)
+			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+				t.Errorf("Validate = %v, want an error saying %q", err, tc.want)
+			}
+		})
 	}
 }
 

@@ -336,9 +336,12 @@ func TestExactlyOnceFailoverCountsExactly(t *testing.T) {
 		}
 		return true
 	})
-	// Let the group settle: a count that went on rising would be a
-	// record counted twice.
-	time.Sleep(time.Second)
+	// Once the group settled, with the restarted instance back, and every
+	// click committed, nothing is left to process: a count above its
+	// truth would be a click counted twice.
+	waitFor(t, 60*time.Second, "the group settled and every click committed", func() bool {
+		return g.settled(1) && allCommitted(t, g.b, "eos-failover", "clicks")
+	})
 	for user, n := range g.counts() {
 		if n != truth[user] {
 			t.Errorf("%s: %d, want %d", user, n, truth[user])

@@ -230,6 +230,22 @@ func endOffsets(t testing.TB, b *broker.Broker, topic string) map[int32]int64 {
 	return out
 }
 
+// allCommitted reports whether group has committed every partition of
+// topic up to its end. Under at-least-once an App flushes a record's
+// outputs before it commits the record, and under exactly-once they are in
+// the committed transaction: once the input is committed to its end, every
+// output it makes is in its topic.
+func allCommitted(t testing.TB, b *broker.Broker, group, topic string) bool {
+	t.Helper()
+	got := committedOffsets(t, b, group, topic)
+	for p, end := range endOffsets(t, b, topic) {
+		if got[p] < end {
+			return false
+		}
+	}
+	return true
+}
+
 func sum(m map[int32]int64) int64 {
 	var n int64
 	for _, v := range m {

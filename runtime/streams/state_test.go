@@ -326,11 +326,16 @@ func uniformCounts(users int, n int64) map[string]int64 {
 // ---- 1. record cache ----
 
 // TestRecordCacheDedupsBetweenCommits counts 1,000 clicks over 10 users
-// with a 2 s commit interval. With the cache, the first commit writes one
-// record per user to the output and the changelog, each the full count;
-// without it, every update goes out (counts 1..100 per user, in order).
-// Queries read committed state only: before the first commit they find
-// nothing. The changelog is compacted with the input's partition count.
+// between two commits. With the cache, the commit writes one record per
+// user to the output and the changelog, each the full count; without it,
+// every update goes out (counts 1..100 per user, in order). Queries read
+// committed state only: before the commit they find nothing. The
+// changelog is compacted with the input's partition count.
+//
+// The commit interval is an hour, so that the App commits only when it is
+// stopped: every record is processed, and queried uncommitted, before the
+// one commit, whatever the machine's speed. A second App on the same state
+// then answers with the committed counts.
 func TestRecordCacheDedupsBetweenCommits(t *testing.T) {
 	const (
 		records    = 1000
@@ -350,67 +355,53 @@ func TestRecordCacheDedupsBetweenCommits(t *testing.T) {
 			rec := &recorder{}
 			cfg := testConfig(b, appID)
 			cfg.StateDir = t.TempDir()
-			cfg.CommitInterval = 2 * time.Second
+			cfg.CommitInterval = time.Hour
 			cfg.Hooks = []streams.Hook{rec}
 			app := newCountApp(t, b, cfg, streams.StoreOptions{CachingDisabled: !cached})
 			stop := runApp(t, app)
 
-			// Until the first commit, a query finds nothing: the counts
-			// are in the cache or the uncommitted batch. A Get and a
-			// commit exclude each other, so a Get that ran while no
-			// commit had completed must see nothing.
-			sawUncommitted := false
-			waitFor(t, 15*time.Second, "the first commit", func() bool {
-				if len(rec.commitEvents()) > 0 {
-					return true
-				}
-				if processed(app) < records {
-					return false
-				}
-				v, found, err := app.Get("counts", "user-00")
-				if len(rec.commitEvents()) == 0 {
-					sawUncommitted = true
-					if err != nil || found {
-						t.Errorf("before the first commit Get(user-00) = %v, %v, %v; want nothing (queries read committed state)", v, found, err)
-					}
-				}
-				return false
-			})
-			if !sawUncommitted {
-				t.Log("the first commit came before all records were processed; the uncommitted read was not checked")
+			waitFor(t, 30*time.Second, "every record processed", func() bool { return processed(app) == records })
+			if n := len(rec.commitEvents()); n != 0 {
+				t.Fatalf("%d commits before the App was stopped, want none within the commit interval", n)
 			}
-			first := rec.commitEvents()[0]
-			var firstTotal int64
-			for _, off := range first.Offsets {
-				firstTotal += off
+			// The counts are in the cache or the uncommitted batch.
+			for u := range users {
+				user := fmt.Sprintf("user-%02d", u)
+				if v, found, err := app.Get("counts", user); err != nil || found {
+					t.Errorf("before the commit Get(%s) = %v, %v, %v; want nothing (queries read committed state)", user, v, found, err)
+				}
+			}
+			if cached {
+				if n := sum(endOffsets(t, b, changelog)); n != 0 {
+					t.Errorf("before the commit the changelog holds %d records, want none: the cache holds every update", n)
+				}
+			}
+			if err := stop(); err != nil {
+				t.Fatal(err)
+			}
+			commits := rec.commitEvents()
+			if len(commits) != 1 {
+				t.Fatalf("%d commits, want one, on stopping", len(commits))
+			}
+			var committed int64
+			for _, off := range commits[0].Offsets {
+				committed += off
+			}
+			if committed != records {
+				t.Errorf("the commit covered %d records, want all %d", committed, records)
 			}
 
 			if cached {
-				if firstTotal != records {
-					// The group join or the fetch straddled the first
-					// commit; the dedup is then per commit.
-					t.Logf("the first commit covered %d of %d records; checking the weaker bound", firstTotal, records)
-					waitFor(t, 15*time.Second, "all records committed", func() bool {
-						return sum(committedOffsets(t, b, appID, "clicks")) == records
-					})
-					// A commit writes its output before its hook runs: allow
-					// for one in flight.
-					n := sum(endOffsets(t, b, "click-counts"))
-					if commits := len(rec.commitEvents()) + 1; n > int64(users*commits) {
-						t.Errorf("output holds %d records after at most %d commits; the cache lets at most one per user per commit out", n, commits)
-					}
-				} else {
-					if n := sum(endOffsets(t, b, "click-counts")); n != users {
-						t.Errorf("after the first commit the output holds %d records, want %d (one per user)", n, users)
-					}
-					if n := sum(endOffsets(t, b, changelog)); n != users {
-						t.Errorf("after the first commit the changelog holds %d records, want %d (one per user)", n, users)
-					}
-					out := consumeN(t, b, "click-counts", users, 10*time.Second)
-					for _, r := range out {
-						if n := fromI64(t, r.Value); n != perUser {
-							t.Errorf("output %s = %d, want the full count %d", r.Key, n, perUser)
-						}
+				if n := sum(endOffsets(t, b, "click-counts")); n != users {
+					t.Errorf("after the commit the output holds %d records, want %d (one per user)", n, users)
+				}
+				if n := sum(endOffsets(t, b, changelog)); n != users {
+					t.Errorf("after the commit the changelog holds %d records, want %d (one per user)", n, users)
+				}
+				out := consumeN(t, b, "click-counts", users, 10*time.Second)
+				for _, r := range out {
+					if n := fromI64(t, r.Value); n != perUser {
+						t.Errorf("output %s = %d, want the full count %d", r.Key, n, perUser)
 					}
 				}
 			} else {
@@ -431,21 +422,24 @@ func TestRecordCacheDedupsBetweenCommits(t *testing.T) {
 						t.Errorf("output for %s = %v, want 1..%d in order", u, seq, perUser)
 					}
 				}
-				waitFor(t, 10*time.Second, "one changelog record per update", func() bool {
-					return sum(endOffsets(t, b, changelog)) == records
-				})
+				if n := sum(endOffsets(t, b, changelog)); n != records {
+					t.Errorf("the changelog holds %d records, want %d, one per update", n, records)
+				}
 			}
-			waitFor(t, 10*time.Second, "the committed counts", func() bool {
-				return countsAre(app, "counts", uniformCounts(users, perUser))
-			})
 
+			// The committed counts, from a second App on the same state.
+			again := newCountApp(t, b, cfg, streams.StoreOptions{CachingDisabled: !cached})
+			stopAgain := runApp(t, again)
+			waitFor(t, 30*time.Second, "the committed counts", func() bool {
+				return countsAre(again, "counts", uniformCounts(users, perUser))
+			})
 			if p := topicConfig(t, b, changelog, "cleanup.policy"); p != "compact" {
 				t.Errorf("changelog %s has cleanup.policy %q, want compact", changelog, p)
 			}
 			if n := len(endOffsets(t, b, changelog)); n != partitions {
 				t.Errorf("changelog %s has %d partitions, want the input's %d", changelog, n, partitions)
 			}
-			if err := stop(); err != nil {
+			if err := stopAgain(); err != nil {
 				t.Fatal(err)
 			}
 		})
@@ -771,12 +765,14 @@ func TestInteractiveQueries(t *testing.T) {
 }
 
 // TestQueryWhileRestoring starts an App on an empty state dir over a
-// changelog of 200,000 updates of 100,000 keys and queries it at once:
-// while a task restores, Get says *StoreNotReadyError naming the store and
-// the task; afterwards every row is right. The changelog is written
-// directly, as the App would have (String keys, Int64 counts, keys in the
-// partitions of their input), which is faster than counting 200,000
-// records under the race detector.
+// changelog of 200,000 updates of 100,000 keys and queries it while a task
+// restores: Get says *StoreNotReadyError naming the store and the task;
+// afterwards every row is right. The changelog is written directly, as the
+// App would have (String keys, Int64 counts, keys in the partitions of
+// their input), which is faster than counting 200,000 records under the
+// race detector. The first restore's start hook holds that restore until
+// the query has been made, so the query meets a restore however fast the
+// machine restores.
 func TestQueryWhileRestoring(t *testing.T) {
 	const (
 		keys    = 100_000
@@ -804,45 +800,46 @@ func TestQueryWhileRestoring(t *testing.T) {
 	t.Logf("produced the changelog in %v", time.Since(began))
 	began = time.Now()
 
-	rl := &restoreLog{}
+	rl := &heldRestore{held: make(chan streams.RestoreEvent, 1), release: make(chan struct{})}
 	cfg := testConfig(b, appID)
 	cfg.StateDir = t.TempDir()
 	cfg.Hooks = []streams.Hook{rl}
 	app := newCountApp(t, b, cfg, streams.StoreOptions{})
 	runApp(t, app)
+	var releaseOnce sync.Once
+	release := func() { releaseOnce.Do(func() { close(rl.release) }) }
+	t.Cleanup(release) // before the App's stop, which waits for the restore
 
-	var notReady *streams.StoreNotReadyError
-	deadline := time.Now().Add(25 * time.Second)
-	for {
-		v, found, err := app.Get("counts", "k-099999")
-		if err != nil {
-			var nr *streams.StoreNotReadyError
-			if !errors.As(err, &nr) {
-				t.Fatalf("Get during the restore: %v, want a *StoreNotReadyError", err)
-			}
-			if notReady == nil {
-				notReady = nr
-			}
-		} else if found {
-			if v.(int64) != updates/keys {
-				t.Fatalf("Get(k-099999) = %v after the restore, want %d", v, updates/keys)
-			}
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the store never answered k-099999")
-		}
-		time.Sleep(time.Millisecond)
+	var held streams.RestoreEvent
+	select {
+	case held = <-rl.held:
+	case <-time.After(30 * time.Second):
+		t.Fatal("no restore started")
 	}
-	// A Get stops at the task that has the key; a key no task has asks
-	// every task, and so answers without error only once none restores.
-	waitFor(t, 20*time.Second, "every task restored", func() bool {
+	// A key no task has asks every task: the held one is restoring.
+	_, _, err = app.Get("counts", "no-such-key")
+	var notReady *streams.StoreNotReadyError
+	if !errors.As(err, &notReady) {
+		t.Fatalf("Get while task %s restores = %v, want a *StoreNotReadyError", held.Task, err)
+	}
+	if notReady.Store != "counts" {
+		t.Errorf("StoreNotReadyError.Store = %q, want counts", notReady.Store)
+	}
+	restoring := false
+	for _, ts := range app.Stats().Tasks {
+		restoring = restoring || ts.ID == notReady.Task && ts.Restoring
+	}
+	if !restoring {
+		t.Errorf("StoreNotReadyError.Task = %v, which is not restoring (task %s is held restoring)", notReady.Task, held.Task)
+	}
+	if msg := notReady.Error(); !strings.Contains(msg, "counts") || !strings.Contains(msg, notReady.Task.String()) {
+		t.Errorf("StoreNotReadyError says %q, which does not name the store and the task", msg)
+	}
+	release()
+
+	waitFor(t, 30*time.Second, "every task restored", func() bool {
 		_, _, err := app.Get("counts", "no-such-key")
-		var nr *streams.StoreNotReadyError
-		if errors.As(err, &nr) {
-			if notReady == nil {
-				notReady = nr
-			}
+		if errors.As(err, &notReady) {
 			return false
 		}
 		if err != nil {
@@ -851,19 +848,6 @@ func TestQueryWhileRestoring(t *testing.T) {
 		return true
 	})
 	t.Logf("restored in %v", time.Since(began))
-	if notReady == nil {
-		t.Log("the restore finished before a query saw it; the not-ready error was not observed")
-	} else {
-		if notReady.Store != "counts" {
-			t.Errorf("StoreNotReadyError.Store = %q, want counts", notReady.Store)
-		}
-		if notReady.Task != (streams.TaskID{Partition: 0}) && notReady.Task != (streams.TaskID{Partition: 1}) {
-			t.Errorf("StoreNotReadyError.Task = %v, want 0_0 or 0_1", notReady.Task)
-		}
-		if msg := notReady.Error(); !strings.Contains(msg, "counts") || !strings.Contains(msg, notReady.Task.String()) {
-			t.Errorf("StoreNotReadyError says %q, which does not name the store and the task", msg)
-		}
-	}
 	rows, bad := 0, 0
 	err = app.Range("counts", nil, nil, func(k, v any) bool {
 		rows++
@@ -889,6 +873,23 @@ func TestQueryWhileRestoring(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// heldRestore is a restoreLog whose first restore start sends its event on
+// held and blocks that restore until release is closed.
+type heldRestore struct {
+	restoreLog
+	once    sync.Once
+	held    chan streams.RestoreEvent
+	release chan struct{}
+}
+
+func (h *heldRestore) OnRestoreStart(e streams.RestoreEvent) {
+	h.restoreLog.OnRestoreStart(e)
+	h.once.Do(func() {
+		h.held <- e
+		<-h.release
+	})
+}
 
 // ---- 5. restore hooks and stream time ----
 
@@ -1214,8 +1215,9 @@ func TestUnwritableStateDir(t *testing.T) {
 	}
 	cfg := testConfig(b, "unwritable")
 	cfg.StateDir = filepath.Join(file, "state")
+	rec := &recorder{}
+	cfg.Hooks = []streams.Hook{rec}
 	app := newCountApp(t, b, cfg, streams.StoreOptions{})
-	start := time.Now()
 	err := runWatched(t, app).wait(t, 15*time.Second)
 	if err == nil {
 		t.Fatal("Run returned nil, want an error")
@@ -1223,8 +1225,12 @@ func TestUnwritableStateDir(t *testing.T) {
 	if !strings.Contains(err.Error(), file) {
 		t.Errorf("the error %q does not name the directory %s", err, file)
 	}
-	if took := time.Since(start); took > 10*time.Second {
-		t.Errorf("Run took %v to fail", took)
+	// Before joining the group: no task was ever assigned.
+	rec.mu.Lock()
+	assigned := slices.Clone(rec.assigned)
+	rec.mu.Unlock()
+	if len(assigned) != 0 {
+		t.Errorf("tasks %+v were assigned before Run failed, want it to fail before joining the group", assigned)
 	}
 	if got := committedOffsets(t, b, "unwritable", "clicks"); len(got) != 0 {
 		t.Errorf("committed %v although nothing was processed", got)

@@ -223,7 +223,8 @@ func TestWindowsSurviveFailoverAndRestart(t *testing.T) {
 	if c := got["sensor-0@10000"]; c != 2 {
 		t.Errorf("sensor-0 in [10s,20s): %d, want 2", c)
 	}
-	time.Sleep(500 * time.Millisecond)
+	// Every reading committed: whatever they emit is in the output.
+	waitFor(t, 30*time.Second, "every reading committed", func() bool { return allCommitted(t, b, "windows", "readings") })
 	if n := sum(endOffsets(t, b, "window-counts")); n != 2*readingKeys {
 		t.Errorf("%d results, want %d: a window was emitted twice", n, 2*readingKeys)
 	}
@@ -301,7 +302,7 @@ func TestWindowSurvivesCrash(t *testing.T) {
 			t.Errorf("sensor-%d in [0,10s): %d, want 3 (1 s, 3 s and 8 s)", k, c)
 		}
 	}
-	time.Sleep(500 * time.Millisecond)
+	waitFor(t, 30*time.Second, "every reading committed", func() bool { return allCommitted(t, b, "windows", "readings") })
 	if n := sum(endOffsets(t, b, "window-counts")); n != readingKeys {
 		t.Errorf("%d results, want %d", n, readingKeys)
 	}
