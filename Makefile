@@ -84,7 +84,8 @@ test-go:
 	if [[ -n "$$runtime" ]]; then echo "go test -race $(TEST_FLAGS) <runtime, monitor, deploy, web/wsbridge>"; $(GO) test -race $(TEST_FLAGS) $$runtime; fi; \
 	if [[ -n "$$others" ]]; then echo "go test $(TEST_FLAGS) <other packages>"; $(GO) test $(TEST_FLAGS) $$others; fi
 
-# A short run of each parser's fuzz target (the corpus in testdata/fuzz and
+# A short run of each parser's fuzz target (designs, describe() texts,
+# expressions) (the corpus in testdata/fuzz and
 # the seeds run in test-go too); make fuzz FUZZTIME=10m for a long one.
 # Minimizing a new interesting input may take up to -fuzzminimizetime
 # (60 s by default) and is not cut short by -fuzztime: a short run that meets
@@ -94,6 +95,7 @@ FUZZ_FLAGS = -run='^$$' -fuzztime=$(FUZZTIME) -fuzzminimizetime=100x
 fuzz-short:
 	$(GO) test $(FUZZ_FLAGS) -fuzz='^FuzzDecode$$' ./designer
 	$(GO) test $(FUZZ_FLAGS) -fuzz='^FuzzImportDescribe$$' ./compiler
+	$(GO) test $(FUZZ_FLAGS) -fuzz='^FuzzCompileExpr$$' ./compiler
 
 fuzz: fuzz-short
 

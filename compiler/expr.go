@@ -47,7 +47,23 @@ type ExprError struct {
 	Line, Column int
 	// Message is expr-lang's, e.g. "unknown name valu".
 	Message string
+	// OverLimit is set when the expression is longer than MaxExprBytes
+	// or nests deeper than MaxExprDepth: it was refused unparsed.
+	OverLimit bool
 }
+
+// The bounds of what CompileExpr parses. expr-lang's parser recurses once
+// per nesting level and per prefix operator, with no bound of its own: a
+// megabyte of "(" overflows the goroutine stack, and Go ends the whole
+// process for that (it cannot be recovered). Within these bounds the
+// recursion stays under a few MB of stack; real expressions are far
+// smaller.
+const (
+	// MaxExprBytes is the longest expression source, in bytes.
+	MaxExprBytes = 16 << 10
+	// MaxExprDepth is the deepest nesting of (), [] and {}.
+	MaxExprDepth = 100
+)
 
 func (e *ExprError) Error() string {
 	if e.Line == 0 {
@@ -126,6 +142,9 @@ func CompileExpr(role designer.ExprRole, source string) (*Expr, error) {
 	if isBlank(source) {
 		return nil, &ExprError{Message: "the expression is empty"}
 	}
+	if err := checkExprBounds(source); err != nil {
+		return nil, err
+	}
 	opts := []expr.Option{expr.Env(env)}
 	if role == designer.Predicate {
 		opts = append(opts, expr.AsBool())
@@ -148,6 +167,48 @@ func CompileExpr(role designer.ExprRole, source string) (*Expr, error) {
 		return nil, &ExprError{Message: msg}
 	}
 	return e, nil
+}
+
+// checkExprBounds refuses a source over MaxExprBytes or nested deeper
+// than MaxExprDepth, before expr-lang's parser sees it. Brackets inside
+// string literals do not count.
+func checkExprBounds(source string) *ExprError {
+	if len(source) > MaxExprBytes {
+		return &ExprError{OverLimit: true, Message: fmt.Sprintf("the expression is %d bytes long; at most %d are allowed", len(source), MaxExprBytes)}
+	}
+	depth, line, column := 0, 1, 0
+	var quote rune // the open string literal's quote, or 0
+	escaped := false
+	for _, r := range source {
+		column++
+		switch {
+		case r == '\n':
+			line, column = line+1, 0
+			continue
+		case quote != 0:
+			switch {
+			case escaped:
+				escaped = false
+			case r == '\\' && quote != '`':
+				escaped = true
+			case r == quote:
+				quote = 0
+			}
+			continue
+		}
+		switch r {
+		case '"', '\'', '`':
+			quote = r
+		case '(', '[', '{':
+			if depth++; depth > MaxExprDepth {
+				return &ExprError{OverLimit: true, Line: line, Column: column,
+					Message: fmt.Sprintf("brackets nested more than %d deep", MaxExprDepth)}
+			}
+		case ')', ']', '}':
+			depth--
+		}
+	}
+	return nil
 }
 
 func isBlank(s string) bool {

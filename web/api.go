@@ -323,6 +323,11 @@ func (s *Server) expression(c *fiber.Ctx) error {
 	if !errors.As(err, &ee) {
 		return err
 	}
+	if ee.OverLimit {
+		// Refused unparsed: the request, not the expression's syntax, is
+		// what is wrong.
+		return errorf(fiber.StatusUnprocessableEntity, "expression: "+ee.Error())
+	}
 	return c.JSON(fiber.Map{"ok": false, "error": fiber.Map{"line": ee.Line, "column": ee.Column, "message": ee.Message}})
 }
 

@@ -368,7 +368,33 @@ func TestExpressionAPI(t *testing.T) {
 		{name: "unknown role", method: "POST", path: "/api/expression", body: `{"role": "guess", "source": "1"}`, status: 400, contains: []string{`unknown expression role \"guess\"`}},
 		{name: "no source", method: "POST", path: "/api/expression", body: `{"role": "predicate"}`, status: 400},
 		{name: "source a number", method: "POST", path: "/api/expression", body: `{"role": "predicate", "source": 1}`, status: 400, check: wantError("want string, not number", 1, 33, "source")},
+		// expr-lang's parser would overflow the stack on these, which
+		// ends the process: they are refused unparsed, and the server
+		// answers the next request.
+		{name: "1.2 MB nested", method: "POST", path: "/api/expression", body: `{"role": "predicate", "source": "` + strings.Repeat("(", 600000) + "true" + strings.Repeat(")", 600000) + `"}`, status: 422, contains: []string{"1200004 bytes long; at most 16384"}},
+		{name: "nested too deep", method: "POST", path: "/api/expression", body: `{"role": "predicate", "source": "` + strings.Repeat("[", 101) + "1" + strings.Repeat("]", 101) + ` != nil"}`, status: 422, contains: []string{"nested more than 100 deep (1:101)"}},
+		{name: "brackets in strings do not nest", method: "POST", path: "/api/expression", body: `{"role": "predicate", "source": "'` + strings.Repeat("(", 200) + `' != ''"}`, status: 200, check: check(true, 0, 0, "")},
+		{name: "still serving", method: "POST", path: "/api/expression", body: `{"role": "predicate", "source": "value.amount >= 50"}`, status: 200, check: check(true, 0, 0, "")},
 	})
+}
+
+// TestDeepExpressionInADesign saves a design whose predicate would
+// overflow expr-lang's parser, then validates it: the problem is on the
+// node's predicate, and the server keeps serving.
+func TestDeepExpressionInADesign(t *testing.T) {
+	ts := start(t, Config{})
+	deep := strings.Repeat("(", 600000) + "true" + strings.Repeat(")", 600000)
+	design := withParam(t, readTestdata(t, "orders-windowed.json"), "filter", "predicate", deep)
+	if r := ts.do("POST", "/api/designs/import", design); r.status != 201 {
+		t.Fatalf("saving the design: %d %.300s", r.status, r.body)
+	}
+	r := ts.do("POST", "/api/validate", design)
+	if r.status != 200 || !strings.Contains(r.String(), `"node":"filter"`) || !strings.Contains(r.String(), "bytes long") {
+		t.Fatalf("validating the design: %d %.500s", r.status, r.body)
+	}
+	if r := ts.do("GET", "/api/designs/orders-windowed", ""); r.status != 200 {
+		t.Fatalf("the server stopped answering: %d", r.status)
+	}
 }
 
 func TestCompileAPI(t *testing.T) {

@@ -39,7 +39,8 @@
 //	                                         under the folder <module>/
 //	POST   /api/validate                     body: a design; {"problems": [...]} (empty when it compiles)
 //	POST   /api/expression                   body {"role", "source"}: {"ok": true} or
-//	                                         {"ok": false, "error": {"line", "column", "message"}}
+//	                                         {"ok": false, "error": {"line", "column", "message"}}; 422 for a
+//	                                         source over compiler.MaxExprBytes or nested over MaxExprDepth
 //	POST   /api/compile                      body: a design; {"appId", "describe", "topics", "stores",
 //	                                         "subtopologies": [{"id", "nodes"}], "nodes": {id: {"operator", "parts", "subtopologies"}}}
 //	                                         or 422
