@@ -2,6 +2,7 @@ package compiler
 
 import (
 	"cmp"
+	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -59,8 +60,14 @@ const importGap = 220
 //     in front of it: after a groupBy the key was selected upstream (by the
 //     select-key node the KSTREAM-KEY-SELECT- processor becomes) and the
 //     repartition node carries the grouping. Windowed aggregations look
-//     exactly like plain ones in describe(), so no windowed-by node is made:
-//     a windowed aggregation is imported as an unwindowed one.
+//     exactly like plain ones in describe() (the same processor and store
+//     names, and no window), so a windowed aggregation is imported as an
+//     unwindowed one, with a note saying so (ImportDescribeNotes). The
+//     one tell is a suppress right after the aggregation (KTABLE-SUPPRESS-,
+//     or s with the store s-store for withName("s")), taken for
+//     untilWindowCloses: the suppress becomes a windowed-by node between
+//     the group-by-key and the aggregation, emitting on window close, with
+//     its type, size and grace unset so that validation asks for the size.
 //   - A table source (a Source feeding only a KTABLE-SOURCE- processor, or
 //     X-table-source feeding X) becomes one source-table node with the
 //     topic and the store.
@@ -78,7 +85,7 @@ const importGap = 220
 //   - What has no kind in the catalog becomes an "opaque" node, which
 //     validation reports: processors whose name carries no known prefix
 //     (operators named with Named lose their kind), named stream-table
-//     joins, foreign-key joins, suppress,
+//     joins, foreign-key joins, suppress (but the one above),
 //     toTable, cogroup, the Processor API, and the processors of global
 //     stores. A source of a topic pattern keeps the pattern as its topic
 //     and a sink of a TopicNameExtractor has no topic; validation reports
@@ -88,9 +95,43 @@ const importGap = 220
 // several takes the place of the first), and laid out with one band of rows
 // per sub-topology and one column per depth, 220 pixels apart.
 func ImportDescribe(text, name string) (*designer.Design, error) {
+	d, _, err := ImportDescribeNotes(text, name)
+	return d, err
+}
+
+// ImportNote is something of the text that the importer could not turn
+// into the design, on the design node it concerns: what validation cannot
+// ask for because the design does not show that it is missing (a window
+// that describe() does not print), or a guess the importer made.
+type ImportNote struct {
+	// Node is the design node's id, Kind its kind.
+	Node string `json:"node"`
+	Kind string `json:"kind"`
+	// Processor is the name of the text's node it is about.
+	Processor string `json:"processor"`
+	Message   string `json:"message"`
+}
+
+// String says where and what, as a validation problem does: `node "n3"
+// (aggregate), KSTREAM-AGGREGATE-0000000002: ...`.
+func (n ImportNote) String() string {
+	return fmt.Sprintf("node %q (%s), %s: %s", n.Node, n.Kind, n.Processor, n.Message)
+}
+
+// ImportDescribeNotes is ImportDescribe, and also returns the notes on
+// what the text does not tell, in the order of the design's nodes:
+//
+//   - Every count, reduce or aggregate fed by a stream gets a note that
+//     describe() does not tell whether it was windowed, unless a suppress
+//     follows it (see ImportDescribe), which tells it was.
+//   - Every aggregate (KSTREAM-AGGREGATE-, KTABLE-AGGREGATE-) gets a note
+//     that it may have been a count.
+//   - A windowed-by node made from a suppress gets a note that its window
+//     is not in the text.
+func ImportDescribeNotes(text, name string) (*designer.Design, []ImportNote, error) {
 	g, err := parseDescribe(text)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if name == "" {
 		name = "imported"
@@ -108,12 +149,14 @@ func ImportDescribe(text, name string) (*designer.Design, error) {
 	im.branches()
 	im.joins()
 	im.processors()
+	im.suppressions()
 	im.repartitions()
 	im.sourcesAndSinks()
 	im.connect()
 	im.groupAggregations()
 	im.mergeInputs()
-	return im.design(name), nil
+	d := im.design(name)
+	return d, im.notes(), nil
 }
 
 // importNode is a node of the design being built.
@@ -126,6 +169,16 @@ type importNode struct {
 	seq    int // creation order
 	id     string
 	depth  int
+	// text is the name of the text's node it was made from, for notes.
+	text string
+	// suppress is the suppress processor that tells an aggregation was
+	// windowed and emits final results: "" when there is none.
+	suppress string
+	// notes are the node's import notes, without the node.
+	notes []string
+	// window is, for an aggregation of a stream that may have been
+	// windowed, the group-by-key node where a windowed-by would follow.
+	window *importNode
 }
 
 type importPort struct {
@@ -168,6 +221,8 @@ type importer struct {
 	inPort map[*describeNode]string
 	// tableLinks are the stream-table joins and their tables.
 	tableLinks []joinTableLink
+	// sorted are the nodes in the design's order, once numbered.
+	sorted []*importNode
 }
 
 func (im *importer) add(kind string, group, pos, sub int, params map[string]any) *importNode {
@@ -181,6 +236,9 @@ func (im *importer) add(kind string, group, pos, sub int, params map[string]any)
 
 // stand makes n the design node of the text node nd.
 func (im *importer) stand(nd *describeNode, n *importNode) {
+	if n.text == "" {
+		n.text = nd.name
+	}
 	im.out[nd] = importPort{n, "out"}
 	im.in[nd] = n
 	im.done[nd] = true
@@ -492,6 +550,40 @@ func (im *importer) processors() {
 	}
 }
 
+// suppressions takes a suppress right after a stream's count, reduce or
+// aggregate for suppress(Suppressed.untilWindowCloses(...)): the
+// aggregation was windowed and emits one final result per window, which
+// in a design is a windowed-by node emitting on window close
+// (groupAggregations puts it in front of the aggregation). The suppress
+// is generated (KTABLE-SUPPRESS-<n>) or named by withName("s"): s with
+// the store s-store. Its aggregation must feed only it. Nothing in the
+// text tells the window; the note says what to set.
+func (im *importer) suppressions() {
+	for _, s := range im.g.nodes {
+		if s.typ != describeProcessor || s.group.global || im.internal[s] != nil || len(s.pred) != 1 {
+			continue
+		}
+		_, generated := generatedIndex(s.name, "KTABLE-SUPPRESS-")
+		named := len(s.stores) == 1 && s.stores[0] == s.name+"-store"
+		if !generated && !named {
+			continue
+		}
+		a := im.g.byName[s.pred[0]]
+		n, sn := im.in[a], im.in[s]
+		if n == nil || sn == nil || sn.kind != "opaque" || a.typ != describeProcessor || len(a.succ) != 1 || !strings.HasPrefix(a.name, "KSTREAM-") {
+			continue
+		}
+		if n.kind != "count" && n.kind != "reduce" && n.kind != "aggregate" {
+			continue
+		}
+		im.nodes = slices.DeleteFunc(im.nodes, func(x *importNode) bool { return x == sn })
+		n.suppress = s.name
+		im.out[s] = importPort{n, "out"}
+		im.in[s] = n
+		im.done[s] = true
+	}
+}
+
 // repartitions makes the repartition nodes, or lets a table's group-by
 // stand for its repartition.
 func (im *importer) repartitions() {
@@ -655,14 +747,48 @@ func (im *importer) groupAggregations() {
 		}
 		es := ins[n]
 		if !slices.ContainsFunc(es, func(e *importEdge) bool { return types[e.from] == designer.Stream }) {
+			if n.suppress != "" {
+				n.notes = append(n.notes, fmt.Sprintf("%s after it is taken for suppress(Suppressed.untilWindowCloses(...)), a window's final result, but the importer cannot tell what feeds it: put group-by-key and a windowed-by node emitting %s before it, with the window's type, size and grace", n.suppress, designer.EmitOnWindowClose))
+			}
 			continue
 		}
-		g := im.add("group-by-key", n.group, n.pos, n.sub-1, nil)
+		into := n
+		if n.suppress != "" {
+			w := im.add("windowed-by", n.group, n.pos, n.sub-1, map[string]any{"emit": designer.EmitOnWindowClose})
+			w.text = n.suppress
+			w.notes = append(w.notes, fmt.Sprintf("taken for suppress(Suppressed.untilWindowCloses(...)) after %s: the aggregation was windowed and emits one final result per window. describe() does not print the window: set its type (tumbling unless set), size (gap for session windows, and advance for hopping ones) and grace. A suppress(untilTimeLimit(...)) prints the same and has no counterpart in a design: then delete this node", n.text))
+			im.edges = append(im.edges, &importEdge{from: w, port: "out", to: n})
+			into = w
+		}
+		g := im.add("group-by-key", n.group, n.pos, into.sub-1, nil)
 		for _, e := range es {
 			e.to = g
 		}
-		im.edges = append(im.edges, &importEdge{from: g, port: "out", to: n})
+		im.edges = append(im.edges, &importEdge{from: g, port: "out", to: into})
+		if n.suppress == "" {
+			n.window = g
+		}
 	}
+}
+
+// notes lists the import notes of the numbered nodes, in their order.
+func (im *importer) notes() []ImportNote {
+	var notes []ImportNote
+	for _, n := range im.sorted {
+		if n.window != nil {
+			notes = append(notes, ImportNote{Node: n.id, Kind: n.kind, Processor: n.text, Message: fmt.Sprintf(
+				"describe() prints a windowed aggregation (windowedBy) as it prints an unwindowed one, without the window, so it is imported unwindowed: if it was windowed, put a windowed-by node between %s and %s and set its type, size and grace (emit %s for an emitStrategy(onWindowClose))",
+				n.window.id, n.id, designer.EmitOnWindowClose)})
+		}
+		if n.kind == "aggregate" && (strings.HasPrefix(n.text, "KSTREAM-AGGREGATE-") || strings.HasPrefix(n.text, "KTABLE-AGGREGATE-")) {
+			notes = append(notes, ImportNote{Node: n.id, Kind: n.kind, Processor: n.text,
+				Message: "describe() names a count() as it names an aggregate(), so it is imported as an aggregate: if it was a count, make it a count node"})
+		}
+		for _, m := range n.notes {
+			notes = append(notes, ImportNote{Node: n.id, Kind: n.kind, Processor: n.text, Message: m})
+		}
+	}
+	return notes
 }
 
 // mergeInputs puts a merge before an input that takes one edge but has
@@ -694,6 +820,7 @@ func (im *importer) design(name string) *designer.Design {
 	slices.SortStableFunc(nodes, func(a, b *importNode) int {
 		return cmp.Or(cmp.Compare(a.pos, b.pos), cmp.Compare(a.sub, b.sub), cmp.Compare(a.seq, b.seq))
 	})
+	im.sorted = nodes
 	order := map[*importNode]int{}
 	for i, n := range nodes {
 		n.id = "n" + strconv.Itoa(i+1)

@@ -300,8 +300,8 @@ n1 source-stream name=KSTREAM-SOURCE-0000000000 topic=input
 n2 select-key name=KSTREAM-KEY-SELECT-0000000001
 n3 repartition name=counts
 n4 group-by-key
-n5 aggregate name=KSTREAM-AGGREGATE-0000000002 store=counts
-n6 opaque name=myname
+n5 windowed-by emit=on-window-close
+n6 aggregate name=KSTREAM-AGGREGATE-0000000002 store=counts
 n7 to-stream name=KTABLE-TOSTREAM-0000000006
 n8 map name=KSTREAM-MAP-0000000007
 n9 sink name=KSTREAM-SINK-0000000008 topic=output-suppressed
@@ -402,9 +402,9 @@ n1 source-stream name=KSTREAM-SOURCE-0000000000 topic=retryTopic
 n2 opaque name=KSTREAM-PROCESSOR-0000000001
 n3 repartition name=KSTREAM-AGGREGATE-STATE-STORE-0000000002
 n4 group-by-key
-n5 aggregate name=KSTREAM-AGGREGATE-0000000003 store=KSTREAM-AGGREGATE-STATE-STORE-0000000002
-n6 source-stream name=KSTREAM-SOURCE-0000000019 topic=internal-topic-command
-n7 opaque name=KTABLE-SUPPRESS-0000000007
+n5 windowed-by emit=on-window-close
+n6 aggregate name=KSTREAM-AGGREGATE-0000000003 store=KSTREAM-AGGREGATE-STATE-STORE-0000000002
+n7 source-stream name=KSTREAM-SOURCE-0000000019 topic=internal-topic-command
 n8 peek name=KSTREAM-PEEK-0000000020
 n9 to-stream name=KTABLE-TOSTREAM-0000000009
 n10 flat-map name=KSTREAM-FLATMAP-0000000010
@@ -432,9 +432,9 @@ n1 -> n2
 n2 -> n3
 n3 -> n4
 n4 -> n5
-n5 -> n7
-n6 -> n8
-n7 -> n9
+n5 -> n6
+n6 -> n9
+n7 -> n8
 n8 -> n11
 n9 -> n10
 n10 -> n12

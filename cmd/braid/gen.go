@@ -5,11 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"strings"
 	"time"
 
 	"github.com/braidstream/braid/datagen"
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -19,13 +21,19 @@ var genReportInterval = 2 * time.Second
 
 func runGen(ctx context.Context, args []string, stdout io.Writer) error {
 	fs := newFlagSet("gen", "braid gen --topic T [--brokers 127.0.0.1:9092] [--rate R] [--keys N] [--key-prefix P]\n"+
-		"                 [--field name=generator ...] [--jitter D] [--late-fraction F] [--late-by D] [--duration D] [--seed S]\n\n"+
-		"Produces JSON records to an existing topic at a rate, over a set of keys, optionally out of order\n"+
+		"                 [--field name=generator ...] [--jitter D] [--late-fraction F] [--late-by D] [--duration D] [--seed S]\n"+
+		"                 [--partitions N] [--replication-factor N] [--create=false]\n\n"+
+		"Produces JSON records to a topic at a rate, over a set of keys, optionally out of order\n"+
 		"(--jitter) and with a fraction of records far in the past (--late-fraction, --late-by).\n"+
 		"Field generators: key, sequence, sequence(start), random(min, max), randfloat(min, max),\n"+
 		"choice(a, b, ...), timestamp, bool, 'quoted text' or a JSON number. Without --field:\n"+
-		"key=key seq=sequence value=random(1, 100).", stdout)
-	topic := fs.String("topic", "", "topic to produce to (required; it must exist)")
+		"key=key seq=sequence value=random(1, 100).\n"+
+		"A missing topic is created (--partitions, --replication-factor) and gen says so; an existing one is\n"+
+		"used as it is. With --create=false a missing topic is an error.", stdout)
+	topic := fs.String("topic", "", "topic to produce to (required)")
+	create := fs.Bool("create", true, "create the topic when it does not exist")
+	partitions := fs.Int("partitions", -1, "partitions of a topic gen creates; -1: the broker's default (num.partitions)")
+	replication := fs.Int("replication-factor", -1, "replication factor of a topic gen creates; -1: the broker's default")
 	brokers := fs.String("brokers", "127.0.0.1:9092", "comma-separated bootstrap brokers")
 	rate := fs.Float64("rate", 10, "records per second, up to 1e6")
 	keys := fs.Int("keys", 10, "key cardinality: keys PREFIX-0 .. PREFIX-(N-1)")
@@ -53,6 +61,10 @@ func runGen(ctx context.Context, args []string, stdout io.Writer) error {
 		return fmt.Errorf("gen: --late-by %v: must be positive", *lateBy)
 	case *duration < 0:
 		return fmt.Errorf("gen: --duration %v: must not be negative", *duration)
+	case *partitions == 0 || *partitions < -1 || *partitions > math.MaxInt32:
+		return fmt.Errorf("gen: --partitions %d: must be positive, or -1 for the broker's default", *partitions)
+	case *replication == 0 || *replication < -1 || *replication > math.MaxInt16:
+		return fmt.Errorf("gen: --replication-factor %d: must be positive, or -1 for the broker's default", *replication)
 	}
 	spec := datagen.Spec{
 		Topic: *topic, Rate: *rate, Keys: *keys, KeyPrefix: *keyPrefix, Template: fields,
@@ -71,7 +83,7 @@ func runGen(ctx context.Context, args []string, stdout io.Writer) error {
 		return fmt.Errorf("gen: %w", err)
 	}
 	defer cl.Close()
-	if err := checkTopicExists(ctx, cl, *topic, *brokers); err != nil {
+	if err := ensureTopic(ctx, cl, topicSpec{*topic, *brokers, *create, int32(*partitions), int16(*replication)}, stdout); err != nil {
 		return err
 	}
 	g, err := datagen.New(cl, spec)
@@ -114,21 +126,61 @@ func runGen(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 }
 
-// checkTopicExists fails, naming the topic, when the cluster does not
-// have it: gen never creates topics (even where the broker would on
-// produce), so that a typo does not silently feed a new topic.
-func checkTopicExists(ctx context.Context, cl *kgo.Client, topic, brokers string) error {
+// topicSpec is the topic gen produces to, where, and how to create it.
+type topicSpec struct {
+	topic, brokers string
+	create         bool
+	partitions     int32
+	replication    int16
+}
+
+// ensureTopic makes sure the cluster has the topic. An existing topic is
+// used as it is. A missing one is created with the partitions and
+// replication factor asked for (-1: the broker's defaults), and gen says
+// so on stdout, so that a typo does not feed a new topic unnoticed; with
+// create false it is an error saying how to have it. Gen never leaves it
+// to the broker's automatic creation on produce.
+func ensureTopic(ctx context.Context, cl *kgo.Client, ts topicSpec, stdout io.Writer) error {
 	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
-	details, err := kadm.NewClient(cl).ListTopics(ctx, topic)
+	adm := kadm.NewClient(cl)
+	details, err := adm.ListTopics(ctx, ts.topic)
 	if err != nil {
-		return fmt.Errorf("gen: reading the metadata of topic %q from %s: %w", topic, brokers, err)
+		return fmt.Errorf("gen: reading the metadata of topic %q from %s: %w", ts.topic, ts.brokers, err)
 	}
-	d, ok := details[topic]
-	if !ok || d.Err != nil || len(d.Partitions) == 0 {
-		return fmt.Errorf("gen: topic %q does not exist on %s", topic, brokers)
+	d, ok := details[ts.topic]
+	if ok && d.Err == nil && len(d.Partitions) > 0 {
+		return nil
 	}
+	if ok && d.Err != nil && !errors.Is(d.Err, kerr.UnknownTopicOrPartition) {
+		return fmt.Errorf("gen: reading the metadata of topic %q from %s: %w", ts.topic, ts.brokers, d.Err)
+	}
+	if !ts.create {
+		return fmt.Errorf("gen: topic %q does not exist on %s: drop --create=false to have gen create it (--partitions, --replication-factor)", ts.topic, ts.brokers)
+	}
+	resp, err := adm.CreateTopic(ctx, ts.partitions, ts.replication, nil, ts.topic)
+	if err == nil {
+		err = resp.Err
+	}
+	switch {
+	case errors.Is(err, kerr.TopicAlreadyExists):
+		// Created meanwhile by someone else: used as it is.
+		return nil
+	case err != nil:
+		return fmt.Errorf("gen: creating topic %q on %s with %s and %s: %w", ts.topic, ts.brokers,
+			topicCount(ts.partitions, "partitions"), topicCount(int32(ts.replication), "replication factor"), err)
+	}
+	fmt.Fprintf(stdout, "braid gen: created topic %q on %s with %s, replication factor %d\n", ts.topic, ts.brokers, countNoun(int(resp.NumPartitions), "partition"), resp.ReplicationFactor)
 	return nil
+}
+
+// topicCount says a count asked for: "3 partitions", or "the broker's
+// default partitions" for -1.
+func topicCount(n int32, what string) string {
+	if n < 0 {
+		return "the broker's default " + what
+	}
+	return fmt.Sprintf("%s %d", what, n)
 }
 
 // splitBrokers splits a comma-separated address list, dropping empty

@@ -120,9 +120,9 @@ func TestGenMissingTopic(t *testing.T) {
 	addr, cl := genBroker(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	err := run(ctx, []string{"gen", "--brokers", addr, "--topic", "nope", "--duration", "1s"}, io.Discard, io.Discard)
-	if want := fmt.Sprintf(`gen: topic "nope" does not exist on %s`, addr); err == nil || err.Error() != want {
-		t.Errorf("gen to a missing topic = %v, want %s", err, want)
+	err := run(ctx, []string{"gen", "--brokers", addr, "--topic", "nope", "--create=false", "--duration", "1s"}, io.Discard, io.Discard)
+	if want := fmt.Sprintf(`gen: topic "nope" does not exist on %s: drop --create=false to have gen create it (--partitions, --replication-factor)`, addr); err == nil || err.Error() != want {
+		t.Errorf("gen --create=false to a missing topic = %v, want %s", err, want)
 	}
 	// Checking did not create it.
 	details, err := kadm.NewClient(cl).ListTopics(ctx)
@@ -130,7 +130,86 @@ func TestGenMissingTopic(t *testing.T) {
 		t.Fatal(err)
 	}
 	if details.Has("nope") {
-		t.Error(`gen created the topic "nope"`)
+		t.Error(`gen --create=false created the topic "nope"`)
+	}
+}
+
+// TestGenCreatesTopic runs gen on a missing topic, which it creates with
+// --partitions and says so, then again on the topic it made, which it
+// uses as it is. Each run stops once a record it produced arrives.
+func TestGenCreatesTopic(t *testing.T) {
+	addr, cl := genBroker(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	consumer, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ConsumeTopics("fresh"), kgo.FetchMaxWait(100*time.Millisecond),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.MetadataMinAge(100*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer consumer.Close()
+	// genUntilRecord runs gen until the consumer reads a record of seq
+	// seq (each run numbers its records from its own start).
+	genUntilRecord := func(partitions string, start int) string {
+		t.Helper()
+		runCtx, stop := context.WithCancel(ctx)
+		defer stop()
+		var out bytes.Buffer
+		done := make(chan error, 1)
+		go func() {
+			done <- run(runCtx, []string{"gen", "--brokers", addr, "--topic", "fresh", "--partitions", partitions, "--rate", "50",
+				"--field", "seq=sequence(" + strconv.Itoa(start) + ")"}, &out, io.Discard)
+			stop() // a gen that ends ends the poll too
+		}()
+		for {
+			fetches := consumer.PollFetches(runCtx)
+			if ctx.Err() != nil {
+				t.Fatalf("no record of gen on the topic: %v", ctx.Err())
+			}
+			select {
+			case err := <-done:
+				t.Fatalf("gen ended before a record arrived: %v\n%s", err, out.String())
+			default:
+			}
+			found := false
+			for _, rec := range fetches.Records() {
+				var v struct{ Seq int }
+				if json.Unmarshal(rec.Value, &v) == nil && v.Seq >= start {
+					found = true
+				}
+			}
+			if found {
+				break
+			}
+		}
+		stop()
+		if err := <-done; err != nil {
+			t.Fatalf("gen: %v\n%s", err, out.String())
+		}
+		return out.String()
+	}
+	partitions := func() int {
+		t.Helper()
+		details, err := kadm.NewClient(cl).ListTopics(ctx, "fresh")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(details["fresh"].Partitions)
+	}
+
+	out := genUntilRecord("3", 0)
+	if want := fmt.Sprintf("braid gen: created topic %q on %s with 3 partitions, replication factor 1\n", "fresh", addr); !strings.HasPrefix(out, want) {
+		t.Errorf("gen on a missing topic: output does not start with %q:\n%s", want, out)
+	}
+	if n := partitions(); n != 3 {
+		t.Errorf("gen --partitions 3 created %d partitions", n)
+	}
+
+	out = genUntilRecord("5", 1_000_000)
+	if strings.Contains(out, "created") {
+		t.Errorf("gen on an existing topic says it created it:\n%s", out)
+	}
+	if n := partitions(); n != 3 {
+		t.Errorf("gen --partitions 5 on the existing topic of 3 partitions: it has %d", n)
 	}
 }
 
@@ -152,6 +231,10 @@ func TestGenBadInvocations(t *testing.T) {
 		{[]string{"--topic", "t", "--field", "a=key", "--field", "a=bool"}, `field "a" given twice`},
 		{[]string{"--topic", "bad topic"}, `Topic: "bad topic" has the character ' '`},
 		{[]string{"--topic", "t", "--brokers", " , "}, "gen: --brokers is empty"},
+		{[]string{"--topic", "t", "--partitions", "0"}, "gen: --partitions 0: must be positive, or -1 for the broker's default"},
+		{[]string{"--topic", "t", "--partitions", "-2"}, "gen: --partitions -2: must be positive"},
+		{[]string{"--topic", "t", "--replication-factor", "0"}, "gen: --replication-factor 0: must be positive, or -1 for the broker's default"},
+		{[]string{"--topic", "t", "--replication-factor", "40000"}, "gen: --replication-factor 40000: must be positive"},
 	} {
 		err := run(context.Background(), append([]string{"gen"}, tc.args...), io.Discard, io.Discard)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {

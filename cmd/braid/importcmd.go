@@ -12,15 +12,21 @@ import (
 	"github.com/braidstream/braid/compiler"
 )
 
-// importStdin is what "braid import -" reads; tests replace it.
-var importStdin io.Reader = os.Stdin
+// importStdin is what "braid import -" reads, and importStderr where it
+// writes its notes; tests replace them.
+var (
+	importStdin  io.Reader = os.Stdin
+	importStderr io.Writer = os.Stderr
+)
 
 // runImport is "braid import": it turns a Kafka Streams
 // Topology.describe() text into a design and prints the design's JSON.
 func runImport(_ context.Context, args []string, stdout io.Writer) error {
 	fs := newFlagSet("import", "braid import [--name N] describe.txt > design.json\n\n"+
 		"Turns the text of Kafka Streams' Topology.describe() (a file, or - for stdin) into a design\n"+
-		"and prints it as JSON. Expressions are not in the text: the design's validation asks for them.", stdout)
+		"and prints it as JSON. Expressions are not in the text: the design's validation asks for them.\n"+
+		"What the text does not tell and validation cannot ask for (whether an aggregation was windowed,\n"+
+		"a count taken for an aggregate) is printed to stderr, one note a line, naming the node.", stdout)
 	name := fs.String("name", "", `the design's name (default: the file's name without its extension; "imported" for stdin)`)
 	files, err := parseFiles(fs, args)
 	if err != nil {
@@ -37,13 +43,19 @@ func runImport(_ context.Context, args []string, stdout io.Writer) error {
 	if *name == "" && file != "-" {
 		*name = designName(file)
 	}
-	d, err := compiler.ImportDescribe(string(data), *name)
+	d, notes, err := compiler.ImportDescribeNotes(string(data), *name)
 	if err != nil {
 		return fmt.Errorf("import %s: %w", path, err)
 	}
 	enc := json.NewEncoder(stdout)
 	enc.SetIndent("", "  ")
-	return enc.Encode(d)
+	if err := enc.Encode(d); err != nil {
+		return fmt.Errorf("import: writing the design: %w", err)
+	}
+	for _, n := range notes {
+		fmt.Fprintf(importStderr, "braid import: %s: note: %s\n", path, n)
+	}
+	return nil
 }
 
 // designName makes a design name of a file name: its base without the

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"flag"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -90,5 +91,51 @@ func TestImportCommandErrors(t *testing.T) {
 	var out bytes.Buffer
 	if err := runImport(context.Background(), []string{"--help"}, &out); !errors.Is(err, flag.ErrHelp) || !strings.Contains(out.String(), "Usage: braid import") {
 		t.Errorf("--help: %v\n%s", err, out.String())
+	}
+}
+
+// TestImportCommandWindowedNotes imports a windowed count (issue 18): the
+// notes on what the text does not tell go to stderr, naming the node, and
+// braid compile of the design reports the window's missing size on the
+// windowed-by node the suppress became.
+func TestImportCommandWindowedNotes(t *testing.T) {
+	defer func(w io.Writer) { importStderr = w }(importStderr)
+	file := filepath.Join("..", "..", "compiler", "testdata", "describe-import", "kafka-windowed-count-suppress.txt")
+	text, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, describe, _ := strings.Cut(string(text), "\n---\n")
+	in := filepath.Join(t.TempDir(), "clicks.txt")
+	if err := os.WriteFile(in, []byte(describe), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var out, notes bytes.Buffer
+	importStderr = &notes
+	if err := runImport(context.Background(), []string{in}, &out); err != nil {
+		t.Fatalf("import: %v", err)
+	}
+	lines := strings.Split(strings.TrimSuffix(notes.String(), "\n"), "\n")
+	if len(lines) != 2 ||
+		!strings.HasPrefix(lines[0], "braid import: "+in+`: note: node "n3" (windowed-by), KTABLE-SUPPRESS-0000000003: taken for suppress(Suppressed.untilWindowCloses(...))`) ||
+		!strings.Contains(lines[0], "describe() does not print the window: set its type (tumbling unless set), size") ||
+		!strings.HasPrefix(lines[1], "braid import: "+in+`: note: node "n4" (aggregate), KSTREAM-AGGREGATE-0000000002: describe() names a count() as it names an aggregate()`) {
+		t.Errorf("notes on stderr:\n%s", notes.String())
+	}
+	if strings.Contains(out.String(), "braid import") {
+		t.Errorf("notes in the design's JSON on stdout:\n%s", out.String())
+	}
+
+	design := filepath.Join(t.TempDir(), "clicks.json")
+	if err := os.WriteFile(design, out.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var compiled bytes.Buffer
+	err = runCompile(context.Background(), []string{design}, &compiled)
+	if err == nil || !strings.Contains(err.Error(), "3 problems") {
+		t.Errorf("compile of the imported design: %v, want 3 problems\n%s", err, compiled.String())
+	}
+	if !strings.Contains(compiled.String(), "node n3 (windowed-by) size: required for tumbling windows\n") {
+		t.Errorf("compile does not report the window's size on n3:\n%s", compiled.String())
 	}
 }
