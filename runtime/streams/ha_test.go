@@ -61,17 +61,19 @@ func startHAGroup(t *testing.T, app string, standbys int, configure ...func(*str
 			t.Errorf("supervisor: %v", err)
 		}
 	})
+	// The limits only catch a hang: -race on 2 loaded cores processes
+	// the backlog in well over a minute.
 	// Settled on empty changelogs first, where every instance is caught
 	// up on every task, so that the tasks spread over all three.
-	waitFor(t, 60*time.Second, "all tasks running and replicas placed", func() bool {
+	waitFor(t, 3*time.Minute, "all tasks running and replicas placed", func() bool {
 		return g.settled(standbys)
 	})
 	// A changelog of thousands of records per task, so that a full
 	// restore and a standby's tail differ.
 	g.produce(0, 30_000)
 	g.startInput()
-	waitFor(t, 60*time.Second, "the backlog processed", func() bool { return g.countsReach(30_000) })
-	waitFor(t, 60*time.Second, "the standbys caught up", func() bool { return g.settled(standbys) })
+	waitFor(t, 3*time.Minute, "the backlog processed", func() bool { return g.countsReach(30_000) })
+	waitFor(t, 3*time.Minute, "the standbys caught up", func() bool { return g.settled(standbys) })
 	return g
 }
 
