@@ -147,7 +147,7 @@ func deployDemo(m *deploy.Manager) error {
 	// Run has just been started on its goroutine: wait until it accepts.
 	var err error
 	for range 50 {
-		if _, err = m.Deploy(deploy.Request{Design: demoID, Instances: 3, Standbys: 1}); !errors.Is(err, deploy.ErrNotRunning) {
+		if _, err = m.Deploy(deploy.Request{Design: demoID, Instances: 3, Standbys: new(1)}); !errors.Is(err, deploy.ErrNotRunning) {
 			break
 		}
 		time.Sleep(20 * time.Millisecond)
