@@ -6,6 +6,7 @@ import (
 	"errors"
 	"flag"
 	"io"
+	"os"
 	"regexp"
 	"strings"
 	"sync"
@@ -117,4 +118,15 @@ func TestBrokerCommand(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatalf("broker command returned %v after its context ended", err)
 	}
+}
+
+// TestMain runs the braid command instead of the tests when
+// BRAID_TEST_MAIN is 1, so that tests can run it as a process of its own
+// (os.Args[0] is this binary) without building it.
+func TestMain(m *testing.M) {
+	if os.Getenv("BRAID_TEST_MAIN") == "1" {
+		main()
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
 }

@@ -11,7 +11,6 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
-	"time"
 
 	"github.com/braidstream/braid/deploy"
 	"github.com/braidstream/braid/designer"
@@ -82,6 +81,7 @@ func runServe(ctx context.Context, args []string, stdout io.Writer) error {
 	if len(bootstrap) > 0 {
 		deployments, err = deploy.NewManager(deploy.Config{
 			Brokers: bootstrap, StateDir: filepath.Join(*dataDir, "state"), Designs: store, Monitor: mon, Logger: quietLogger(),
+			RecordFile: filepath.Join(*dataDir, "deployments.json"),
 		})
 		if err != nil {
 			return fmt.Errorf("serve: %w", err)
@@ -114,7 +114,21 @@ func runServe(ctx context.Context, args []string, stdout io.Writer) error {
 	wg.Go(func() { errs[1] = mon.Run(ctx) })
 	if deployments != nil {
 		wg.Go(func() { errs[2] = deployments.Run(ctx) })
-		if _, _, err := store.Get(demoID); err == nil && !*noDemo {
+		// Run redeploys the deployments of DIR/deployments.json first,
+		// with the settings they last had. A new data directory has no
+		// such file: it gets the demo.
+		select {
+		case <-deployments.Ready():
+		case <-ctx.Done():
+		}
+		if deployments.HadRecords() {
+			fmt.Fprintf(stdout, "braid serve: redeployed %d recorded deployments from %s\n", len(deployments.List()), filepath.Join(*dataDir, "deployments.json"))
+		}
+		for _, d := range deployments.List() {
+			fmt.Fprintf(stdout, "braid serve: redeployed %s (revision %d, %d instances, %d standbys, %s) live at %s\n",
+				d.ID, d.Revision, d.Instances, d.Standbys, d.Guarantee, liveURL(srv.URL(), d.ID))
+		}
+		if _, _, err := store.Get(demoID); err == nil && !*noDemo && !deployments.HadRecords() {
 			if err := deployDemo(deployments); err != nil {
 				fmt.Fprintf(stdout, "braid serve: the demo was not deployed: %v\n", err)
 			} else {
@@ -142,17 +156,9 @@ const demoID = "orders-demo"
 
 // deployDemo deploys the demo design with 3 instances and 1 standby, and
 // a generator of orders: 20 customers, 50 orders a second, up to 2 s out
-// of order, 2% late beyond the 5 s grace.
+// of order, 2% late beyond the 5 s grace. Run is running (Ready closed).
 func deployDemo(m *deploy.Manager) error {
-	// Run has just been started on its goroutine: wait until it accepts.
-	var err error
-	for range 50 {
-		if _, err = m.Deploy(deploy.Request{Design: demoID, Instances: 3, Standbys: new(1)}); !errors.Is(err, deploy.ErrNotRunning) {
-			break
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	if err != nil {
+	if _, err := m.Deploy(deploy.Request{Design: demoID, Instances: 3, Standbys: new(1)}); err != nil {
 		return err
 	}
 	return m.StartGenerator(demoID, deploy.GeneratorSpec{
