@@ -55,6 +55,9 @@ func TestBadInvocations(t *testing.T) {
 		{[]string{"bench", "nope"}, `unknown benchmark "nope"`},
 		{[]string{"broker", "--listen", "nonsense"}, `"nonsense"`},
 		{[]string{"broker", "extra"}, "unexpected arguments"},
+		{[]string{"broker", "--listen", "0.0.0.0:0"}, `--listen 0.0.0.0:0: broker listen address "0.0.0.0:0" is not loopback and the broker has no SASL credentials`},
+		{[]string{"broker", "--listen", "0.0.0.0:0"}, "give --sasl-user and --sasl-password (or $BRAID_BROKER_PASSWORD), or accept an open broker with --insecure-broker"},
+		{[]string{"broker", "--sasl-user", "u", "--sasl-password", ""}, "give both a user and a password"},
 	} {
 		err := run(context.Background(), tc.args, io.Discard, io.Discard)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {

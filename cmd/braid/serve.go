@@ -30,13 +30,14 @@ var demoDesign []byte
 // runServe runs the designer's web server with the embedded broker beside
 // it, until ctx ends.
 func runServe(ctx context.Context, args []string, stdout io.Writer) error {
-	fs := newFlagSet("serve", "braid serve [--listen 127.0.0.1:8080] [--data-dir DIR] [--auth-token TOKEN] [--broker-listen 127.0.0.1:9092] [--brokers ADDRS] [--no-demo]", stdout)
+	fs := newFlagSet("serve", "braid serve [--listen 127.0.0.1:8080] [--data-dir DIR] [--auth-token TOKEN] [--broker-listen 127.0.0.1:9092] [--sasl-user USER --sasl-password PASS] [--insecure-broker] [--brokers ADDRS] [--no-demo]", stdout)
 	listen := fs.String("listen", web.DefaultListen, "host:port of the web UI; a non-loopback address needs --auth-token")
 	dataDir := fs.String("data-dir", "braid-data", "directory of the designs (DIR/designs) and the broker's data (DIR/broker)")
 	token := fs.String("auth-token", os.Getenv("BRAID_AUTH_TOKEN"), "token every request must carry (default $BRAID_AUTH_TOKEN); required off loopback")
-	brokerListen := fs.String("broker-listen", "127.0.0.1:9092", "host:port of the embedded Kafka-compatible broker; empty: run none")
-	brokers := fs.String("brokers", "", "comma-separated Kafka bootstrap addresses for deployments (default: the embedded broker)")
-	noDemo := fs.Bool("no-demo", false, "do not deploy the demo design (orders-demo) with its generator at start")
+	brokerListen := fs.String("broker-listen", "127.0.0.1:9092", "host:port of the embedded Kafka-compatible broker (a non-loopback address needs --sasl-user or --insecure-broker); empty: run none")
+	brokers := fs.String("brokers", "", "comma-separated Kafka bootstrap addresses for deployments (default: the embedded broker); --sasl-user and --sasl-password apply to them too")
+	noDemo := fs.Bool("no-demo", false, "do not deploy the demo design (orders-demo) with its generator on a new data directory")
+	auth := brokerAuthFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -66,9 +67,10 @@ func runServe(ctx context.Context, args []string, stdout io.Writer) error {
 
 	var b *broker.Broker
 	if *brokerListen != "" {
-		b, err = broker.Start(broker.Config{Listen: *brokerListen, DataDir: filepath.Join(*dataDir, "broker"), Logger: slog.Default()})
+		b, err = broker.Start(broker.Config{Listen: *brokerListen, DataDir: filepath.Join(*dataDir, "broker"), Logger: slog.Default(),
+			SASLUser: *auth.user, SASLPassword: *auth.password, Insecure: *auth.insecure})
 		if err != nil {
-			return fmt.Errorf("serve: %w", err)
+			return fmt.Errorf("serve: %w", auth.explain(err, "--broker-listen"))
 		}
 		defer b.Close()
 	}
@@ -81,7 +83,8 @@ func runServe(ctx context.Context, args []string, stdout io.Writer) error {
 	if len(bootstrap) > 0 {
 		deployments, err = deploy.NewManager(deploy.Config{
 			Brokers: bootstrap, StateDir: filepath.Join(*dataDir, "state"), Designs: store, Monitor: mon, Logger: quietLogger(),
-			RecordFile: filepath.Join(*dataDir, "deployments.json"),
+			RecordFile:    filepath.Join(*dataDir, "deployments.json"),
+			ClientOptions: broker.SASLClientOptions(*auth.user, *auth.password),
 		})
 		if err != nil {
 			return fmt.Errorf("serve: %w", err)

@@ -15,11 +15,15 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/sasl/scram"
 )
 
 // Config says where the embedded broker listens and where it keeps its data.
@@ -40,12 +44,48 @@ type Config struct {
 
 	// Logger receives the broker's warnings and errors. Default: discard.
 	Logger *slog.Logger
+
+	// SASLUser and SASLPassword, when set, make the broker refuse every
+	// client that does not authenticate as this user with SASL
+	// SCRAM-SHA-256 (ClientOptions are what a franz-go client needs).
+	// Without TLS the traffic itself is still in the clear.
+	SASLUser, SASLPassword string
+
+	// Insecure lets the broker listen on an address other than loopback
+	// without SASL. Without it, Start refuses to (an UnauthenticatedError):
+	// anyone who reaches such a port can read, write and delete every
+	// topic.
+	Insecure bool
+}
+
+// UnauthenticatedError says a broker was asked to listen off loopback
+// without SASL credentials and without Config.Insecure.
+type UnauthenticatedError struct {
+	// Listen is the address asked for.
+	Listen string
+}
+
+func (e *UnauthenticatedError) Error() string {
+	return fmt.Sprintf("broker listen address %q is not loopback and the broker has no SASL credentials: anyone who reaches it could read and write every topic", e.Listen)
+}
+
+// SASLMechanism is the SASL mechanism of a broker with credentials.
+const SASLMechanism = "SCRAM-SHA-256"
+
+// SASLClientOptions are the franz-go options that authenticate as user
+// with SASLMechanism; none when user is empty.
+func SASLClientOptions(user, password string) []kgo.Opt {
+	if user == "" {
+		return nil
+	}
+	return []kgo.Opt{kgo.SASL(scram.Auth{User: user, Pass: password}.AsSha256Mechanism())}
 }
 
 // Broker is a running embedded broker. Close it when done.
 type Broker struct {
-	cluster *kfake.Cluster
-	addr    string
+	cluster    *kfake.Cluster
+	addr       string
+	clientOpts []kgo.Opt
 
 	closeOnce sync.Once
 }
@@ -63,6 +103,12 @@ func Start(cfg Config) (*Broker, error) {
 	}
 	if parts < 0 {
 		return nil, fmt.Errorf("broker partitions: %d is negative", parts)
+	}
+	if (cfg.SASLUser == "") != (cfg.SASLPassword == "") {
+		return nil, errors.New("broker SASL credentials: give both a user and a password, or neither")
+	}
+	if cfg.SASLUser == "" && !cfg.Insecure && !isLoopback(host) {
+		return nil, &UnauthenticatedError{Listen: cfg.Listen}
 	}
 	opts := []kfake.Opt{
 		// One broker: every partition leads here, so nothing is lost by
@@ -85,6 +131,9 @@ func Start(cfg Config) (*Broker, error) {
 	if cfg.DataDir != "" {
 		opts = append(opts, kfake.DataDir(cfg.DataDir))
 	}
+	if cfg.SASLUser != "" {
+		opts = append(opts, kfake.EnableSASL(), kfake.Superuser(SASLMechanism, cfg.SASLUser, cfg.SASLPassword))
+	}
 	c, err := kfake.NewCluster(opts...)
 	if err != nil {
 		return nil, fmt.Errorf("starting embedded broker on %s: %w", net.JoinHostPort(host, strconv.Itoa(port)), err)
@@ -94,7 +143,18 @@ func Start(cfg Config) (*Broker, error) {
 		c.Close()
 		return nil, errors.New("starting embedded broker: it listens on no address")
 	}
-	return &Broker{cluster: c, addr: addrs[0]}, nil
+	return &Broker{cluster: c, addr: addrs[0], clientOpts: SASLClientOptions(cfg.SASLUser, cfg.SASLPassword)}, nil
+}
+
+// isLoopback says whether a listen host is a loopback address or
+// localhost.
+func isLoopback(host string) bool {
+	host = strings.TrimSuffix(strings.ToLower(host), ".")
+	if host == "localhost" || strings.HasSuffix(host, ".localhost") {
+		return true
+	}
+	ip := net.ParseIP(strings.Trim(host, "[]"))
+	return ip != nil && ip.IsLoopback()
 }
 
 func splitListen(listen string) (host string, port int, err error) {
@@ -121,6 +181,10 @@ func (b *Broker) Addr() string { return b.addr }
 // Addrs returns the bootstrap addresses as a slice, the shape client
 // configurations take.
 func (b *Broker) Addrs() []string { return []string{b.addr} }
+
+// ClientOptions are the franz-go options a client of this broker needs
+// besides its address: SASL when the broker has credentials.
+func (b *Broker) ClientOptions() []kgo.Opt { return slices.Clone(b.clientOpts) }
 
 // Compact runs log compaction on every compacted topic now. The embedded
 // broker's own cleaner runs rarely; tests that need a compacted changelog

@@ -2,6 +2,7 @@ package broker_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"strings"
@@ -246,5 +247,48 @@ func TestRunClosesOnCancel(t *testing.T) {
 	if conn, err := net.DialTimeout("tcp", addr, time.Second); err == nil {
 		conn.Close()
 		t.Errorf("the broker still accepts connections on %s after Run returned", addr)
+	}
+}
+
+// TestRefusesUnauthenticatedExposure: off loopback the broker needs SASL
+// credentials or Insecure; on loopback it needs neither.
+func TestRefusesUnauthenticatedExposure(t *testing.T) {
+	for _, listen := range []string{"0.0.0.0:0", "[::]:0", "192.0.2.1:0", "example.com:0"} {
+		b, err := broker.Start(broker.Config{Listen: listen})
+		var ue *broker.UnauthenticatedError
+		if !errors.As(err, &ue) || ue.Listen != listen || !strings.Contains(err.Error(), fmt.Sprintf("%q is not loopback", listen)) {
+			t.Errorf("Start on %s without SASL = %v, want an UnauthenticatedError naming it", listen, err)
+		}
+		if b != nil {
+			b.Close()
+		}
+	}
+	if _, err := broker.Start(broker.Config{SASLUser: "u"}); err == nil || !strings.Contains(err.Error(), "both a user and a password") {
+		t.Errorf("Start with a user and no password = %v", err)
+	}
+	start(t, broker.Config{Listen: "0.0.0.0:0", Insecure: true})
+	start(t, broker.Config{Listen: "localhost:0"})
+}
+
+// TestSASL: a broker with credentials answers clients that authenticate
+// with them (ClientOptions), and no one else.
+func TestSASL(t *testing.T) {
+	b := start(t, broker.Config{Listen: "0.0.0.0:0", SASLUser: "braid", SASLPassword: "secret"})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := kadm.NewClient(client(t, b, b.ClientOptions()...)).CreateTopic(ctx, 1, 1, nil, "t"); err != nil {
+		t.Fatalf("creating a topic with the credentials: %v", err)
+	}
+	for name, opts := range map[string][]kgo.Opt{
+		"no credentials":   nil,
+		"a wrong password": broker.SASLClientOptions("braid", "guess"),
+	} {
+		cl := client(t, b, append(opts, kgo.RequestRetries(0))...)
+		pctx, pcancel := context.WithTimeout(ctx, 5*time.Second)
+		_, err := kadm.NewClient(cl).ListTopics(pctx)
+		pcancel()
+		if err == nil {
+			t.Errorf("a client with %s listed the topics", name)
+		}
 	}
 }
