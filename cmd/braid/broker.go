@@ -13,11 +13,12 @@ import (
 )
 
 func runBroker(ctx context.Context, args []string, stdout io.Writer) error {
-	fs := newFlagSet("broker", "braid broker [--listen 127.0.0.1:9092] [--data-dir DIR] [--partitions N] [--sasl-user USER --sasl-password PASS] [--insecure-broker]", stdout)
+	fs := newFlagSet("broker", "braid broker [--listen 127.0.0.1:9092] [--data-dir DIR] [--partitions N] [--retention 168h] [--sasl-user USER --sasl-password PASS] [--insecure-broker]", stdout)
 	listen := fs.String("listen", "127.0.0.1:9092", "host:port to listen on; a non-loopback address needs --sasl-user or --insecure-broker")
 	dataDir := fs.String("data-dir", "", "directory to persist topics, records and offsets in; empty keeps them in memory")
 	partitions := fs.Int("partitions", 4, "partition count of automatically created topics")
 	auth := brokerAuthFlags(fs)
+	retention := fs.Duration("retention", broker.DefaultRetention, "how long records of delete-policy topics are kept (Kafka's log.retention.ms); compacted topics are compacted instead")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -25,7 +26,7 @@ func runBroker(ctx context.Context, args []string, stdout io.Writer) error {
 		return fmt.Errorf("broker: unexpected arguments %q", fs.Args())
 	}
 	b, err := broker.Start(broker.Config{Listen: *listen, DataDir: *dataDir, Partitions: *partitions, Logger: slog.Default(),
-		SASLUser: *auth.user, SASLPassword: *auth.password, Insecure: *auth.insecure})
+		SASLUser: *auth.user, SASLPassword: *auth.password, Insecure: *auth.insecure, Retention: *retention})
 	if err != nil {
 		return fmt.Errorf("broker: %w", auth.explain(err, "--listen"))
 	}

@@ -21,8 +21,10 @@ import (
 	"sync"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/sasl/scram"
 )
 
@@ -50,6 +52,19 @@ type Config struct {
 	// SCRAM-SHA-256 (ClientOptions are what a franz-go client needs).
 	// Without TLS the traffic itself is still in the clear.
 	SASLUser, SASLPassword string
+
+	// Retention is how long records of topics with cleanup.policy=delete
+	// (sources, sinks, repartition topics, and topics created
+	// automatically) are kept, unless the topic sets retention.ms itself.
+	// Default 168h, Kafka's log.retention.ms. The broker keeps every record
+	// in memory (and, with DataDir, on disk), so this bounds its size.
+	// Negative keeps records forever.
+	Retention time.Duration
+
+	// RetentionCheckInterval is how often the broker deletes the records
+	// past retention and compacts the compacted topics (changelogs).
+	// Default Retention/10, from 100 ms to 30 s.
+	RetentionCheckInterval time.Duration
 
 	// Insecure lets the broker listen on an address other than loopback
 	// without SASL. Without it, Start refuses to (an UnauthenticatedError):
@@ -86,6 +101,14 @@ type Broker struct {
 	cluster    *kfake.Cluster
 	addr       string
 	clientOpts []kgo.Opt
+	retention  time.Duration
+	now        func() time.Time // time.Now, but for tests
+
+	// admin is the client the retention pass uses; stopCleaner ends the
+	// cleaner goroutine and cleanerDone closes when it has.
+	admin       *kgo.Client
+	stopCleaner context.CancelFunc
+	cleanerDone chan struct{}
 
 	closeOnce sync.Once
 }
@@ -143,7 +166,133 @@ func Start(cfg Config) (*Broker, error) {
 		c.Close()
 		return nil, errors.New("starting embedded broker: it listens on no address")
 	}
-	return &Broker{cluster: c, addr: addrs[0], clientOpts: SASLClientOptions(cfg.SASLUser, cfg.SASLPassword)}, nil
+	b := &Broker{cluster: c, addr: addrs[0], clientOpts: SASLClientOptions(cfg.SASLUser, cfg.SASLPassword), now: time.Now}
+	b.retention = cfg.Retention
+	if b.retention == 0 {
+		b.retention = DefaultRetention
+	}
+	interval := cfg.RetentionCheckInterval
+	if interval <= 0 {
+		interval = min(max(b.retention/10, 100*time.Millisecond), 30*time.Second)
+	}
+	b.admin, err = kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(b.addr)}, b.clientOpts...)...)
+	if err != nil {
+		c.Close()
+		return nil, fmt.Errorf("starting embedded broker: creating its retention client: %w", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	b.stopCleaner, b.cleanerDone = cancel, make(chan struct{})
+	go b.clean(ctx, interval, cfg.Logger)
+	return b, nil
+}
+
+// DefaultRetention is Config.Retention's default: Kafka's
+// log.retention.ms, 7 days.
+const DefaultRetention = 7 * 24 * time.Hour
+
+// clean applies retention every interval until ctx ends.
+func (b *Broker) clean(ctx context.Context, interval time.Duration, log *slog.Logger) {
+	defer close(b.cleanerDone)
+	tick := time.NewTicker(interval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		if err := b.ApplyRetention(ctx); err != nil && ctx.Err() == nil && log != nil {
+			log.Warn("applying retention", "component", "broker", "err", err)
+		}
+	}
+}
+
+// ApplyRetention does now what the broker does every
+// RetentionCheckInterval: it deletes the records older than their
+// topic's retention from every topic whose cleanup.policy is delete
+// (a DeleteRecords up to the first offset within retention, by record
+// timestamp), and compacts the compacted topics. kfake, the broker
+// underneath, would apply retention.ms itself only to topics that set it
+// and only every log.cleaner.backoff.ms (an hour), and applies the
+// broker-wide retention to compacted topics too, which Kafka does not;
+// so the broker does it this way instead.
+func (b *Broker) ApplyRetention(ctx context.Context) error {
+	adm := kadm.NewClient(b.admin)
+	topics, err := adm.ListTopics(ctx)
+	if err != nil {
+		return fmt.Errorf("listing topics: %w", err)
+	}
+	if len(topics) == 0 {
+		return nil
+	}
+	configs, err := adm.DescribeTopicConfigs(ctx, topics.Names()...)
+	if err != nil {
+		return fmt.Errorf("describing topic configs: %w", err)
+	}
+	byRetention := make(map[time.Duration][]string)
+	compacted := false
+	for _, rc := range configs {
+		if rc.Err != nil {
+			continue // deleted meanwhile
+		}
+		retention := b.retention
+		policy := "delete"
+		for _, c := range rc.Configs {
+			switch {
+			case c.Key == "cleanup.policy" && c.Value != nil:
+				policy = *c.Value
+			case c.Key == "retention.ms" && c.Value != nil && c.Source == kmsg.ConfigSourceDynamicTopicConfig:
+				if ms, err := strconv.ParseInt(*c.Value, 10, 64); err == nil {
+					retention = time.Duration(ms) * time.Millisecond
+				}
+			}
+		}
+		if strings.Contains(policy, "compact") {
+			compacted = true
+			continue
+		}
+		if retention >= 0 {
+			byRetention[retention] = append(byRetention[retention], rc.Name)
+		}
+	}
+	var errs []error
+	for retention, names := range byRetention {
+		cutoff := b.now().Add(-retention).UnixMilli()
+		listed, err := adm.ListOffsetsAfterMilli(ctx, cutoff, names...)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("listing offsets after %d ms: %w", cutoff, err))
+			continue
+		}
+		starts, err := adm.ListStartOffsets(ctx, names...)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("listing start offsets: %w", err))
+			continue
+		}
+		del := make(kadm.Offsets)
+		listed.Each(func(o kadm.ListedOffset) {
+			if o.Err != nil || o.Partition < 0 {
+				return
+			}
+			if st, ok := starts.Lookup(o.Topic, o.Partition); ok && st.Err == nil && o.Offset > st.Offset {
+				del.Add(kadm.Offset{Topic: o.Topic, Partition: o.Partition, At: o.Offset, LeaderEpoch: -1})
+			}
+		})
+		if len(del) == 0 {
+			continue
+		}
+		resps, err := adm.DeleteRecords(ctx, del)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("deleting records: %w", err))
+			continue
+		}
+		if err := resps.Error(); err != nil {
+			errs = append(errs, fmt.Errorf("deleting records: %w", err))
+		}
+	}
+	if compacted {
+		b.cluster.Compact()
+	}
+	return errors.Join(errs...)
 }
 
 // isLoopback says whether a listen host is a loopback address or
@@ -194,7 +343,12 @@ func (b *Broker) Compact() { b.cluster.Compact() }
 // Close stops the broker, flushing persisted data to the data directory.
 // It is safe to call more than once.
 func (b *Broker) Close() error {
-	b.closeOnce.Do(b.cluster.Close)
+	b.closeOnce.Do(func() {
+		b.stopCleaner()
+		<-b.cleanerDone
+		b.admin.Close()
+		b.cluster.Close()
+	})
 	return nil
 }
 
