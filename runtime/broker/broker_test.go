@@ -127,18 +127,19 @@ func TestRecordsSurviveRestart(t *testing.T) {
 
 func TestStartInvalidListen(t *testing.T) {
 	for _, tt := range []struct {
-		listen string
-		want   []string
+		listen   string
+		want     []string
+		insecure bool // past the loopback check, to the listen
 	}{
-		{"nonsense", []string{`broker listen address "nonsense"`, "missing port"}},
-		{"127.0.0.1:99999", []string{`broker listen address "127.0.0.1:99999"`, `port "99999" is not a number from 0 to 65535`}},
-		{"127.0.0.1:x", []string{`broker listen address "127.0.0.1:x"`, `port "x" is not a number from 0 to 65535`}},
-		{"127.0.0.1:-1", []string{`port "-1" is not a number from 0 to 65535`}},
-		{"127.0.0.1:", []string{`port "" is not a number from 0 to 65535`}},
-		{"1.2.3.4.5:0", []string{"starting embedded broker on 1.2.3.4.5:0"}},
+		{"nonsense", []string{`broker listen address "nonsense"`, "missing port"}, false},
+		{"127.0.0.1:99999", []string{`broker listen address "127.0.0.1:99999"`, `port "99999" is not a number from 0 to 65535`}, false},
+		{"127.0.0.1:x", []string{`broker listen address "127.0.0.1:x"`, `port "x" is not a number from 0 to 65535`}, false},
+		{"127.0.0.1:-1", []string{`port "-1" is not a number from 0 to 65535`}, false},
+		{"127.0.0.1:", []string{`port "" is not a number from 0 to 65535`}, false},
+		{"1.2.3.4.5:0", []string{"starting embedded broker on 1.2.3.4.5:0"}, true},
 	} {
 		t.Run(tt.listen, func(t *testing.T) {
-			b, err := broker.Start(broker.Config{Listen: tt.listen})
+			b, err := broker.Start(broker.Config{Listen: tt.listen, Insecure: tt.insecure})
 			if err == nil {
 				b.Close()
 				t.Fatalf("Start(Listen: %q) succeeded on %s, want an error", tt.listen, b.Addr())
