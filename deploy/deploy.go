@@ -48,7 +48,31 @@ type Config struct {
 	SessionTimeout time.Duration
 	// Logger gets the instances' logs. Default: slog.Default().
 	Logger *slog.Logger
+	// ClientOptions are added to every Kafka client of the deployments
+	// (their instances' and the generators'): SASL, TLS.
+	ClientOptions []kgo.Opt
+	// MaxInstances caps the instances of one deployment, asked for at
+	// deploy or added later. Default (and at most) MaxInstances.
+	MaxInstances int
+	// RecordFile, when set, is where the deployments and their settings
+	// (revision, instances, standbys, guarantee, commit interval,
+	// generators) are kept: rewritten atomically on every change, and
+	// redeployed by Run when it starts. An undeploy removes its record;
+	// Run's own undeploy on shutdown keeps them. Empty keeps nothing.
+	RecordFile string
 }
+
+// MaxInstances is the most instances a deployment may run. It is the one
+// copy of the limit: the API enforces it and reports it
+// (Manager.Limits, GET /api/deployment-limits), and the Deploy dialog
+// reads it from there.
+const MaxInstances = 16
+
+// Commit interval bounds of a Request.
+const (
+	MinCommitIntervalMs = 10
+	MaxCommitIntervalMs = 60_000
+)
 
 // Request asks for a deployment. Zero fields take the defaults.
 type Request struct {
@@ -56,18 +80,18 @@ type Request struct {
 	Design string `json:"design"`
 	// Revision to deploy; 0 means the latest.
 	Revision int `json:"revision"`
-	// Instances to run; default 3, at most 16.
+	// Instances to run; 0 means the default, 3; at most MaxInstances.
 	Instances int `json:"instances"`
-	// Standbys per stateful task; default 1 (0 with one instance). 0 is
-	// asked for with NoStandbys, since 0 is the JSON default.
-	Standbys   int  `json:"standbys"`
-	NoStandbys bool `json:"noStandbys"`
+	// Standbys per stateful task, from 0 to instances - 1. Absent (nil)
+	// means the default: 1, or 0 with one instance.
+	Standbys *int `json:"standbys,omitempty"`
 	// Guarantee is "at-least-once" (default) or "exactly-once": every
 	// commit one Kafka transaction of the outputs, changelog writes and
 	// input offsets, so that read-committed readers of the sink topics
 	// see every record's effect once, crashes included.
 	Guarantee string `json:"guarantee"`
-	// CommitIntervalMs, from 10 to 60000, defaults to 1000 at-least-once
+	// CommitIntervalMs, from MinCommitIntervalMs to MaxCommitIntervalMs
+	// (10 to 60000); 0 defaults to 1000 at-least-once
 	// (the runtime's 30 s would keep the live view still) and to
 	// ExactlyOnceCommitIntervalMs exactly-once.
 	CommitIntervalMs int64 `json:"commitIntervalMs"`
@@ -140,6 +164,17 @@ type Manager struct {
 	busy map[string]bool
 
 	client *kgo.Client
+
+	// kept holds the records of Config.RecordFile not running now: those
+	// Run has still to redeploy, and those it could not (they stay kept
+	// until the design is deployed or undeployed). Guarded by mu.
+	kept map[string]record
+	// hadRecords says Config.RecordFile existed when the Manager was made.
+	hadRecords bool
+	// ready closes once Run has redeployed the records.
+	ready chan struct{}
+	// saveMu orders the writes of Config.RecordFile.
+	saveMu sync.Mutex
 }
 
 // deployment is one running design.
@@ -150,6 +185,7 @@ type deployment struct {
 	stop     context.CancelFunc
 	done     chan error
 	gens     *generators
+	addMu    sync.Mutex // serializes Add
 }
 
 // NewManager checks cfg and returns a Manager; Run runs it.
@@ -179,11 +215,36 @@ func NewManager(cfg Config) (*Manager, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(cfg.Brokers...), kgo.ProducerLinger(5*time.Millisecond))
+	if cfg.MaxInstances <= 0 || cfg.MaxInstances > MaxInstances {
+		cfg.MaxInstances = MaxInstances
+	}
+	kept, err := readRecords(cfg.RecordFile)
+	if err != nil {
+		return nil, err
+	}
+	hadRecords := kept != nil
+	if kept == nil {
+		kept = make(map[string]record)
+	}
+	opts := append([]kgo.Opt{kgo.SeedBrokers(cfg.Brokers...), kgo.ProducerLinger(5 * time.Millisecond)}, cfg.ClientOptions...)
+	cl, err := kgo.NewClient(opts...)
 	if err != nil {
 		return nil, fmt.Errorf("deploy: creating client: %w", err)
 	}
-	return &Manager{cfg: cfg, log: cfg.Logger, deps: make(map[string]*deployment), busy: make(map[string]bool), client: cl}, nil
+	return &Manager{cfg: cfg, log: cfg.Logger, deps: make(map[string]*deployment), busy: make(map[string]bool), client: cl,
+		kept: kept, hadRecords: hadRecords, ready: make(chan struct{})}, nil
+}
+
+// Limits are the bounds of a Request, as the Deploy dialog shows them.
+type Limits struct {
+	MaxInstances        int   `json:"maxInstances"`
+	MinCommitIntervalMs int64 `json:"minCommitIntervalMs"`
+	MaxCommitIntervalMs int64 `json:"maxCommitIntervalMs"`
+}
+
+// Limits reports the bounds the Manager enforces on requests.
+func (m *Manager) Limits() Limits {
+	return Limits{MaxInstances: m.cfg.MaxInstances, MinCommitIntervalMs: MinCommitIntervalMs, MaxCommitIntervalMs: MaxCommitIntervalMs}
 }
 
 // Run lets deployments run until ctx ends, then undeploys them all and
@@ -192,6 +253,8 @@ func (m *Manager) Run(ctx context.Context) error {
 	m.mu.Lock()
 	m.ctx = ctx
 	m.mu.Unlock()
+	m.restore()
+	close(m.ready)
 	<-ctx.Done()
 	m.mu.Lock()
 	ids := slices.Collect(maps.Keys(m.deps))
@@ -199,7 +262,9 @@ func (m *Manager) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	for _, id := range ids {
 		wg.Go(func() {
-			if err := m.Undeploy(id); err != nil && !errors.As(err, new(*NotDeployedError)) {
+			// Not forgotten: the record stays, and the next Run
+			// redeploys it.
+			if err := m.undeploy(id, false); err != nil && !errors.As(err, new(*NotDeployedError)) {
 				m.log.Warn("undeploying on shutdown", "deployment", id, "err", err)
 			}
 		})
@@ -214,6 +279,13 @@ func (m *Manager) Run(ctx context.Context) error {
 // the new revision starts with the same application id, so its state is
 // reused where compatible, and the generators start again.
 func (m *Manager) Deploy(req Request) (Info, error) {
+	return m.deploy(req, nil, false)
+}
+
+// deploy deploys req. With restoring, gens are the generators to start
+// (a record's); else a redeploy starts the generators the old deployment
+// ran.
+func (m *Manager) deploy(req Request, gens []GeneratorSpec, restoring bool) (Info, error) {
 	req, err := m.check(req)
 	if err != nil {
 		return Info{}, err
@@ -236,13 +308,25 @@ func (m *Manager) Deploy(req Request) (Info, error) {
 		return Info{}, err
 	}
 	defer m.unclaim(req.Design)
-	var specs []GeneratorSpec
+	specs := gens
+	var oldRecord *record
 	if old := m.take(req.Design); old != nil {
-		specs = old.gens.specs()
+		if !restoring {
+			specs = old.gens.specs()
+		}
+		r := m.recordOf(old)
+		oldRecord = &r
 		m.shutdown(old)
 	}
 	dep, err := m.start(req, d, rev.Number, compiled)
 	if err != nil {
+		if oldRecord != nil {
+			// The old deployment stopped and the new one did not
+			// start: the old one's record stays, for the next start.
+			m.mu.Lock()
+			m.kept[req.Design] = *oldRecord
+			m.mu.Unlock()
+		}
 		return Info{}, err
 	}
 	for _, spec := range specs {
@@ -250,6 +334,10 @@ func (m *Manager) Deploy(req Request) (Info, error) {
 			m.log.Warn("restarting a generator after the redeploy failed", "deployment", dep.info.ID, "topic", spec.Topic, "err", err)
 		}
 	}
+	m.mu.Lock()
+	delete(m.kept, req.Design)
+	m.mu.Unlock()
+	m.saveRecords()
 	return m.describe(dep), nil
 }
 
@@ -261,14 +349,14 @@ func (m *Manager) check(req Request) (Request, error) {
 	if req.Instances == 0 {
 		req.Instances = 3
 	}
-	if req.Instances < 1 || req.Instances > 16 {
-		return req, &RequestError{Field: "instances", Problem: fmt.Sprintf("%d is not from 1 to 16", req.Instances)}
+	if req.Instances < 1 || req.Instances > m.cfg.MaxInstances {
+		return req, &RequestError{Field: "instances", Problem: fmt.Sprintf("%d is not from 1 to %d (the most instances a deployment may run)", req.Instances, m.cfg.MaxInstances)}
 	}
-	if req.Standbys == 0 && !req.NoStandbys {
-		req.Standbys = min(1, req.Instances-1)
+	if req.Standbys == nil {
+		req.Standbys = new(min(1, req.Instances-1))
 	}
-	if req.Standbys < 0 || req.Standbys >= max(req.Instances, 2) {
-		return req, &RequestError{Field: "standbys", Problem: fmt.Sprintf("%d is not from 0 to %d (instances - 1)", req.Standbys, max(req.Instances-1, 0))}
+	if n := *req.Standbys; n < 0 || n >= max(req.Instances, 2) {
+		return req, &RequestError{Field: "standbys", Problem: fmt.Sprintf("%d is not from 0 to %d (instances - 1)", n, max(req.Instances-1, 0))}
 	}
 	commitMs := int64(AtLeastOnceCommitIntervalMs)
 	switch req.Guarantee {
@@ -282,8 +370,8 @@ func (m *Manager) check(req Request) (Request, error) {
 	if req.CommitIntervalMs == 0 {
 		req.CommitIntervalMs = commitMs
 	}
-	if req.CommitIntervalMs < 10 || req.CommitIntervalMs > 60_000 {
-		return req, &RequestError{Field: "commitIntervalMs", Problem: fmt.Sprintf("%d is not from 10 to 60000", req.CommitIntervalMs)}
+	if req.CommitIntervalMs < MinCommitIntervalMs || req.CommitIntervalMs > MaxCommitIntervalMs {
+		return req, &RequestError{Field: "commitIntervalMs", Problem: fmt.Sprintf("%d is not from %d to %d", req.CommitIntervalMs, MinCommitIntervalMs, MaxCommitIntervalMs)}
 	}
 	return req, nil
 }
@@ -325,20 +413,49 @@ func (m *Manager) take(id string) *deployment {
 	return dep
 }
 
-// Undeploy stops a deployment's generators and instances.
+// Undeploy stops a deployment's generators and instances, and removes
+// its record: it is not redeployed on the next start.
 func (m *Manager) Undeploy(id string) error {
+	return m.undeploy(id, true)
+}
+
+// undeploy stops a deployment; with forget, it also removes its record
+// (a kept one too, of a deployment that could not be redeployed).
+func (m *Manager) undeploy(id string, forget bool) error {
 	if err := m.claim(id); err != nil {
 		return err
 	}
 	defer m.unclaim(id)
 	dep := m.take(id)
 	if dep == nil {
-		return &NotDeployedError{ID: id}
+		if !forget {
+			return &NotDeployedError{ID: id}
+		}
+		m.mu.Lock()
+		_, kept := m.kept[id]
+		delete(m.kept, id)
+		m.mu.Unlock()
+		if !kept {
+			return &NotDeployedError{ID: id}
+		}
+		m.saveRecords()
+		return nil
 	}
 	m.shutdown(dep)
 	m.cfg.Monitor.RemoveDeployment(id)
+	if forget {
+		m.saveRecords()
+	}
 	return nil
 }
+
+// Ready is closed once Run has redeployed the deployments of
+// Config.RecordFile (or tried to).
+func (m *Manager) Ready() <-chan struct{} { return m.ready }
+
+// HadRecords says whether Config.RecordFile existed when the Manager was
+// made, even listing no deployment: a new data directory has none.
+func (m *Manager) HadRecords() bool { return m.hadRecords }
 
 // shutdown stops a deployment's generators, then its instances.
 func (m *Manager) shutdown(dep *deployment) {
@@ -355,7 +472,7 @@ func (m *Manager) start(req Request, d *designer.Design, revision int, compiled 
 	topo := compiled.Topology
 	info := Info{
 		ID: d.ID, Design: d.ID, DesignName: d.Name, Revision: revision, ApplicationID: "braid-" + d.ID,
-		Instances: req.Instances, Standbys: req.Standbys, Guarantee: req.Guarantee, CommitIntervalMs: req.CommitIntervalMs,
+		Instances: req.Instances, Standbys: *req.Standbys, Guarantee: req.Guarantee, CommitIntervalMs: req.CommitIntervalMs,
 		SourceTopics: nonNil(topo.SourceTopics()), SinkTopics: nonNil(topo.SinkTopics()),
 		Operators: compiled.Operators, Started: time.Now(),
 	}
@@ -380,7 +497,8 @@ func (m *Manager) start(req Request, d *designer.Design, revision int, compiled 
 		StateDir:        filepath.Join(m.cfg.StateDir, d.ID),
 		CommitInterval:  commit,
 		SessionTimeout:  m.cfg.SessionTimeout,
-		StandbyReplicas: req.Standbys,
+		StandbyReplicas: *req.Standbys,
+		ClientOptions:   m.cfg.ClientOptions,
 		NodeMetrics:     true,
 		Hooks:           []streams.Hook{hook},
 		Logger:          m.log.With("deployment", d.ID),
@@ -411,7 +529,7 @@ func (m *Manager) start(req Request, d *designer.Design, revision int, compiled 
 	m.mu.Lock()
 	m.deps[d.ID] = dep
 	m.mu.Unlock()
-	m.log.Info("deployed", "deployment", d.ID, "revision", revision, "instances", req.Instances, "standbys", req.Standbys, "guarantee", req.Guarantee)
+	m.log.Info("deployed", "deployment", d.ID, "revision", revision, "instances", req.Instances, "standbys", *req.Standbys, "guarantee", req.Guarantee)
 	return dep, nil
 }
 

@@ -163,7 +163,7 @@ func TestDeployRunsTheDesignWithItsGenerator(t *testing.T) {
 	}
 
 	// Redeploying keeps the generator and reuses the application id.
-	again, err := h.m.Deploy(deploy.Request{Design: h.design, Instances: 1, NoStandbys: true})
+	again, err := h.m.Deploy(deploy.Request{Design: h.design, Instances: 1, Standbys: new(0)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -201,8 +201,8 @@ func TestDeployRefusesBadRequests(t *testing.T) {
 		want string
 	}{
 		{deploy.Request{}, "design: is required"},
-		{deploy.Request{Design: h.design, Instances: 40}, "instances: 40 is not from 1 to 16"},
-		{deploy.Request{Design: h.design, Instances: 2, Standbys: 2}, "standbys: 2 is not from 0 to 1"},
+		{deploy.Request{Design: h.design, Instances: 40}, "instances: 40 is not from 1 to 16 (the most instances a deployment may run)"},
+		{deploy.Request{Design: h.design, Instances: 2, Standbys: new(2)}, "standbys: 2 is not from 0 to 1"},
 		{deploy.Request{Design: h.design, Guarantee: "maybe"}, `guarantee: "maybe" is not`},
 		{deploy.Request{Design: h.design, CommitIntervalMs: 5}, "commitIntervalMs: 5 is not from 10 to 60000"},
 		{deploy.Request{Design: "nope"}, `"nope"`},

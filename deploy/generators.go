@@ -61,7 +61,11 @@ func (m *Manager) StartGenerator(id string, spec GeneratorSpec) error {
 	if err != nil {
 		return err
 	}
-	return dep.gens.start(spec)
+	if err := dep.gens.start(spec); err != nil {
+		return err
+	}
+	m.saveRecords()
+	return nil
 }
 
 // StopGenerator stops the generator of a deployment's topic.
@@ -73,6 +77,7 @@ func (m *Manager) StopGenerator(id, topic string) error {
 	if !dep.gens.stop(topic) {
 		return &NoGeneratorError{Deployment: id, Topic: topic}
 	}
+	m.saveRecords()
 	return nil
 }
 

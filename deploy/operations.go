@@ -80,6 +80,15 @@ func (m *Manager) Add(id string) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	// One at a time, so that two adds cannot both pass the cap.
+	dep.addMu.Lock()
+	defer dep.addMu.Unlock()
+	m.mu.Lock()
+	n := dep.info.Instances
+	m.mu.Unlock()
+	if n >= m.cfg.MaxInstances {
+		return "", &RequestError{Field: "instances", Problem: fmt.Sprintf("deployment %q runs %d instances, the most a deployment may run (%d)", id, n, m.cfg.MaxInstances)}
+	}
 	instance, err := dep.sup.Add()
 	if err != nil {
 		return "", err
@@ -88,6 +97,7 @@ func (m *Manager) Add(id string) (string, error) {
 	dep.info.Instances++
 	m.mu.Unlock()
 	m.cfg.Monitor.InstanceEvent(id, instance, "added")
+	m.saveRecords()
 	return instance, nil
 }
 

@@ -53,16 +53,20 @@
 // With Config.Deployments and Config.Monitor set, designs run live
 // (package deploy; a deployment's id is its design's id):
 //
+//	GET    /api/deployment-limits            deploy.Limits {"maxInstances", "minCommitIntervalMs", "maxCommitIntervalMs"}:
+//	                                         the bounds the Deploy dialog shows and the API enforces
 //	GET    /api/deployments                  [deploy.Info], by id
 //	POST   /api/deployments                  body deploy.Request {"design", "revision"?, "instances"?, "standbys"?,
-//	                                         "noStandbys"?, "guarantee"?, "commitIntervalMs"?}: 201 deploy.Info; a
-//	                                         deployed design is redeployed (same application id, state reused);
+//	                                         "guarantee"?, "commitIntervalMs"?}: 201 deploy.Info; an absent field
+//	                                         takes its default ("standbys": 1, or 0 with one instance; "standbys": 0
+//	                                         is none); at most maxInstances instances; a deployed design is
+//	                                         redeployed (same application id, state reused);
 //	                                         "guarantee" is "at-least-once" (default, commit every 1000 ms) or
 //	                                         "exactly-once" (a transaction every 100 ms: read the sinks
 //	                                         read-committed); 422 for a bad request or a design with problems
 //	GET    /api/deployments/:id              deploy.Info (404 when not deployed)
 //	DELETE /api/deployments/:id              204: undeploy
-//	POST   /api/deployments/:id/instances    201 {"instance"}: one more instance
+//	POST   /api/deployments/:id/instances    201 {"instance"}: one more instance; 422 at maxInstances
 //	POST   /api/deployments/:id/instances/:instance/crash|stop|start
 //	                                         204; 404 for an unknown instance, 409 when its state forbids it
 //	POST   /api/deployments/:id/generators   body deploy.GeneratorSpec: 201 {"topic"}; 422 for a bad template

@@ -32,6 +32,7 @@ func (s *Server) liveRoutes() {
 	app.Get("/ws/live", s.bridge.Handler(s.liveSocket))
 	s.metricsRegistry = newMetricsRegistry(s.cfg.Monitor)
 	app.Get("/metrics", s.metrics)
+	app.Get("/api/deployment-limits", s.deploymentLimits)
 	api := app.Group("/api/deployments")
 	api.Get("", s.listDeployments)
 	api.Post("", s.deploy)
@@ -74,6 +75,12 @@ func deployError(err error) error {
 
 func (s *Server) listDeployments(c *fiber.Ctx) error {
 	return c.JSON(s.cfg.Deployments.List())
+}
+
+// deploymentLimits are the bounds the Deploy dialog shows; the
+// deployment manager enforces the same ones.
+func (s *Server) deploymentLimits(c *fiber.Ctx) error {
+	return c.JSON(s.cfg.Deployments.Limits())
 }
 
 func (s *Server) getDeployment(c *fiber.Ctx) error {

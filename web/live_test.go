@@ -28,6 +28,13 @@ import (
 // orders-windowed design stored.
 func startLive(t *testing.T) *testServer {
 	t.Helper()
+	return startLiveConfig(t, deploy.Config{})
+}
+
+// startLiveConfig is startLive with the deployment manager's Config
+// taking cfg's MaxInstances and RecordFile.
+func startLiveConfig(t *testing.T, cfg deploy.Config) *testServer {
+	t.Helper()
 	b, err := broker.Start(broker.Config{})
 	if err != nil {
 		t.Fatal(err)
@@ -43,7 +50,7 @@ func startLive(t *testing.T) *testServer {
 	}
 	mon := monitor.New(monitor.Options{PublishInterval: 50 * time.Millisecond})
 	m, err := deploy.NewManager(deploy.Config{Brokers: b.Addrs(), StateDir: t.TempDir(), Designs: store, Monitor: mon,
-		SessionTimeout: 2 * time.Second, Logger: slog.New(slog.DiscardHandler)})
+		SessionTimeout: 2 * time.Second, Logger: slog.New(slog.DiscardHandler), MaxInstances: cfg.MaxInstances, RecordFile: cfg.RecordFile})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -179,6 +186,37 @@ func TestDeploymentsAPI(t *testing.T) {
 	}
 	if r := ts.do("DELETE", "/api/deployments/orders-windowed", ""); r.status != 404 {
 		t.Errorf("second undeploy: %d %s", r.status, r)
+	}
+}
+
+// TestDeployStandbysAndInstanceCap: "standbys": 0 deploys no standby
+// (an absent field is the default), and the instance cap the API reports
+// is the one it enforces, at deploy and when adding instances.
+func TestDeployStandbysAndInstanceCap(t *testing.T) {
+	ts := startLiveConfig(t, deploy.Config{MaxInstances: 2})
+	var info deploy.Info
+	firstDeploy(t, ts, `{"design": "orders-windowed", "instances": 2, "standbys": 0}`).decode(t, &info)
+	if info.Instances != 2 || info.Standbys != 0 {
+		t.Errorf(`deploy with "standbys": 0 answered %d instances, %d standbys; want 2 and 0`, info.Instances, info.Standbys)
+	}
+	if r := ts.do("GET", "/api/deployments/orders-windowed", ""); r.status != 200 || !strings.Contains(r.String(), `"standbys":0`) {
+		t.Errorf("GET the deployment: %d %s", r.status, r)
+	}
+	runCases(t, ts, []apiCase{
+		{name: "limits", method: "GET", path: "/api/deployment-limits", status: 200,
+			contains: []string{`"maxInstances":2`, `"minCommitIntervalMs":10`, `"maxCommitIntervalMs":60000`}},
+		{name: "too many instances", method: "POST", path: "/api/deployments", body: `{"design": "orders-windowed", "instances": 3}`,
+			status: 422, check: wantError("instances: 3 is not from 1 to 2 (the most instances a deployment may run)", 0, 0, "")},
+		{name: "one instance too many", method: "POST", path: "/api/deployments/orders-windowed/instances", status: 422,
+			check: wantError(`instances: deployment "orders-windowed" runs 2 instances, the most a deployment may run (2)`, 0, 0, "")},
+		{name: "noStandbys is gone", method: "POST", path: "/api/deployments", body: `{"design": "orders-windowed", "noStandbys": true}`, status: 400},
+	})
+	// The default when standbys is absent: one.
+	var again deploy.Info
+	r := ts.do("POST", "/api/deployments", `{"design": "orders-windowed", "instances": 2}`)
+	r.decode(t, &again)
+	if r.status != 201 || again.Standbys != 1 {
+		t.Errorf("redeploy without standbys: %d, %d standbys; want 201 and 1", r.status, again.Standbys)
 	}
 }
 

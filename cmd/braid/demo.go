@@ -69,7 +69,7 @@ func runDemo(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 	b, err := broker.Start(broker.Config{Listen: *listen, Logger: slog.Default()})
 	if err != nil {
-		return err
+		return fmt.Errorf("demo: --listen: %w", err)
 	}
 	defer b.Close()
 	topo, err := demoTopology()

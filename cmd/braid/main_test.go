@@ -6,6 +6,7 @@ import (
 	"errors"
 	"flag"
 	"io"
+	"os"
 	"regexp"
 	"strings"
 	"sync"
@@ -54,6 +55,9 @@ func TestBadInvocations(t *testing.T) {
 		{[]string{"bench", "nope"}, `unknown benchmark "nope"`},
 		{[]string{"broker", "--listen", "nonsense"}, `"nonsense"`},
 		{[]string{"broker", "extra"}, "unexpected arguments"},
+		{[]string{"broker", "--listen", "0.0.0.0:0"}, `--listen 0.0.0.0:0: broker listen address "0.0.0.0:0" is not loopback and the broker has no SASL credentials`},
+		{[]string{"broker", "--listen", "0.0.0.0:0"}, "give --sasl-user and --sasl-password (or $BRAID_BROKER_PASSWORD), or accept an open broker with --insecure-broker"},
+		{[]string{"broker", "--sasl-user", "u", "--sasl-password", ""}, "give both a user and a password"},
 	} {
 		err := run(context.Background(), tc.args, io.Discard, io.Discard)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
@@ -117,4 +121,15 @@ func TestBrokerCommand(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatalf("broker command returned %v after its context ended", err)
 	}
+}
+
+// TestMain runs the braid command instead of the tests when
+// BRAID_TEST_MAIN is 1, so that tests can run it as a process of its own
+// (os.Args[0] is this binary) without building it.
+func TestMain(m *testing.M) {
+	if os.Getenv("BRAID_TEST_MAIN") == "1" {
+		main()
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
 }

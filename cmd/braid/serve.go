@@ -31,13 +31,15 @@ var demoDesign []byte
 // runServe runs the designer's web server with the embedded broker beside
 // it, until ctx ends.
 func runServe(ctx context.Context, args []string, stdout io.Writer) error {
-	fs := newFlagSet("serve", "braid serve [--listen 127.0.0.1:8080] [--data-dir DIR] [--auth-token TOKEN] [--broker-listen 127.0.0.1:9092] [--brokers ADDRS] [--no-demo]", stdout)
+	fs := newFlagSet("serve", "braid serve [--listen 127.0.0.1:8080] [--data-dir DIR] [--auth-token TOKEN] [--broker-listen 127.0.0.1:9092] [--retention 15m] [--sasl-user USER --sasl-password PASS] [--insecure-broker] [--brokers ADDRS] [--no-demo]", stdout)
 	listen := fs.String("listen", web.DefaultListen, "host:port of the web UI; a non-loopback address needs --auth-token")
 	dataDir := fs.String("data-dir", "braid-data", "directory of the designs (DIR/designs) and the broker's data (DIR/broker)")
 	token := fs.String("auth-token", os.Getenv("BRAID_AUTH_TOKEN"), "token every request must carry (default $BRAID_AUTH_TOKEN); required off loopback")
-	brokerListen := fs.String("broker-listen", "127.0.0.1:9092", "host:port of the embedded Kafka-compatible broker; empty: run none")
-	brokers := fs.String("brokers", "", "comma-separated Kafka bootstrap addresses for deployments (default: the embedded broker)")
-	noDemo := fs.Bool("no-demo", false, "do not deploy the demo design (orders-demo) with its generator at start")
+	brokerListen := fs.String("broker-listen", "127.0.0.1:9092", "host:port of the embedded Kafka-compatible broker (a non-loopback address needs --sasl-user or --insecure-broker); empty: run none")
+	brokers := fs.String("brokers", "", "comma-separated Kafka bootstrap addresses for deployments (default: the embedded broker); --sasl-user and --sasl-password apply to them too")
+	noDemo := fs.Bool("no-demo", false, "do not deploy the demo design (orders-demo) with its generator on a new data directory")
+	auth := brokerAuthFlags(fs)
+	retention := fs.Duration("retention", serveRetention, "how long the embedded broker keeps records of delete-policy topics (sources, sinks, repartition topics); it holds them in memory")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -67,9 +69,10 @@ func runServe(ctx context.Context, args []string, stdout io.Writer) error {
 
 	var b *broker.Broker
 	if *brokerListen != "" {
-		b, err = broker.Start(broker.Config{Listen: *brokerListen, DataDir: filepath.Join(*dataDir, "broker"), Logger: slog.Default()})
+		b, err = broker.Start(broker.Config{Listen: *brokerListen, DataDir: filepath.Join(*dataDir, "broker"), Logger: slog.Default(),
+			SASLUser: *auth.user, SASLPassword: *auth.password, Insecure: *auth.insecure, Retention: *retention})
 		if err != nil {
-			return fmt.Errorf("serve: %w", err)
+			return fmt.Errorf("serve: %w", auth.explain(err, "--broker-listen"))
 		}
 		defer b.Close()
 	}
@@ -82,6 +85,8 @@ func runServe(ctx context.Context, args []string, stdout io.Writer) error {
 	if len(bootstrap) > 0 {
 		deployments, err = deploy.NewManager(deploy.Config{
 			Brokers: bootstrap, StateDir: filepath.Join(*dataDir, "state"), Designs: store, Monitor: mon, Logger: quietLogger(),
+			RecordFile:    filepath.Join(*dataDir, "deployments.json"),
+			ClientOptions: broker.SASLClientOptions(*auth.user, *auth.password),
 		})
 		if err != nil {
 			return fmt.Errorf("serve: %w", err)
@@ -114,7 +119,21 @@ func runServe(ctx context.Context, args []string, stdout io.Writer) error {
 	wg.Go(func() { errs[1] = mon.Run(ctx) })
 	if deployments != nil {
 		wg.Go(func() { errs[2] = deployments.Run(ctx) })
-		if _, _, err := store.Get(demoID); err == nil && !*noDemo {
+		// Run redeploys the deployments of DIR/deployments.json first,
+		// with the settings they last had. A new data directory has no
+		// such file: it gets the demo.
+		select {
+		case <-deployments.Ready():
+		case <-ctx.Done():
+		}
+		if deployments.HadRecords() {
+			fmt.Fprintf(stdout, "braid serve: redeployed %d recorded deployments from %s\n", len(deployments.List()), filepath.Join(*dataDir, "deployments.json"))
+		}
+		for _, d := range deployments.List() {
+			fmt.Fprintf(stdout, "braid serve: redeployed %s (revision %d, %d instances, %d standbys, %s) live at %s\n",
+				d.ID, d.Revision, d.Instances, d.Standbys, d.Guarantee, liveURL(srv.URL(), d.ID))
+		}
+		if _, _, err := store.Get(demoID); err == nil && !*noDemo && !deployments.HadRecords() {
 			if err := deployDemo(deployments); err != nil {
 				fmt.Fprintf(stdout, "braid serve: the demo was not deployed: %v\n", err)
 			} else {
@@ -137,22 +156,19 @@ func liveURL(base, id string) string {
 	return u.String()
 }
 
+// serveRetention is serve's default --retention: the embedded broker
+// holds every record in memory, and a demo or generator left running
+// for hours must not grow it without bound. Kafka's default is 7 days.
+const serveRetention = 15 * time.Minute
+
 // demoID is the demo design's id.
 const demoID = "orders-demo"
 
 // deployDemo deploys the demo design with 3 instances and 1 standby, and
 // a generator of orders: 20 customers, 50 orders a second, up to 2 s out
-// of order, 2% late beyond the 5 s grace.
+// of order, 2% late beyond the 5 s grace. Run is running (Ready closed).
 func deployDemo(m *deploy.Manager) error {
-	// Run has just been started on its goroutine: wait until it accepts.
-	var err error
-	for range 50 {
-		if _, err = m.Deploy(deploy.Request{Design: demoID, Instances: 3, Standbys: 1}); !errors.Is(err, deploy.ErrNotRunning) {
-			break
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	if err != nil {
+	if _, err := m.Deploy(deploy.Request{Design: demoID, Instances: 3, Standbys: new(1)}); err != nil {
 		return err
 	}
 	return m.StartGenerator(demoID, deploy.GeneratorSpec{

@@ -13,10 +13,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/braidstream/braid/compiler"
 	"github.com/braidstream/braid/designer"
+	"github.com/braidstream/braid/runtime/broker"
 )
 
 // serving is a `braid serve` running in the test.
@@ -259,5 +261,56 @@ func TestServeFlags(t *testing.T) {
 	}
 	if err := runServe(context.Background(), []string{"--listen", "127.0.0.1:0", "--broker-listen", "nonsense", "--data-dir", filepath.Join(dir, "b")}, io.Discard); err == nil {
 		t.Error("a bad --broker-listen was taken")
+	}
+}
+
+// TestServeBrokerAuth: serve refuses to expose the embedded broker off
+// loopback without SASL or --insecure-broker, naming the flags; with
+// SASL credentials its own deployments and generators authenticate, and
+// a client without them is refused.
+func TestServeBrokerAuth(t *testing.T) {
+	err := runServe(context.Background(), []string{"--listen", "127.0.0.1:0", "--broker-listen", "0.0.0.0:0", "--data-dir", t.TempDir()}, io.Discard)
+	if err == nil || !strings.Contains(err.Error(), `--broker-listen 0.0.0.0:0: broker listen address "0.0.0.0:0" is not loopback`) ||
+		!strings.Contains(err.Error(), "--insecure-broker") || !strings.Contains(err.Error(), "--sasl-user") {
+		t.Errorf("serve with the broker on 0.0.0.0 and no SASL: %v", err)
+	}
+	open := startServe(t, "--listen", "127.0.0.1:0", "--broker-listen", "0.0.0.0:0", "--insecure-broker", "--data-dir", t.TempDir(), "--no-demo")
+	open.stop(t)
+
+	s := startServe(t, "--listen", "127.0.0.1:0", "--broker-listen", "127.0.0.1:0", "--sasl-user", "braid", "--sasl-password", "secret", "--data-dir", t.TempDir())
+	authed, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(s.broker)}, broker.SASLClientOptions("braid", "secret")...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer authed.Close()
+	adm := kadm.NewClient(authed)
+	// The demo's generator produces and its instances commit: both
+	// authenticated.
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		offsets, err := adm.FetchOffsets(ctx, "braid-orders-demo")
+		cancel()
+		committed := int64(0)
+		if err == nil {
+			offsets.Each(func(o kadm.OffsetResponse) { committed += max(o.At, 0) })
+		}
+		if committed > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the demo committed no offsets on the SASL broker in a minute (%v):\n%s", err, s.out.String())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	anon, err := kgo.NewClient(kgo.SeedBrokers(s.broker), kgo.RequestRetries(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer anon.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if _, err := kadm.NewClient(anon).ListTopics(ctx); err == nil {
+		t.Error("a client without credentials listed the topics of the SASL broker")
 	}
 }

@@ -15,11 +15,17 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/sasl/scram"
 )
 
 // Config says where the embedded broker listens and where it keeps its data.
@@ -40,12 +46,69 @@ type Config struct {
 
 	// Logger receives the broker's warnings and errors. Default: discard.
 	Logger *slog.Logger
+
+	// SASLUser and SASLPassword, when set, make the broker refuse every
+	// client that does not authenticate as this user with SASL
+	// SCRAM-SHA-256 (ClientOptions are what a franz-go client needs).
+	// Without TLS the traffic itself is still in the clear.
+	SASLUser, SASLPassword string
+
+	// Retention is how long records of topics with cleanup.policy=delete
+	// (sources, sinks, repartition topics, and topics created
+	// automatically) are kept, unless the topic sets retention.ms itself.
+	// Default 168h, Kafka's log.retention.ms. The broker keeps every record
+	// in memory (and, with DataDir, on disk), so this bounds its size.
+	// Negative keeps records forever.
+	Retention time.Duration
+
+	// RetentionCheckInterval is how often the broker deletes the records
+	// past retention and compacts the compacted topics (changelogs).
+	// Default Retention/10, from 100 ms to 30 s.
+	RetentionCheckInterval time.Duration
+
+	// Insecure lets the broker listen on an address other than loopback
+	// without SASL. Without it, Start refuses to (an UnauthenticatedError):
+	// anyone who reaches such a port can read, write and delete every
+	// topic.
+	Insecure bool
+}
+
+// UnauthenticatedError says a broker was asked to listen off loopback
+// without SASL credentials and without Config.Insecure.
+type UnauthenticatedError struct {
+	// Listen is the address asked for.
+	Listen string
+}
+
+func (e *UnauthenticatedError) Error() string {
+	return fmt.Sprintf("broker listen address %q is not loopback and the broker has no SASL credentials: anyone who reaches it could read and write every topic", e.Listen)
+}
+
+// SASLMechanism is the SASL mechanism of a broker with credentials.
+const SASLMechanism = "SCRAM-SHA-256"
+
+// SASLClientOptions are the franz-go options that authenticate as user
+// with SASLMechanism; none when user is empty.
+func SASLClientOptions(user, password string) []kgo.Opt {
+	if user == "" {
+		return nil
+	}
+	return []kgo.Opt{kgo.SASL(scram.Auth{User: user, Pass: password}.AsSha256Mechanism())}
 }
 
 // Broker is a running embedded broker. Close it when done.
 type Broker struct {
-	cluster *kfake.Cluster
-	addr    string
+	cluster    *kfake.Cluster
+	addr       string
+	clientOpts []kgo.Opt
+	retention  time.Duration
+	now        func() time.Time // time.Now, but for tests
+
+	// admin is the client the retention pass uses; stopCleaner ends the
+	// cleaner goroutine and cleanerDone closes when it has.
+	admin       *kgo.Client
+	stopCleaner context.CancelFunc
+	cleanerDone chan struct{}
 
 	closeOnce sync.Once
 }
@@ -63,6 +126,12 @@ func Start(cfg Config) (*Broker, error) {
 	}
 	if parts < 0 {
 		return nil, fmt.Errorf("broker partitions: %d is negative", parts)
+	}
+	if (cfg.SASLUser == "") != (cfg.SASLPassword == "") {
+		return nil, errors.New("broker SASL credentials: give both a user and a password, or neither")
+	}
+	if cfg.SASLUser == "" && !cfg.Insecure && !isLoopback(host) {
+		return nil, &UnauthenticatedError{Listen: cfg.Listen}
 	}
 	opts := []kfake.Opt{
 		// One broker: every partition leads here, so nothing is lost by
@@ -85,6 +154,9 @@ func Start(cfg Config) (*Broker, error) {
 	if cfg.DataDir != "" {
 		opts = append(opts, kfake.DataDir(cfg.DataDir))
 	}
+	if cfg.SASLUser != "" {
+		opts = append(opts, kfake.EnableSASL(), kfake.Superuser(SASLMechanism, cfg.SASLUser, cfg.SASLPassword))
+	}
 	c, err := kfake.NewCluster(opts...)
 	if err != nil {
 		return nil, fmt.Errorf("starting embedded broker on %s: %w", net.JoinHostPort(host, strconv.Itoa(port)), err)
@@ -94,7 +166,144 @@ func Start(cfg Config) (*Broker, error) {
 		c.Close()
 		return nil, errors.New("starting embedded broker: it listens on no address")
 	}
-	return &Broker{cluster: c, addr: addrs[0]}, nil
+	b := &Broker{cluster: c, addr: addrs[0], clientOpts: SASLClientOptions(cfg.SASLUser, cfg.SASLPassword), now: time.Now}
+	b.retention = cfg.Retention
+	if b.retention == 0 {
+		b.retention = DefaultRetention
+	}
+	interval := cfg.RetentionCheckInterval
+	if interval <= 0 {
+		interval = min(max(b.retention/10, 100*time.Millisecond), 30*time.Second)
+	}
+	b.admin, err = kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(b.addr)}, b.clientOpts...)...)
+	if err != nil {
+		c.Close()
+		return nil, fmt.Errorf("starting embedded broker: creating its retention client: %w", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	b.stopCleaner, b.cleanerDone = cancel, make(chan struct{})
+	go b.clean(ctx, interval, cfg.Logger)
+	return b, nil
+}
+
+// DefaultRetention is Config.Retention's default: Kafka's
+// log.retention.ms, 7 days.
+const DefaultRetention = 7 * 24 * time.Hour
+
+// clean applies retention every interval until ctx ends.
+func (b *Broker) clean(ctx context.Context, interval time.Duration, log *slog.Logger) {
+	defer close(b.cleanerDone)
+	tick := time.NewTicker(interval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		if err := b.ApplyRetention(ctx); err != nil && ctx.Err() == nil && log != nil {
+			log.Warn("applying retention", "component", "broker", "err", err)
+		}
+	}
+}
+
+// ApplyRetention does now what the broker does every
+// RetentionCheckInterval: it deletes the records older than their
+// topic's retention from every topic whose cleanup.policy is delete
+// (a DeleteRecords up to the first offset within retention, by record
+// timestamp), and compacts the compacted topics. kfake, the broker
+// underneath, would apply retention.ms itself only to topics that set it
+// and only every log.cleaner.backoff.ms (an hour), and applies the
+// broker-wide retention to compacted topics too, which Kafka does not;
+// so the broker does it this way instead.
+func (b *Broker) ApplyRetention(ctx context.Context) error {
+	adm := kadm.NewClient(b.admin)
+	topics, err := adm.ListTopics(ctx)
+	if err != nil {
+		return fmt.Errorf("listing topics: %w", err)
+	}
+	if len(topics) == 0 {
+		return nil
+	}
+	configs, err := adm.DescribeTopicConfigs(ctx, topics.Names()...)
+	if err != nil {
+		return fmt.Errorf("describing topic configs: %w", err)
+	}
+	byRetention := make(map[time.Duration][]string)
+	compacted := false
+	for _, rc := range configs {
+		if rc.Err != nil {
+			continue // deleted meanwhile
+		}
+		retention := b.retention
+		policy := "delete"
+		for _, c := range rc.Configs {
+			switch {
+			case c.Key == "cleanup.policy" && c.Value != nil:
+				policy = *c.Value
+			case c.Key == "retention.ms" && c.Value != nil && c.Source == kmsg.ConfigSourceDynamicTopicConfig:
+				if ms, err := strconv.ParseInt(*c.Value, 10, 64); err == nil {
+					retention = time.Duration(ms) * time.Millisecond
+				}
+			}
+		}
+		if strings.Contains(policy, "compact") {
+			compacted = true
+			continue
+		}
+		if retention >= 0 {
+			byRetention[retention] = append(byRetention[retention], rc.Name)
+		}
+	}
+	var errs []error
+	for retention, names := range byRetention {
+		cutoff := b.now().Add(-retention).UnixMilli()
+		listed, err := adm.ListOffsetsAfterMilli(ctx, cutoff, names...)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("listing offsets after %d ms: %w", cutoff, err))
+			continue
+		}
+		starts, err := adm.ListStartOffsets(ctx, names...)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("listing start offsets: %w", err))
+			continue
+		}
+		del := make(kadm.Offsets)
+		listed.Each(func(o kadm.ListedOffset) {
+			if o.Err != nil || o.Partition < 0 {
+				return
+			}
+			if st, ok := starts.Lookup(o.Topic, o.Partition); ok && st.Err == nil && o.Offset > st.Offset {
+				del.Add(kadm.Offset{Topic: o.Topic, Partition: o.Partition, At: o.Offset, LeaderEpoch: -1})
+			}
+		})
+		if len(del) == 0 {
+			continue
+		}
+		resps, err := adm.DeleteRecords(ctx, del)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("deleting records: %w", err))
+			continue
+		}
+		if err := resps.Error(); err != nil {
+			errs = append(errs, fmt.Errorf("deleting records: %w", err))
+		}
+	}
+	if compacted {
+		b.cluster.Compact()
+	}
+	return errors.Join(errs...)
+}
+
+// isLoopback says whether a listen host is a loopback address or
+// localhost.
+func isLoopback(host string) bool {
+	host = strings.TrimSuffix(strings.ToLower(host), ".")
+	if host == "localhost" || strings.HasSuffix(host, ".localhost") {
+		return true
+	}
+	ip := net.ParseIP(strings.Trim(host, "[]"))
+	return ip != nil && ip.IsLoopback()
 }
 
 func splitListen(listen string) (host string, port int, err error) {
@@ -122,6 +331,10 @@ func (b *Broker) Addr() string { return b.addr }
 // configurations take.
 func (b *Broker) Addrs() []string { return []string{b.addr} }
 
+// ClientOptions are the franz-go options a client of this broker needs
+// besides its address: SASL when the broker has credentials.
+func (b *Broker) ClientOptions() []kgo.Opt { return slices.Clone(b.clientOpts) }
+
 // Compact runs log compaction on every compacted topic now. The embedded
 // broker's own cleaner runs rarely; tests that need a compacted changelog
 // call this.
@@ -130,7 +343,12 @@ func (b *Broker) Compact() { b.cluster.Compact() }
 // Close stops the broker, flushing persisted data to the data directory.
 // It is safe to call more than once.
 func (b *Broker) Close() error {
-	b.closeOnce.Do(b.cluster.Close)
+	b.closeOnce.Do(func() {
+		b.stopCleaner()
+		<-b.cleanerDone
+		b.admin.Close()
+		b.cluster.Close()
+	})
 	return nil
 }
 

@@ -2,6 +2,7 @@ package broker_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"strings"
@@ -126,18 +127,19 @@ func TestRecordsSurviveRestart(t *testing.T) {
 
 func TestStartInvalidListen(t *testing.T) {
 	for _, tt := range []struct {
-		listen string
-		want   []string
+		listen   string
+		want     []string
+		insecure bool // past the loopback check, to the listen
 	}{
-		{"nonsense", []string{`broker listen address "nonsense"`, "missing port"}},
-		{"127.0.0.1:99999", []string{`broker listen address "127.0.0.1:99999"`, `port "99999" is not a number from 0 to 65535`}},
-		{"127.0.0.1:x", []string{`broker listen address "127.0.0.1:x"`, `port "x" is not a number from 0 to 65535`}},
-		{"127.0.0.1:-1", []string{`port "-1" is not a number from 0 to 65535`}},
-		{"127.0.0.1:", []string{`port "" is not a number from 0 to 65535`}},
-		{"1.2.3.4.5:0", []string{"starting embedded broker on 1.2.3.4.5:0"}},
+		{"nonsense", []string{`broker listen address "nonsense"`, "missing port"}, false},
+		{"127.0.0.1:99999", []string{`broker listen address "127.0.0.1:99999"`, `port "99999" is not a number from 0 to 65535`}, false},
+		{"127.0.0.1:x", []string{`broker listen address "127.0.0.1:x"`, `port "x" is not a number from 0 to 65535`}, false},
+		{"127.0.0.1:-1", []string{`port "-1" is not a number from 0 to 65535`}, false},
+		{"127.0.0.1:", []string{`port "" is not a number from 0 to 65535`}, false},
+		{"1.2.3.4.5:0", []string{"starting embedded broker on 1.2.3.4.5:0"}, true},
 	} {
 		t.Run(tt.listen, func(t *testing.T) {
-			b, err := broker.Start(broker.Config{Listen: tt.listen})
+			b, err := broker.Start(broker.Config{Listen: tt.listen, Insecure: tt.insecure})
 			if err == nil {
 				b.Close()
 				t.Fatalf("Start(Listen: %q) succeeded on %s, want an error", tt.listen, b.Addr())
@@ -247,4 +249,184 @@ func TestRunClosesOnCancel(t *testing.T) {
 		conn.Close()
 		t.Errorf("the broker still accepts connections on %s after Run returned", addr)
 	}
+}
+
+// TestRefusesUnauthenticatedExposure: off loopback the broker needs SASL
+// credentials or Insecure; on loopback it needs neither.
+func TestRefusesUnauthenticatedExposure(t *testing.T) {
+	for _, listen := range []string{"0.0.0.0:0", "[::]:0", "192.0.2.1:0", "example.com:0"} {
+		b, err := broker.Start(broker.Config{Listen: listen})
+		var ue *broker.UnauthenticatedError
+		if !errors.As(err, &ue) || ue.Listen != listen || !strings.Contains(err.Error(), fmt.Sprintf("%q is not loopback", listen)) {
+			t.Errorf("Start on %s without SASL = %v, want an UnauthenticatedError naming it", listen, err)
+		}
+		if b != nil {
+			b.Close()
+		}
+	}
+	if _, err := broker.Start(broker.Config{SASLUser: "u"}); err == nil || !strings.Contains(err.Error(), "both a user and a password") {
+		t.Errorf("Start with a user and no password = %v", err)
+	}
+	start(t, broker.Config{Listen: "0.0.0.0:0", Insecure: true})
+	start(t, broker.Config{Listen: "localhost:0"})
+}
+
+// TestSASL: a broker with credentials answers clients that authenticate
+// with them (ClientOptions), and no one else.
+func TestSASL(t *testing.T) {
+	b := start(t, broker.Config{Listen: "0.0.0.0:0", SASLUser: "braid", SASLPassword: "secret"})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := kadm.NewClient(client(t, b, b.ClientOptions()...)).CreateTopic(ctx, 1, 1, nil, "t"); err != nil {
+		t.Fatalf("creating a topic with the credentials: %v", err)
+	}
+	for name, opts := range map[string][]kgo.Opt{
+		"no credentials":   nil,
+		"a wrong password": broker.SASLClientOptions("braid", "guess"),
+	} {
+		cl := client(t, b, append(opts, kgo.RequestRetries(0))...)
+		pctx, pcancel := context.WithTimeout(ctx, 5*time.Second)
+		_, err := kadm.NewClient(cl).ListTopics(pctx)
+		pcancel()
+		if err == nil {
+			t.Errorf("a client with %s listed the topics", name)
+		}
+	}
+}
+
+// retained is the number of records the broker holds of topic, from the
+// partitions' start and end offsets.
+func retained(t *testing.T, adm *kadm.Client, topic string) int64 {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	starts, err := adm.ListStartOffsets(ctx, topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ends, err := adm.ListEndOffsets(ctx, topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n int64
+	ends.Each(func(e kadm.ListedOffset) {
+		if s, ok := starts.Lookup(e.Topic, e.Partition); ok {
+			n += e.Offset - s.Offset
+		}
+	})
+	return n
+}
+
+// countRecords reads topic from its start to its end offsets and counts
+// the records there (compaction removes records but keeps offsets).
+func countRecords(t *testing.T, b *broker.Broker, adm *kadm.Client, topic string) int {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	ends, err := adm.ListEndOffsets(ctx, topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl := client(t, b, kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	left := make(map[int32]int64)
+	ends.Each(func(e kadm.ListedOffset) { left[e.Partition] = e.Offset })
+	n := 0
+	for len(left) > 0 {
+		for p, end := range left {
+			if end == 0 {
+				delete(left, p)
+			}
+		}
+		if len(left) == 0 {
+			break
+		}
+		fs := cl.PollFetches(ctx)
+		if err := ctx.Err(); err != nil {
+			t.Fatalf("reading %s: %v", topic, err)
+		}
+		fs.EachRecord(func(r *kgo.Record) {
+			n++
+			if r.Offset+1 >= left[r.Partition] {
+				delete(left, r.Partition)
+			}
+		})
+	}
+	return n
+}
+
+// TestRetentionBoundsTheLog is a soak on a clock the test moves: 40
+// seconds of 300 records a second into a delete-policy topic with a 3 s
+// retention, and 300 updates a second of 10 keys into a compacted one.
+// After every retention pass, the first holds at most the last 3 s or so
+// of records, and the compacted one ends with little more than one record
+// per key, though 12,000 went into each.
+func TestRetentionBoundsTheLog(t *testing.T) {
+	const perSecond, seconds, keys = 300, 40, 10
+	retention := 3 * time.Second
+	b := start(t, broker.Config{Retention: retention, RetentionCheckInterval: time.Hour})
+	now := time.Now()
+	broker.SetNow(b, func() time.Time { return now })
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	adm := kadm.NewClient(client(t, b))
+	if _, err := adm.CreateTopic(ctx, 2, 1, nil, "events"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := adm.CreateTopic(ctx, 1, 1, map[string]*string{"cleanup.policy": kadm.StringPtr("compact")}, "table"); err != nil {
+		t.Fatal(err)
+	}
+	producer := client(t, b, kgo.ProducerLinger(0))
+	start := now
+	bound := int64(perSecond) * int64(retention/time.Second+1)
+	for s := range seconds {
+		now = start.Add(time.Duration(s) * time.Second)
+		// Batches of 30, so that compaction has whole batches to clean.
+		for batch := range perSecond / 30 {
+			var recs []*kgo.Record
+			for i := range 30 {
+				n := batch*30 + i
+				recs = append(recs,
+					&kgo.Record{Topic: "events", Key: []byte(fmt.Sprint(n)), Value: []byte("v"), Timestamp: now},
+					&kgo.Record{Topic: "table", Key: []byte(fmt.Sprint("k", n%keys)), Value: []byte(fmt.Sprint(s, n)), Timestamp: now})
+			}
+			if err := producer.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := b.ApplyRetention(ctx); err != nil {
+			t.Fatalf("ApplyRetention at second %d: %v", s, err)
+		}
+		if n := retained(t, adm, "events"); n > bound {
+			t.Fatalf("after second %d the broker holds %d records of events, over %d (%d a second for %v and one more second)", s, n, bound, perSecond, retention)
+		}
+	}
+	if n := countRecords(t, b, adm, "table"); n > keys+2*30 {
+		t.Errorf("the compacted topic holds %d records of %d keys after %d updates", n, keys, perSecond*seconds)
+	}
+}
+
+// TestRetentionRunsOnItsOwn: without ApplyRetention being called, the
+// broker's own pass deletes expired records, and Close stops it.
+func TestRetentionRunsOnItsOwn(t *testing.T) {
+	b := start(t, broker.Config{Retention: time.Minute, RetentionCheckInterval: 10 * time.Millisecond})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	adm := kadm.NewClient(client(t, b))
+	if _, err := adm.CreateTopic(ctx, 1, 1, nil, "old"); err != nil {
+		t.Fatal(err)
+	}
+	var recs []*kgo.Record
+	for range 100 {
+		recs = append(recs, &kgo.Record{Topic: "old", Value: []byte("v"), Timestamp: time.Now().Add(-time.Hour)})
+	}
+	if err := client(t, b).ProduceSync(ctx, recs...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	for retained(t, adm, "old") > 0 {
+		if ctx.Err() != nil {
+			t.Fatal("the broker kept records an hour old with a minute's retention")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	b.Close()
 }

@@ -51,10 +51,25 @@ export class DeployControls {
   dialog() {
     let dlg = byTestId('deploy-dialog')
     if (dlg) return dlg
-    const number = (testid, value, min, max, step = '1') => h('input', { type: 'number', testid, value: String(value), min: String(min), max: String(max), step, required: true })
-    this.instances = number('deploy-instances', 3, 1, 16)
-    this.standbys = number('deploy-standbys', 1, 0, 8)
-    this.commit = number('deploy-commit-interval', commitDefaults['at-least-once'], 10, 600000, '10')
+    const number = (testid, value, min, max, step = '1') => {
+      const input = h('input', { type: 'number', testid, value: String(value), min: String(min), step, required: true })
+      if (max !== '') input.max = String(max)
+      return input
+    }
+    // The bounds are the server's (GET /api/deployment-limits), which
+    // enforces the same ones; until they arrive the inputs have none.
+    this.instances = number('deploy-instances', 3, 1, '')
+    this.standbys = number('deploy-standbys', 1, 0, '')
+    this.commit = number('deploy-commit-interval', commitDefaults['at-least-once'], 10, '', '10')
+    api('GET', '/api/deployment-limits').then(
+      (l) => {
+        this.instances.max = String(l.maxInstances)
+        this.standbys.max = String(l.maxInstances - 1)
+        this.commit.min = String(l.minCommitIntervalMs)
+        this.commit.max = String(l.maxCommitIntervalMs)
+      },
+      () => {}, // the server checks the values anyway
+    )
     this.guarantee = h(
       'select',
       { testid: 'deploy-guarantee' },
