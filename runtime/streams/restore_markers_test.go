@@ -99,6 +99,19 @@ func storeHolds(app *streams.App, want map[string]int64, absent ...string) bool 
 	return true
 }
 
+// holdsWithin polls cond until it holds, false if it still does not
+// after timeout.
+func holdsWithin(timeout time.Duration, cond func() bool) bool {
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return true
+}
+
 // restoring reports whether any of app's tasks restores.
 func restoring(app *streams.App) bool {
 	for _, ts := range app.Stats().Tasks {
@@ -171,5 +184,92 @@ func TestRestoreFinishesOnEveryChangelog(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestGuaranteeSwitchBetweenRuns runs one supervised instance under one
+// guarantee, stops it, and runs it again under the other over the same
+// state directory and changelogs, as a redeploy does, with a second,
+// empty instance added and one standby per task, and no new input: the
+// second run's restores (from the first run's checkpoints, which the
+// exactly-once run's markers follow, and from nothing) and standbys must
+// reach the changelogs' ends, every count must be answered, and every
+// standby reach lag 0.
+func TestGuaranteeSwitchBetweenRuns(t *testing.T) {
+	const partitions, users, clicks = 2, 20, 400
+	for _, order := range [][2]streams.Guarantee{{streams.ExactlyOnce, streams.AtLeastOnce}, {streams.AtLeastOnce, streams.ExactlyOnce}} {
+		t.Run(fmt.Sprintf("%v then %v", order[0], order[1]), func(t *testing.T) {
+			b := startBroker(t)
+			createTopic(t, b, "clicks", partitions)
+			createTopic(t, b, "click-counts", partitions)
+			produceClicks(t, b, 0, clicks, users)
+			stateDir := t.TempDir()
+			for run, g := range order {
+				builder := streams.NewBuilder()
+				builder.Stream([]string{"clicks"}, streams.WithSerdes(streams.String, streams.String)).
+					GroupByKey().
+					Count(streams.Materialized(streams.StoreOptions{Name: "counts"})).
+					To("click-counts", streams.WithSerdes(streams.String, streams.Int64))
+				topo, err := builder.Build()
+				if err != nil {
+					t.Fatal(err)
+				}
+				cfg := testConfig(b, "switch")
+				cfg.StateDir = stateDir
+				cfg.ProcessingGuarantee = g
+				cfg.StandbyReplicas = 1
+				sup, err := streams.NewSupervisor(topo, streams.SupervisorConfig{Config: cfg, Instances: 1})
+				if err != nil {
+					t.Fatal(err)
+				}
+				ctx, cancel := context.WithCancel(context.Background())
+				done := make(chan error, 1)
+				go func() { done <- sup.Run(ctx) }()
+				wantStandbys := 0
+				if run == 1 {
+					waitFor(t, 30*time.Second, "the supervisor running", func() bool { return len(sup.Instances()) == 1 })
+					if _, err := sup.Add(); err != nil {
+						t.Fatal(err)
+					}
+					wantStandbys = partitions
+				}
+				var total int64
+				var lags []int64
+				settled := func() bool {
+					total, lags = 0, nil
+					for u := range users {
+						if v, ok, err := sup.Get("counts", fmt.Sprintf("user-%02d", u)); err == nil && ok {
+							total += v.(int64)
+						}
+					}
+					for _, in := range sup.Instances() {
+						for _, ts := range in.Stats.Tasks {
+							if ts.Restoring {
+								return false
+							}
+						}
+						for _, sb := range in.Stats.Standbys {
+							for _, st := range sb.Stores {
+								lags = append(lags, st.Lag)
+							}
+						}
+					}
+					for _, l := range lags {
+						if l != 0 {
+							return false
+						}
+					}
+					return total == clicks && len(lags) == wantStandbys
+				}
+				if !holdsWithin(60*time.Second, settled) {
+					t.Fatalf("run %d (%v): %d clicks counted of %d, standby lags %v (want %d at 0), or a task still restoring",
+						run+1, g, total, clicks, lags, wantStandbys)
+				}
+				cancel()
+				if err := <-done; err != nil {
+					t.Fatalf("run %d (%v): %v", run+1, g, err)
+				}
+			}
+		})
 	}
 }
