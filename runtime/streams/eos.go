@@ -101,13 +101,16 @@ func (a *App) exactlyOnceOptions() []kgo.Opt {
 	}
 }
 
-// readOptions are the options of the App's other consumers, restores and
-// the standby follower: under exactly-once they read committed records
-// and keep the control records, whose offsets tell them they reached an
-// end that a transaction marker occupies.
+// readOptions are the options of the App's changelog readers, restores
+// and the standby follower. Under exactly-once they read committed records
+// only. Under either guarantee they keep the control records: a changelog
+// an exactly-once run wrote, which a later at-least-once run may read,
+// ends each transaction with a marker that takes an offset, and a reader
+// that drops the markers never receives the offset before the end, so it
+// cannot tell that it reached the end. restoreEntry steps over them.
 func (a *App) readOptions() []kgo.Opt {
 	if a.txn == nil {
-		return nil
+		return []kgo.Opt{kgo.KeepControlRecords()}
 	}
 	return []kgo.Opt{kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.KeepControlRecords()}
 }

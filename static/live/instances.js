@@ -189,7 +189,7 @@ function fillCard(card, inst, t) {
     card.bar.hidden = false
     card.bar.className = 'lv-bar lv-bar-restore'
     fill.style.width = pct.toFixed(1) + '%'
-    text.textContent = `restored ${count(t.restore.restored || 0)}/${count(t.restore.total)}${t.restore.etaMs ? ` · ETA ${millis(t.restore.etaMs)}` : ''}`
+    text.textContent = `restored ${count(t.restore.restored || 0)}/${count(t.restore.total)}${t.restore.etaMs > 0 ? ` · ETA ${millis(t.restore.etaMs)}` : ''}`
     card.bar.title = `restoring the changelog at ${rate(t.restore.rate)} records/s`
   } else if ((t.role === 'standby' || t.role === 'warmup') && t.standbyLag) {
     const recs = t.standbyLag.records || 0

@@ -103,6 +103,7 @@ func MakePlan(in PlanInput) Plan {
 		return p.plan
 	}
 	p.placeBalanced()
+	p.swapToReplicas()
 	moves := p.placeCaughtUp()
 	p.placeStandbys()
 	p.placeWarmups(moves)
@@ -211,16 +212,85 @@ func (p *planner) placeBalanced() {
 			}
 		}
 	}
-	for _, t := range p.tasks {
-		if _, taken := p.owner[t]; taken {
-			continue
-		}
+	for _, t := range p.unownedByStake() {
 		best := p.roomiest(t, floor, extra > 0)
 		if p.actives[best.ID] == floor {
 			extra--
 		}
 		p.give(t, best.ID)
 	}
+}
+
+// unownedByStake lists the tasks no member kept, those whose placement
+// matters most first: by how much more the member with the most lag on
+// them lacks than the member with the least, then in task order. The
+// tasks of a member that left would otherwise be placed in task order,
+// and a stateless one, or one every member is caught up on, could take
+// the last slot of the member holding another's caught-up standby, which
+// would then restore in full elsewhere.
+func (p *planner) unownedByStake() []Task {
+	stake := make(map[Task]int64)
+	var out []Task
+	for _, t := range p.tasks {
+		if _, taken := p.owner[t]; taken {
+			continue
+		}
+		out = append(out, t)
+		if !p.stateful(t) {
+			continue
+		}
+		lo, hi := p.in.Lag(p.members[0], t), p.in.Lag(p.members[0], t)
+		for _, m := range p.members[1:] {
+			lo, hi = min(lo, p.in.Lag(m, t)), max(hi, p.in.Lag(m, t))
+		}
+		stake[t] = hi - lo
+	}
+	slices.SortStableFunc(out, func(a, b Task) int { return cmp.Compare(stake[b], stake[a]) })
+	return out
+}
+
+// swapToReplicas is part of rule 1: a stateful active placed on a member
+// that lacks records of it trades places with a stateless active of the
+// member with the least lag on it, so that a task goes to its caught-up
+// standby even when balance filled that member's slots. A stateless task
+// carries no state, so its move costs nothing, and the counts stay
+// balanced. Without this, a changelog shorter than the acceptable lag
+// makes every member caught up, and rule 2 keeps the task where it
+// restores in full.
+func (p *planner) swapToReplicas() {
+	for _, t := range p.tasks {
+		if !p.stateful(t) {
+			continue
+		}
+		from := p.member(p.owner[t])
+		lag := p.in.Lag(from, t)
+		if lag == 0 {
+			continue
+		}
+		best, bestLag := "", lag
+		for _, m := range p.members {
+			if l := p.in.Lag(m, t); l < bestLag && p.statelessActive(m.ID) != nil {
+				best, bestLag = m.ID, l
+			}
+		}
+		if best == "" {
+			continue
+		}
+		u := *p.statelessActive(best)
+		p.give(t, best)
+		p.give(u, from.ID)
+	}
+}
+
+// statelessActive returns the last stateless active of member id in task
+// order, nil when it has none.
+func (p *planner) statelessActive(id string) *Task {
+	for i := len(p.tasks) - 1; i >= 0; i-- {
+		if t := p.tasks[i]; !p.stateful(t) && p.owner[t] == id {
+			return &t
+		}
+	}
+	return nil
 }
 
 // roomiest picks, among the members with room for one more active, the one
