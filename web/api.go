@@ -210,6 +210,9 @@ func (s *Server) renameDesign(c *fiber.Ctx) error {
 	if req.Name == nil || strings.TrimSpace(*req.Name) == "" {
 		return errorf(fiber.StatusBadRequest, `request body: "name" is required and must not be blank`)
 	}
+	if why := designer.ValidDesignName(*req.Name); why != "" {
+		return errorf(fiber.StatusBadRequest, `request body: "name" `+why)
+	}
 	s.saving.Lock()
 	defer s.saving.Unlock()
 	r, err := s.store.Rename(c.Params("id"), *req.Name)
@@ -352,9 +355,11 @@ func (s *Server) compile(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
+	// The application id the deployment of this design runs with, unless
+	// the request names another.
 	appID := c.Query("appId")
 	if appID == "" {
-		appID = d.Name
+		appID = designer.ApplicationID(d)
 	}
 	return c.JSON(compileAnswerOf(compiled, appID))
 }

@@ -383,7 +383,7 @@ func TestCompileAPI(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if a.Describe != c.Topology.Describe() || a.AppID != "orders-windowed" {
+			if a.Describe != c.Topology.Describe() || a.AppID != designer.ApplicationID(d) {
 				t.Errorf("describe %q app %q", a.Describe, a.AppID)
 			}
 			want := []subtopologyAnswer{
@@ -399,7 +399,7 @@ func TestCompileAPI(t *testing.T) {
 			if n := a.Nodes["window"]; n.Operator != "" || !reflect.DeepEqual(n.Subtopologies, []int{0}) || n.Parts == nil {
 				t.Errorf("window node %+v", n)
 			}
-			if len(a.Topics) != 2 || a.Topics[0].Name != "orders-windowed-big-orders-per-10s-repartition" || a.Topics[0].Kind != "repartition" ||
+			if len(a.Topics) != 2 || a.Topics[0].Name != designer.ApplicationID(d)+"-big-orders-per-10s-repartition" || a.Topics[0].Kind != "repartition" ||
 				a.Topics[1].Kind != "changelog" || a.Topics[1].CleanupPolicy != "compact,delete" || a.Topics[1].Retention == "" || a.Topics[1].Store != "big-orders-per-10s" ||
 				!reflect.DeepEqual(a.Topics[0].PartitionsOf, []string{"orders"}) {
 				t.Errorf("topics %+v", a.Topics)
