@@ -1,0 +1,120 @@
+package e2e
+
+import (
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+)
+
+// The tests of issue 18, a user's report on the editor and the live page.
+
+// badges counts the record-count badges on the canvas.
+const badges = `document.querySelector('[data-testid="canvas"]').querySelectorAll('[data-testid^="badge-"]').length`
+
+// TestPreviewBadgesOnlyAfterARun opens the preview panel before any run
+// and closes it after one: badges (records per node) show only while the
+// panel shows a result, never a "null" badge.
+func TestPreviewBadgesOnlyAfterARun(t *testing.T) {
+	url := startServe(t)
+	id := demoDesignID(t, url)
+	b := newBrowser(t)
+
+	var before int
+	b.step("open the demo and its preview panel, before any run",
+		chromedp.Navigate(url+"/designs/"+id),
+		chromedp.WaitVisible(chromedp.CSS(`body[data-editor-ready="true"]`)),
+		chromedp.WaitVisible(tid("node-source")),
+		chromedp.Click(tid("preview")),
+		chromedp.WaitVisible(tid("generate-orders")),
+		eval(badges, &before))
+	if before != 0 {
+		t.Errorf("the preview panel opened before a run puts %d badge(s) on the canvas, want none", before)
+	}
+	var texts []string
+	b.step("run a preview and see a count on each node",
+		chromedp.Click(tid("generate-orders")),
+		chromedp.Click(tid("run-preview")),
+		chromedp.WaitVisible(tid("window-closed-0")),
+		until(badges+` > 0`),
+		eval(`Array.from(document.querySelector('[data-testid="canvas"]').querySelectorAll('[data-testid^="badge-"] text')).map(e => e.textContent)`, &texts))
+	for _, s := range texts {
+		if s == "" || s == "null" || s == "undefined" || s == "NaN" {
+			t.Errorf("a badge reads %q after a run: %q", s, texts)
+		}
+	}
+	b.step("close the panel and see the badges go",
+		chromedp.Click(tid("preview")),
+		until(`document.querySelector('[data-testid="preview-panel"]').hidden`),
+		until(badges+` === 0`))
+}
+
+// TestLiveIssue18 follows the demo deployment's live page: the closed
+// windows list numbers its items past 9 in full, late drops of one task and
+// window are one timeline row with a count while the rare events keep
+// their rows, and the failover table says its units.
+func TestLiveIssue18(t *testing.T) {
+	url := startServe(t)
+	const id = "orders-demo"
+	waitDeployment(t, url, id)
+	b := newBrowser(t)
+
+	b.step("open the live view",
+		chromedp.Navigate(url+"/live/"+id),
+		chromedp.WaitVisible(chromedp.CSS(`body[data-live-ready="true"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid="connection"][data-state="open"]`)))
+
+	var heads []string
+	b.step("read the failover table's headers",
+		eval(`Array.from(document.querySelectorAll('[data-testid="failover-table"] th')).map(e => e.textContent)`, &heads))
+	for _, want := range []string{"detection (ms)", "recovery (ms)", "downtime (ms)"} {
+		if !contains(heads, want) {
+			t.Errorf("failover table headers %q have no %q", heads, want)
+		}
+	}
+
+	// The demo closes a window of 10 s on each of its 4 windowed tasks
+	// every 10 s, after 5 s of grace.
+	var numbers []string
+	var inside bool
+	b.stepWithin(100*time.Second, "see eleven windows close and read their numbers",
+		waitJS(`!!document.querySelector('[data-testid="closed-10"]')`, 95*time.Second),
+		eval(`Array.from(document.querySelectorAll('[data-testid="closed-windows"] > li')).map(li => { const n = li.querySelector('.lv-closed-n'); return n ? n.textContent : li.innerText.trim().split(/\s/)[0]; })`, &numbers),
+		eval(`(() => {
+			const box = document.querySelector('[data-testid="closed-windows"]').getBoundingClientRect();
+			const n = document.querySelector('[data-testid="closed-9"] .lv-closed-n');
+			if (!n) return false;
+			const r = n.getBoundingClientRect();
+			return r.width > 0 && r.left >= box.left && r.right <= box.right;
+		})()`, &inside))
+	for i, n := range numbers {
+		if want := strconv.Itoa(i+1) + "."; n != want {
+			t.Errorf("closed window %d is numbered %q, want %q (all: %q)", i, n, want, numbers)
+			break
+		}
+	}
+	if !inside {
+		t.Error("the number of closed window 10 is not drawn inside the list")
+	}
+
+	// The demo's generator sends 2% of its records 20 s late.
+	var rows struct{ Rows, Events, Rare int }
+	const lateRows = `(() => {
+		const rows = Array.from(document.querySelectorAll('[data-testid="events-list"] > li'));
+		const late = rows.filter(r => r.dataset.kind === 'late-drop');
+		return {Rows: late.length, Events: late.reduce((s, r) => s + Number(r.dataset.count || 1), 0),
+			Rare: rows.filter(r => r.dataset.kind !== 'late-drop' && r.dataset.kind !== 'window-closed').length};
+	})()`
+	b.stepWithin(60*time.Second, "see late drops grouped by task and window",
+		waitJS(`(() => { const r = `+lateRows+`; return r.Rows > 0 && r.Events > r.Rows; })()`, 55*time.Second),
+		waitJS(`Array.from(document.querySelectorAll('[data-testid="event-group-text"]')).some(e => /^late record dropped ×\d+ — task \d+_\d+, window \[/.test(e.textContent))`, 5*time.Second),
+		eval(lateRows, &rows))
+	var dup bool
+	b.step("find one row per task and window",
+		eval(`(() => { const seen = new Set(); for (const e of document.querySelectorAll('[data-testid="event-group-text"]')) { if (seen.has(e.textContent.replace(/×\d+/, ''))) return true; seen.add(e.textContent.replace(/×\d+/, '')); } return false; })()`, &dup))
+	if dup {
+		t.Error("two timeline rows group the late drops of one task and window")
+	}
+	t.Logf("late drops: %d events in %d rows; %d other rows", rows.Events, rows.Rows, rows.Rare)
+}
