@@ -1,7 +1,10 @@
 package e2e
 
 import (
+	"encoding/json"
+	"net/http"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -117,4 +120,58 @@ func TestLiveIssue18(t *testing.T) {
 		t.Error("two timeline rows group the late drops of one task and window")
 	}
 	t.Logf("late drops: %d events in %d rows; %d other rows", rows.Events, rows.Rows, rows.Rare)
+}
+
+// TestDesignNameWithSpaces renames the demo "Big orders per customer": the
+// rename is taken and validation agrees (no problem), and the compile view
+// names the application id the deployment runs with.
+func TestDesignNameWithSpaces(t *testing.T) {
+	url := startServe(t)
+	id := demoDesignID(t, url)
+	waitDeployment(t, url, id)
+	b := newBrowser(t)
+
+	b.step("open the demo",
+		chromedp.Navigate(url+"/designs/"+id),
+		chromedp.WaitVisible(chromedp.CSS(`body[data-editor-ready="true"]`)),
+		chromedp.WaitVisible(tid("node-source")))
+	b.step("rename it with spaces",
+		chromedp.Click(tid("rename-design")),
+		chromedp.WaitVisible(tid("design-name-input")),
+		chromedp.SetValue(tid("design-name-input"), "Big orders per customer"),
+		chromedp.SendKeys(tid("design-name-input"), "\r"),
+		until(`document.querySelector('[data-testid="design-name"]').textContent.includes("Big orders per customer")`),
+		until(`document.querySelector('[data-testid="status"]').textContent.includes("Renamed")`))
+	var app string
+	b.step("compile it: no problem, and the deployment's application id",
+		chromedp.Click(tid("compile")),
+		chromedp.WaitVisible(tid("compile-app-id")),
+		until(`document.querySelectorAll('[data-testid^="problem-"]').length === 0`),
+		eval(`document.querySelector('[data-testid="compile-app-id"]').textContent`, &app))
+	var deployed struct{ ApplicationID string }
+	getJSON(t, url+"/api/deployments/"+id, &deployed)
+	if deployed.ApplicationID == "" || !strings.Contains(app, "application id "+deployed.ApplicationID+":") {
+		t.Errorf("the compile view says %q; the deployment runs as %q", app, deployed.ApplicationID)
+	}
+	b.step("reload: the name is kept and still valid",
+		chromedp.Reload(),
+		chromedp.WaitVisible(chromedp.CSS(`body[data-editor-ready="true"]`)),
+		until(`document.querySelector('[data-testid="design-name"]').textContent.includes("Big orders per customer")`),
+		until(`document.querySelectorAll('[data-testid^="problem-"]').length === 0`))
+}
+
+// getJSON decodes the JSON answer of a GET.
+func getJSON(t *testing.T, url string, out any) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET %s: %s", url, resp.Status)
+	}
+	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
+		t.Fatalf("GET %s: %v", url, err)
+	}
 }
