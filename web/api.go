@@ -116,6 +116,8 @@ func (s *Server) createDesign(c *fiber.Ctx) error {
 	d.ID = ""
 	if strings.TrimSpace(d.Name) == "" {
 		d.Name = untitled
+	} else if why := designer.ValidDesignName(d.Name); why != "" {
+		return errorf(fiber.StatusBadRequest, `request body: "name" `+why)
 	}
 	if d.Nodes == nil {
 		d.Nodes = []designer.Node{}

@@ -202,6 +202,7 @@ func TestDesignsAPI(t *testing.T) {
 		{name: "create with another version", method: "POST", path: "/api/designs", body: `{"version": 7}`, status: 400,
 			check: wantError("version 7 is not supported", 1, 13, "version")},
 		{name: "create with null", method: "POST", path: "/api/designs", body: `null`, status: 400, contains: []string{"must hold a design"}},
+		{name: "create with an invalid name", method: "POST", path: "/api/designs", body: `{"name": "--"}`, status: 400, contains: []string{`\"name\" must hold a letter or a digit`}},
 		{name: "import", method: "POST", path: "/api/designs/import", body: orders, status: 201, check: func(t *testing.T, r *response) {
 			var a designAnswer
 			r.decode(t, &a)
@@ -269,6 +270,7 @@ func TestDesignsAPI(t *testing.T) {
 			contains: []string{`"number":5`, `renamed from \"n\" to \"big orders\"`}},
 		{name: "rename to blank", method: "POST", path: "/api/designs/orders-windowed/rename", body: `{"name": "  "}`, status: 400, contains: []string{"name"}},
 		{name: "rename without a name", method: "POST", path: "/api/designs/orders-windowed/rename", body: `{}`, status: 400},
+		{name: "rename to a name with a line break", method: "POST", path: "/api/designs/orders-windowed/rename", body: `{"name": "big\norders"}`, status: 400, contains: []string{"control character"}},
 		{name: "rename missing", method: "POST", path: "/api/designs/nope/rename", body: `{"name": "x"}`, status: 404},
 		{name: "revisions", method: "GET", path: "/api/designs/orders-windowed/revisions", status: 200, check: func(t *testing.T, r *response) {
 			var revs []designer.Revision
