@@ -175,3 +175,88 @@ func getJSON(t *testing.T, url string, out any) {
 		t.Fatalf("GET %s: %v", url, err)
 	}
 }
+
+// TestDesignsListNewSearchDeployed: the designs list marks the deployed
+// design and links its live view, filters as one types, and a new design
+// is named in a dialog that reports a name the server refuses.
+func TestDesignsListNewSearchDeployed(t *testing.T) {
+	url := startServe(t)
+	id := demoDesignID(t, url)
+	waitDeployment(t, url, id)
+	other := createDesign(t, url, map[string]any{"name": "Payments per country", "version": 1, "nodes": []any{}, "edges": []any{}})
+	b := newBrowser(t)
+
+	var href string
+	var otherBadge int
+	b.step("open the designs list and see the demo deployed",
+		chromedp.Navigate(url+"/"),
+		chromedp.WaitVisible(tid("deployed-"+id)),
+		chromedp.WaitVisible(tid("name-"+other)),
+		eval(`document.querySelector('[data-testid="deployed-`+id+`"]').getAttribute('href')`, &href),
+		eval(`document.querySelectorAll('[data-testid="deployed-`+other+`"]').length`, &otherBadge))
+	if href != "/live/"+id || otherBadge != 0 {
+		t.Errorf("deployed badge links %q; the undeployed design has %d badge(s)", href, otherBadge)
+	}
+	b.step("search for payments",
+		chromedp.SendKeys(tid("designs-search"), "PAYM"),
+		until(`document.querySelector('[data-testid="design-`+id+`"]').hidden && !document.querySelector('[data-testid="design-`+other+`"]').hidden`))
+	b.step("search for nothing that exists",
+		chromedp.SendKeys(tid("designs-search"), "zzz"),
+		chromedp.WaitVisible(tid("designs-no-match")),
+		until(`document.querySelector('[data-testid="design-`+other+`"]').hidden`))
+
+	b.step("ask for a new design and give a name the rule refuses",
+		chromedp.Click(tid("new-design")),
+		chromedp.WaitVisible(tid("new-design-dialog")),
+		until(`document.querySelector('[data-testid="new-design-create"]').disabled`),
+		chromedp.SendKeys(tid("new-design-name"), "--"),
+		chromedp.Click(tid("new-design-create")),
+		until(`document.querySelector('[data-testid="new-design-error"]').textContent.includes("letter or a digit")`))
+	var cleared bool
+	b.step("name it properly and land in its editor",
+		eval(`(() => { const i = document.querySelector('[data-testid="new-design-name"]'); i.value = ''; return i.dispatchEvent(new Event('input')); })()`, &cleared),
+		chromedp.SendKeys(tid("new-design-name"), "Big orders per customer"),
+		chromedp.Click(tid("new-design-create")),
+		chromedp.WaitVisible(chromedp.CSS(`body[data-editor-ready="true"]`)),
+		until(`document.querySelector('[data-testid="design-name"]').textContent.includes("Big orders per customer")`))
+}
+
+// TestPaletteFits: in a short window the palette says which kinds are
+// below its fold and scrolls to them, its groups fold, and it does not
+// offer the import-only "Unknown processor".
+func TestPaletteFits(t *testing.T) {
+	url := startServe(t)
+	id := demoDesignID(t, url)
+	b := newBrowser(t)
+
+	// visible: the kind's item lies inside the palette column's view.
+	visible := func(kind string) string {
+		return `(() => { const e = document.querySelector('[data-testid="palette-` + kind + `"]'); if (!e || e.offsetParent === null) return false;
+			const col = document.querySelector('[data-testid="palette"]').parentElement.getBoundingClientRect(); const r = e.getBoundingClientRect();
+			const more = document.querySelector('[data-testid="palette-more"]'); const hint = more && !more.hidden ? more.getBoundingClientRect().height : 0;
+			return r.top >= col.top && r.bottom <= col.bottom - hint; })()`
+	}
+	var opaque int
+	b.step("open the demo in a short window",
+		chromedp.EmulateViewport(1280, 700),
+		chromedp.Navigate(url+"/designs/"+id),
+		chromedp.WaitVisible(chromedp.CSS(`body[data-editor-ready="true"]`)),
+		chromedp.WaitVisible(tid("palette-filter")),
+		eval(`document.querySelectorAll('[data-testid="palette-opaque"]').length`, &opaque))
+	if opaque != 0 {
+		t.Error(`the palette offers the import-only "Unknown processor"`)
+	}
+	b.step("see the hint name the kinds below the fold",
+		until(`!`+visible("sink")),
+		chromedp.WaitVisible(tid("palette-more")),
+		until(`document.querySelector('[data-testid="palette-more"]').title.includes("Sink")`))
+	b.step("follow the hint down to the sink",
+		chromedp.Click(tid("palette-more")),
+		until(visible("sink")),
+		until(`document.querySelector('[data-testid="palette-more"]').hidden`))
+	b.step("fold the stateless group and find the sink still in view",
+		chromedp.Click(tid("group-toggle-stateless")),
+		until(`document.querySelector('[data-testid="group-stateless"]').dataset.collapsed === "true"`),
+		until(`document.querySelector('[data-testid="palette-filter"]').offsetParent === null`),
+		until(visible("sink")))
+}
