@@ -37,7 +37,7 @@ const streamsPath = "github.com/braidstream/braid/runtime/streams"
 // runtime/streams), making the DSL calls Compile makes, in the same order,
 // with the same names and options, so that its Describe is Compile's, and
 // runs it. Its flags are --brokers, --state-dir, --app-id (default: the
-// design's name), --commit-interval and --describe, which prints the
+// design's name made a topic-name fragment, designer.NameSlug), --commit-interval and --describe, which prints the
 // topology and exits.
 //
 // An expression within the subset export_expr.go lists becomes Go code
@@ -867,7 +867,7 @@ if err != nil {
 log.Fatal(err)
 }
 }
-`, quote(x.d.Name))
+`, quote(designer.NameSlug(x.d.Name)))
 }
 
 // helperDecl is a declaration of export_runtime.go.

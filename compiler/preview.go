@@ -111,7 +111,7 @@ func RunPreview(d *designer.Design, samples []Sample, opts PreviewOptions) (*Pre
 	}
 	run := newPreviewRun(c, opts)
 	driver, err := streams.NewTestDriver(c.Topology, streams.DriverConfig{
-		ApplicationID:         d.Name,
+		ApplicationID:         designer.ApplicationID(d),
 		Partitions:            opts.Partitions,
 		DeserializationErrors: streams.LogAndContinue,
 		ProcessingErrors:      streams.LogAndContinue,

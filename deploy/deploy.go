@@ -6,7 +6,7 @@
 // add instances, start and stop generators, query stores.
 //
 // One deployment per design: its id is the design's id, its application
-// id "braid-<design id>", so a redeploy of a new revision reuses the state
+// id "braid-<design id>" (designer.ApplicationID), so a redeploy of a new revision reuses the state
 // and changelogs of the previous one when they are compatible.
 package deploy
 
@@ -471,7 +471,7 @@ func (m *Manager) shutdown(dep *deployment) {
 func (m *Manager) start(req Request, d *designer.Design, revision int, compiled *compiler.Compiled) (*deployment, error) {
 	topo := compiled.Topology
 	info := Info{
-		ID: d.ID, Design: d.ID, DesignName: d.Name, Revision: revision, ApplicationID: "braid-" + d.ID,
+		ID: d.ID, Design: d.ID, DesignName: d.Name, Revision: revision, ApplicationID: designer.ApplicationID(d),
 		Instances: req.Instances, Standbys: *req.Standbys, Guarantee: req.Guarantee, CommitIntervalMs: req.CommitIntervalMs,
 		SourceTopics: nonNil(topo.SourceTopics()), SinkTopics: nonNil(topo.SinkTopics()),
 		Operators: compiled.Operators, Started: time.Now(),

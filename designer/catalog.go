@@ -100,6 +100,10 @@ type Kind struct {
 	// KafkaNames are the prefixes of the names Kafka Streams generates
 	// for this kind's processors ("KSTREAM-FILTER-"), for import.
 	KafkaNames []string `json:"kafkaNames,omitempty"`
+	// ImportOnly marks a kind that only an import makes (a processor the
+	// importer could not recognise): it is valid in a design, but the
+	// palette does not offer it.
+	ImportOnly bool `json:"importOnly,omitempty"`
 }
 
 // Port is an input or output of a kind.
@@ -444,6 +448,6 @@ func catalog() []Kind {
 		{Name: "opaque", Title: "Unknown processor", Group: GroupStateless,
 			Description: "A processor imported from describe() whose kind cannot be told from its name; replace it.",
 			Inputs:      in(Stream), Outputs: out(Stream),
-			Params: []Param{nameParam()}},
+			Params: []Param{nameParam()}, ImportOnly: true},
 	}
 }

@@ -85,7 +85,7 @@ func (ps Problems) ForNode(id string) Problems {
 }
 
 // MaxNameLength is the longest topic name Kafka accepts, and so the
-// longest design, store or repartition name.
+// longest store or repartition name.
 const MaxNameLength = 249
 
 // ValidTopicName reports why s is not a Kafka topic name, or "" when it
@@ -285,8 +285,8 @@ func (v *validator) sorted() Problems {
 func (v *validator) design() {
 	if v.d.Name == "" {
 		v.add(-1, "name", "required")
-	} else if why := validNameFragment(v.d.Name); why != "" {
-		v.add(-1, "name", "%s (the name is the default application id and prefixes topic names)", why)
+	} else if why := ValidDesignName(v.d.Name); why != "" {
+		v.add(-1, "name", "%s", why)
 	}
 }
 

@@ -124,8 +124,11 @@ func TestValidate(t *testing.T) {
 
 		// The design.
 		{"no name", orders, []edit{designName("")}, []want{{"", "name", "required"}}},
-		{"name with a space", orders, []edit{designName("big orders")}, []want{{"", "name", `holds ' '`}}},
-		{"name too long", orders, []edit{designName(long)}, []want{{"", "name", "250 characters long; at most 249"}}},
+		{"name with spaces", orders, []edit{designName("Big orders per customer")}, nil},
+		{"name with a tab", orders, []edit{designName("big\torders")}, []want{{"", "name", `control character '\t'`}}},
+		{"name with a blank at the end", orders, []edit{designName("big ")}, []want{{"", "name", "must not start or end with a blank"}}},
+		{"name of punctuation", orders, []edit{designName("--")}, []want{{"", "name", "a letter or a digit"}}},
+		{"name too long", orders, []edit{designName(long)}, []want{{"", "name", "250 characters long; at most 120"}}},
 
 		// Node ids and kinds.
 		{"duplicate id", orders, []edit{addNode("sink", "peek", nil)}, []want{

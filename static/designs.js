@@ -1,7 +1,14 @@
-// The designs list (/): every stored design with its revisions and when
-// it changed; create, open, rename (inline) and delete (asks once more,
-// inline) designs, and upload a design JSON as a new design. Loaded as
-// a classic script or a module; needs no library.
+// The designs list (/): every stored design with its revisions, when it
+// changed and whether it is deployed (GET /api/deployments, with a link
+// to its live view); a search box filters the list as one types; create
+// (a dialog asks for the name, which the server validates), open, rename
+// (inline) and delete (asks once more, inline) designs, and upload a
+// design JSON as a new design. Loaded as a classic script or a module;
+// needs no library.
+//
+// Test ids: designs-search, designs-no-match, deployed-<id>, new-design,
+// new-design-dialog, new-design-name, new-design-error, new-design-create,
+// new-design-cancel.
 ;(function () {
   'use strict'
 
@@ -69,7 +76,8 @@
 
   const editorURL = (id) => `/designs/${encodeURIComponent(id)}`
 
-  let list, status
+  let list, status, search
+  let deployed = new Map() // design id -> deployment
 
   function say(msg, bad) {
     status.textContent = msg
@@ -78,13 +86,34 @@
 
   async function load() {
     let designs
+    const deployments = api('GET', '/api/deployments').catch((err) => {
+      say(`Cannot list the deployments: ${err.message}`, true)
+      return null
+    })
     try {
       designs = await api('GET', '/api/designs')
     } catch (err) {
       say(`Cannot list the designs: ${err.message}`, true)
       return
     }
+    const deps = await deployments
+    deployed = new Map((Array.isArray(deps) ? deps : []).map((d) => [d.design || d.id, d]))
     render(Array.isArray(designs) ? designs : [])
+  }
+
+  // filter shows the rows whose name or id holds the search text.
+  function filter() {
+    const q = search ? search.value.trim().toLowerCase() : ''
+    let shown = 0
+    const rows = list.querySelectorAll('tr[data-id]')
+    for (const tr of rows) {
+      const hit = !q || tr.dataset.search.includes(q)
+      tr.hidden = !hit
+      if (hit) shown++
+    }
+    const none = byTestId('designs-no-match')
+    if (none) none.hidden = shown > 0 || rows.length === 0
+    list.dataset.shown = String(shown)
   }
 
   function render(designs) {
@@ -103,15 +132,27 @@
         h('thead', {}, h('tr', {}, ['Name', 'Revisions', 'Updated', 'Created', ''].map((t) => h('th', { text: t })))),
         body,
       ),
+      h('p', { class: 'bd-empty', testid: 'designs-no-match', text: 'No design matches the search.', hidden: true }),
     )
+    filter()
   }
 
   function row(d) {
-    const nameCell = h('td', { class: 'bd-name' }, h('a', { href: editorURL(d.id), testid: `name-${d.id}`, text: d.name || d.id }))
+    const dep = deployed.get(d.id)
+    const badge = dep
+      ? h('a', {
+          class: 'bd-deployed',
+          href: `/live/${encodeURIComponent(dep.id)}`,
+          testid: `deployed-${d.id}`,
+          title: `deployed: revision ${dep.revision}, ${dep.instances} instance(s), application id ${dep.applicationId}; open the live view`,
+          text: 'deployed',
+        })
+      : null
+    const nameCell = h('td', { class: 'bd-name' }, h('a', { href: editorURL(d.id), testid: `name-${d.id}`, text: d.name || d.id }), badge ? ' ' : null, badge)
     const actions = h('td', { class: 'bd-actions' })
     const tr = h(
       'tr',
-      { testid: `design-${d.id}`, 'data-id': d.id },
+      { testid: `design-${d.id}`, 'data-id': d.id, 'data-search': `${d.name || ''} ${d.id}`.toLowerCase(), 'data-deployed': dep ? 'true' : 'false' },
       nameCell,
       h('td', { text: String(d.revisions ?? d.latest ?? '') }),
       h('td', { text: when(d.updated) }),
@@ -187,15 +228,45 @@
     return tr
   }
 
-  async function create() {
-    try {
-      const res = await api('POST', '/api/designs', {})
-      const id = res && res.design && res.design.id
-      if (!id) throw new Error('the server returned no design')
-      location.assign(editorURL(id))
-    } catch (err) {
-      say(`Cannot create a design: ${err.message}`, true)
+  // create asks for the new design's name in a dialog; the server checks
+  // it (the designer's one rule for names) and its answer shows in the
+  // dialog until the name is fixed or the dialog cancelled.
+  function create() {
+    const old = byTestId('new-design-dialog')
+    if (old) old.remove()
+    const input = h('input', { type: 'text', testid: 'new-design-name', placeholder: 'e.g. Big orders per customer', 'aria-label': 'name of the new design', maxlength: '120' })
+    const error = h('p', { class: 'bd-error', testid: 'new-design-error', role: 'alert' })
+    const ok = h('button', { type: 'submit', class: 'bd-primary', testid: 'new-design-create', text: 'Create', disabled: true })
+    const cancel = h('button', { type: 'button', testid: 'new-design-cancel', text: 'Cancel' })
+    const form = h('form', { method: 'dialog' }, h('h2', { text: 'New design' }), h('label', {}, 'Name ', input), error, h('div', { class: 'bd-dialog-buttons' }, cancel, ok))
+    const dialog = h('dialog', { class: 'bd-dialog', testid: 'new-design-dialog', 'aria-label': 'new design' }, form)
+    document.body.append(dialog)
+    const check = () => {
+      ok.disabled = !input.value.trim()
+      error.textContent = ''
     }
+    input.addEventListener('input', check)
+    cancel.addEventListener('click', () => dialog.remove())
+    dialog.addEventListener('cancel', () => dialog.remove())
+    form.addEventListener('submit', async (e) => {
+      e.preventDefault()
+      const name = input.value.trim()
+      if (!name) return
+      ok.disabled = true
+      try {
+        const res = await api('POST', '/api/designs', { name })
+        const id = res && res.design && res.design.id
+        if (!id) throw new Error('the server returned no design')
+        location.assign(editorURL(id))
+      } catch (err) {
+        error.textContent = err.message
+        ok.disabled = false
+        input.focus()
+      }
+    })
+    if (dialog.showModal) dialog.showModal()
+    else dialog.setAttribute('open', '')
+    input.focus()
   }
 
   async function upload(input) {
@@ -244,8 +315,10 @@
       bar.append(h('label', { class: 'bd-file-label', title: 'upload a design JSON as a new design' }, 'Upload JSON', file))
     }
     file.addEventListener('change', () => upload(file))
+    search = h('input', { type: 'search', testid: 'designs-search', class: 'bd-search', placeholder: 'Search designs', 'aria-label': 'search designs by name or id' })
+    search.addEventListener('input', filter)
     status = h('span', { class: 'bd-status', testid: 'status', role: 'status' })
-    bar.append(status)
+    bar.append(search, status)
     load()
   }
 

@@ -116,6 +116,8 @@ func (s *Server) createDesign(c *fiber.Ctx) error {
 	d.ID = ""
 	if strings.TrimSpace(d.Name) == "" {
 		d.Name = untitled
+	} else if why := designer.ValidDesignName(d.Name); why != "" {
+		return errorf(fiber.StatusBadRequest, `request body: "name" `+why)
 	}
 	if d.Nodes == nil {
 		d.Nodes = []designer.Node{}
@@ -209,6 +211,9 @@ func (s *Server) renameDesign(c *fiber.Ctx) error {
 	}
 	if req.Name == nil || strings.TrimSpace(*req.Name) == "" {
 		return errorf(fiber.StatusBadRequest, `request body: "name" is required and must not be blank`)
+	}
+	if why := designer.ValidDesignName(*req.Name); why != "" {
+		return errorf(fiber.StatusBadRequest, `request body: "name" `+why)
 	}
 	s.saving.Lock()
 	defer s.saving.Unlock()
@@ -357,9 +362,11 @@ func (s *Server) compile(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
+	// The application id the deployment of this design runs with, unless
+	// the request names another.
 	appID := c.Query("appId")
 	if appID == "" {
-		appID = d.Name
+		appID = designer.ApplicationID(d)
 	}
 	return c.JSON(compileAnswerOf(compiled, appID))
 }

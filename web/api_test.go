@@ -202,6 +202,7 @@ func TestDesignsAPI(t *testing.T) {
 		{name: "create with another version", method: "POST", path: "/api/designs", body: `{"version": 7}`, status: 400,
 			check: wantError("version 7 is not supported", 1, 13, "version")},
 		{name: "create with null", method: "POST", path: "/api/designs", body: `null`, status: 400, contains: []string{"must hold a design"}},
+		{name: "create with an invalid name", method: "POST", path: "/api/designs", body: `{"name": "--"}`, status: 400, contains: []string{`\"name\" must hold a letter or a digit`}},
 		{name: "import", method: "POST", path: "/api/designs/import", body: orders, status: 201, check: func(t *testing.T, r *response) {
 			var a designAnswer
 			r.decode(t, &a)
@@ -269,6 +270,7 @@ func TestDesignsAPI(t *testing.T) {
 			contains: []string{`"number":5`, `renamed from \"n\" to \"big orders\"`}},
 		{name: "rename to blank", method: "POST", path: "/api/designs/orders-windowed/rename", body: `{"name": "  "}`, status: 400, contains: []string{"name"}},
 		{name: "rename without a name", method: "POST", path: "/api/designs/orders-windowed/rename", body: `{}`, status: 400},
+		{name: "rename to a name with a line break", method: "POST", path: "/api/designs/orders-windowed/rename", body: `{"name": "big\norders"}`, status: 400, contains: []string{"control character"}},
 		{name: "rename missing", method: "POST", path: "/api/designs/nope/rename", body: `{"name": "x"}`, status: 404},
 		{name: "revisions", method: "GET", path: "/api/designs/orders-windowed/revisions", status: 200, check: func(t *testing.T, r *response) {
 			var revs []designer.Revision
@@ -409,7 +411,7 @@ func TestCompileAPI(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if a.Describe != c.Topology.Describe() || a.AppID != "orders-windowed" {
+			if a.Describe != c.Topology.Describe() || a.AppID != designer.ApplicationID(d) {
 				t.Errorf("describe %q app %q", a.Describe, a.AppID)
 			}
 			want := []subtopologyAnswer{
@@ -425,7 +427,7 @@ func TestCompileAPI(t *testing.T) {
 			if n := a.Nodes["window"]; n.Operator != "" || !reflect.DeepEqual(n.Subtopologies, []int{0}) || n.Parts == nil {
 				t.Errorf("window node %+v", n)
 			}
-			if len(a.Topics) != 2 || a.Topics[0].Name != "orders-windowed-big-orders-per-10s-repartition" || a.Topics[0].Kind != "repartition" ||
+			if len(a.Topics) != 2 || a.Topics[0].Name != designer.ApplicationID(d)+"-big-orders-per-10s-repartition" || a.Topics[0].Kind != "repartition" ||
 				a.Topics[1].Kind != "changelog" || a.Topics[1].CleanupPolicy != "compact,delete" || a.Topics[1].Retention == "" || a.Topics[1].Store != "big-orders-per-10s" ||
 				!reflect.DeepEqual(a.Topics[0].PartitionsOf, []string{"orders"}) {
 				t.Errorf("topics %+v", a.Topics)

@@ -11,7 +11,8 @@ import (
 // compileAnswer is the answer of POST /api/compile.
 type compileAnswer struct {
 	// AppID is the application id the topic names were made with: the
-	// design's name, or ?appId=.
+	// one a deployment of the design runs with (designer.ApplicationID),
+	// or ?appId=.
 	AppID    string `json:"appId"`
 	Describe string `json:"describe"`
 	// SourceTopics and SinkTopics are the topics the topology reads and

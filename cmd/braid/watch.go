@@ -20,7 +20,8 @@ import (
 )
 
 // runWatch tails a deployment's live stream in the terminal: every event
-// as a line, and every few seconds one line per instance with its tasks.
+// as a line (late drops of one task and window grouped, eventGrouper), and
+// every few seconds one line per instance with its tasks.
 func runWatch(ctx context.Context, args []string, stdout io.Writer) error {
 	fs := newFlagSet("watch", "braid watch <deployment> [--server http://127.0.0.1:8080] [--auth-token TOKEN] [--every 5s]", stdout)
 	server := fs.String("server", "http://"+web.DefaultListen, "address of `braid serve`")
@@ -60,6 +61,7 @@ func runWatch(ctx context.Context, args []string, stdout io.Writer) error {
 	conn.SetReadLimit(64 << 20)
 	fmt.Fprintf(stdout, "watching %s on %s; stop with Ctrl-C\n", named[0], *server)
 	var lastSummary time.Time
+	events := newEventGrouper(stdout)
 	for {
 		_, data, err := conn.Read(ctx)
 		if err != nil {
@@ -73,9 +75,10 @@ func runWatch(ctx context.Context, args []string, stdout io.Writer) error {
 		if err := json.Unmarshal(data, &msg); err != nil {
 			return fmt.Errorf("watch: reading a message: %w", err)
 		}
+		events.tick(time.Now())
 		switch {
 		case msg.Event != nil:
-			printEvent(stdout, msg.Event)
+			events.event(msg.Event)
 		case msg.Snapshot != nil && *every > 0 && time.Since(lastSummary) >= *every:
 			lastSummary = time.Now()
 			printSnapshot(stdout, msg.Snapshot, named[0])

@@ -384,8 +384,9 @@ export class Canvas {
   drawBadge(cell, el) {
     const old = el.querySelector(':scope > .be-badge')
     if (old) old.remove()
-    const n = this.badges && this.badges.get(cell.id)
-    if (n === undefined) return
+    // No preview result (null badges) or no count for this node: no badge.
+    const n = this.badges ? this.badges.get(cell.id) : undefined
+    if (n === undefined || n === null) return
     const NS = 'http://www.w3.org/2000/svg'
     const text = String(n)
     const w = 10 + 7 * text.length

@@ -160,7 +160,11 @@ export class Lanes {
         typeof c.w.start === 'number'
           ? `${c.w.store || ''} [${clock(c.w.start)} – ${clock(c.w.end)})${c.w.keys !== undefined ? ` · ${count(c.w.keys)} key(s)` : ''}${typeof c.streamTime === 'number' ? ` · at stream time ${clock(c.streamTime)}` : ''}`
           : c.ev.message
-      this.closedEl.append(h('li', { testid: `closed-${i}`, class: i === 0 ? 'lv-fresh' : '' }, h('span', { class: 'lv-muted', text: where ? where + ': ' : '' }), text))
+      // The number is text, not the list's marker: a marker sits outside
+      // the scrolling box and was clipped to its last digit from 10 on.
+      this.closedEl.append(
+        h('li', { testid: `closed-${i}`, class: i === 0 ? 'lv-fresh' : '' }, h('span', { class: 'lv-closed-n', text: `${i + 1}.` }), h('span', { class: 'lv-muted', text: where ? where + ': ' : '' }), text),
+      )
     })
   }
 }

@@ -2,7 +2,9 @@
 // filterable by kind, and the table of failovers (task, from -> to, cause,
 // replica, detection, recovery and downtime in ms, restored records).
 //
-// Test ids: event-filter, events-list, event-<seq> (data-kind);
+// Test ids: event-filter, events-list, events-count, event-<seq> (data-kind;
+// a group of repeated events has data-group="true" and data-count, and its
+// text in event-group-text);
 // failover-table, failover-<n> (data-task, data-downtime).
 
 import { h, clear } from '../editor/dom.js'
@@ -36,15 +38,38 @@ const ALL = ''
 const NOT_NOISY = '(no window / late)'
 const NOISY = new Set(['window-closed', 'late-drop'])
 
+// Repeated events: the late drops of one task and window are one row with
+// a count, updated in place, so that they do not push the rare events
+// (failovers, rebalances, restores) out of sight. The monitor also sends a
+// late-drop event for several records (detail.suppressed more).
+const GROUPED = new Set(['late-drop'])
+const LABEL = { 'late-drop': 'late record dropped' }
+
+// groupKey is the kind, task and window of a grouped event; '' for an
+// event shown alone.
+export function groupKey(ev) {
+  if (!GROUPED.has(ev.kind)) return ''
+  const d = ev.detail || {}
+  return [ev.deployment || '', ev.kind, ev.task || '', d.store || '', d.windowStart ?? '', d.windowEnd ?? ''].join('|')
+}
+
+// eventCount is how many occurrences an event stands for.
+function eventCount(ev) {
+  const n = ev.detail && ev.detail.suppressed
+  return 1 + (typeof n === 'number' && n > 0 ? n : 0)
+}
+
 export class Timeline {
   constructor(root) {
-    this.events = []
+    this.entries = [] // oldest first: {ev, key, count, last, row}
+    this.groups = new Map() // group key -> entry
     this.seqs = new Set()
+    this.total = 0
     this.filter = h('select', { testid: 'event-filter', 'aria-label': 'show events of kind' })
     this.filter.append(h('option', { value: ALL, text: 'all kinds' }), h('option', { value: NOT_NOISY, text: 'all but windows and late drops' }))
     for (const k of KINDS) this.filter.append(h('option', { value: k, text: k }))
     this.filter.addEventListener('change', () => this.render())
-    this.countEl = h('span', { class: 'lv-muted' })
+    this.countEl = h('span', { class: 'lv-muted', testid: 'events-count' })
     this.list = h('ol', { class: 'lv-event-list', testid: 'events-list' })
     root.append(h('div', { class: 'lv-row' }, h('label', {}, 'Show ', this.filter), this.countEl), this.list)
   }
@@ -64,34 +89,80 @@ export class Timeline {
     if (ev.kind && !KINDS.includes(ev.kind) && ![...this.filter.options].some((o) => o.value === ev.kind)) {
       this.filter.append(h('option', { value: ev.kind, text: ev.kind }))
     }
-    this.events.push(ev)
-    if (this.events.length > MAX_EVENTS) {
-      const gone = this.events.splice(0, this.events.length - MAX_EVENTS)
-      for (const g of gone) this.seqs.delete(g.seq)
+    this.total += eventCount(ev)
+    const key = groupKey(ev)
+    const group = key && this.groups.get(key)
+    if (group) {
+      group.count += eventCount(ev)
+      group.last = ev
+      if (group.row) this.fill(group.row, group)
+    } else {
+      const entry = { ev, key, count: eventCount(ev), last: ev, row: null }
+      this.entries.push(entry)
+      if (key) this.groups.set(key, entry)
+      if (this.matches(ev)) {
+        entry.row = this.row(entry)
+        this.list.prepend(entry.row)
+      }
+      this.trim()
     }
-    if (this.matches(ev)) {
-      this.list.prepend(this.row(ev))
-      while (this.list.childElementCount > MAX_EVENTS) this.list.lastChild.remove()
-    }
-    this.countEl.textContent = `${this.events.length} event(s)`
+    this.countEl.textContent = `${this.total} event(s) in ${this.entries.length} row(s)`
   }
 
-  row(ev) {
+  // trim keeps MAX_EVENTS rows, dropping the oldest frequent ones first.
+  trim() {
+    while (this.entries.length > MAX_EVENTS) {
+      let i = this.entries.findIndex((e) => NOISY.has(e.ev.kind))
+      if (i < 0) i = 0
+      const [gone] = this.entries.splice(i, 1)
+      if (gone.key) this.groups.delete(gone.key)
+      if (gone.ev.seq !== undefined) this.seqs.delete(gone.ev.seq)
+      if (gone.row) gone.row.remove()
+    }
+  }
+
+  row(entry) {
+    const li = h('li', { class: `lv-event lv-kind-${entry.ev.kind}`, testid: `event-${entry.ev.seq ?? ''}`, dataset: { kind: entry.ev.kind || '' } })
+    this.fill(li, entry)
+    return li
+  }
+
+  // fill writes an entry into its row: one event, or a group with its
+  // count and the time of its last event.
+  fill(li, entry) {
+    clear(li)
+    const ev = entry.ev
     const where = [ev.instance, ev.task && `task ${ev.task}`].filter(Boolean).join(' · ')
-    return h(
-      'li',
-      { class: `lv-event lv-kind-${ev.kind}`, testid: `event-${ev.seq ?? ''}`, dataset: { kind: ev.kind || '' }, title: ev.detail ? JSON.stringify(ev.detail) : '' },
-      h('time', { text: clock(toMillis(ev.time)) }),
+    li.title = entry.key ? entry.last.message || '' : ev.detail ? JSON.stringify(ev.detail) : ''
+    if (!entry.key) {
+      li.append(
+        h('time', { text: clock(toMillis(ev.time)) }),
+        h('span', { class: 'lv-kind', text: ev.kind }),
+        where ? h('span', { class: 'lv-where', text: where }) : null,
+        h('span', { class: 'lv-event-message', text: ev.message || '' }),
+      )
+      return
+    }
+    const d = ev.detail || {}
+    li.dataset.group = 'true'
+    li.dataset.count = String(entry.count)
+    const win = typeof d.windowStart === 'number' ? `window [${clock(d.windowStart)} – ${clock(d.windowEnd)})` : ''
+    const text = [ev.task && `task ${ev.task}`, win, d.store && `of ${d.store}`].filter(Boolean).join(', ')
+    const times = entry.count > 1 && entry.last !== ev ? `${clock(toMillis(ev.time))}–${clock(toMillis(entry.last.time))}` : clock(toMillis(ev.time))
+    li.append(
+      h('time', { text: times }),
       h('span', { class: 'lv-kind', text: ev.kind }),
-      where ? h('span', { class: 'lv-where', text: where }) : null,
-      h('span', { class: 'lv-event-message', text: ev.message || '' }),
+      h('span', { class: 'lv-event-message', testid: 'event-group-text', text: `${LABEL[ev.kind] || ev.kind} ×${entry.count} — ${text}` }),
     )
   }
 
   render() {
     clear(this.list)
-    const shown = this.events.filter((e) => this.matches(e))
-    for (let i = shown.length - 1; i >= 0; i--) this.list.append(this.row(shown[i]))
+    for (let i = this.entries.length - 1; i >= 0; i--) {
+      const e = this.entries[i]
+      e.row = this.matches(e.ev) ? this.row(e) : null
+      if (e.row) this.list.append(e.row)
+    }
   }
 }
 
@@ -99,11 +170,12 @@ export class FailoverTable {
   constructor(root) {
     this.body = h('tbody')
     this.empty = h('p', { class: 'lv-muted', testid: 'failovers-empty', text: 'No failover yet: crash or stop an instance to see one.' })
-    const heads = ['task', 'from → to', 'cause', 'replica', 'detection', 'recovery', 'downtime', 'restored', 'at']
+    // The durations are whole milliseconds: the unit is in the header.
+    const heads = ['task', 'from → to', 'cause', 'replica', 'detection (ms)', 'recovery (ms)', 'downtime (ms)', 'restored (records)', 'at']
     this.table = h(
       'table',
       { class: 'lv-table', testid: 'failover-table' },
-      h('thead', {}, h('tr', {}, heads.map((t) => h('th', { text: t, title: HELP[t] || '' })))),
+      h('thead', {}, h('tr', {}, heads.map((t) => h('th', { text: t, title: HELP[t.split(' (')[0]] || '' })))),
       this.body,
     )
     root.append(this.empty, h('div', { class: 'lv-table-wrap' }, this.table))
