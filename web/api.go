@@ -423,7 +423,7 @@ func (s *Server) importDescribe(c *fiber.Ctx) error {
 	if req.Text == nil {
 		return errorf(fiber.StatusBadRequest, `request body: "text" is required`)
 	}
-	d, err := compiler.ImportDescribe(*req.Text, req.Name)
+	d, notes, err := compiler.ImportDescribeNotes(*req.Text, req.Name)
 	if err != nil {
 		e := errorf(fiber.StatusBadRequest, "describe() text: "+err.Error())
 		if m := describeLine.FindStringSubmatch(err.Error()); m != nil {
@@ -431,5 +431,8 @@ func (s *Server) importDescribe(c *fiber.Ctx) error {
 		}
 		return e
 	}
-	return c.JSON(fiber.Map{"design": d})
+	if notes == nil {
+		notes = []compiler.ImportNote{}
+	}
+	return c.JSON(fiber.Map{"design": d, "notes": notes})
 }

@@ -519,6 +519,8 @@ func TestPreviewAPI(t *testing.T) {
 
 func TestImportDescribeAPI(t *testing.T) {
 	ts := start(t, Config{})
+	// The compiler's test file: a comment, "---", then the text.
+	_, windowedDescribe, _ := strings.Cut(readTestdata(t, "../../compiler/testdata/describe-import/kafka-windowed-count-suppress.txt"), "\n---\n")
 	text := "Topologies:\n   Sub-topology: 0\n    Source: KSTREAM-SOURCE-0000000000 (topics: [input])\n      --> KSTREAM-FILTER-0000000001\n" +
 		"    Processor: KSTREAM-FILTER-0000000001 (stores: [])\n      --> KSTREAM-SINK-0000000002\n      <-- KSTREAM-SOURCE-0000000000\n" +
 		"    Sink: KSTREAM-SINK-0000000002 (topic: output)\n      <-- KSTREAM-FILTER-0000000001\n\n"
@@ -540,6 +542,20 @@ func TestImportDescribeAPI(t *testing.T) {
 			}
 		}},
 		{name: "default name", method: "POST", path: "/api/import/describe", body: mustJSON(t, map[string]string{"text": text}), status: 200, contains: []string{`"name":"imported"`}},
+		{name: "notes", method: "POST", path: "/api/import/describe", body: mustJSON(t, map[string]string{"text": windowedDescribe}), status: 200, check: func(t *testing.T, r *response) {
+			var a struct {
+				Notes []compiler.ImportNote `json:"notes"`
+			}
+			r.decode(t, &a)
+			var windowed bool
+			for _, n := range a.Notes {
+				windowed = windowed || n.Kind == "windowed-by" && n.Node != "" && strings.Contains(n.Message, "window")
+			}
+			if !windowed {
+				t.Errorf("no note on the windowed-by node the suppress became: %s", r.body)
+			}
+		}},
+		{name: "no notes", method: "POST", path: "/api/import/describe", body: mustJSON(t, map[string]string{"text": text}), status: 200, contains: []string{`"notes":[]`}},
 		{name: "bad line", method: "POST", path: "/api/import/describe", body: mustJSON(t, map[string]string{"text": "Topologies:\n   Sub-topology: 0\n    Frobnicator: x\n"}), status: 400,
 			check: func(t *testing.T, r *response) {
 				e := r.apiErr(t)

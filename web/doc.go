@@ -46,7 +46,9 @@
 //	                                         or 422
 //	POST   /api/preview                      body {"design", "samples", "partitions"?, "maxRecords"?}:
 //	                                         compiler.Preview's JSON, or 422
-//	POST   /api/import/describe              body {"text", "name"}: {"design"} (not saved), or 400 with "line"
+//	POST   /api/import/describe              body {"text", "name"}: {"design", "notes": [compiler.ImportNote]} (not
+//	                                         saved; notes name the nodes whose part the text could not tell), or 400
+//	                                         with "line"
 //	POST   /api/export/go                    body: a design; main.go as for export.go, or 422
 //	POST   /api/export/module                body: a design; the module's zip as for export.zip, or 422
 //

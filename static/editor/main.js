@@ -446,6 +446,7 @@ class Editor {
       const text = h('textarea', { testid: 'describe-text', rows: '16', spellcheck: 'false', placeholder: 'Topologies:\n   Sub-topology: 0\n    Source: KSTREAM-SOURCE-0000000000 (topics: [orders])\n      --> ...' })
       const name = h('input', { type: 'text', testid: 'describe-name', placeholder: 'name of the new design', 'aria-label': 'name of the new design' })
       const err = h('p', { class: 'be-error', testid: 'describe-error' })
+      const notesBox = h('div', { class: 'be-import-notes', testid: 'import-notes' })
       const submit = h('button', { type: 'submit', class: 'be-primary', testid: 'import-describe-submit', text: 'Import as a new design' })
       const cancel = h('button', { type: 'button', testid: 'import-describe-cancel', text: 'Cancel', on: { click: () => dlg.close() } })
       const form = h(
@@ -456,6 +457,7 @@ class Editor {
         text,
         h('label', {}, 'Name ', name),
         err,
+        notesBox,
         h('div', { class: 'be-row' }, submit, cancel),
       )
       form.addEventListener('submit', async (e) => {
@@ -467,8 +469,21 @@ class Editor {
           const created = await api('POST', '/api/designs', res.design)
           const nid = created && created.design && created.design.id
           if (!nid) throw new Error('the server returned no design')
-          dlg.close()
-          this.navigate(nid)
+          const notes = (res && res.notes) || []
+          if (!notes.length) {
+            dlg.close()
+            this.navigate(nid)
+            return
+          }
+          // What the text could not tell stays in front of the user until
+          // they open the design, where validation points at the nodes.
+          clear(notesBox)
+          notesBox.append(
+            h('p', { text: `Imported as a new design, with ${notes.length} note${notes.length === 1 ? '' : 's'} on what describe() does not say:` }),
+            h('ul', {}, ...notes.map((n, i) => h('li', { testid: `import-note-${i}`, text: `node ${n.node} (${n.kind}), ${n.processor}: ${n.message}` }))),
+            h('button', { type: 'button', class: 'be-primary', testid: 'import-open', text: 'Open the design', on: { click: () => { dlg.close(); this.navigate(nid) } } }),
+          )
+          submit.hidden = true
         } catch (ex) {
           err.textContent = ex.message
         } finally {
