@@ -1,13 +1,18 @@
 package e2e
 
 import (
+	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 )
 
@@ -260,4 +265,74 @@ func TestPaletteFits(t *testing.T) {
 		until(`document.querySelector('[data-testid="palette-filter"]').offsetParent === null`),
 		until(visible("source-stream")),
 		until(`(() => { const m = document.querySelector('[data-testid="palette-more"]'); return m.hidden || !m.title.includes("Filter"); })()`))
+}
+
+// bigNodes is the JavaScript of 5000 unconnected sink nodes, over the
+// server's limit of 1000.
+const bigNodes = `Array.from({length: 5000}, (_, i) => ({id: 'n' + i, kind: 'sink', params: {topic: 't' + i}, position: {x: (i % 100) * 200, y: Math.floor(i / 100) * 80}}))`
+
+// TestDesignOverTheLimit opens a design of 5000 nodes, over the limit the
+// catalog gives (designer.MaxNodes): the editor says so instead of
+// rendering it, which would freeze the tab. No such design can be saved
+// any more, so the page's fetch hands the editor one in place of the demo,
+// as a store written before the limit would. An upload of one is refused
+// with the same words.
+func TestDesignOverTheLimit(t *testing.T) {
+	url := startServe(t)
+	id := demoDesignID(t, url)
+	b := newBrowser(t)
+	const want = "the design has 5000 nodes; at most 1000 are supported"
+
+	swap := `(() => {
+	  const real = window.fetch
+	  window.fetch = function (input, init) {
+	    const u = new URL(typeof input === 'string' ? input : input.url, location.href)
+	    if (u.pathname !== '/api/designs/` + id + `' || (init && init.method && init.method !== 'GET')) return real.call(this, input, init)
+	    return real.call(this, input, init).then(async (res) => {
+	      const a = await res.json()
+	      a.design.nodes = ` + bigNodes + `
+	      a.design.edges = []
+	      return new Response(JSON.stringify(a), {status: 200, headers: {'Content-Type': 'application/json'}})
+	    })
+	  }
+	})()`
+	var script page.ScriptIdentifier
+	b.step("give the page a fetch that makes the demo design 5000 nodes",
+		chromedp.Func(func(ctx context.Context, _ *chromedp.Target) error {
+			r, err := chromedp.Call(ctx, page.AddScriptToEvaluateOnNewDocument, page.AddScriptToEvaluateOnNewDocumentParams{Source: swap})
+			script = r.Identifier
+			return err
+		}))
+	var text string
+	b.step("open it and see why it is not shown",
+		chromedp.Navigate(url+"/designs/"+id),
+		chromedp.WaitVisible(tid("design-too-big")),
+		eval(`document.querySelector('[data-testid="design-too-big"]').textContent`, &text))
+	if !strings.Contains(text, want) {
+		t.Errorf("the message reads %q, want it to contain %q", text, want)
+	}
+	var nodes int
+	b.step("count the nodes rendered",
+		eval(`document.querySelectorAll('[data-testid="canvas"] .x6-node').length`, &nodes))
+	if nodes != 0 {
+		t.Errorf("%d nodes rendered, want none", nodes)
+	}
+
+	// The same design, uploaded from a file.
+	var design string
+	b.step("open the demo as it is and make a file of 5000 nodes",
+		chromedp.Func(func(ctx context.Context, _ *chromedp.Target) error {
+			_, err := chromedp.Call(ctx, page.RemoveScriptToEvaluateOnNewDocument, page.RemoveScriptToEvaluateOnNewDocumentParams{Identifier: script})
+			return err
+		}),
+		chromedp.Navigate(url+"/designs/"+id),
+		chromedp.WaitVisible(chromedp.CSS(`body[data-editor-ready="true"]`)),
+		eval(`JSON.stringify({version: 1, name: 'big', nodes: `+bigNodes+`, edges: []})`, &design))
+	file := filepath.Join(t.TempDir(), "big.json")
+	if err := os.WriteFile(file, []byte(design), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	b.step("upload it and see why it is refused",
+		chromedp.SetUploadFiles(tid("upload-json"), []string{file}),
+		until(fmt.Sprintf(`document.querySelector('[data-testid="status"]').textContent.includes(%q)`, want)))
 }
