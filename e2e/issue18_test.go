@@ -336,3 +336,41 @@ func TestDesignOverTheLimit(t *testing.T) {
 		chromedp.SetUploadFiles(tid("upload-json"), []string{file}),
 		until(fmt.Sprintf(`document.querySelector('[data-testid="status"]').textContent.includes(%q)`, want)))
 }
+
+// minFitZoom is the least zoom the editor and the live page fit a design
+// to (the editor's MIN_FIT_ZOOM): node text stays readable.
+const minFitZoom = 0.85
+
+// TestDemoFitsReadable opens the demo: the editor fits it at a zoom no
+// less than minFitZoom, as its Fit button does, and the canvas says the
+// zoom it is at.
+func TestDemoFitsReadable(t *testing.T) {
+	url := startServe(t)
+	id := demoDesignID(t, url)
+	b := newBrowser(t)
+	const zoom = `window.braidEditor.canvas.graph.zoom()`
+	const shown = `Number(document.querySelector('[data-testid="canvas"]').dataset.zoom)`
+	var opened, hand, fitted, attr float64
+	b.step("open the demo and wait for its fit",
+		chromedp.Navigate(url+"/designs/"+id),
+		chromedp.WaitVisible(chromedp.CSS(`body[data-editor-ready="true"]`)),
+		until(`document.querySelector('[data-testid="canvas"]').dataset.zoom !== undefined`),
+		eval(zoom, &opened))
+	b.step("zoom out by hand, then Fit",
+		chromedp.Click(tid("zoom-out")),
+		chromedp.Click(tid("zoom-out")),
+		chromedp.Click(tid("zoom-out")),
+		until(fmt.Sprintf(`%s < %v`, zoom, opened-0.25)),
+		eval(zoom, &hand))
+	b.step("fit",
+		chromedp.Click(tid("fit")),
+		until(fmt.Sprintf(`%s > %v`, zoom, hand+0.01)),
+		eval(zoom, &fitted),
+		eval(shown, &attr))
+	if opened < minFitZoom || fitted < minFitZoom {
+		t.Errorf("the demo opens at zoom %.3f and fits at %.3f, want at least %.2f", opened, fitted, minFitZoom)
+	}
+	if diff := attr - fitted; diff > 0.001 || diff < -0.001 {
+		t.Errorf("the canvas's data-zoom is %v, the graph's zoom %v", attr, fitted)
+	}
+}

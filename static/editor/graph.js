@@ -11,6 +11,11 @@
 import { Catalog, DesignIndex, branchesOf, newNodeId, initialParams } from './catalog.js'
 
 export const NODE_WIDTH = 190
+// MIN_FIT_ZOOM is the least zoom Fit (and opening a design) goes to: node
+// text stays readable (about 10 px) and a bigger design overflows the
+// canvas, which pans (wheel, right-drag, the minimap); Ctrl+wheel still
+// zooms out further by hand.
+export const MIN_FIT_ZOOM = 0.85
 const MIN_HEIGHT = 64
 const PORT_GAP = 22
 
@@ -276,6 +281,7 @@ export class Canvas {
 
   bindEvents() {
     const g = this.graph
+    g.on('scale', ({ sx }) => (this.opts.container.dataset.zoom = String(Math.round(sx * 1000) / 1000)))
     g.on('view:mounted', ({ view }) => this.decorate(view))
     g.on('edge:connected', ({ edge }) => this.decorateCell(edge))
     g.on('edge:change:target', ({ edge }) => this.decorateCell(edge))
@@ -786,12 +792,16 @@ export class Canvas {
     this.graph.zoom(factor)
   }
 
+  // fit zooms to show the whole design, but not below MIN_FIT_ZOOM: a
+  // design that does not fit then shows from its top-left corner (its
+  // sources), the rest a pan away. The container's data-zoom is the zoom.
   fit() {
-    if (this.graph.getNodes().length === 0) {
-      this.graph.zoomTo(1)
+    const g = this.graph
+    if (g.getNodes().length === 0) {
+      g.zoomTo(1)
       return
     }
-    this.graph.zoomToFit({ padding: 40, maxScale: 1.2 })
+    fitReadable(g, this.opts.container, 40, 1.2)
   }
 
   // layout places the nodes left to right with dagre (one undo step).
@@ -829,6 +839,22 @@ export class Canvas {
       if (v) v.container.classList.toggle('be-highlight', set.has(n.id))
     }
   }
+}
+
+// fitReadable fits graph's content in its container with the padding, at
+// a zoom from MIN_FIT_ZOOM to maxScale; content still too big is aligned
+// to the top left, on the axis it overflows.
+export function fitReadable(graph, container, padding, maxScale) {
+  graph.zoomToFit({ padding, maxScale, minScale: MIN_FIT_ZOOM })
+  const area = graph.getContentArea()
+  const s = graph.zoom()
+  const { tx, ty } = graph.translate()
+  const w = container.clientWidth
+  const h = container.clientHeight
+  const x = area.width * s + 2 * padding > w ? padding - area.x * s : tx
+  const y = area.height * s + 2 * padding > h ? padding - area.y * s : ty
+  if (x !== tx || y !== ty) graph.translate(x, y)
+  container.dataset.zoom = String(Math.round(s * 1000) / 1000)
 }
 
 // truncate shortens a label to n characters (SVG text does not wrap).
