@@ -8,14 +8,10 @@
 // change the editor makes goes through a batch, so that one user action
 // is one undo step.
 
+import { fitReadable } from './fit.js'
 import { Catalog, DesignIndex, branchesOf, newNodeId, initialParams } from './catalog.js'
 
 export const NODE_WIDTH = 190
-// MIN_FIT_ZOOM is the least zoom Fit (and opening a design) goes to: node
-// text stays readable (about 10 px) and a bigger design overflows the
-// canvas, which pans (wheel, right-drag, the minimap); Ctrl+wheel still
-// zooms out further by hand.
-export const MIN_FIT_ZOOM = 0.85
 const MIN_HEIGHT = 64
 const PORT_GAP = 22
 
@@ -839,22 +835,6 @@ export class Canvas {
       if (v) v.container.classList.toggle('be-highlight', set.has(n.id))
     }
   }
-}
-
-// fitReadable fits graph's content in its container with the padding, at
-// a zoom from MIN_FIT_ZOOM to maxScale; content still too big is aligned
-// to the top left, on the axis it overflows.
-export function fitReadable(graph, container, padding, maxScale) {
-  graph.zoomToFit({ padding, maxScale, minScale: MIN_FIT_ZOOM })
-  const area = graph.getContentArea()
-  const s = graph.zoom()
-  const { tx, ty } = graph.translate()
-  const w = container.clientWidth
-  const h = container.clientHeight
-  const x = area.width * s + 2 * padding > w ? padding - area.x * s : tx
-  const y = area.height * s + 2 * padding > h ? padding - area.y * s : ty
-  if (x !== tx || y !== ty) graph.translate(x, y)
-  container.dataset.zoom = String(Math.round(s * 1000) / 1000)
 }
 
 // truncate shortens a label to n characters (SVG text does not wrap).
