@@ -374,3 +374,61 @@ func TestDemoFitsReadable(t *testing.T) {
 		t.Errorf("the canvas's data-zoom is %v, the graph's zoom %v", attr, fitted)
 	}
 }
+
+// overlaps is JavaScript defining overlap(a, b) on DOMRects (touching
+// is not overlapping) and textRect(el), the box of an element's text.
+const overlaps = `const overlap = (a, b) => a.width > 0 && b.width > 0 && a.left < b.right - 0.5 && b.left < a.right - 0.5 && a.top < b.bottom - 0.5 && b.top < a.bottom - 0.5;
+const textRect = (el) => { const r = document.createRange(); r.selectNodeContents(el); return r.getBoundingClientRect() };`
+
+// TestLiveLegible follows the demo deployment's live page: its graph fits
+// at a zoom no less than minFitZoom, the edges' rate labels overlap no
+// node, and the window bars, late marks and stream-time line of a lane
+// stay above the tick labels of its axis (wherever they are along it, so
+// that none can ever cover one).
+func TestLiveLegible(t *testing.T) {
+	url := startServe(t)
+	const id = "orders-demo"
+	waitDeployment(t, url, id)
+	b := newBrowser(t)
+
+	var zoom float64
+	b.step("open the live view and wait for rates and a window",
+		chromedp.Navigate(url+"/live/"+id),
+		chromedp.WaitVisible(chromedp.CSS(`body[data-live-ready="true"]`)),
+		until(`Array.from(document.querySelectorAll('[data-testid="live-graph-canvas"] .x6-edge-label text')).some(e => /[1-9]/.test(e.textContent))`),
+		until(`document.querySelector('[data-testid^="window-"]') !== null`),
+		eval(`Number(document.querySelector('[data-testid="live-graph-canvas"]').dataset.zoom ?? 0)`, &zoom))
+	if zoom < minFitZoom {
+		t.Errorf("the live graph fits at zoom %.3f, want at least %.2f", zoom, minFitZoom)
+	}
+
+	var labels []string
+	b.step("find rate labels over nodes",
+		eval(`(() => { `+overlaps+`
+		  const nodes = Array.from(document.querySelectorAll('[data-testid^="live-node-"]')).map(n => [n.dataset.nodeId, n.getBoundingClientRect()]);
+		  const out = [];
+		  for (const l of document.querySelectorAll('[data-testid="live-graph-canvas"] .x6-edge-label')) {
+		    const r = l.getBoundingClientRect();
+		    for (const [id, nr] of nodes) if (overlap(r, nr)) out.push(l.textContent + ' over ' + id);
+		  }
+		  return out })()`, &labels))
+	if len(labels) > 0 {
+		t.Errorf("rate labels overlap nodes: %q", labels)
+	}
+
+	var covered []string
+	b.step("find lane marks reaching down to tick labels",
+		eval(`(() => { `+overlaps+`
+		  const out = [];
+		  for (const axis of document.querySelectorAll('[data-testid="lane-list"] .lv-axis')) {
+		    const ticks = Array.from(axis.querySelectorAll('.lv-tick')).map(e => [e.textContent, textRect(e)]);
+		    for (const m of axis.querySelectorAll('.lv-window, .lv-grace, .lv-late, .lv-now')) {
+		      const r = m.getBoundingClientRect();
+		      for (const [text, tr] of ticks) if (r.width > 0 && tr.width > 0 && r.bottom > tr.top + 0.5) out.push(m.className + ' reaches ' + (r.bottom - tr.top).toFixed(1) + ' px into the label ' + text);
+		    }
+		  }
+		  return out })()`, &covered))
+	if len(covered) > 0 {
+		t.Errorf("lane marks reach down to tick labels: %q", covered)
+	}
+}
