@@ -557,10 +557,12 @@ export class Canvas {
         g.stopBatch('load')
       }
     } else {
+      // One reset of the model, rendered in one go, rather than a cell
+      // added (and the graph redrawn) at a time.
       this.history.disable()
-      g.removeCells(g.getCells())
-      g.addNodes((design.nodes || []).map((n) => this.nodeSpec(n)))
-      g.addEdges(this.validEdges(design).map((e) => this.edgeSpec(e)))
+      const nodes = (design.nodes || []).map((n) => g.createNode(this.nodeSpec(n)))
+      const edges = this.validEdges(design).map((e) => g.createEdge(this.edgeSpec(e)))
+      g.resetCells([...nodes, ...edges])
       this.history.enable()
       this.history.clean()
     }

@@ -35,6 +35,7 @@ export async function start() {
   const editor = new Editor(id, cat, loaded, layout)
   window.braidEditor = editor // for debugging and tests
   document.body.dataset.editorReady = 'true'
+  performance.mark('braid-editor-ready')
   return editor
 }
 
@@ -165,9 +166,11 @@ class Editor {
     })
     this.buildToolbar()
 
+    performance.mark('braid-load-start')
     this.canvas.load(design)
     if (this.canvas.needsLayout()) this.canvas.layout()
     this.canvas.history.clean()
+    performance.measure('braid-load', 'braid-load-start') // the time the canvas takes to show the design
     this.saved = this.snapshot()
     requestAnimationFrame(() => this.canvas.fit())
     this.updateTitle()
