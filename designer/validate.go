@@ -153,6 +153,34 @@ func portOf(ports []Port, name string) (Port, bool) {
 	return Port{}, false
 }
 
+// MaxNodes is the most nodes a design may have, and MaxEdges the most
+// edges: the editor renders a design of this size in a moment, while one of
+// several thousand nodes freezes the browser tab for minutes. Validate
+// reports a design over either as its only problem (see CheckSize), the
+// API refuses to save, import, validate, compile or preview one, and the
+// editor, which learns the limits from GET /api/catalog, says so rather
+// than render one.
+const (
+	MaxNodes = 1000
+	MaxEdges = 2 * MaxNodes
+)
+
+// CheckSize returns the problem of a design with more than MaxNodes nodes
+// or MaxEdges edges, or nil: "the design has 5000 nodes; at most 1000 are
+// supported". Its Param is "nodes" or "edges".
+func CheckSize(d *Design) *Problem {
+	if d == nil {
+		return nil
+	}
+	if n := len(d.Nodes); n > MaxNodes {
+		return &Problem{Param: "nodes", Message: fmt.Sprintf("the design has %d nodes; at most %d are supported", n, MaxNodes)}
+	}
+	if n := len(d.Edges); n > MaxEdges {
+		return &Problem{Param: "edges", Message: fmt.Sprintf("the design has %d edges; at most %d are supported", n, MaxEdges)}
+	}
+	return nil
+}
+
 // Validate checks d against the catalog and returns every problem it
 // finds, or none: the design's name; node ids; kinds; parameters (known,
 // required, well-typed, applicable: an advance only on a hopping window);
@@ -165,9 +193,13 @@ func portOf(ports []Port, name string) (Port, bool) {
 // differently (see joins); and names that must be unique (operator, store
 // and repartition names, source topics).
 // Expressions are checked for presence only; the compiler parses them.
+// A design over the size limits (CheckSize) has that as its only problem.
 func Validate(d *Design) Problems {
 	if d == nil {
 		return Problems{{Message: "no design"}}
+	}
+	if p := CheckSize(d); p != nil {
+		return Problems{*p}
 	}
 	v := newValidator(d)
 	v.design()

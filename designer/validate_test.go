@@ -102,6 +102,27 @@ func disconnect(from, to string) edit {
 	}
 }
 
+// padNodes adds connected peek nodes between the design's source and its
+// first consumer until it has n nodes.
+func padNodes(n int) edit {
+	return func(t *testing.T, d *Design) {
+		for i := 0; len(d.Nodes) < n; i++ {
+			id := fmt.Sprintf("pad%d", i)
+			d.Nodes = append(d.Nodes, Node{ID: id, Kind: "sink", Params: map[string]any{"topic": "pad-" + id}})
+			d.Edges = append(d.Edges, Edge{From: "source", FromPort: "out", To: id, ToPort: "in"})
+		}
+	}
+}
+
+// padEdges adds edges (duplicates of the first) until the design has n.
+func padEdges(n int) edit {
+	return func(t *testing.T, d *Design) {
+		for len(d.Edges) < n {
+			d.Edges = append(d.Edges, d.Edges[0])
+		}
+	}
+}
+
 func designName(name string) edit {
 	return func(t *testing.T, d *Design) { d.Name = name }
 }
@@ -129,6 +150,11 @@ func TestValidate(t *testing.T) {
 		{"name with a blank at the end", orders, []edit{designName("big ")}, []want{{"", "name", "must not start or end with a blank"}}},
 		{"name of punctuation", orders, []edit{designName("--")}, []want{{"", "name", "a letter or a digit"}}},
 		{"name too long", orders, []edit{designName(long)}, []want{{"", "name", "250 characters long; at most 120"}}},
+
+		// The size limits: the only problem of a design over one.
+		{"at the node limit", orders, []edit{padNodes(MaxNodes)}, nil},
+		{"over the node limit", orders, []edit{padNodes(MaxNodes + 1), designName("")}, []want{{"", "nodes", "the design has 1001 nodes; at most 1000 are supported"}}},
+		{"over the edge limit", orders, []edit{padEdges(MaxEdges + 1)}, []want{{"", "edges", "the design has 2001 edges; at most 2000 are supported"}}},
 
 		// Node ids and kinds.
 		{"duplicate id", orders, []edit{addNode("sink", "peek", nil)}, []want{

@@ -1,13 +1,18 @@
 package e2e
 
 import (
+	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 )
 
@@ -260,4 +265,170 @@ func TestPaletteFits(t *testing.T) {
 		until(`document.querySelector('[data-testid="palette-filter"]').offsetParent === null`),
 		until(visible("source-stream")),
 		until(`(() => { const m = document.querySelector('[data-testid="palette-more"]'); return m.hidden || !m.title.includes("Filter"); })()`))
+}
+
+// bigNodes is the JavaScript of 5000 unconnected sink nodes, over the
+// server's limit of 1000.
+const bigNodes = `Array.from({length: 5000}, (_, i) => ({id: 'n' + i, kind: 'sink', params: {topic: 't' + i}, position: {x: (i % 100) * 200, y: Math.floor(i / 100) * 80}}))`
+
+// TestDesignOverTheLimit opens a design of 5000 nodes, over the limit the
+// catalog gives (designer.MaxNodes): the editor says so instead of
+// rendering it, which would freeze the tab. No such design can be saved
+// any more, so the page's fetch hands the editor one in place of the demo,
+// as a store written before the limit would. An upload of one is refused
+// with the same words.
+func TestDesignOverTheLimit(t *testing.T) {
+	url := startServe(t)
+	id := demoDesignID(t, url)
+	b := newBrowser(t)
+	const want = "the design has 5000 nodes; at most 1000 are supported"
+
+	swap := `(() => {
+	  const real = window.fetch
+	  window.fetch = function (input, init) {
+	    const u = new URL(typeof input === 'string' ? input : input.url, location.href)
+	    if (u.pathname !== '/api/designs/` + id + `' || (init && init.method && init.method !== 'GET')) return real.call(this, input, init)
+	    return real.call(this, input, init).then(async (res) => {
+	      const a = await res.json()
+	      a.design.nodes = ` + bigNodes + `
+	      a.design.edges = []
+	      return new Response(JSON.stringify(a), {status: 200, headers: {'Content-Type': 'application/json'}})
+	    })
+	  }
+	})()`
+	var script page.ScriptIdentifier
+	b.step("give the page a fetch that makes the demo design 5000 nodes",
+		chromedp.Func(func(ctx context.Context, _ *chromedp.Target) error {
+			r, err := chromedp.Call(ctx, page.AddScriptToEvaluateOnNewDocument, page.AddScriptToEvaluateOnNewDocumentParams{Source: swap})
+			script = r.Identifier
+			return err
+		}))
+	var text string
+	b.step("open it and see why it is not shown",
+		chromedp.Navigate(url+"/designs/"+id),
+		chromedp.WaitVisible(tid("design-too-big")),
+		eval(`document.querySelector('[data-testid="design-too-big"]').textContent`, &text))
+	if !strings.Contains(text, want) {
+		t.Errorf("the message reads %q, want it to contain %q", text, want)
+	}
+	var nodes int
+	b.step("count the nodes rendered",
+		eval(`document.querySelectorAll('[data-testid="canvas"] .x6-node').length`, &nodes))
+	if nodes != 0 {
+		t.Errorf("%d nodes rendered, want none", nodes)
+	}
+
+	// The same design, uploaded from a file.
+	var design string
+	b.step("open the demo as it is and make a file of 5000 nodes",
+		chromedp.Func(func(ctx context.Context, _ *chromedp.Target) error {
+			_, err := chromedp.Call(ctx, page.RemoveScriptToEvaluateOnNewDocument, page.RemoveScriptToEvaluateOnNewDocumentParams{Identifier: script})
+			return err
+		}),
+		chromedp.Navigate(url+"/designs/"+id),
+		chromedp.WaitVisible(chromedp.CSS(`body[data-editor-ready="true"]`)),
+		eval(`JSON.stringify({version: 1, name: 'big', nodes: `+bigNodes+`, edges: []})`, &design))
+	file := filepath.Join(t.TempDir(), "big.json")
+	if err := os.WriteFile(file, []byte(design), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	b.step("upload it and see why it is refused",
+		chromedp.SetUploadFiles(tid("upload-json"), []string{file}),
+		until(fmt.Sprintf(`document.querySelector('[data-testid="status"]').textContent.includes(%q)`, want)))
+}
+
+// minFitZoom is the least zoom the editor and the live page fit a design
+// to (the editor's MIN_FIT_ZOOM): node text stays readable.
+const minFitZoom = 0.85
+
+// TestDemoFitsReadable opens the demo: the editor fits it at a zoom no
+// less than minFitZoom, as its Fit button does, and the canvas says the
+// zoom it is at.
+func TestDemoFitsReadable(t *testing.T) {
+	url := startServe(t)
+	id := demoDesignID(t, url)
+	b := newBrowser(t)
+	const zoom = `window.braidEditor.canvas.graph.zoom()`
+	const shown = `Number(document.querySelector('[data-testid="canvas"]').dataset.zoom)`
+	var opened, hand, fitted, attr float64
+	b.step("open the demo and wait for its fit",
+		chromedp.Navigate(url+"/designs/"+id),
+		chromedp.WaitVisible(chromedp.CSS(`body[data-editor-ready="true"]`)),
+		until(`document.querySelector('[data-testid="canvas"]').dataset.zoom !== undefined`),
+		eval(zoom, &opened))
+	b.step("zoom out by hand, then Fit",
+		chromedp.Click(tid("zoom-out")),
+		chromedp.Click(tid("zoom-out")),
+		chromedp.Click(tid("zoom-out")),
+		until(fmt.Sprintf(`%s < %v`, zoom, opened-0.25)),
+		eval(zoom, &hand))
+	b.step("fit",
+		chromedp.Click(tid("fit")),
+		until(fmt.Sprintf(`%s > %v`, zoom, hand+0.01)),
+		eval(zoom, &fitted),
+		eval(shown, &attr))
+	if opened < minFitZoom || fitted < minFitZoom {
+		t.Errorf("the demo opens at zoom %.3f and fits at %.3f, want at least %.2f", opened, fitted, minFitZoom)
+	}
+	if diff := attr - fitted; diff > 0.001 || diff < -0.001 {
+		t.Errorf("the canvas's data-zoom is %v, the graph's zoom %v", attr, fitted)
+	}
+}
+
+// overlaps is JavaScript defining overlap(a, b) on DOMRects (touching
+// is not overlapping) and textRect(el), the box of an element's text.
+const overlaps = `const overlap = (a, b) => a.width > 0 && b.width > 0 && a.left < b.right - 0.5 && b.left < a.right - 0.5 && a.top < b.bottom - 0.5 && b.top < a.bottom - 0.5;
+const textRect = (el) => { const r = document.createRange(); r.selectNodeContents(el); return r.getBoundingClientRect() };`
+
+// TestLiveLegible follows the demo deployment's live page: its graph fits
+// at a zoom no less than minFitZoom, the edges' rate labels overlap no
+// node, and the window bars, late marks and stream-time line of a lane
+// stay above the tick labels of its axis (wherever they are along it, so
+// that none can ever cover one).
+func TestLiveLegible(t *testing.T) {
+	url := startServe(t)
+	const id = "orders-demo"
+	waitDeployment(t, url, id)
+	b := newBrowser(t)
+
+	var zoom float64
+	b.step("open the live view and wait for rates and a window",
+		chromedp.Navigate(url+"/live/"+id),
+		chromedp.WaitVisible(chromedp.CSS(`body[data-live-ready="true"]`)),
+		until(`Array.from(document.querySelectorAll('[data-testid="live-graph-canvas"] .x6-edge-label text')).some(e => /[1-9]/.test(e.textContent))`),
+		until(`document.querySelector('[data-testid^="window-"]') !== null`),
+		eval(`Number(document.querySelector('[data-testid="live-graph-canvas"]').dataset.zoom ?? 0)`, &zoom))
+	if zoom < minFitZoom {
+		t.Errorf("the live graph fits at zoom %.3f, want at least %.2f", zoom, minFitZoom)
+	}
+
+	var labels []string
+	b.step("find rate labels over nodes",
+		eval(`(() => { `+overlaps+`
+		  const nodes = Array.from(document.querySelectorAll('[data-testid^="live-node-"]')).map(n => [n.dataset.nodeId, n.getBoundingClientRect()]);
+		  const out = [];
+		  for (const l of document.querySelectorAll('[data-testid="live-graph-canvas"] .x6-edge-label')) {
+		    const r = l.getBoundingClientRect();
+		    for (const [id, nr] of nodes) if (overlap(r, nr)) out.push(l.textContent + ' over ' + id);
+		  }
+		  return out })()`, &labels))
+	if len(labels) > 0 {
+		t.Errorf("rate labels overlap nodes: %q", labels)
+	}
+
+	var covered []string
+	b.step("find lane marks reaching down to tick labels",
+		eval(`(() => { `+overlaps+`
+		  const out = [];
+		  for (const axis of document.querySelectorAll('[data-testid="lane-list"] .lv-axis')) {
+		    const ticks = Array.from(axis.querySelectorAll('.lv-tick')).map(e => [e.textContent, textRect(e)]);
+		    for (const m of axis.querySelectorAll('.lv-window, .lv-grace, .lv-late, .lv-now')) {
+		      const r = m.getBoundingClientRect();
+		      for (const [text, tr] of ticks) if (r.width > 0 && tr.width > 0 && r.bottom > tr.top + 0.5) out.push(m.className + ' reaches ' + (r.bottom - tr.top).toFixed(1) + ' px into the label ' + text);
+		    }
+		  }
+		  return out })()`, &covered))
+	if len(covered) > 0 {
+		t.Errorf("lane marks reach down to tick labels: %q", covered)
+	}
 }

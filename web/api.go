@@ -64,6 +64,7 @@ func (s *Server) catalog(c *fiber.Ctx) error {
 		"groups": designer.Groups,
 		"serdes": designer.Serdes,
 		"roles":  vars,
+		"limits": fiber.Map{"nodes": designer.MaxNodes, "edges": designer.MaxEdges},
 	})
 }
 

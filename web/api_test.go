@@ -609,3 +609,53 @@ func TestConcurrentSaves(t *testing.T) {
 		t.Errorf("revisions %v, want 1..%d", nums, n+1)
 	}
 }
+
+// TestDesignSizeLimit: a design over designer.MaxNodes (or MaxEdges) is
+// a 400 answer naming the limit wherever the API takes a design, and the
+// catalog tells the editor the limits.
+func TestDesignSizeLimit(t *testing.T) {
+	ts := start(t, Config{})
+	r := ts.do("POST", "/api/designs", `{"name": "big"}`)
+	if r.status != http.StatusCreated {
+		t.Fatalf("create: status %d: %s", r.status, r.body)
+	}
+	var created designAnswer
+	r.decode(t, &created)
+	id := created.Design.ID
+
+	design := func(nodes, edges int) string {
+		d := &designer.Design{ID: id, Name: "big", Version: designer.FormatVersion}
+		for i := range nodes {
+			d.Nodes = append(d.Nodes, designer.Node{ID: fmt.Sprintf("n%d", i), Kind: "sink", Params: map[string]any{"topic": "t"}})
+		}
+		for range edges {
+			d.Edges = append(d.Edges, designer.Edge{From: "n0", FromPort: "out", To: "n1", ToPort: "in"})
+		}
+		data, err := designer.Encode(d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(data)
+	}
+	nodes := design(5000, 0)
+	edges := design(2, designer.MaxEdges+1)
+	const tooMany = "the design has 5000 nodes; at most 1000 are supported"
+	refused := func(msg, param string) func(t *testing.T, r *response) {
+		return func(t *testing.T, r *response) {
+			t.Helper()
+			wantError(msg, 0, 0, "")(t, r)
+			wantProblem("", param, msg)(t, r)
+		}
+	}
+	runCases(t, ts, []apiCase{
+		{name: "catalog", method: "GET", path: "/api/catalog", status: 200,
+			contains: []string{fmt.Sprintf(`"limits":{"edges":%d,"nodes":%d}`, designer.MaxEdges, designer.MaxNodes)}},
+		{name: "validate", method: "POST", path: "/api/validate", body: nodes, status: 400, check: refused(tooMany, "nodes")},
+		{name: "validate edges", method: "POST", path: "/api/validate", body: edges, status: 400, check: refused("the design has 2001 edges; at most 2000 are supported", "edges")},
+		{name: "import", method: "POST", path: "/api/designs/import", body: nodes, status: 400, check: refused(tooMany, "nodes")},
+		{name: "create", method: "POST", path: "/api/designs", body: nodes, status: 400, check: refused(tooMany, "nodes")},
+		{name: "save", method: "PUT", path: "/api/designs/" + id, body: `{"message": "big", "design": ` + nodes + `}`, status: 400, check: refused(tooMany, "nodes")},
+		{name: "compile", method: "POST", path: "/api/compile", body: nodes, status: 400, check: refused(tooMany, "nodes")},
+		{name: "at the limit", method: "PUT", path: "/api/designs/" + id, body: `{"message": "at the limit", "design": ` + design(designer.MaxNodes, 0) + `}`, status: 200},
+	})
+}

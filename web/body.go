@@ -107,7 +107,8 @@ func fieldOffset(body []byte, name string) int {
 // top-level field. A *designer.DecodeError becomes a 400 answer whose
 // line, column and path are the body's. Unless strict, a design object
 // without a version is taken to be of the current one (the editor's
-// drafts); files being imported are strict.
+// drafts); files being imported are strict. A design over the designer's
+// size limits (designer.CheckSize) is a 400 answer with that problem.
 func decodeDesign(c *fiber.Ctx, raw json.RawMessage, field string, strict bool) (*designer.Design, error) {
 	body := c.Body()
 	if field == "" {
@@ -125,6 +126,11 @@ func decodeDesign(c *fiber.Ctx, raw json.RawMessage, field string, strict bool) 
 	}
 	d, err := designer.Decode(raw)
 	if err == nil {
+		if p := designer.CheckSize(d); p != nil {
+			e := errorf(fiber.StatusBadRequest, p.Message)
+			e.body.Problems = problemsJSON(designer.Problems{*p})
+			return nil, e
+		}
 		return d, nil
 	}
 	var de *designer.DecodeError

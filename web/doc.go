@@ -11,7 +11,8 @@
 //	{"error": "message", "problems": [{"node", "kind", "param", "message"}]}
 //
 // with 400 for a body that is not what the endpoint reads (a design's
-// JSON error also carries "line", "column" and "path"), 401 without the
+// JSON error also carries "line", "column" and "path"; a design over
+// designer.MaxNodes or MaxEdges is one, with that problem), 401 without the
 // token, 403 for a cross-site request, 404 for a design or revision that
 // is not there, 413 for a body over Config.BodyLimit, 415 for a mutation
 // that is not application/json, and 422 for a design with problems.
@@ -19,7 +20,8 @@
 // four fields are always present ("" for a design-level problem's node,
 // kind and param).
 //
-//	GET    /api/catalog                      {"kinds", "groups", "serdes", "roles": {role: [variable]}}
+//	GET    /api/catalog                      {"kinds", "groups", "serdes", "roles": {role: [variable]},
+//	                                         "limits": {"nodes", "edges"}: designer.MaxNodes and MaxEdges}
 //	GET    /api/designs                      [summary], most recently updated first
 //	POST   /api/designs                      body: a design ({} or empty: a new empty design "untitled");
 //	                                         201 {"design", "revision"}; the id is always a fresh one

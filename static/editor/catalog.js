@@ -13,12 +13,26 @@ export class Catalog {
     this.groups = (data && data.groups) || []
     this.serdes = (data && data.serdes) || []
     this.roles = (data && data.roles) || {}
+    // limits: the most nodes and edges a design may have (designer.MaxNodes
+    // and MaxEdges), which the server enforces and the editor can render.
+    this.limits = (data && data.limits) || {}
     this.byName = new Map(this.kinds.map((k) => [k.name, k]))
     for (const k of this.kinds) {
       k.inputs = k.inputs || []
       k.outputs = k.outputs || []
       k.params = k.params || []
     }
+  }
+
+  // tooBig says why a design is over the limits, in the server's words
+  // ("the design has 5000 nodes; at most 1000 are supported"), or ''.
+  tooBig(design) {
+    for (const what of ['nodes', 'edges']) {
+      const n = ((design && design[what]) || []).length
+      const max = this.limits[what]
+      if (max > 0 && n > max) return `the design has ${n} ${what}; at most ${max} are supported`
+    }
+    return ''
   }
 
   kind(name) {

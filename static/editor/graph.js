@@ -8,6 +8,7 @@
 // change the editor makes goes through a batch, so that one user action
 // is one undo step.
 
+import { fitReadable } from './fit.js'
 import { Catalog, DesignIndex, branchesOf, newNodeId, initialParams } from './catalog.js'
 
 export const NODE_WIDTH = 190
@@ -276,6 +277,7 @@ export class Canvas {
 
   bindEvents() {
     const g = this.graph
+    g.on('scale', ({ sx }) => (this.opts.container.dataset.zoom = String(Math.round(sx * 1000) / 1000)))
     g.on('view:mounted', ({ view }) => this.decorate(view))
     g.on('edge:connected', ({ edge }) => this.decorateCell(edge))
     g.on('edge:change:target', ({ edge }) => this.decorateCell(edge))
@@ -555,10 +557,12 @@ export class Canvas {
         g.stopBatch('load')
       }
     } else {
+      // One reset of the model, rendered in one go, rather than a cell
+      // added (and the graph redrawn) at a time.
       this.history.disable()
-      g.removeCells(g.getCells())
-      g.addNodes((design.nodes || []).map((n) => this.nodeSpec(n)))
-      g.addEdges(this.validEdges(design).map((e) => this.edgeSpec(e)))
+      const nodes = (design.nodes || []).map((n) => g.createNode(this.nodeSpec(n)))
+      const edges = this.validEdges(design).map((e) => g.createEdge(this.edgeSpec(e)))
+      g.resetCells([...nodes, ...edges])
       this.history.enable()
       this.history.clean()
     }
@@ -786,12 +790,16 @@ export class Canvas {
     this.graph.zoom(factor)
   }
 
+  // fit zooms to show the whole design, but not below MIN_FIT_ZOOM: a
+  // design that does not fit then shows from its top-left corner (its
+  // sources), the rest a pan away. The container's data-zoom is the zoom.
   fit() {
-    if (this.graph.getNodes().length === 0) {
-      this.graph.zoomTo(1)
+    const g = this.graph
+    if (g.getNodes().length === 0) {
+      g.zoomTo(1)
       return
     }
-    this.graph.zoomToFit({ padding: 40, maxScale: 1.2 })
+    fitReadable(g, this.opts.container, 40, 1.2)
   }
 
   // layout places the nodes left to right with dagre (one undo step).

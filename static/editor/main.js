@@ -22,10 +22,39 @@ export async function start() {
   if (!id) throw new Error('the page has no data-design-id')
   const layout = buildLayout()
   const [catalog, loaded] = await Promise.all([api('GET', '/api/catalog'), api('GET', `/api/designs/${encodeURIComponent(id)}`)])
-  const editor = new Editor(id, new Catalog(catalog), loaded, layout)
+  const cat = new Catalog(catalog)
+  // A design over the limits would freeze the tab while X6 renders it (a
+  // design of 5,000 nodes takes minutes): say so instead, and open nothing
+  // that could save over it.
+  const why = cat.tooBig(loaded && loaded.design)
+  if (why) {
+    refuse(layout, id, why)
+    document.body.dataset.editorRefused = 'true'
+    return null
+  }
+  const editor = new Editor(id, cat, loaded, layout)
   window.braidEditor = editor // for debugging and tests
   document.body.dataset.editorReady = 'true'
+  performance.mark('braid-editor-ready')
   return editor
+}
+
+// refuse puts the reason a design is not opened where its canvas would be,
+// with a link to its JSON and one back to the designs list.
+function refuse(el, id, why) {
+  const base = `/api/designs/${encodeURIComponent(id)}`
+  clear(el.canvas)
+  el.canvas.append(
+    h(
+      'div',
+      { class: 'be-too-big', testid: 'design-too-big', role: 'alert' },
+      h('h2', { text: 'This design is too big to open' }),
+      h('p', { text: `The editor cannot show it: ${why}.` }),
+      h('p', { text: 'Split it into smaller designs. Its JSON can still be downloaded.' }),
+      h('p', {}, h('a', { href: `${base}/export.json`, testid: 'too-big-download', text: 'Download JSON' }), ' · ', h('a', { href: '/', text: 'All designs' })),
+    ),
+  )
+  show(el.minimap, false)
 }
 
 // slot returns the page's container with the test id, or a new one.
@@ -116,8 +145,7 @@ class Editor {
       current: () => this.shown,
       open: (d, n) => this.openRevision(d, n),
       restore: async (d, n) => {
-        this.openRevision(d, n)
-        await this.save(`restore of revision ${n}`)
+        if (this.openRevision(d, n)) await this.save(`restore of revision ${n}`)
       },
     })
     this.compileView = new CompileView(el['compile-view'], {
@@ -138,9 +166,11 @@ class Editor {
     })
     this.buildToolbar()
 
+    performance.mark('braid-load-start')
     this.canvas.load(design)
     if (this.canvas.needsLayout()) this.canvas.layout()
     this.canvas.history.clean()
+    performance.measure('braid-load', 'braid-load-start') // the time the canvas takes to show the design
     this.saved = this.snapshot()
     requestAnimationFrame(() => this.canvas.fit())
     this.updateTitle()
@@ -335,6 +365,11 @@ class Editor {
   }
 
   openRevision(design, n) {
+    const why = this.catalog.tooBig(design)
+    if (why) {
+      this.status(`Revision ${n} cannot be opened: ${why}`, 'error')
+      return false
+    }
     this.meta.name = design.name || this.meta.name
     this.canvas.load(design, { undoable: true })
     this.shown = n
@@ -343,6 +378,7 @@ class Editor {
     this.changed.flush()
     this.canvas.fit()
     this.status(`Opened revision ${n}; save to make it the latest`)
+    return true
   }
 
   renameDesign() {
@@ -428,6 +464,8 @@ class Editor {
       } catch (err) {
         throw new Error(`${file.name} is not JSON: ${err.message}`)
       }
+      const why = this.catalog.tooBig(design)
+      if (why) throw new Error(`${file.name}: ${why}`)
       const res = await api('POST', '/api/designs/import', design)
       const nid = res && res.design && res.design.id
       if (!nid) throw new Error('the server returned no design')

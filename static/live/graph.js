@@ -7,10 +7,20 @@
 // data-in, data-out, data-lag and data-late-drops as they were last shown.
 
 import { rate, count, subtopologyOf, activeTasks } from './format.js'
+import { fitReadable, MIN_FIT_ZOOM } from '../editor/fit.js'
 
 const WIDTH = 200
 const HEIGHT = 78
+// The graph is as tall as the design at the zoom it fits at, from
+// HEIGHT_PX to MAX_HEIGHT_PX; a design that does not fit pans.
 const HEIGHT_PX = 220
+const MAX_HEIGHT_PX = 560
+const PADDING = 24
+// EDGE_GAP is the least room between a node and the next one right of it
+// (the editor's nodes are narrower and closer), for an edge's rate label;
+// ROW_GAP the least between rows.
+const EDGE_GAP = 110
+const ROW_GAP = 28
 
 const GROUP_COLOURS = {
   sources: '#2f9e44',
@@ -74,8 +84,11 @@ export class LiveGraph {
         const cs = getComputedStyle(parent)
         width = parent.clientWidth - parseFloat(cs.paddingLeft) - parseFloat(cs.paddingRight)
       }
-      return { width: Math.max(200, Math.floor(width)), height: HEIGHT_PX }
+      return { width: Math.max(200, Math.floor(width)), height: this.height }
     }
+    this.container = container
+    this.height = HEIGHT_PX
+    this.size = size
     this.graph = new X6.Graph({
       container,
       ...size(),
@@ -122,6 +135,7 @@ export class LiveGraph {
     }
     const g = this.graph
     g.clearCells()
+    const at = spread(design.nodes || [], design.edges || [])
     g.addNodes(
       (design.nodes || []).map((n) => {
         const kind = this.kinds.get(n.kind)
@@ -130,8 +144,8 @@ export class LiveGraph {
         return {
           id: n.id,
           shape: 'braid-live-node',
-          x: (n.position && n.position.x) || 0,
-          y: (n.position && n.position.y) || 0,
+          x: at.get(n.id).x,
+          y: at.get(n.id).y,
           data: { kind: n.kind },
           attrs: {
             title: { text: kind ? kind.title : n.kind },
@@ -158,8 +172,22 @@ export class LiveGraph {
     requestAnimationFrame(() => this.fit())
   }
 
+  // fit grows or shrinks the graph to the design's height at the zoom it
+  // fits the width at (never below MIN_FIT_ZOOM), then fits it there; the
+  // container's data-zoom is the zoom.
   fit() {
-    if (this.graph.getNodes().length) this.graph.zoomToFit({ padding: 24, maxScale: 1 })
+    const g = this.graph
+    if (!g.getNodes().length) return
+    const area = g.getContentArea()
+    const { width } = this.size()
+    const s = Math.max(MIN_FIT_ZOOM, Math.min(1, (width - 2 * PADDING) / Math.max(1, area.width)))
+    const height = Math.round(Math.min(MAX_HEIGHT_PX, Math.max(HEIGHT_PX, area.height * s + 2 * PADDING)))
+    if (height !== this.height) {
+      this.height = height
+      this.container.style.height = `${height}px`
+      g.resize(width, height)
+    }
+    fitReadable(g, this.container, PADDING, 1)
   }
 
   // stats of a node: its operator's {in, out, lateDrops}, or null.
@@ -231,6 +259,32 @@ export class LiveGraph {
       e.setLabels([{ attrs: { label: { text: `${rate(r)}/s`, fontSize: 10, fill: '#364fc7' } }, position: { distance: 0.5, offset: -10 } }])
     }
   }
+}
+
+// spread places the nodes as the editor did, stretched so that an edge
+// leaving a node rightwards has EDGE_GAP for its label and rows do not
+// touch: the live nodes are bigger than the editor's.
+function spread(nodes, edges) {
+  const pos = new Map(nodes.map((n) => [n.id, { x: (n.position && n.position.x) || 0, y: (n.position && n.position.y) || 0 }]))
+  let minDx = Infinity
+  for (const e of edges) {
+    const a = pos.get(e.from)
+    const b = pos.get(e.to)
+    if (a && b && b.x > a.x) minDx = Math.min(minDx, b.x - a.x)
+  }
+  const sx = Number.isFinite(minDx) ? Math.max(1, (WIDTH + EDGE_GAP) / minDx) : 1
+  const list = [...pos.values()]
+  let minDy = Infinity
+  for (let i = 0; i < list.length; i++) {
+    for (let j = i + 1; j < list.length; j++) {
+      const dy = Math.abs(list[i].y - list[j].y)
+      if (dy > 0 && Math.abs(list[i].x - list[j].x) * sx < WIDTH) minDy = Math.min(minDy, dy)
+    }
+  }
+  const sy = Number.isFinite(minDy) ? Math.max(1, (HEIGHT + ROW_GAP) / minDy) : 1
+  const out = new Map()
+  for (const [id, p] of pos) out.set(id, { x: Math.round(p.x * sx), y: Math.round(p.y * sy) })
+  return out
 }
 
 function truncate(s, n) {
