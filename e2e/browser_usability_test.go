@@ -58,11 +58,11 @@ func TestPreviewBadgesOnlyAfterARun(t *testing.T) {
 		until(badges+` === 0`))
 }
 
-// TestLiveIssue18 follows the demo deployment's live page: the closed
+// TestLiveWindowsEventsAndFailoverUnits follows the demo deployment's live page: the closed
 // windows list numbers its items past 9 in full, late drops of one task and
 // window are one timeline row with a count while the rare events keep
 // their rows, and the failover table says its units.
-func TestLiveIssue18(t *testing.T) {
+func TestLiveWindowsEventsAndFailoverUnits(t *testing.T) {
 	url := startServe(t)
 	const id = "orders-demo"
 	waitDeployment(t, url, id)
