@@ -3,39 +3,11 @@ package streams_test
 import (
 	"context"
 	"fmt"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/braidstream/braid/runtime/streams"
 )
-
-// failoverLog keeps the failover events of a Supervisor.
-type failoverLog struct {
-	mu  sync.Mutex
-	evs []streams.FailoverEvent
-}
-
-func (f *failoverLog) OnTaskFailedOver(ev streams.FailoverEvent) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.evs = append(f.evs, ev)
-}
-
-// of returns the last failover of each of tasks seen so far.
-func (f *failoverLog) of(tasks []streams.TaskID) map[streams.TaskID]streams.FailoverEvent {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	out := make(map[streams.TaskID]streams.FailoverEvent)
-	for _, ev := range f.evs {
-		for _, id := range tasks {
-			if ev.Task == id {
-				out[id] = ev
-			}
-		}
-	}
-	return out
-}
 
 // TestCrashMovesActivesToCaughtUpStandbys is the failover: three
 // instances, one standby per task, a topology of a stateless sub-topology
@@ -60,7 +32,7 @@ func TestCrashMovesActivesToCaughtUpStandbys(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	events := &failoverLog{}
+	events := &haEvents{}
 	cfg := testConfig(b, "replica-failover")
 	cfg.StateDir = t.TempDir()
 	cfg.SessionTimeout = 3 * time.Second
@@ -173,7 +145,7 @@ func TestCrashMovesActivesToCaughtUpStandbys(t *testing.T) {
 	produceClicks(t, b, clicks, clicks, users)
 	var got map[streams.TaskID]streams.FailoverEvent
 	waitFor(t, 60*time.Second, fmt.Sprintf("failover events for %v", moved), func() bool {
-		got = events.of(moved)
+		got = events.failoversOf(moved)
 		return len(got) == len(moved)
 	})
 	for _, id := range moved {
