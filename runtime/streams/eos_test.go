@@ -234,12 +234,19 @@ func TestExactlyOnceCrashPoints(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			// The crash must come in a commit that begins after the
+			// test arms it: the commit that made processedAll true may
+			// still be between its end and its stores' checkpoint, and
+			// crashing there would leave no checkpoint to restore from.
 			var armed sync.Mutex
-			crash := false
+			crash, fresh := false, false
 			streams.SetCrashAt(first, func(p string) bool {
 				armed.Lock()
 				defer armed.Unlock()
-				return crash && p == point
+				if crash && p == streams.CrashBeforeCommit {
+					fresh = true
+				}
+				return fresh && p == point
 			})
 			done := make(chan error, 1)
 			go func() { done <- first.Run(context.Background()) }()
