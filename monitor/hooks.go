@@ -28,6 +28,7 @@ var _ interface {
 	streams.StandbyHook
 	streams.TaskResumedHook
 	streams.FailoverHook
+	streams.BrokerHook
 } = (*hook)(nil)
 
 // lock takes the Monitor's mutex and reports whether the deployment is
@@ -346,4 +347,24 @@ func (h *hook) OnTaskFailedOver(ev streams.FailoverEvent) {
 		detail["standbyLag"] = ev.StandbyLag
 	}
 	h.emit(time.Now(), ev.To, ev.Task, kindTaskFailedOver, msg, detail)
+}
+
+func (h *hook) OnBrokerReachability(ev streams.BrokerReachabilityEvent) {
+	if !h.lock() {
+		return
+	}
+	defer h.m.mu.Unlock()
+	detail := map[string]any{"broker": ev.Broker, "since": ev.Since.UnixMilli()}
+	if ev.Reachable {
+		silent := ev.At.Sub(ev.Since)
+		detail["silentMs"] = silent.Milliseconds()
+		h.m.emitLocked(ev.At, entry{ev: Event{Deployment: h.d.info.ID, Instance: ev.InstanceID, Kind: kindBrokerReachable,
+			Message: fmt.Sprintf("%s reaches broker %s again, after %v without an answer", ev.InstanceID, ev.Broker, silent.Round(time.Second)),
+			Detail:  detail}})
+		return
+	}
+	detail["error"] = ev.Err.Error()
+	h.m.emitLocked(ev.At, entry{ev: Event{Deployment: h.d.info.ID, Instance: ev.InstanceID, Kind: kindBrokerUnreachable,
+		Message: fmt.Sprintf("%s cannot reach broker %s (no answer since %s): %v", ev.InstanceID, ev.Broker, ev.Since.Format("15:04:05"), ev.Err),
+		Detail:  detail}})
 }

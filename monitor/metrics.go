@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/common/expfmt"
@@ -11,17 +12,18 @@ import (
 
 // The families the collector exports, indexes into descs.
 const (
-	mProcessed        = iota // braid_records_processed_total
-	mLateDropped             // braid_records_dropped_late_total
-	mLateness                // braid_record_lateness_ms
-	mStreamTime              // braid_stream_time_ms
-	mConsumerLag             // braid_consumer_lag_records
-	mRestoreLeft             // braid_restore_remaining_records
-	mStandbyLag              // braid_standby_lag_records
-	mStandbyLagMs            // braid_standby_lag_ms
-	mCommitLatency           // braid_commit_latency_ms
-	mFailovers               // braid_failovers_total
-	mFailoverDowntime        // braid_failover_downtime_ms
+	mProcessed         = iota // braid_records_processed_total
+	mLateDropped              // braid_records_dropped_late_total
+	mLateness                 // braid_record_lateness_ms
+	mStreamTime               // braid_stream_time_ms
+	mConsumerLag              // braid_consumer_lag_records
+	mRestoreLeft              // braid_restore_remaining_records
+	mStandbyLag               // braid_standby_lag_records
+	mStandbyLagMs             // braid_standby_lag_ms
+	mCommitLatency            // braid_commit_latency_ms
+	mFailovers                // braid_failovers_total
+	mFailoverDowntime         // braid_failover_downtime_ms
+	mBrokerUnreachable        // braid_broker_unreachable_seconds
 	numFamilies
 )
 
@@ -39,6 +41,7 @@ var (
 	labelsTask     = []string{"deployment", "instance", "task"}
 	labelsStore    = []string{"deployment", "instance", "task", "store"}
 	labelsFailover = []string{"deployment", "task"}
+	labelsBroker   = []string{"deployment", "instance", "broker"}
 )
 
 // families are built once, so that a scrape does not rebuild them and
@@ -71,6 +74,8 @@ var families = func() [numFamilies]family {
 		"Tasks that failed over off an instance (labelled with the instance that failed).")
 	def(mFailoverDowntime, "braid_failover_downtime_ms", gauge, labelsFailover,
 		"How long a task was processed nowhere during its last failover.")
+	def(mBrokerUnreachable, "braid_broker_unreachable_seconds", gauge, labelsBroker,
+		"How long a broker the instance cannot reach now has not answered it; no series while it answers.")
 	return f
 }()
 
@@ -169,6 +174,9 @@ func (d *deployment) metrics(samples []series) []series {
 		in := d.instances[id]
 		if !in.lastCommit.IsZero() {
 			add(mCommitLatency, float64(in.commitTook.Microseconds())/1000, id)
+		}
+		for _, b := range in.info.Stats.UnreachableBrokers {
+			add(mBrokerUnreachable, time.Since(b.Since).Seconds(), id, b.Broker)
 		}
 		for _, ts := range in.info.Stats.Tasks {
 			task := ts.ID.String()

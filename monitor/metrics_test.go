@@ -44,6 +44,8 @@ var wantFamilies = map[string]struct {
 		"Tasks that failed over off an instance (labelled with the instance that failed)."},
 	"braid_failover_downtime_ms": {dto.MetricType_GAUGE, []string{"deployment", "task"},
 		"How long a task was processed nowhere during its last failover."},
+	"braid_broker_unreachable_seconds": {dto.MetricType_GAUGE, []string{"broker", "deployment", "instance"},
+		"How long a broker the instance cannot reach now has not answered it; no series while it answers."},
 }
 
 // scrape writes m's metrics and parses them with Prometheus' own text
@@ -108,7 +110,8 @@ func TestWriteMetrics(t *testing.T) {
 					{TopicPartition: streams.TopicPartition{Topic: "in2", Partition: 0}, Position: -1, EndOffset: -1, Lag: -1},
 				}}},
 			Standbys: []streams.StandbyStats{{ID: s, Stores: []streams.StandbyStoreStats{
-				{Name: "per-window", Lag: 12, TimeLag: 1500 * time.Millisecond}}}}}},
+				{Name: "per-window", Lag: 12, TimeLag: 1500 * time.Millisecond}}}},
+			UnreachableBrokers: []streams.UnreachableBroker{{Broker: "127.0.0.1:9092", Since: time.Now().Add(-5 * time.Second), Err: "refused"}}}},
 		{ID: "instance-2", State: streams.InstanceCrashed, Since: time.Now()},
 	})
 	h.OnCommit(streams.CommitEvent{InstanceID: "instance-1", Took: 2500 * time.Microsecond})
@@ -167,6 +170,12 @@ func TestWriteMetrics(t *testing.T) {
 			t.Errorf("no series %s%v of deployment %q in\n%s", want.name, want.kv, dep, text)
 		} else if got != want.value {
 			t.Errorf("%s%v = %v, want %v", want.name, want.kv, got, want.value)
+		}
+	}
+	if mf := fams["braid_broker_unreachable_seconds"]; mf != nil {
+		got, ok := seriesValue(mf, "deployment", dep, "instance", "instance-1", "broker", "127.0.0.1:9092")
+		if !ok || got < 5 || got > 3600 {
+			t.Errorf("braid_broker_unreachable_seconds = %v (found %v), want the 5 s and more since the broker's last answer", got, ok)
 		}
 	}
 	for name, mf := range fams {

@@ -26,6 +26,7 @@ type allHooks interface {
 	streams.StandbyHook
 	streams.TaskResumedHook
 	streams.FailoverHook
+	streams.BrokerHook
 }
 
 func hooksOf(t testing.TB, h streams.Hook) allHooks {

@@ -389,6 +389,9 @@ func (d *deployment) buildInstance(in *instanceState, nodes map[string]NodeRate)
 	if !in.lastCommit.IsZero() {
 		out.LastCommit = in.lastCommit.UnixMilli()
 	}
+	for _, b := range info.Stats.UnreachableBrokers {
+		out.UnreachableBrokers = append(out.UnreachableBrokers, UnreachableBroker{Broker: b.Broker, Since: b.Since.UnixMilli(), Error: b.Err})
+	}
 	rebalancing := out.State == "rebalancing"
 	for _, ts := range info.Stats.Tasks {
 		t := in.task(ts.ID)

@@ -124,6 +124,17 @@ type Instance struct {
 	Tasks      []Task  `json:"tasks"`
 	LastCommit int64   `json:"lastCommit"` // unix ms, 0 none
 	CommitMs   float64 `json:"commitMs"`   // last commit's duration
+	// UnreachableBrokers lists the brokers that do not answer the
+	// instance now: while one is listed it processes and commits nothing.
+	UnreachableBrokers []UnreachableBroker `json:"unreachableBrokers,omitempty"`
+}
+
+// UnreachableBroker is a broker an instance cannot reach: its address,
+// when it last answered (unix ms) and the last error seen.
+type UnreachableBroker struct {
+	Broker string `json:"broker"`
+	Since  int64  `json:"since"`
+	Error  string `json:"error"`
 }
 
 // Task is one task (or replica) on an instance.
@@ -204,7 +215,8 @@ type Event struct {
 	// restore-finished, standby-started, standby-promoted, rebalance,
 	// instance-crashed, instance-stopped, instance-started,
 	// instance-added, task-assigned, task-revoked, task-failed-over,
-	// error, deployment-added, deployment-removed.
+	// broker-unreachable, broker-reachable, error, deployment-added,
+	// deployment-removed.
 	Kind string `json:"kind"`
 	// Message is one human line, e.g. "window [12:00:10, 12:00:20) of
 	// per-window closed at stream time 12:00:25, 6 keys".
@@ -224,6 +236,8 @@ const (
 	kindTaskAssigned      = "task-assigned"
 	kindTaskRevoked       = "task-revoked"
 	kindTaskFailedOver    = "task-failed-over"
+	kindBrokerUnreachable = "broker-unreachable"
+	kindBrokerReachable   = "broker-reachable"
 	kindError             = "error"
 	kindDeploymentAdded   = "deployment-added"
 	kindDeploymentRemoved = "deployment-removed"

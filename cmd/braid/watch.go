@@ -123,5 +123,9 @@ func printSnapshot(w io.Writer, snap *monitor.Snapshot, id string) {
 			}
 		}
 		fmt.Fprintf(w, "   %-12s %-11s %s\n", in.ID, in.State, strings.Join(tasks, " "))
+		for _, b := range in.UnreachableBrokers {
+			fmt.Fprintf(w, "   %-12s broker %s unreachable, no answer for %v: %s\n", "", b.Broker,
+				time.Duration(snap.Time-b.Since)*time.Millisecond, b.Error)
+		}
 	}
 }

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/braidstream/braid/monitor"
 )
 
 // TestWatch tails the demo deployment of a running serve: snapshots print
@@ -46,5 +48,22 @@ func TestWatchBadInvocations(t *testing.T) {
 	var out syncBuffer
 	if err := runWatch(context.Background(), []string{"--help"}, &out); !errors.Is(err, flag.ErrHelp) || !strings.Contains(out.String(), "Usage: braid watch") {
 		t.Errorf("watch --help = %v:\n%s", err, out.String())
+	}
+}
+
+// TestWatchShowsUnreachableBroker checks the line watch prints under an
+// instance that cannot reach a broker.
+func TestWatchShowsUnreachableBroker(t *testing.T) {
+	snap := &monitor.Snapshot{Time: 1_700_000_012_000, Deployments: []monitor.Deployment{{
+		DeploymentInfo: monitor.DeploymentInfo{ID: "dep", Revision: 2, Standbys: 1},
+		Instances: []monitor.Instance{{ID: "instance-1", State: "running", Tasks: []monitor.Task{},
+			UnreachableBrokers: []monitor.UnreachableBroker{{Broker: "127.0.0.1:9092", Since: 1_700_000_000_000, Error: "connection refused"}}}},
+	}}}
+	var out strings.Builder
+	printSnapshot(&out, snap, "dep")
+	want := "   instance-1   running     \n" +
+		"                broker 127.0.0.1:9092 unreachable, no answer for 12s: connection refused\n"
+	if got := out.String(); !strings.HasSuffix(got, want) {
+		t.Errorf("watch printed\n%q\nwant it to end with\n%q", got, want)
 	}
 }

@@ -102,6 +102,8 @@ type App struct {
 	// this instance's standby and warm-up replicas.
 	balancer *assign.Balancer
 	standby  *standbys
+	// reach tracks which brokers answer the App's clients.
+	reach *reachability
 
 	// clientCtx is the context of every Kafka client of the App; crash
 	// cancels it, which cuts their connections without a goodbye: no
@@ -165,6 +167,7 @@ func New(topo *Topology, cfg Config) (*App, error) {
 		a.txn = &transactions{}
 	}
 	a.clientCtx, a.clientCancel = context.WithCancel(context.Background())
+	a.reach = newReachability(a)
 	a.standby = newStandbys(a)
 	a.balancer = a.newBalancer()
 	a.promise = a.onProduced

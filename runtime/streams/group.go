@@ -49,7 +49,8 @@ func (a *App) startClient() error {
 		kgo.OnPartitionsAssigned(a.onAssigned),
 		kgo.OnPartitionsRevoked(a.onRevoked),
 		kgo.OnPartitionsLost(a.onLost),
-		kgo.WithLogger(kgoLogger{a.log}),
+		kgo.WithLogger(kgoLogger{a.log, a.reach}),
+		kgo.WithHooks(a.reach.hook()),
 		// Kafka's default partitioner (murmur2 of the key), so that
 		// repartition topics agree with every other Kafka client.
 		kgo.RecordPartitioner(streamsPartitioner{changelogs: a.changelogTopics()}),

@@ -6,9 +6,9 @@ import "time"
 // below (TaskAssignedHook, TaskRevokedHook, CommitHook, StateChangeHook,
 // ErrorHook, RecordSkippedHook, RestoreHook, WindowClosedHook,
 // LateRecordHook, StreamTimeHook, StandbyHook, TaskResumedHook,
-// FailoverHook). The App calls each hook from its
-// processing goroutine, so a hook must be fast and must never block: copy
-// what you need and hand it off.
+// FailoverHook, BrokerHook). The App calls each hook from its
+// processing goroutine (BrokerHook from its Kafka client's), so a hook
+// must be fast and must never block: copy what you need and hand it off.
 type Hook any
 
 // TaskAssignedHook is called when a task starts on this instance.
@@ -236,6 +236,7 @@ type hookSet struct {
 	standby  []StandbyHook
 	resumed  []TaskResumedHook
 	failover []FailoverHook
+	broker   []BrokerHook
 }
 
 func newHookSet(hooks []Hook) hookSet {
@@ -280,6 +281,9 @@ func newHookSet(hooks []Hook) hookSet {
 		if h, ok := h.(FailoverHook); ok {
 			s.failover = append(s.failover, h)
 		}
+		if h, ok := h.(BrokerHook); ok {
+			s.broker = append(s.broker, h)
+		}
 	}
 	return s
 }
@@ -288,5 +292,5 @@ func newHookSet(hooks []Hook) hookSet {
 func implementsAny(h Hook) bool {
 	s := newHookSet([]Hook{h})
 	return len(s.assigned)+len(s.revoked)+len(s.commit)+len(s.state)+len(s.errs)+len(s.skipped)+len(s.restore)+
-		len(s.closed)+len(s.late)+len(s.time)+len(s.standby)+len(s.resumed)+len(s.failover) > 0
+		len(s.closed)+len(s.late)+len(s.time)+len(s.standby)+len(s.resumed)+len(s.failover)+len(s.broker) > 0
 }

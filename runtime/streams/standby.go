@@ -141,7 +141,7 @@ func (a *App) startStandbys() error {
 	}, a.cfg.ClientOptions...)
 	opts = append(opts, a.readOptions()...)
 	opts = append(opts, kgo.SeedBrokers(a.cfg.Brokers...), kgo.WithContext(a.clientCtx),
-		kgo.WithLogger(kgoLogger{a.log.With("client", "standby")}))
+		kgo.WithLogger(kgoLogger{a.log.With("client", "standby"), a.reach}))
 	cl, err := kgo.NewClient(opts...)
 	if err != nil {
 		return fmt.Errorf("creating standby client: %w", err)

@@ -19,6 +19,9 @@ type Stats struct {
 	Tasks         []TaskStats
 	// Standbys are the standby and warm-up replicas kept here.
 	Standbys []StandbyStats
+	// UnreachableBrokers lists the brokers that do not answer this
+	// instance now (see BrokerHook), by address.
+	UnreachableBrokers []UnreachableBroker
 }
 
 // TaskStats is a snapshot of one active task.
@@ -85,7 +88,8 @@ func (a *App) Stats() Stats {
 	standbys := a.standby.stats()
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	s := Stats{ApplicationID: a.cfg.ApplicationID, InstanceID: a.cfg.InstanceID, State: a.state, Standbys: standbys}
+	s := Stats{ApplicationID: a.cfg.ApplicationID, InstanceID: a.cfg.InstanceID, State: a.state, Standbys: standbys,
+		UnreachableBrokers: a.reach.unreachable()}
 	s.Tasks = make([]TaskStats, len(a.stats))
 	for i, ts := range a.stats {
 		ts.Partitions = slices.Clone(ts.Partitions)
@@ -152,7 +156,11 @@ func (a *App) snapshotTasks() []TaskStats {
 // kgoLogger sends franz-go's log to slog, one level down: franz-go's info
 // messages are about connections and group steps, debugging material for
 // a streams application.
-type kgoLogger struct{ l *slog.Logger }
+type kgoLogger struct {
+	l *slog.Logger
+	// reach, when set, quiets the client while a broker is unreachable.
+	reach *reachability
+}
 
 func (k kgoLogger) Level() kgo.LogLevel {
 	switch {
@@ -176,5 +184,5 @@ func (k kgoLogger) Log(level kgo.LogLevel, msg string, keyvals ...any) {
 	default:
 		l = slog.LevelDebug - 4
 	}
-	k.l.Log(context.Background(), l, msg, append(keyvals, "component", "kafka-client")...)
+	k.l.Log(context.Background(), k.reach.quiet(l), msg, append(keyvals, "component", "kafka-client")...)
 }

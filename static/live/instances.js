@@ -4,7 +4,8 @@
 // striped for a warm-up replica; with its stream time, rates, a restore
 // progress bar while it restores and a lag bar for replicas.
 //
-// Test ids: instance-<id> (data-state), crash-<id>, stop-<id>, start-<id>,
+// Test ids: instance-<id> (data-state, data-broker-down), broker-<id> (the
+// line naming the brokers it cannot reach), crash-<id>, stop-<id>, start-<id>,
 // add-instance; task-<instance>-<task> (data-task, data-role, data-state,
 // data-stream-time, data-instance) and stream-time-<instance>-<task>.
 
@@ -86,6 +87,7 @@ export class InstancesGrid {
       state: h('span', { class: 'lv-state' }),
       info: h('span', { class: 'lv-muted lv-instance-info' }),
       error: h('div', { class: 'lv-error', hidden: true }),
+      broker: h('div', { class: 'lv-broker-down', testid: `broker-${id}`, hidden: true }),
       tasks: h('div', { class: 'lv-tasks' }),
       crash: button('crash', 'kill the instance without a goodbye: its tasks move once the group notices'),
       stop: button('stop', 'stop the instance gracefully: it commits and leaves the group'),
@@ -97,6 +99,7 @@ export class InstancesGrid {
       { class: 'lv-instance', testid: `instance-${id}`, dataset: { instance: id } },
       h('div', { class: 'lv-instance-head' }, row.name, row.state, row.info, h('span', { class: 'lv-spacer' }), row.crash, row.stop, row.start),
       row.error,
+      row.broker,
       row.tasks,
     )
     return row
@@ -113,6 +116,8 @@ export class InstancesGrid {
     row.info.textContent = bits.join(' · ')
     row.error.hidden = !inst.error
     row.error.textContent = inst.error || ''
+    fillBroker(row.broker, inst)
+    row.el.dataset.brokerDown = String(!!(inst.unreachableBrokers && inst.unreachableBrokers.length))
     const busy = this.pending.has(inst.id)
     const up = inst.state === 'running' || inst.state === 'rebalancing'
     row.crash.disabled = busy || !up
@@ -144,6 +149,15 @@ export class InstancesGrid {
     if (!tasks.length && !row.tasks.querySelector('.lv-no-tasks')) row.tasks.append(h('span', { class: 'lv-muted lv-no-tasks', text: 'no tasks' }))
     if (tasks.length) for (const e of row.tasks.querySelectorAll('.lv-no-tasks')) e.remove()
   }
+}
+
+// fillBroker says which brokers the instance cannot reach and since when:
+// while it cannot, it processes and commits nothing, whatever its state.
+function fillBroker(el, inst) {
+  const down = inst.unreachableBrokers || []
+  el.hidden = !down.length
+  el.textContent = down.map((b) => `broker ${b.broker} unreachable, no answer for ${since(b.since).replace(/ ago$/, '')}: processing waits for it`).join(' · ')
+  el.title = down.map((b) => `${b.broker}: ${b.error}`).join('\n')
 }
 
 function makeCard(instance, t) {

@@ -27,6 +27,8 @@ const KINDS = [
   'task-assigned',
   'task-revoked',
   'task-failed-over',
+  'broker-unreachable',
+  'broker-reachable',
   'error',
   'deployment-added',
   'deployment-removed',
