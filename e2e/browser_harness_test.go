@@ -47,13 +47,20 @@ func freePort(t *testing.T) string {
 // dir and returns its base URL once it answers.
 func startServe(t *testing.T) string {
 	t.Helper()
+	return startServeWith(t, "--broker-listen", freePort(t))
+}
+
+// startServeWith runs `braid serve` with args on a free loopback port with
+// a new data dir and returns its base URL once it answers.
+func startServeWith(t *testing.T, args ...string) string {
+	t.Helper()
 	bin, err := buildBraid()
 	if err != nil {
 		t.Fatal(err)
 	}
 	addr := freePort(t)
 	ctx, cancel := context.WithCancel(context.Background())
-	cmd := exec.CommandContext(ctx, bin, "serve", "--listen", addr, "--data-dir", t.TempDir(), "--broker-listen", freePort(t))
+	cmd := exec.CommandContext(ctx, bin, append([]string{"serve", "--listen", addr, "--data-dir", t.TempDir()}, args...)...)
 	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
 	cmd.WaitDelay = 10 * time.Second
 	var logs strings.Builder

@@ -3,9 +3,11 @@ package monitor
 import (
 	"bufio"
 	"cmp"
+	"errors"
 	"math"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/braidstream/braid/runtime/streams"
@@ -178,25 +180,56 @@ type sample struct {
 	// windows holds, per instance, the open windows of each windowed
 	// store.
 	windows map[string]map[string][]streams.OpenWindow
+	// busy holds the instances whose windows could not be read: their
+	// queries gave up waiting (streams.StoreBusyError).
+	busy map[string]bool
 }
 
 // take reads d's Source. The caller must not hold the Monitor's mu:
-// src's methods may wait for the runtime, whose hooks take it.
+// src's methods may wait for the runtime, whose hooks take it. The
+// instances are read at once, each on its own goroutine: a query waits up
+// to a second for an instance whose commit waits on an absent broker, and
+// one such instance must not hold up the others' sample.
 func take(d *deployment, src Source, windowed []string) sample {
-	s := sample{d: d, instances: src.Instances(), windows: map[string]map[string][]streams.OpenWindow{}}
+	s := sample{d: d, instances: src.Instances(), windows: map[string]map[string][]streams.OpenWindow{}, busy: map[string]bool{}}
+	if len(windowed) == 0 {
+		return s
+	}
+	var wg sync.WaitGroup
+	var mu sync.Mutex
 	for _, info := range s.instances {
-		if info.State != streams.InstanceRunning || len(windowed) == 0 {
+		if info.State != streams.InstanceRunning {
 			continue
 		}
-		byStore := map[string][]streams.OpenWindow{}
-		for _, store := range windowed {
-			if ws, err := src.OpenWindows(info.ID, store); err == nil {
-				byStore[store] = ws
-			}
-		}
-		s.windows[info.ID] = byStore
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			byStore, busy := openWindows(src, info.ID, windowed)
+			mu.Lock()
+			s.windows[info.ID], s.busy[info.ID] = byStore, busy
+			mu.Unlock()
+		}()
 	}
+	wg.Wait()
 	return s
+}
+
+// openWindows reads the open windows of an instance's windowed stores,
+// leaving out those it cannot read. It stops at the first query that gave
+// up waiting for the instance (the others would too) and says so: apply
+// then keeps what it last read of the instance.
+func openWindows(src Source, instance string, windowed []string) (byStore map[string][]streams.OpenWindow, busy bool) {
+	byStore = map[string][]streams.OpenWindow{}
+	for _, store := range windowed {
+		ws, err := src.OpenWindows(instance, store)
+		if be := (*streams.StoreBusyError)(nil); errors.As(err, &be) {
+			return byStore, true
+		}
+		if err == nil {
+			byStore[store] = ws
+		}
+	}
+	return byStore, false
 }
 
 // apply folds a sample taken at now into d: the instances' stats, the
@@ -280,6 +313,9 @@ func (d *deployment) apply(now time.Time, s sample) {
 					t.restores = nil
 				}
 			}
+		}
+		if s.busy[info.ID] {
+			continue // its windows as last read
 		}
 		in.windows = map[streams.TaskID][]Window{}
 		for _, store := range d.windowed {

@@ -55,6 +55,7 @@ func deployError(err error) error {
 		ise *streams.InstanceStateError
 		ps  designer.Problems
 		snr *streams.StoreNotReadyError
+		sbe *streams.StoreBusyError
 	)
 	switch {
 	case errors.As(err, &nd), errors.As(err, &ng), errors.As(err, &ui):
@@ -65,7 +66,7 @@ func deployError(err error) error {
 		return errorf(fiber.StatusUnprocessableEntity, err.Error())
 	case errors.As(err, &ps):
 		return problemsError(problemCount(ps)+" in the design", ps)
-	case errors.As(err, &snr):
+	case errors.As(err, &snr), errors.As(err, &sbe):
 		return errorf(fiber.StatusServiceUnavailable, err.Error())
 	case errors.Is(err, deploy.ErrNotRunning), errors.Is(err, streams.ErrSupervisorNotRunning):
 		return errorf(fiber.StatusServiceUnavailable, err.Error())

@@ -3,6 +3,7 @@ package streams
 import (
 	"errors"
 	"fmt"
+	"time"
 )
 
 // StoreNotReadyError says a queried store exists on this instance but is
@@ -14,6 +15,40 @@ type StoreNotReadyError struct {
 
 func (e *StoreNotReadyError) Error() string {
 	return fmt.Sprintf("store %q of task %s is restoring; it answers queries when it has caught up", e.Store, e.Task)
+}
+
+// StoreBusyError says a query gave up waiting for the instance's tasks:
+// the processing goroutine holds them while it processes a poll and while
+// it commits, which, when the broker does not answer, lasts until the
+// commit's bound (see Config.SessionTimeout). The query may be retried.
+type StoreBusyError struct {
+	Store  string
+	Waited time.Duration
+}
+
+func (e *StoreBusyError) Error() string {
+	return fmt.Sprintf("querying store %q: the instance's tasks were busy for %v (a commit waits on the broker?); try again", e.Store, e.Waited)
+}
+
+// queryWait is how long a query waits for the tasks: long enough for any
+// poll's processing or a commit to a broker that answers, short enough
+// that a caller (the live page's sampling, an HTTP request) does not
+// freeze with an instance whose commit waits on an absent broker.
+const queryWait = time.Second
+
+// lockTasksWithin takes tasksMu if it can within d. sync.Mutex cannot be
+// waited for with a deadline, so it polls TryLock, backing off to every
+// 5 ms: queries are rare next to the processing goroutine's locking, and
+// a few milliseconds are nothing to them.
+func (a *App) lockTasksWithin(d time.Duration) bool {
+	deadline := time.Now().Add(d)
+	for wait := 50 * time.Microsecond; !a.tasksMu.TryLock(); wait = min(2*wait, 5*time.Millisecond) {
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(wait)
+	}
+	return true
 }
 
 // ErrUnknownStore is returned for a store name the topology does not have.
@@ -105,7 +140,9 @@ func (a *App) eachLocalStore(store string, fn func(*task, *taskStore) (bool, err
 	if !known {
 		return fmt.Errorf("querying store %q: %w", store, ErrUnknownStore)
 	}
-	a.tasksMu.Lock()
+	if !a.lockTasksWithin(queryWait) {
+		return &StoreBusyError{Store: store, Waited: queryWait}
+	}
 	defer a.tasksMu.Unlock()
 	for _, s := range a.snapshotTasks() {
 		t := a.tasks[s.ID]

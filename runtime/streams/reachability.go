@@ -86,9 +86,11 @@ type reachability struct {
 // brokerState is what reachability knows of one broker address.
 type brokerState struct {
 	lastAnswer time.Time
-	down       bool
-	since      time.Time
-	err        error
+	// failing says a connection failed since the last answer; down that
+	// the failures outlasted unreachableAfter and were reported.
+	failing, down bool
+	since         time.Time
+	err           error
 }
 
 func newReachability(a *App) *reachability {
@@ -112,7 +114,7 @@ func (r *reachability) answered(addr string) {
 	now := r.now()
 	r.mu.Lock()
 	b := r.broker(addr)
-	b.lastAnswer = now
+	b.lastAnswer, b.failing = now, false
 	if !b.down {
 		r.mu.Unlock()
 		return
@@ -131,6 +133,7 @@ func (r *reachability) failed(addr string, err error) {
 	now := r.now()
 	r.mu.Lock()
 	b := r.broker(addr)
+	b.failing = true
 	if b.down {
 		b.err = err
 		r.mu.Unlock()
@@ -155,12 +158,13 @@ func ignoredConnError(err error) bool {
 	return errors.Is(err, context.Canceled) || errors.Is(err, kgo.ErrClientClosed)
 }
 
-// anyDown reports whether some broker is unreachable.
-func (r *reachability) anyDown() bool {
+// anyFailing reports whether a connection to some broker failed since it
+// last answered.
+func (r *reachability) anyFailing() bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for _, b := range r.brokers {
-		if b.down {
+		if b.failing {
 			return true
 		}
 	}
@@ -234,11 +238,12 @@ func brokerAddr(meta kgo.BrokerMetadata) string {
 	return net.JoinHostPort(meta.Host, strconv.Itoa(int(meta.Port)))
 }
 
-// quiet is the level of a Kafka client's log line: while a broker is
-// unreachable the client's warnings and errors come once per retry, and
-// the outage was said once already, so they go to debug.
+// quiet is the level of a Kafka client's log line: while connections to a
+// broker fail the client's warnings and errors come once per retry, and
+// the outage is said once (or, if it is over within unreachableAfter, is
+// not worth a line), so they go to debug.
 func (r *reachability) quiet(level slog.Level) slog.Level {
-	if r != nil && level > slog.LevelDebug && r.anyDown() {
+	if r != nil && level > slog.LevelDebug && r.anyFailing() {
 		return slog.LevelDebug
 	}
 	return level

@@ -84,9 +84,11 @@ func TestReachabilityTransitions(t *testing.T) {
 				if said != s.want {
 					t.Errorf("step %d at %v: reported %q, want %q", i, s.at, said, s.want)
 				}
-				down := len(r.unreachable()) > 0
-				if down != r.anyDown() {
-					t.Errorf("step %d: unreachable() and anyDown() disagree", i)
+				if down := len(r.unreachable()) > 0; down && !r.anyFailing() {
+					t.Errorf("step %d: a broker is unreachable but none failing", i)
+				}
+				if failing, want := r.anyFailing(), !s.answer && !ignoredConnError(s.err); failing != want {
+					t.Errorf("step %d: anyFailing() = %v, want %v", i, failing, want)
 				}
 			}
 		})

@@ -377,7 +377,7 @@ func (s *Supervisor) otherStats(id string) []Stats {
 // App.Get does on one, and returns the answer of the instance whose active
 // task holds it. When none holds it and one is restoring the store, the
 // error is that instance's *StoreNotReadyError: the key may be there once
-// it has caught up.
+// it has caught up (or its *StoreBusyError, when its tasks were busy).
 func (s *Supervisor) Get(store string, key any) (value any, found bool, err error) {
 	r, err := s.Lookup(store, key)
 	return r.Value, r.Found, err
@@ -396,8 +396,9 @@ func (s *Supervisor) Lookup(store string, key any) (LookupResult, error) {
 	for _, in := range s.runningApps() {
 		v, ok, err := in.app.Get(store, key)
 		var nr *StoreNotReadyError
+		var busy *StoreBusyError
 		switch {
-		case errors.As(err, &nr):
+		case errors.As(err, &nr), errors.As(err, &busy):
 			notReady = err
 		case err != nil:
 			return LookupResult{}, err
