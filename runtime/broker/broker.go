@@ -125,9 +125,9 @@ type Broker struct {
 	cluster *kfake.Cluster
 	// addr is the advertised address, listenAddr the bound one.
 	addr, listenAddr string
-	clientOpts []kgo.Opt
-	retention  time.Duration
-	now        func() time.Time // time.Now, but for tests
+	clientOpts       []kgo.Opt
+	retention        time.Duration
+	now              func() time.Time // time.Now, but for tests
 
 	// admin is the client the retention pass uses; stopCleaner ends the
 	// cleaner goroutine and cleanerDone closes when it has.
