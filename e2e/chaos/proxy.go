@@ -11,10 +11,17 @@ import (
 // Proxy is a loopback TCP proxy that can cut the network between the
 // broker and every client: a broker advertising the proxy's address
 // (`braid broker --advertise`) has every client connection, bootstrap
-// and metadata-directed alike, go through it. Cut closes every open
+// and metadata-directed alike, go through it. Cut resets every open
 // connection and makes new ones fail until Restore: a connection is
-// accepted and closed at once, so that clients see a network that
+// accepted and reset at once, so that clients see a network that
 // refuses them, not one that hangs.
+//
+// The proxy ends connections with a reset (RST), never a clean close:
+// franz-go takes a clean close before the first response for a client
+// misconfigured (TLS, SASL) and fails the request for good, where a
+// reset, what a network cut or a crashed broker gives, is retried. The
+// same goes for a connection the target refuses, which is what a client
+// of a killed broker sees.
 type Proxy struct {
 	ln net.Listener
 
@@ -59,7 +66,7 @@ func (p *Proxy) Accepted() int {
 	return p.accepted
 }
 
-// Cut closes every open connection and refuses new ones until Restore.
+// Cut resets every open connection and refuses new ones until Restore.
 func (p *Proxy) Cut() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -74,7 +81,7 @@ func (p *Proxy) Restore() {
 	p.cut = false
 }
 
-// Close stops the proxy, closes every connection and waits for its
+// Close stops the proxy, resets every connection and waits for its
 // goroutines.
 func (p *Proxy) Close() error {
 	p.mu.Lock()
@@ -86,12 +93,20 @@ func (p *Proxy) Close() error {
 	return err
 }
 
-// closeConns closes every open connection; p.mu is held.
+// closeConns resets every open connection; p.mu is held.
 func (p *Proxy) closeConns() {
 	for c := range p.conns {
-		c.Close()
+		reset(c)
 	}
 	clear(p.conns)
+}
+
+// reset closes c with a TCP reset rather than a clean close.
+func reset(c net.Conn) {
+	if tc, ok := c.(*net.TCPConn); ok {
+		_ = tc.SetLinger(0)
+	}
+	c.Close()
 }
 
 func (p *Proxy) accept() {
@@ -104,14 +119,14 @@ func (p *Proxy) accept() {
 		target, refuse := p.target, p.cut || p.closed || p.target == ""
 		p.mu.Unlock()
 		if refuse {
-			client.Close()
+			reset(client)
 			continue
 		}
 		// Dialed here, not in a goroutine, so that Close never races a
 		// dial; a loopback dial is quick.
 		server, err := net.DialTimeout("tcp", target, 5*time.Second)
 		if err != nil {
-			client.Close()
+			reset(client)
 			continue
 		}
 		if !p.track(client, server) {
@@ -128,8 +143,8 @@ func (p *Proxy) track(client, server net.Conn) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.cut || p.closed {
-		client.Close()
-		server.Close()
+		reset(client)
+		reset(server)
 		return false
 	}
 	p.conns[client], p.conns[server] = struct{}{}, struct{}{}
@@ -137,13 +152,13 @@ func (p *Proxy) track(client, server net.Conn) bool {
 	return true
 }
 
-// pipe copies from one end to the other until either fails, then closes
+// pipe copies from one end to the other until either fails, then resets
 // both, so that the other direction's pipe ends too.
 func (p *Proxy) pipe(from, to net.Conn) {
 	// It ends with a cut or an end closed: the connection is over.
 	_, _ = io.Copy(to, from)
-	from.Close()
-	to.Close()
+	reset(from)
+	reset(to)
 	p.mu.Lock()
 	delete(p.conns, from)
 	delete(p.conns, to)
