@@ -28,16 +28,22 @@ func startBrokerProcess(t *testing.T, args ...string) (*process, string) {
 	return p, m[1]
 }
 
-// TestBrokerSyncSurvivesKill: what `braid broker --sync` acknowledged is
-// there after the process is killed with SIGKILL and started again on
-// the same data dir and port, and so is a committed offset.
-func TestBrokerSyncSurvivesKill(t *testing.T) {
+// TestBrokerSurvivesKill: what `braid broker` acknowledged is there after
+// the process is killed with SIGKILL and started again on the same data
+// dir and port, and so is a committed offset: with --sync, and without it
+// too (the page cache outlives the process).
+func TestBrokerSurvivesKill(t *testing.T) {
+	t.Run("page cache", func(t *testing.T) { testBrokerSurvivesKill(t) })
+	t.Run("sync", func(t *testing.T) { testBrokerSurvivesKill(t, "--sync") })
+}
+
+func testBrokerSurvivesKill(t *testing.T, flags ...string) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	dir := t.TempDir()
-	p, addr := startBrokerProcess(t, "--listen", "127.0.0.1:0", "--data-dir", dir, "--sync")
-	if !strings.Contains(p.out.String(), "fsync on every write") {
-		t.Errorf("braid broker --sync does not say it syncs:\n%s", p.out.String())
+	p, addr := startBrokerProcess(t, append([]string{"--listen", "127.0.0.1:0", "--data-dir", dir}, flags...)...)
+	if synced := strings.Contains(p.out.String(), "fsync on every write"); synced != (len(flags) > 0) {
+		t.Errorf("braid broker %q says it syncs: %v:\n%s", flags, synced, p.out.String())
 	}
 	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.DefaultProduceTopic("kept"))
 	if err != nil {
@@ -67,7 +73,7 @@ func TestBrokerSyncSurvivesKill(t *testing.T) {
 	}
 	<-p.done
 
-	_, again := startBrokerProcess(t, "--listen", addr, "--data-dir", dir, "--sync")
+	_, again := startBrokerProcess(t, append([]string{"--listen", addr, "--data-dir", dir}, flags...)...)
 	if again != addr {
 		t.Fatalf("restarted on %s, want %s", again, addr)
 	}

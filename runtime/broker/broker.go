@@ -41,14 +41,14 @@ type Config struct {
 	//
 	// Every appended batch, committed offset and producer-id or
 	// transaction change is written to its file as it happens, so a
-	// broker process killed with SIGKILL loses nothing it acknowledged: a
-	// transaction open at the kill is aborted on the next start. What is
-	// only written at a clean Close is the live session state (group
-	// members, open transactions, idempotent producers' sequence
-	// windows): after a kill the members rejoin, and a produce retried
-	// across the kill may be appended twice. Without Sync the writes
-	// reach the OS page cache only (synced when a segment rolls and at
-	// Close), which a machine crash or power loss can lose.
+	// broker process killed with SIGKILL loses nothing it acknowledged.
+	// Written only at a clean Close: topics created automatically (those
+	// of CreateTopics are written at once), group members, open
+	// transactions (aborted on the next start, their producers fenced),
+	// idempotent producers' sequence windows (a produce retried across a
+	// kill may be appended twice) and log start offsets. Without Sync the
+	// writes reach the OS page cache only (synced when a segment rolls and
+	// at Close), which a machine crash or power loss can lose.
 	DataDir string
 
 	// Sync makes the broker fsync every batch it appends, and every
