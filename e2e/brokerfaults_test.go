@@ -33,12 +33,7 @@ func runBrokerFault(t *testing.T, fault string, g streams.Guarantee) {
 		t.Fatal(err)
 	}
 	o := chaos.FaultOptions{Options: chaos.Options{Guarantee: g, Keys: 40}, Fault: f}
-	if o.Braid, err = buildBraid(); err != nil {
-		t.Fatal(err)
-	}
-	if o.Worker, err = buildChaosWorker(); err != nil {
-		t.Fatal(err)
-	}
+	o.Braid, o.Worker = chaosBinaries(t)
 	o.Dir = t.TempDir()
 	o.Progress = logWriter{t}
 	// Bounds on a run that does not end, not on how fast it is: a worker

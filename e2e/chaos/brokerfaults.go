@@ -400,25 +400,19 @@ func RunFault(ctx context.Context, o FaultOptions) (rep FaultReport, err error) 
 		return rep, err
 	}
 	began := time.Now()
-	rep = FaultReport{Report: Report{Guarantee: o.Guarantee, Seed: o.Seed, Dir: o.Dir}, Fault: o.Fault}
+	rep = FaultReport{Report: Report{Guarantee: o.Guarantee, Seed: o.Seed}, Fault: o.Fault}
 	defer func() {
 		rep.Elapsed = time.Since(began)
 		if err != nil {
 			rep.Failure = err.Error()
 		}
 	}()
-	if rep.Dir == "" {
-		if rep.Dir, err = os.MkdirTemp("", "braid-broker-fault-"); err != nil {
-			return rep, fmt.Errorf("chaos: %w", err)
-		}
-		if !o.KeepDir {
-			defer os.RemoveAll(rep.Dir)
-		}
+	var logs string
+	var cleanup func()
+	if rep.Dir, logs, cleanup, err = runDir(o.Options, "braid-broker-fault-"); err != nil {
+		return rep, err
 	}
-	logs := filepath.Join(rep.Dir, "logs")
-	if err := os.MkdirAll(logs, 0o755); err != nil {
-		return rep, fmt.Errorf("chaos: %w", err)
-	}
+	defer cleanup()
 	say := func(format string, args ...any) {
 		fmt.Fprintf(o.Progress, "broker-faults %s %s %6.1fs  %s\n", o.Fault, o.Guarantee, time.Since(began).Seconds(), fmt.Sprintf(format, args...))
 	}
@@ -444,21 +438,16 @@ func RunFault(ctx context.Context, o FaultOptions) (rep FaultReport, err error) 
 	proxy.SetTarget(brk.addr)
 	say("broker listening on %s behind the proxy at %s", brk.addr, proxy.Addr())
 	brokers := []string{proxy.Addr()}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.RecordPartitioner(keyPartitioner))
+	cl, err := connect(ctx, brokers, o.Partitions)
 	if err != nil {
-		return rep, fmt.Errorf("chaos: creating client: %w", err)
+		return rep, err
 	}
 	defer cl.Close()
 	adm := kadm.NewClient(cl)
-	if err := createTopics(ctx, adm, o.Partitions); err != nil {
-		return rep, err
-	}
 	ws := newWorkers(o.Options, proxy.Addr(), rep.Dir, logs, true)
 	defer ws.stop(10 * time.Second) // a no-op once the workers were stopped
-	for i := range o.Workers {
-		if err := ws.start(i); err != nil {
-			return rep, err
-		}
+	if err := ws.startAll(); err != nil {
+		return rep, err
 	}
 	say("started %d workers", o.Workers)
 

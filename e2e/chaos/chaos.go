@@ -9,8 +9,14 @@
 // miscounted; under at-least-once nothing may be missing, and repeats are
 // counted.
 //
+// It owns the broker faults too (RunFault): the broker killed and
+// restarted, stopped, or cut off at a fault Proxy that it advertises,
+// under two workers whose every commit is logged, each of which must
+// commit again within MaxResume of the broker's return.
+//
 // The short runs are e2e tests (TestChaosExactlyOnce,
-// TestChaosAtLeastOnce); the long ones are `make chaos`, the driver
+// TestChaosAtLeastOnce, TestBrokerKillRestartExactlyOnce,
+// TestBrokerCutAtLeastOnce); the long ones are `make chaos`, the driver
 // command.
 package chaos
 
@@ -205,20 +211,14 @@ func Run(ctx context.Context, o Options) (rep Report, err error) {
 		return rep, err
 	}
 	began := time.Now()
-	rep = Report{Guarantee: o.Guarantee, Seed: o.Seed, Dir: o.Dir}
+	rep = Report{Guarantee: o.Guarantee, Seed: o.Seed}
 	defer func() { rep.Elapsed = time.Since(began) }()
-	if rep.Dir == "" {
-		if rep.Dir, err = os.MkdirTemp("", "braid-chaos-"); err != nil {
-			return rep, fmt.Errorf("chaos: %w", err)
-		}
-		if !o.KeepDir {
-			defer os.RemoveAll(rep.Dir)
-		}
+	var logs string
+	var cleanup func()
+	if rep.Dir, logs, cleanup, err = runDir(o, "braid-chaos-"); err != nil {
+		return rep, err
 	}
-	logs := filepath.Join(rep.Dir, "logs")
-	if err := os.MkdirAll(logs, 0o755); err != nil {
-		return rep, fmt.Errorf("chaos: %w", err)
-	}
+	defer cleanup()
 	say := func(format string, args ...any) {
 		fmt.Fprintf(o.Progress, "chaos %s %6.1fs  %s\n", o.Guarantee, time.Since(began).Seconds(), fmt.Sprintf(format, args...))
 	}
@@ -235,22 +235,17 @@ func Run(ctx context.Context, o Options) (rep Report, err error) {
 	}()
 	say("broker listening on %s", brk.addr)
 	brokers := []string{brk.addr}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.RecordPartitioner(keyPartitioner))
+	cl, err := connect(ctx, brokers, o.Partitions)
 	if err != nil {
-		return rep, fmt.Errorf("chaos: creating client: %w", err)
+		return rep, err
 	}
 	defer cl.Close()
 	adm := kadm.NewClient(cl)
-	if err := createTopics(ctx, adm, o.Partitions); err != nil {
-		return rep, err
-	}
 
 	ws := newWorkers(o, brk.addr, rep.Dir, logs, false)
 	defer ws.stop(10 * time.Second) // a no-op once the workers were stopped
-	for i := range o.Workers {
-		if err := ws.start(i); err != nil {
-			return rep, err
-		}
+	if err := ws.startAll(); err != nil {
+		return rep, err
 	}
 	say("started %d workers", o.Workers)
 
@@ -300,6 +295,40 @@ func checkOutputs(ctx context.Context, brokers []string, g streams.Guarantee, tr
 		rep.Read[t] = len(out.records[t])
 	}
 	return nil
+}
+
+// runDir returns the directory of a run and its logs folder, made: o.Dir,
+// or a new temporary one that cleanup removes unless o.KeepDir.
+func runDir(o Options, prefix string) (dir, logs string, cleanup func(), err error) {
+	dir, cleanup = o.Dir, func() {}
+	if dir == "" {
+		if dir, err = os.MkdirTemp("", prefix); err != nil {
+			return "", "", cleanup, fmt.Errorf("chaos: %w", err)
+		}
+		if !o.KeepDir {
+			cleanup = func() { os.RemoveAll(dir) }
+		}
+	}
+	logs = filepath.Join(dir, "logs")
+	if err := os.MkdirAll(logs, 0o755); err != nil {
+		cleanup()
+		return "", "", func() {}, fmt.Errorf("chaos: %w", err)
+	}
+	return dir, logs, cleanup, nil
+}
+
+// connect returns the producer's client of brokers, once it has created
+// the chaos topics with partitions each.
+func connect(ctx context.Context, brokers []string, partitions int) (*kgo.Client, error) {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.RecordPartitioner(keyPartitioner))
+	if err != nil {
+		return nil, fmt.Errorf("chaos: creating client: %w", err)
+	}
+	if err := createTopics(ctx, kadm.NewClient(cl), partitions); err != nil {
+		cl.Close()
+		return nil, err
+	}
+	return cl, nil
 }
 
 func createTopics(ctx context.Context, adm *kadm.Client, partitions int) error {

@@ -212,6 +212,16 @@ func (ws *workers) start(i int) error {
 	return nil
 }
 
+// startAll starts every worker.
+func (ws *workers) startAll() error {
+	for i := range ws.procs {
+		if err := ws.start(i); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // kill kills worker i with SIGKILL, waits for it and returns its pid.
 func (ws *workers) kill(i int) (int, error) {
 	ws.mu.Lock()
