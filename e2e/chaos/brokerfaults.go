@@ -111,8 +111,8 @@ type FaultOptions struct {
 	Options
 	Fault Fault
 
-	// Rate is inputs per second (default 500). Unless Records and
-	// Duration are set, the producer produces for faultLead, the fault,
+	// Rate is inputs per second (default 500): Records defaults to Rate
+	// times Duration, and Duration to settleAllowance, the fault,
 	// MaxResume and 5 s more, so that inputs keep coming until every
 	// worker should have resumed.
 	Rate int
@@ -123,9 +123,10 @@ type FaultOptions struct {
 	ResumeWait time.Duration
 }
 
-// faultLead is how long the producer runs before the fault, at least:
-// the fault waits for it and for every worker to be committing.
-const faultLead = 10 * time.Second
+// settleAllowance is the time the producer's schedule gives the group to
+// settle before the fault, which comes as soon as every worker is
+// committing (it takes a few seconds).
+const settleAllowance = 10 * time.Second
 
 func (o FaultOptions) withDefaults() (FaultOptions, error) {
 	if o.Kills != 0 {
@@ -147,7 +148,7 @@ func (o FaultOptions) withDefaults() (FaultOptions, error) {
 		o.ResumeWait = 30 * time.Second
 	}
 	if o.Duration == 0 {
-		o.Duration = faultLead + o.Fault.For + MaxResume + 5*time.Second
+		o.Duration = settleAllowance + o.Fault.For + MaxResume + 5*time.Second
 	}
 	if o.Records == 0 {
 		o.Records = int(o.Duration.Seconds() * float64(o.Rate))
@@ -284,11 +285,12 @@ func readCommitLog(path string) ([]commitSpan, error) {
 	return spans, sc.Err()
 }
 
-// waitCommits waits until every worker has made a commit that began at
-// or after since, and returns when each such first commit ended. After
-// timeout it returns what it has and an error naming the workers without
-// one, with their logs' tails; a worker that exits is an error at once.
-func waitCommits(ctx context.Context, ws *workers, since time.Time, timeout time.Duration, what string) (map[string]time.Time, error) {
+// waitCommits waits until every worker has made n commits that began at
+// or after since, and returns when each one's nth such commit ended.
+// After timeout it returns what it has and an error naming the workers
+// short of n, with their logs' tails; a worker that exits is an error at
+// once.
+func waitCommits(ctx context.Context, ws *workers, since time.Time, n int, timeout time.Duration, what string) (map[string]time.Time, error) {
 	deadline := time.Now().Add(timeout)
 	first := make(map[string]time.Time)
 	for {
@@ -301,10 +303,13 @@ func waitCommits(ctx context.Context, ws *workers, since time.Time, timeout time
 			if err != nil {
 				return first, fmt.Errorf("reading %s's commit log: %w", name, err)
 			}
+			seen := 0
 			for _, s := range spans {
 				if !s.start.Before(since) {
-					first[name] = s.end
-					break
+					if seen++; seen == n {
+						first[name] = s.end
+						break
+					}
 				}
 			}
 		}
@@ -323,7 +328,11 @@ func waitCommits(ctx context.Context, ws *workers, since time.Time, timeout time
 					tails.WriteString(tailFile(ws.logPath(i), 30) + "\n")
 				}
 			}
-			return first, fmt.Errorf("%s: %s made no commit within %v; the logs end:\n%s", what, strings.Join(missing, " and "), timeout, tails.String())
+			commits := "no commit"
+			if n > 1 {
+				commits = fmt.Sprintf("fewer than %d commits", n)
+			}
+			return first, fmt.Errorf("%s: %s made %s within %v; the logs end:\n%s", what, strings.Join(missing, " and "), commits, timeout, tails.String())
 		}
 		if err := sleepCtx(ctx, 100*time.Millisecond); err != nil {
 			return first, err
@@ -452,7 +461,7 @@ func RunFault(ctx context.Context, o FaultOptions) (rep FaultReport, err error) 
 	say("started %d workers", o.Workers)
 
 	sent, err := produceDuring(ctx, cl, adm, ws, o.Options, say, func(ctx context.Context) error {
-		return faultAndResume(ctx, o, brk, proxy, ws, began, &rep, say)
+		return faultAndResume(ctx, o, brk, proxy, ws, &rep, say)
 	})
 	if err != nil {
 		return rep, err
@@ -481,14 +490,14 @@ func RunFault(ctx context.Context, o FaultOptions) (rep FaultReport, err error) 
 	return rep, nil
 }
 
-// faultAndResume waits for faultLead and for every worker to be
-// committing in a settled group, injects the fault, and times each
-// worker's resume into rep.
-func faultAndResume(ctx context.Context, o FaultOptions, brk *faultedBroker, proxy *Proxy, ws *workers, began time.Time, rep *FaultReport, say func(string, ...any)) error {
-	// Settled: every worker has committed since all of them had, so the
-	// group's first rebalances are behind it.
-	const settle = 2 * time.Minute
-	first, err := waitCommits(ctx, ws, time.Time{}, settle, "before the fault")
+// faultAndResume waits for every worker to be committing in a settled
+// group, injects the fault, and times each worker's resume into rep.
+func faultAndResume(ctx context.Context, o FaultOptions, brk *faultedBroker, proxy *Proxy, ws *workers, rep *FaultReport, say func(string, ...any)) error {
+	// Settled: every worker has made settledCommits commits since all of
+	// them had made one, so the group's first rebalances are behind it
+	// and it has been processing for a while.
+	const settle, settledCommits = 2 * time.Minute, 10
+	first, err := waitCommits(ctx, ws, time.Time{}, 1, settle, "before the fault")
 	if err != nil {
 		return err
 	}
@@ -498,10 +507,7 @@ func faultAndResume(ctx context.Context, o FaultOptions, brk *faultedBroker, pro
 			all = t
 		}
 	}
-	if _, err := waitCommits(ctx, ws, all, settle, "before the fault"); err != nil {
-		return err
-	}
-	if err := sleepCtx(ctx, time.Until(began.Add(faultLead))); err != nil {
+	if _, err := waitCommits(ctx, ws, all, settledCommits, settle, "before the fault"); err != nil {
 		return err
 	}
 	say("every worker is committing; %s", o.Fault)
@@ -510,7 +516,7 @@ func faultAndResume(ctx context.Context, o FaultOptions, brk *faultedBroker, pro
 		return err
 	}
 	say("the broker is back (listening on %s); waiting for every worker's next commit", brk.addr)
-	resumed, err := waitCommits(ctx, ws, returned, o.ResumeWait, fmt.Sprintf("after %s (%s) the broker was back, but", o.Fault, o.Guarantee))
+	resumed, err := waitCommits(ctx, ws, returned, 1, o.ResumeWait, fmt.Sprintf("after %s (%s) the broker was back, but", o.Fault, o.Guarantee))
 	gaveUp := time.Since(returned)
 	rep.Resume = make(map[string]time.Duration)
 	for i := range ws.procs {

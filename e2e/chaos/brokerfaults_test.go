@@ -66,16 +66,19 @@ func TestCommitLog(t *testing.T) {
 	if !spans[1].start.Equal(at.Add(1700*time.Millisecond)) || !spans[1].end.Equal(at.Add(2*time.Second)) {
 		t.Errorf("second commit %v to %v, want +1.7 s to +2 s", spans[1].start, spans[1].end)
 	}
-	first, err := waitCommits(t.Context(), ws, at.Add(1500*time.Millisecond), time.Second, "test")
+	first, err := waitCommits(t.Context(), ws, at.Add(1500*time.Millisecond), 1, time.Second, "test")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !first["worker-1"].Equal(at.Add(2*time.Second)) || !first["worker-2"].Equal(at.Add(3*time.Second)) {
 		t.Errorf("first commits after +1.5 s: %v", first)
 	}
+	if second, err := waitCommits(t.Context(), ws, at, 2, 200*time.Millisecond, "before the fault"); err == nil || !strings.Contains(err.Error(), "worker-2 made fewer than 2 commits") || !second["worker-1"].Equal(at.Add(2*time.Second)) {
+		t.Errorf("second commits after +0 s: %v, %v", second, err)
+	}
 	// A commit that began before the moment and ended after does not
 	// count: it may have been stuck through the fault.
-	_, err = waitCommits(t.Context(), ws, at.Add(1800*time.Millisecond), 200*time.Millisecond, "after stop-1s the broker was back, but")
+	_, err = waitCommits(t.Context(), ws, at.Add(1800*time.Millisecond), 1, 200*time.Millisecond, "after stop-1s the broker was back, but")
 	if err == nil || !strings.Contains(err.Error(), "after stop-1s the broker was back, but: worker-1 made no commit within 200ms") ||
 		!strings.Contains(err.Error(), filepath.Join(dir, "worker-1.log")) {
 		t.Errorf("waitCommits with worker-1 not resumed: %v", err)
