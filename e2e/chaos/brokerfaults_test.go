@@ -1,12 +1,17 @@
 package chaos
 
 import (
+	"context"
+	"maps"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	embedded "github.com/braidstream/braid/runtime/broker"
 	"github.com/braidstream/braid/runtime/streams"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
@@ -122,6 +127,40 @@ func TestInputTruth(t *testing.T) {
 	short.mapped("b", 1)
 	if rep := short.check(true, held); rep.Lost < 1 {
 		t.Errorf("a/2 mapped once of twice: lost %d, want 1\n%s", rep.Lost, rep.Details())
+	}
+}
+
+// What produce sends is what readTopics reads back from the input topic,
+// every input once.
+func TestInputsReadBack(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	b, err := embedded.Start(embedded.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	cl, err := connect(ctx, b.Addrs(), 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	o := Options{Records: 500, Keys: 7, Duration: 500 * time.Millisecond, Partitions: 3}
+	var produced atomic.Int64
+	sent, err := produce(ctx, cl, o, rand.New(rand.NewPCG(1, 2)), &produced)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, err := readTopics(ctx, b.Addrs(), []string{InputTopic}, 30*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	held, lost, dup := inputTruth(sent, in.records[InputTopic])
+	if lost != 0 || dup != 0 || held.inputs != o.Records || len(in.records[InputTopic]) != o.Records+o.Partitions {
+		t.Errorf("read back %d records, %d inputs, lost %d, duplicated %d; want %d inputs and %d flush records", len(in.records[InputTopic]), held.inputs, lost, dup, o.Records, o.Partitions)
+	}
+	if !maps.Equal(held.windows, sent.windows) {
+		t.Errorf("the windows read back differ from those sent")
 	}
 }
 
