@@ -31,8 +31,14 @@ bench:
 	$(GO) run ./cmd/braid bench join $(BENCH_ARGS)
 
 # The long chaos run: worker processes killed with SIGKILL and restarted
-# under exactly-once (and at-least-once), outputs checked against the truth.
-# make test runs a short version (e2e/chaos_test.go). Extra flags: CHAOS_ARGS.
+# under exactly-once (and at-least-once), outputs checked against the truth;
+# then the broker faults (killed and restarted after 5 s and 60 s, stopped
+# 15 s, cut off at a proxy 30 s), each on a fresh setup under both
+# guarantees, every worker to commit again within 10 s of the broker's
+# return. make test runs short versions (e2e/chaos_test.go,
+# e2e/brokerfaults_test.go). Extra flags: CHAOS_ARGS, e.g.
+# CHAOS_ARGS='--duration 0 --alo-duration 0 --broker-faults cut-30s' runs one
+# fault alone, --broker-faults none none.
 CHAOS_ARGS ?=
 chaos:
 	$(GO) run ./e2e/chaos/driver $(CHAOS_ARGS)

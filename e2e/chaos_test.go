@@ -48,18 +48,25 @@ func TestChaosAtLeastOnce(t *testing.T) {
 	})
 }
 
+// chaosBinaries returns the built braid binary and chaos worker.
+func chaosBinaries(t *testing.T) (braid, worker string) {
+	t.Helper()
+	var err error
+	if braid, err = buildBraid(); err != nil {
+		t.Fatal(err)
+	}
+	if worker, err = buildChaosWorker(); err != nil {
+		t.Fatal(err)
+	}
+	return braid, worker
+}
+
 // runChaos runs o with the built binaries, its logs in a test dir, and
 // fails with the report's examples and the logs' tails when the guarantee
 // did not hold or the run did not complete.
 func runChaos(t *testing.T, o chaos.Options) {
 	t.Helper()
-	var err error
-	if o.Braid, err = buildBraid(); err != nil {
-		t.Fatal(err)
-	}
-	if o.Worker, err = buildChaosWorker(); err != nil {
-		t.Fatal(err)
-	}
+	o.Braid, o.Worker = chaosBinaries(t)
 	o.Dir = t.TempDir()
 	o.Progress = logWriter{t}
 	// A worker killed while the group prepares a rebalance holds the

@@ -58,6 +58,9 @@ func TestBadInvocations(t *testing.T) {
 		{[]string{"broker", "--listen", "0.0.0.0:0"}, `--listen 0.0.0.0:0: broker listen address "0.0.0.0:0" is not loopback and the broker has no SASL credentials`},
 		{[]string{"broker", "--listen", "0.0.0.0:0"}, "give --sasl-user and --sasl-password (or $BRAID_BROKER_PASSWORD), or accept an open broker with --insecure-broker"},
 		{[]string{"broker", "--sasl-user", "u", "--sasl-password", ""}, "give both a user and a password"},
+		{[]string{"broker", "--sync"}, "--sync needs --data-dir"},
+		{[]string{"broker", "--listen", "127.0.0.1:0", "--advertise", "nowhere"}, `broker advertised address "nowhere"`},
+		{[]string{"broker", "--listen", "127.0.0.1:0", "--advertise", "proxy:port"}, `port "port" is not a number from 1 to 65535`},
 	} {
 		err := run(context.Background(), tc.args, io.Discard, io.Discard)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {

@@ -31,7 +31,7 @@ var demoDesign []byte
 // runServe runs the designer's web server with the embedded broker beside
 // it, until ctx ends.
 func runServe(ctx context.Context, args []string, stdout io.Writer) error {
-	fs := newFlagSet("serve", "braid serve [--listen 127.0.0.1:8080] [--data-dir DIR] [--auth-token TOKEN] [--broker-listen 127.0.0.1:9092] [--retention 15m] [--sasl-user USER --sasl-password PASS] [--insecure-broker] [--brokers ADDRS] [--no-demo]", stdout)
+	fs := newFlagSet("serve", "braid serve [--listen 127.0.0.1:8080] [--data-dir DIR] [--auth-token TOKEN] [--broker-listen 127.0.0.1:9092] [--sync] [--retention 15m] [--sasl-user USER --sasl-password PASS] [--insecure-broker] [--brokers ADDRS] [--no-demo]", stdout)
 	listen := fs.String("listen", web.DefaultListen, "host:port of the web UI; a non-loopback address needs --auth-token")
 	dataDir := fs.String("data-dir", "braid-data", "directory of the designs (DIR/designs) and the broker's data (DIR/broker)")
 	token := fs.String("auth-token", os.Getenv("BRAID_AUTH_TOKEN"), "token every request must carry (default $BRAID_AUTH_TOKEN); required off loopback")
@@ -39,6 +39,7 @@ func runServe(ctx context.Context, args []string, stdout io.Writer) error {
 	brokers := fs.String("brokers", "", "comma-separated Kafka bootstrap addresses for deployments (default: the embedded broker); --sasl-user and --sasl-password apply to them too")
 	noDemo := fs.Bool("no-demo", false, "do not deploy the demo design (orders-demo) with its generator on a new data directory")
 	auth := brokerAuthFlags(fs)
+	syncWrites := syncFlag(fs)
 	retention := fs.Duration("retention", serveRetention, "how long the embedded broker keeps records of delete-policy topics (sources, sinks, repartition topics); it holds them in memory")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -69,7 +70,7 @@ func runServe(ctx context.Context, args []string, stdout io.Writer) error {
 
 	var b *broker.Broker
 	if *brokerListen != "" {
-		b, err = broker.Start(broker.Config{Listen: *brokerListen, DataDir: filepath.Join(*dataDir, "broker"), Logger: slog.Default(),
+		b, err = broker.Start(broker.Config{Listen: *brokerListen, DataDir: filepath.Join(*dataDir, "broker"), Sync: *syncWrites, Logger: slog.Default(),
 			SASLUser: *auth.user, SASLPassword: *auth.password, Insecure: *auth.insecure, Retention: *retention})
 		if err != nil {
 			return fmt.Errorf("serve: %w", auth.explain(err, "--broker-listen"))

@@ -9,8 +9,14 @@
 // miscounted; under at-least-once nothing may be missing, and repeats are
 // counted.
 //
+// It owns the broker faults too (RunFault): the broker killed and
+// restarted, stopped, or cut off at a fault Proxy that it advertises,
+// under two workers whose every commit is logged, each of which must
+// commit again within MaxResume of the broker's return.
+//
 // The short runs are e2e tests (TestChaosExactlyOnce,
-// TestChaosAtLeastOnce); the long ones are `make chaos`, the driver
+// TestChaosAtLeastOnce, TestBrokerKillRestartExactlyOnce,
+// TestBrokerCutAtLeastOnce); the long ones are `make chaos`, the driver
 // command.
 package chaos
 
@@ -205,26 +211,20 @@ func Run(ctx context.Context, o Options) (rep Report, err error) {
 		return rep, err
 	}
 	began := time.Now()
-	rep = Report{Guarantee: o.Guarantee, Seed: o.Seed, Dir: o.Dir}
+	rep = Report{Guarantee: o.Guarantee, Seed: o.Seed}
 	defer func() { rep.Elapsed = time.Since(began) }()
-	if rep.Dir == "" {
-		if rep.Dir, err = os.MkdirTemp("", "braid-chaos-"); err != nil {
-			return rep, fmt.Errorf("chaos: %w", err)
-		}
-		if !o.KeepDir {
-			defer os.RemoveAll(rep.Dir)
-		}
+	var logs string
+	var cleanup func()
+	if rep.Dir, logs, cleanup, err = runDir(o, "braid-chaos-"); err != nil {
+		return rep, err
 	}
-	logs := filepath.Join(rep.Dir, "logs")
-	if err := os.MkdirAll(logs, 0o755); err != nil {
-		return rep, fmt.Errorf("chaos: %w", err)
-	}
+	defer cleanup()
 	say := func(format string, args ...any) {
 		fmt.Fprintf(o.Progress, "chaos %s %6.1fs  %s\n", o.Guarantee, time.Since(began).Seconds(), fmt.Sprintf(format, args...))
 	}
 	say("seed %d, %d inputs over %d keys in %v, %d kills, %d workers, logs in %s", o.Seed, o.Records, o.Keys, o.Duration, o.Kills, o.Workers, logs)
 
-	brk, err := startBroker(ctx, o.Braid, filepath.Join(rep.Dir, "broker"), filepath.Join(logs, "broker.log"), o.Partitions)
+	brk, err := startBroker(ctx, o.Braid, "", filepath.Join(rep.Dir, "broker"), filepath.Join(logs, "broker.log"), o.Partitions)
 	if err != nil {
 		return rep, err
 	}
@@ -235,34 +235,25 @@ func Run(ctx context.Context, o Options) (rep Report, err error) {
 	}()
 	say("broker listening on %s", brk.addr)
 	brokers := []string{brk.addr}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.RecordPartitioner(keyPartitioner))
+	cl, err := connect(ctx, brokers, o.Partitions)
 	if err != nil {
-		return rep, fmt.Errorf("chaos: creating client: %w", err)
+		return rep, err
 	}
 	defer cl.Close()
 	adm := kadm.NewClient(cl)
-	if err := createTopics(ctx, adm, o.Partitions); err != nil {
-		return rep, err
-	}
 
-	ws := &workers{
-		bin: o.Worker,
-		args: []string{"--brokers", brk.addr, "--app", AppID, "--guarantee", o.Guarantee.String(),
-			"--standbys", fmt.Sprint(o.Standbys), "--commit-interval", o.CommitInterval.String(),
-			"--session-timeout", o.SessionTimeout.String()},
-		dir:   rep.Dir,
-		logs:  logs,
-		procs: make([]*proc, o.Workers),
-	}
+	ws := newWorkers(o, brk.addr, rep.Dir, logs, false)
 	defer ws.stop(10 * time.Second) // a no-op once the workers were stopped
-	for i := range o.Workers {
-		if err := ws.start(i); err != nil {
-			return rep, err
-		}
+	if err := ws.startAll(); err != nil {
+		return rep, err
 	}
 	say("started %d workers", o.Workers)
 
-	tr, err := produceAndKill(ctx, cl, adm, ws, o, &rep, say)
+	var kills atomic.Int64
+	tr, err := produceDuring(ctx, cl, adm, ws, o, say, func(ctx context.Context) error {
+		return killWorkers(ctx, ws, o, rand.New(rand.NewPCG(o.Seed, 2)), &kills, say)
+	})
+	rep.Kills = int(kills.Load())
 	if err != nil {
 		return rep, err
 	}
@@ -275,18 +266,8 @@ func Run(ctx context.Context, o Options) (rep Report, err error) {
 		return rep, fmt.Errorf("chaos: %w", err)
 	}
 
-	out, err := readOutputs(ctx, brokers, time.Minute)
-	if err != nil {
+	if err := checkOutputs(ctx, brokers, o.Guarantee, tr, &rep); err != nil {
 		return rep, err
-	}
-	rep.Unstable, rep.Aborted = out.unstable, out.aborted
-	rep.Read = make(map[string]int)
-	c := &checker{exactly: o.Guarantee == streams.ExactlyOnce, tr: tr, rep: &rep, kept: make(map[[2]string]int)}
-	c.checkMapped(out.records[MappedTopic])
-	c.checkCounts(out.records[CountsTopic])
-	c.checkWindows(out.records[WindowsTopic])
-	for _, t := range outputTopics {
-		rep.Read[t] = len(out.records[t])
 	}
 	say("read %d mapped, %d counts, %d window results (aborted records skipped: %d, %d, %d): %s",
 		rep.Read[MappedTopic], rep.Read[CountsTopic], rep.Read[WindowsTopic],
@@ -295,6 +276,59 @@ func Run(ctx context.Context, o Options) (rep Report, err error) {
 		say("first problems:\n%s", strings.TrimRight(d, "\n"))
 	}
 	return rep, nil
+}
+
+// checkOutputs reads the output topics read committed and checks them
+// against tr, counting the problems in rep.
+func checkOutputs(ctx context.Context, brokers []string, g streams.Guarantee, tr truth, rep *Report) error {
+	out, err := readTopics(ctx, brokers, outputTopics, time.Minute)
+	if err != nil {
+		return fmt.Errorf("reading outputs: %w", err)
+	}
+	rep.Unstable, rep.Aborted = out.unstable, out.aborted
+	rep.Read = make(map[string]int)
+	c := &checker{exactly: g == streams.ExactlyOnce, tr: tr, rep: rep, kept: make(map[[2]string]int)}
+	c.checkMapped(out.records[MappedTopic])
+	c.checkCounts(out.records[CountsTopic])
+	c.checkWindows(out.records[WindowsTopic])
+	for _, t := range outputTopics {
+		rep.Read[t] = len(out.records[t])
+	}
+	return nil
+}
+
+// runDir returns the directory of a run and its logs folder, made: o.Dir,
+// or a new temporary one that cleanup removes unless o.KeepDir.
+func runDir(o Options, prefix string) (dir, logs string, cleanup func(), err error) {
+	dir, cleanup = o.Dir, func() {}
+	if dir == "" {
+		if dir, err = os.MkdirTemp("", prefix); err != nil {
+			return "", "", cleanup, fmt.Errorf("chaos: %w", err)
+		}
+		if !o.KeepDir {
+			cleanup = func() { os.RemoveAll(dir) }
+		}
+	}
+	logs = filepath.Join(dir, "logs")
+	if err := os.MkdirAll(logs, 0o755); err != nil {
+		cleanup()
+		return "", "", func() {}, fmt.Errorf("chaos: %w", err)
+	}
+	return dir, logs, cleanup, nil
+}
+
+// connect returns the producer's client of brokers, once it has created
+// the chaos topics with partitions each.
+func connect(ctx context.Context, brokers []string, partitions int) (*kgo.Client, error) {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.RecordPartitioner(keyPartitioner))
+	if err != nil {
+		return nil, fmt.Errorf("chaos: creating client: %w", err)
+	}
+	if err := createTopics(ctx, kadm.NewClient(cl), partitions); err != nil {
+		cl.Close()
+		return nil, err
+	}
+	return cl, nil
 }
 
 func createTopics(ctx context.Context, adm *kadm.Client, partitions int) error {
@@ -308,27 +342,26 @@ func createTopics(ctx context.Context, adm *kadm.Client, partitions int) error {
 	return nil
 }
 
-// produceAndKill produces the inputs while killing and restarting
-// workers, and returns the truth once both are done. A worker that exits
-// by itself, a failed produce or a failed restart ends both early.
-func produceAndKill(ctx context.Context, cl *kgo.Client, adm *kadm.Client, ws *workers, o Options, rep *Report, say func(string, ...any)) (truth, error) {
+// produceDuring produces the inputs while act runs (it kills workers,
+// or the broker), and returns the truth once both are done. A worker that
+// exits by itself, a failed produce or an error of act ends both early.
+func produceDuring(ctx context.Context, cl *kgo.Client, adm *kadm.Client, ws *workers, o Options, say func(string, ...any), act func(context.Context) error) (truth, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var (
-		wg                 sync.WaitGroup
-		tr                 truth
-		prodErr, killErr   error
-		produced           atomic.Int64
-		kills              atomic.Int64
-		producing, killing = make(chan struct{}), make(chan struct{})
+		wg                sync.WaitGroup
+		tr                truth
+		prodErr, actErr   error
+		produced          atomic.Int64
+		producing, acting = make(chan struct{}), make(chan struct{})
 	)
 	wg.Go(func() {
 		defer close(producing)
 		tr, prodErr = produce(ctx, cl, o, rand.New(rand.NewPCG(o.Seed, 1)), &produced)
 	})
 	wg.Go(func() {
-		defer close(killing)
-		killErr = killWorkers(ctx, ws, o, rand.New(rand.NewPCG(o.Seed, 2)), &kills, say)
+		defer close(acting)
+		actErr = act(ctx)
 	})
 	status := time.NewTicker(5 * time.Second)
 	defer status.Stop()
@@ -342,7 +375,7 @@ func produceAndKill(ctx context.Context, cl *kgo.Client, adm *kadm.Client, ws *w
 			cancel()
 		}
 	}
-	for producing != nil || killing != nil {
+	for producing != nil || acting != nil {
 		select {
 		case <-producing:
 			producing = nil
@@ -350,17 +383,16 @@ func produceAndKill(ctx context.Context, cl *kgo.Client, adm *kadm.Client, ws *w
 				say("produced %d inputs and %d flush records", o.Records, o.Partitions)
 			}
 			fail(prodErr)
-		case <-killing:
-			killing = nil
-			fail(killErr)
+		case <-acting:
+			acting = nil
+			fail(actErr)
 		case <-alive.C:
 			fail(ws.checkAlive())
 		case <-status.C:
-			say("produced %d/%d, %d kills, %s", produced.Load(), o.Records+o.Partitions, kills.Load(), lagText(ctx, adm))
+			say("produced %d/%d, %s", produced.Load(), o.Records+o.Partitions, lagText(ctx, adm))
 		}
 	}
 	wg.Wait()
-	rep.Kills = int(kills.Load())
 	if err == nil {
 		err = ctx.Err()
 	}
@@ -438,7 +470,11 @@ func inputLag(ctx context.Context, adm *kadm.Client) (map[int32]int64, error) {
 	return lag, nil
 }
 
+// lagText says how far the group is behind, or why it cannot: within a
+// few seconds, so that a broker that does not answer delays no status.
 func lagText(ctx context.Context, adm *kadm.Client) string {
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
 	lag, err := inputLag(ctx, adm)
 	if err != nil {
 		return "lag unknown: " + err.Error()

@@ -127,12 +127,16 @@ func (w *addrWatcher) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// startBroker runs `braid broker` on a free loopback port with its data in
-// dataDir and returns once it prints the address it listens on.
-func startBroker(ctx context.Context, braid, dataDir, logPath string, partitions int) (*broker, error) {
+// startBroker runs `braid broker` on listen (a free loopback port when
+// empty) with its data in dataDir and the extra flags, and returns once it
+// prints the address it listens on.
+func startBroker(ctx context.Context, braid, listen, dataDir, logPath string, partitions int, extra ...string) (*broker, error) {
+	if listen == "" {
+		listen = "127.0.0.1:0"
+	}
 	w := &addrWatcher{addr: make(chan string, 1)}
-	p, err := startProc("broker", logPath, w, braid, "broker",
-		"--listen", "127.0.0.1:0", "--data-dir", dataDir, "--partitions", fmt.Sprint(partitions))
+	args := append([]string{"broker", "--listen", listen, "--data-dir", dataDir, "--partitions", fmt.Sprint(partitions)}, extra...)
+	p, err := startProc("broker", logPath, w, braid, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -157,22 +161,47 @@ func startBroker(ctx context.Context, braid, dataDir, logPath string, partitions
 // worker-N, each with its own state dir and log, restarted under the same
 // instance id after a kill.
 type workers struct {
-	bin   string
-	args  []string // the flags every worker shares
-	dir   string
-	logs  string
-	mu    sync.Mutex
-	procs []*proc // nil while killed
+	bin  string
+	args []string // the flags every worker shares
+	dir  string
+	logs string
+	// commitLogs makes each worker append a line per commit to its
+	// commitLogPath.
+	commitLogs bool
+	mu         sync.Mutex
+	procs      []*proc // nil while killed
+}
+
+// newWorkers returns o.Workers workers, none started, of the chaos
+// application on the broker at bootstrap.
+func newWorkers(o Options, bootstrap, dir, logs string, commitLogs bool) *workers {
+	return &workers{
+		bin: o.Worker,
+		args: []string{"--brokers", bootstrap, "--app", AppID, "--guarantee", o.Guarantee.String(),
+			"--standbys", fmt.Sprint(o.Standbys), "--commit-interval", o.CommitInterval.String(),
+			"--session-timeout", o.SessionTimeout.String()},
+		dir:        dir,
+		logs:       logs,
+		commitLogs: commitLogs,
+		procs:      make([]*proc, o.Workers),
+	}
 }
 
 func (ws *workers) name(i int) string { return fmt.Sprintf("worker-%d", i+1) }
 
 func (ws *workers) logPath(i int) string { return filepath.Join(ws.logs, ws.name(i)+".log") }
 
+func (ws *workers) commitLogPath(i int) string {
+	return filepath.Join(ws.logs, ws.name(i)+".commits")
+}
+
 // start starts worker i, for the first time or after a kill.
 func (ws *workers) start(i int) error {
 	name := ws.name(i)
 	args := append(slices.Clone(ws.args), "--instance", name, "--state-dir", filepath.Join(ws.dir, "state", name))
+	if ws.commitLogs {
+		args = append(args, "--commit-log", ws.commitLogPath(i))
+	}
 	p, err := startProc(name, ws.logPath(i), nil, ws.bin, args...)
 	if err != nil {
 		return err
@@ -180,6 +209,16 @@ func (ws *workers) start(i int) error {
 	ws.mu.Lock()
 	ws.procs[i] = p
 	ws.mu.Unlock()
+	return nil
+}
+
+// startAll starts every worker.
+func (ws *workers) startAll() error {
+	for i := range ws.procs {
+		if err := ws.start(i); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 

@@ -11,14 +11,43 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
-// truth is what the outputs must say, computed from what was produced.
+// truth is what the outputs must say, computed from what was produced
+// or, after broker faults, from what the input topic holds (inputTruth).
 type truth struct {
-	// perKey is how many inputs each key got: its sequence numbers run
-	// from 1 to that count.
+	// perKey is how many inputs each key was sent: its sequence numbers
+	// run from 1 to that count.
 	perKey map[string]int64
 	// windows counts each key's inputs per window.
 	windows map[windowKey]int64
 	inputs  int
+
+	// copies, when not nil, is how many times the input topic holds each
+	// input, and keyInputs how many inputs it holds of each key; nil
+	// means each input once, perKey of each key.
+	copies    map[inputID]int
+	keyInputs map[string]int64
+}
+
+// inputID names an input by its key and sequence number.
+type inputID struct {
+	key string
+	seq int64
+}
+
+// copiesOf is how many times the input topic holds in.
+func (tr truth) copiesOf(in inputID) int {
+	if tr.copies == nil {
+		return 1
+	}
+	return tr.copies[in]
+}
+
+// inputsOf is how many inputs of key the input topic holds.
+func (tr truth) inputsOf(key string) int64 {
+	if tr.keyInputs == nil {
+		return tr.perKey[key]
+	}
+	return tr.keyInputs[key]
 }
 
 // windowKey names one key's window by its start, in milliseconds.

@@ -1,7 +1,7 @@
 // Package broker runs an embedded Kafka-compatible broker: franz-go's kfake
 // cluster, listening on a loopback address and optionally persisting its log
 // to a data directory so that topics, records and committed offsets survive a
-// restart.
+// restart (see Config.DataDir and Config.Sync for what survives what).
 //
 // It is what `braid broker` and `braid serve` run when no external cluster is
 // given, and what the runtime's tests run against. Any Kafka client (kcat,
@@ -38,7 +38,31 @@ type Config struct {
 	// DataDir, when set, makes the broker persist topics, records, groups
 	// and offsets there and reload them on the next start. Empty keeps
 	// everything in memory.
+	//
+	// Every appended batch, committed offset and producer-id or
+	// transaction change is written to its file as it happens, so a
+	// broker process killed with SIGKILL loses nothing it acknowledged.
+	// Written only at a clean Close: topics created automatically (those
+	// of CreateTopics are written at once), group members, open
+	// transactions (aborted on the next start, their producers fenced),
+	// idempotent producers' sequence windows (a produce retried across a
+	// kill may be appended twice) and log start offsets. Without Sync the
+	// writes reach the OS page cache only (synced when a segment rolls and
+	// at Close), which a machine crash or power loss can lose.
 	DataDir string
+
+	// Sync makes the broker fsync every batch it appends, and every
+	// group and producer-id entry, before acknowledging it (kfake's
+	// SyncWrites), so that an acknowledged produce survives a machine
+	// crash too. It is much slower. It matters only with DataDir.
+	Sync bool
+
+	// Advertise is the host:port the broker gives clients in metadata as
+	// its address, instead of the address it listens on: Kafka's
+	// advertised.listeners, for clients that reach it through a proxy or
+	// NAT. Clients bootstrap from any address that reaches the broker and
+	// then connect to this one. Empty advertises the listen address.
+	Advertise string
 
 	// Partitions is the partition count of topics created automatically
 	// (a produce or metadata request for an unknown topic). Default 4.
@@ -98,11 +122,12 @@ func SASLClientOptions(user, password string) []kgo.Opt {
 
 // Broker is a running embedded broker. Close it when done.
 type Broker struct {
-	cluster    *kfake.Cluster
-	addr       string
-	clientOpts []kgo.Opt
-	retention  time.Duration
-	now        func() time.Time // time.Now, but for tests
+	cluster *kfake.Cluster
+	// addr is the advertised address, listenAddr the bound one.
+	addr, listenAddr string
+	clientOpts       []kgo.Opt
+	retention        time.Duration
+	now              func() time.Time // time.Now, but for tests
 
 	// admin is the client the retention pass uses; stopCleaner ends the
 	// cleaner goroutine and cleanerDone closes when it has.
@@ -133,13 +158,29 @@ func Start(cfg Config) (*Broker, error) {
 	if cfg.SASLUser == "" && !cfg.Insecure && !isLoopback(host) {
 		return nil, &UnauthenticatedError{Listen: cfg.Listen}
 	}
+	if cfg.Advertise != "" {
+		if err := checkAdvertise(cfg.Advertise); err != nil {
+			return nil, err
+		}
+	}
+	// kfake tells clients the address its listener reports, so the
+	// listener reports the advertised one; listenAddr keeps the real one.
+	var listenAddr string
 	opts := []kfake.Opt{
 		// One broker: every partition leads here, so nothing is lost by
 		// running fewer, and requests never bounce between fake nodes.
 		kfake.NumBrokers(1),
 		kfake.Ports(port),
 		kfake.ListenFn(func(network, _ string) (net.Listener, error) {
-			return net.Listen(network, net.JoinHostPort(host, strconv.Itoa(port)))
+			ln, err := net.Listen(network, net.JoinHostPort(host, strconv.Itoa(port)))
+			if err != nil {
+				return nil, err
+			}
+			listenAddr = ln.Addr().String()
+			if cfg.Advertise == "" {
+				return ln, nil
+			}
+			return advertisedListener{Listener: ln, addr: tcpAddr(cfg.Advertise)}, nil
 		}),
 		kfake.AllowAutoTopicCreation(),
 		kfake.DefaultNumPartitions(parts),
@@ -154,6 +195,9 @@ func Start(cfg Config) (*Broker, error) {
 	if cfg.DataDir != "" {
 		opts = append(opts, kfake.DataDir(cfg.DataDir))
 	}
+	if cfg.Sync {
+		opts = append(opts, kfake.SyncWrites())
+	}
 	if cfg.SASLUser != "" {
 		opts = append(opts, kfake.EnableSASL(), kfake.Superuser(SASLMechanism, cfg.SASLUser, cfg.SASLPassword))
 	}
@@ -166,7 +210,7 @@ func Start(cfg Config) (*Broker, error) {
 		c.Close()
 		return nil, errors.New("starting embedded broker: it listens on no address")
 	}
-	b := &Broker{cluster: c, addr: addrs[0], clientOpts: SASLClientOptions(cfg.SASLUser, cfg.SASLPassword), now: time.Now}
+	b := &Broker{cluster: c, addr: addrs[0], listenAddr: listenAddr, clientOpts: SASLClientOptions(cfg.SASLUser, cfg.SASLPassword), now: time.Now}
 	b.retention = cfg.Retention
 	if b.retention == 0 {
 		b.retention = DefaultRetention
@@ -175,7 +219,10 @@ func Start(cfg Config) (*Broker, error) {
 	if interval <= 0 {
 		interval = min(max(b.retention/10, 100*time.Millisecond), 30*time.Second)
 	}
-	b.admin, err = kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(b.addr)}, b.clientOpts...)...)
+	// The retention client talks to the broker directly, not through the
+	// advertised address, which the broker's own host may not reach (NAT)
+	// or which a proxy may cut.
+	b.admin, err = kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(b.listenAddr), kgo.Dialer(b.dialDirect)}, b.clientOpts...)...)
 	if err != nil {
 		c.Close()
 		return nil, fmt.Errorf("starting embedded broker: creating its retention client: %w", err)
@@ -324,8 +371,53 @@ func splitListen(listen string) (host string, port int, err error) {
 	return h, port, nil
 }
 
-// Addr returns the host:port clients bootstrap from.
+// dialDirect dials the listen address in place of the advertised one.
+func (b *Broker) dialDirect(ctx context.Context, network, host string) (net.Conn, error) {
+	if host == b.addr {
+		host = b.listenAddr
+	}
+	var d net.Dialer
+	return d.DialContext(ctx, network, host)
+}
+
+// checkAdvertise checks that an advertised address is host:port with a
+// host and a port from 1 to 65535: clients will dial it.
+func checkAdvertise(addr string) error {
+	h, p, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("broker advertised address %q: %w", addr, err)
+	}
+	if h == "" {
+		return fmt.Errorf("broker advertised address %q: it has no host", addr)
+	}
+	if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
+		return fmt.Errorf("broker advertised address %q: port %q is not a number from 1 to 65535", addr, p)
+	}
+	return nil
+}
+
+// advertisedListener is a listener that reports another address than the
+// one it is bound to; kfake puts that address in its metadata.
+type advertisedListener struct {
+	net.Listener
+	addr net.Addr
+}
+
+func (l advertisedListener) Addr() net.Addr { return l.addr }
+
+// tcpAddr is a TCP address given as host:port, possibly a host name.
+type tcpAddr string
+
+func (tcpAddr) Network() string  { return "tcp" }
+func (a tcpAddr) String() string { return string(a) }
+
+// Addr returns the host:port clients bootstrap from: the advertised
+// address when Config.Advertise is set, else the listen address.
 func (b *Broker) Addr() string { return b.addr }
+
+// ListenAddr returns the host:port the broker is bound to, with the port
+// it picked when asked for port 0.
+func (b *Broker) ListenAddr() string { return b.listenAddr }
 
 // Addrs returns the bootstrap addresses as a slice, the shape client
 // configurations take.

@@ -12,6 +12,7 @@ import (
 	"github.com/braidstream/braid/runtime/broker"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 func start(t *testing.T, cfg broker.Config) *broker.Broker {
@@ -429,4 +430,99 @@ func TestRetentionRunsOnItsOwn(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	b.Close()
+}
+
+// TestAdvertise: a broker with Config.Advertise names that address in
+// its metadata, not the one it listens on, and its own retention pass
+// still reaches it when nothing answers at the advertised address.
+func TestAdvertise(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	// A port nothing listens on: clients told to go there would fail.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := ln.Addr().String()
+	ln.Close()
+	b := start(t, broker.Config{Advertise: dead, RetentionCheckInterval: time.Hour})
+	if b.Addr() != dead {
+		t.Errorf("Addr() = %q, want the advertised %q", b.Addr(), dead)
+	}
+	if b.ListenAddr() == dead || b.ListenAddr() == "" {
+		t.Errorf("ListenAddr() = %q, want the address bound, not the advertised %q", b.ListenAddr(), dead)
+	}
+	// No retries: the request that goes to the advertised address fails
+	// at once.
+	cl, err := kgo.NewClient(kgo.SeedBrokers(b.ListenAddr()), kgo.RequestRetries(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	meta, err := kmsg.NewPtrMetadataRequest().RequestWith(ctx, cl)
+	if err != nil {
+		t.Fatalf("metadata from the listen address: %v", err)
+	}
+	if len(meta.Brokers) != 1 {
+		t.Fatalf("metadata lists %d brokers, want 1", len(meta.Brokers))
+	}
+	if got := net.JoinHostPort(meta.Brokers[0].Host, fmt.Sprint(meta.Brokers[0].Port)); got != dead {
+		t.Errorf("metadata names the broker %s, want the advertised %s", got, dead)
+	}
+	// A request for the broker by its node id goes where metadata said.
+	if _, err := kadm.NewClient(cl).CreateTopic(ctx, 1, 1, nil, "t"); err == nil || !strings.Contains(err.Error(), dead) {
+		t.Errorf("creating a topic = %v, want it to fail dialing the advertised %s", err, dead)
+	}
+	if err := b.ApplyRetention(ctx); err != nil {
+		t.Errorf("ApplyRetention with an unreachable advertised address: %v", err)
+	}
+}
+
+func TestStartInvalidAdvertise(t *testing.T) {
+	for _, tt := range []struct{ advertise, want string }{
+		{"nonsense", "missing port"},
+		{":9092", "it has no host"},
+		{"proxy.example:x", `port "x" is not a number from 1 to 65535`},
+		{"proxy.example:0", `port "0" is not a number from 1 to 65535`},
+		{"proxy.example:65536", `port "65536" is not a number from 1 to 65535`},
+	} {
+		b, err := broker.Start(broker.Config{Advertise: tt.advertise})
+		if err == nil {
+			b.Close()
+			t.Errorf("Start(Advertise: %q) succeeded, want an error", tt.advertise)
+			continue
+		}
+		if want := fmt.Sprintf("broker advertised address %q", tt.advertise); !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("Start(Advertise: %q) error %q, want it to contain %q and %q", tt.advertise, err, want, tt.want)
+		}
+	}
+}
+
+// TestSync: a broker with Config.Sync starts, and what it acknowledged
+// is there after a restart on the same data dir.
+func TestSync(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	dir := t.TempDir()
+	first := start(t, broker.Config{DataDir: dir, Sync: true})
+	cl := client(t, first, kgo.AllowAutoTopicCreation(), kgo.DefaultProduceTopic("synced"))
+	var recs []*kgo.Record
+	for i := range 20 {
+		recs = append(recs, &kgo.Record{Value: []byte(fmt.Sprint(i))})
+	}
+	if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+		t.Fatalf("producing to a synced broker: %v", err)
+	}
+	cl.Close()
+	first.Close()
+	second := start(t, broker.Config{DataDir: dir, Sync: true})
+	ends, err := kadm.NewClient(client(t, second)).ListEndOffsets(ctx, "synced")
+	if err != nil {
+		t.Fatal(err)
+	}
+	total := int64(0)
+	ends.Each(func(o kadm.ListedOffset) { total += o.Offset })
+	if total != int64(len(recs)) {
+		t.Errorf("after a restart the topic holds %d records, want %d", total, len(recs))
+	}
 }

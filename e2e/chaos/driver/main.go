@@ -3,9 +3,17 @@
 // exactly-once run (see package chaos), prints their progress and their
 // RESULT lines, the exactly-once one last, and exits 1 when exactly-once
 // saw any duplicate, loss or wrong count, or at-least-once any loss or
-// wrong count. A failed run keeps its logs and says where.
+// wrong count. Then it runs the broker faults (chaos.RunFault), each on a
+// fresh setup under at-least-once and then exactly-once, prints a FAULT
+// line per run and the RESULT broker-faults line, and exits 1 unless
+// every fault recovered (every worker committing again within
+// chaos.MaxResume of the broker's return, the checks passed) with nothing
+// lost or duplicated. A failed run keeps its logs and says where.
 //
-//	go run ./e2e/chaos/driver [--duration 5m] [--kills 22] [--rate 200] [--seed N]
+//	go run ./e2e/chaos/driver [--duration 5m] [--kills 22] [--rate 200] [--seed N] [--broker-faults all]
+//
+// --duration 0 --alo-duration 0 runs the broker faults alone;
+// --broker-faults none skips them.
 package main
 
 import (
@@ -17,6 +25,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -62,11 +71,17 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	keys := fs.Int("keys", 100, "distinct input keys")
 	seed := fs.Uint64("seed", 0, "seed of both runs; 0 picks one per run (printed)")
 	keep := fs.Bool("keep", false, "keep every run's directory (logs, state, broker data), not only a failed one's")
+	faultList := fs.String("broker-faults", "all", "broker faults to run after the kill runs, each under both guarantees: all ("+strings.Join(chaos.BrokerFaults, ",")+"), none, or a comma-separated list of kill-restart-D, stop-D, cut-D")
+	faultRate := fs.Int("fault-rate", 500, "inputs per second of the broker-fault runs")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	faults, err := chaos.ParseFaults(*faultList)
+	if err != nil {
+		return err
 	}
 
 	root, err := os.MkdirTemp("", "braid-chaos-")
@@ -126,6 +141,11 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 			break
 		}
 	}
+	if ctx.Err() == nil && len(faults) > 0 {
+		bad := runFaults(ctx, stdout, faults, braid, worker, root, *keys, *faultRate, *seed, *keep)
+		failed = append(failed, bad...)
+		keepRoot = keepRoot || len(bad) > 0
+	}
 	if !keepRoot {
 		os.RemoveAll(root)
 	}
@@ -133,4 +153,45 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		return fmt.Errorf("failed: %v (directories kept in %s)", failed, root)
 	}
 	return ctx.Err()
+}
+
+// runFaults runs every fault under both guarantees, each on a fresh
+// setup in its own directory of root, prints a FAULT line per run and
+// the RESULT broker-faults line, and returns the runs that failed: the
+// whole scenario when the result is not clean. A failed run's directory
+// is kept, the others' removed unless keep.
+func runFaults(ctx context.Context, stdout io.Writer, faults []chaos.Fault, braid, worker, root string, keys, rate int, seed uint64, keep bool) []string {
+	var (
+		reps   []chaos.FaultReport
+		failed []string
+	)
+	for _, f := range faults {
+		for _, g := range []streams.Guarantee{streams.AtLeastOnce, streams.ExactlyOnce} {
+			dir := filepath.Join(root, "broker-faults", f.String()+"-"+g.String())
+			rep, err := chaos.RunFault(ctx, chaos.FaultOptions{
+				Options: chaos.Options{Braid: braid, Worker: worker, Guarantee: g, Keys: keys, Seed: seed, Dir: dir, Progress: stdout},
+				Fault:   f,
+				Rate:    rate,
+			})
+			if err == nil {
+				err = rep.Err()
+			}
+			reps = append(reps, rep)
+			fmt.Fprintln(stdout, rep.ResultLine())
+			if err != nil {
+				failed = append(failed, f.String()+" "+g.String())
+				fmt.Fprintf(stdout, "chaos: %s %s FAILED: %v\nchaos: its logs are in %s/logs; they end:\n%s", f, g, err, dir, chaos.TailLogs(dir, 15))
+			} else if !keep {
+				os.RemoveAll(dir)
+			}
+			if ctx.Err() != nil {
+				break
+			}
+		}
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	fmt.Fprintln(stdout, chaos.FaultsResultLine(reps))
+	return failed
 }

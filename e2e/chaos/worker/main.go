@@ -48,6 +48,7 @@ func run(ctx context.Context, args []string, log *slog.Logger) error {
 	standbys := fs.Int("standbys", 1, "hot standby replicas of each stateful task")
 	commitInterval := fs.Duration("commit-interval", 0, "commit interval; 0 keeps the runtime's default for the guarantee")
 	sessionTimeout := fs.Duration("session-timeout", 3*time.Second, "group session timeout: how long a killed worker goes unnoticed")
+	commitLog := fs.String("commit-log", "", "file to append a line to after every commit (see chaos.CommitLine); empty: none")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -65,6 +66,15 @@ func run(ctx context.Context, args []string, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
+	hooks := []streams.Hook{lateLogger{log.With("instance", *instance)}}
+	if *commitLog != "" {
+		f, err := os.OpenFile(*commitLog, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+		if err != nil {
+			return fmt.Errorf("opening the commit log: %w", err)
+		}
+		defer f.Close()
+		hooks = append(hooks, commitLogger{f})
+	}
 	app, err := streams.New(topo, streams.Config{
 		ApplicationID:       *appID,
 		Brokers:             strings.Split(*brokers, ","),
@@ -74,7 +84,7 @@ func run(ctx context.Context, args []string, log *slog.Logger) error {
 		CommitInterval:      *commitInterval,
 		SessionTimeout:      *sessionTimeout,
 		StandbyReplicas:     *standbys,
-		Hooks:               []streams.Hook{lateLogger{log.With("instance", *instance)}},
+		Hooks:               hooks,
 		Logger:              log,
 	})
 	if err != nil {
@@ -97,4 +107,13 @@ type lateLogger struct{ log *slog.Logger }
 func (l lateLogger) OnLateRecordDropped(e streams.LateRecordEvent) {
 	l.log.Warn("late record dropped", "task", e.Task.String(), "partition", e.Partition, "offset", e.Offset,
 		"ts", e.Timestamp, "stream_time", e.StreamTime, "window_start", e.WindowStart)
+}
+
+// commitLogger appends a line per commit to a file, for the broker-faults
+// scenario to time each worker's resume. Each line is one write to a file
+// opened for appending, so a kill leaves whole lines.
+type commitLogger struct{ f *os.File }
+
+func (l commitLogger) OnCommit(e streams.CommitEvent) {
+	_, _ = l.f.WriteString(chaos.CommitLine(time.Now(), e.Took))
 }

@@ -1,0 +1,9 @@
+//go:build !unix
+
+package chaos
+
+import "os"
+
+// stopSignal and contSignal are nil off unix, which has no SIGSTOP: a
+// stop fault fails there.
+var stopSignal, contSignal os.Signal

@@ -1,0 +1,11 @@
+//go:build unix
+
+package chaos
+
+import (
+	"os"
+	"syscall"
+)
+
+// stopSignal and contSignal stop and continue the broker in a stop fault.
+var stopSignal, contSignal os.Signal = syscall.SIGSTOP, syscall.SIGCONT
