@@ -45,7 +45,7 @@ func (a *App) startClient() error {
 		kgo.BlockRebalanceOnPoll(),
 		kgo.SessionTimeout(a.cfg.SessionTimeout),
 		kgo.HeartbeatInterval(min(3*time.Second, a.cfg.SessionTimeout/5)),
-		kgo.WithContext(a.clientCtx),
+		kgo.WithContext(a.newSessionContext()),
 		kgo.OnPartitionsAssigned(a.onAssigned),
 		kgo.OnPartitionsRevoked(a.onRevoked),
 		kgo.OnPartitionsLost(a.onLost),
@@ -113,13 +113,26 @@ func (a *App) listEnds(ctx context.Context, topics []string) (map[string]map[int
 	return out, nil
 }
 
+// newSessionContext makes the context of a new group client; see
+// sessionCtx.
+func (a *App) newSessionContext() context.Context {
+	a.sessionCtx, a.sessionCancel = context.WithCancel(a.clientCtx)
+	return a.sessionCtx
+}
+
 // commit flushes everything produced so far and then commits the offsets
 // processed since the last commit. Order matters: an offset is committed
-// only once the outputs of the records before it are acknowledged.
+// only once the outputs of the records before it are acknowledged. It
+// waits brokerTimeout at most: a commit that fails or times out leaves
+// the offsets where they were, and the records after them are processed
+// again, by this instance once it joined again (recover.go) or by the
+// next owner.
 func (a *App) commit(ctx context.Context) error {
 	if a.txn != nil {
 		return a.commitTransaction(ctx)
 	}
+	ctx, cancel := context.WithTimeout(ctx, a.brokerTimeout())
+	defer cancel()
 	a.tasksMu.Lock()
 	defer a.tasksMu.Unlock()
 	offsets, queues := a.processedOffsets()
@@ -137,14 +150,14 @@ func (a *App) commit(ctx context.Context) error {
 	}
 	start := time.Now()
 	if err := a.kc().Flush(ctx); err != nil {
-		return fmt.Errorf("flushing produced records: %w", err)
+		return brokerErr("flushing produced records", err)
 	}
 	if err := a.producedError(); err != nil {
 		return err
 	}
 	if a.markStreamTimes() {
 		if err := a.kc().Flush(ctx); err != nil {
-			return fmt.Errorf("flushing stream-time markers: %w", err)
+			return brokerErr("flushing stream-time markers", err)
 		}
 		if err := a.producedError(); err != nil {
 			return err
@@ -176,7 +189,7 @@ func (a *App) commit(ctx context.Context) error {
 		commitErr = errors.Join(errs...)
 	})
 	if commitErr != nil {
-		return fmt.Errorf("committing offsets: %w", commitErr)
+		return brokerErr("committing offsets", commitErr)
 	}
 	a.committed(ctx, queues, start)
 	return nil

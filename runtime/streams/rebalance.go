@@ -46,6 +46,7 @@ func (a *App) onAssigned(ctx context.Context, cl *kgo.Client, assigned map[strin
 	a.tasksMu.Unlock()
 	a.reportMoves(arrived, left)
 	a.setState(Running)
+	a.outageEnded()
 }
 
 // takeActives makes a task of every assigned partition's task: the
