@@ -124,6 +124,11 @@ type App struct {
 	// goroutine reads and sets it.
 	outageAt  atomic.Int64
 	lastFence time.Time
+	// unassignedSince is when the group client began to join (unix ns),
+	// 0 once the group assigned this instance: a join that takes longer
+	// than joinTimeout is given up (recover.go). The processing goroutine
+	// and the group callbacks set it.
+	unassignedSince atomic.Int64
 
 	// txn is set under ExactlyOnce (see eos.go). crashAt, set by tests
 	// only, says whether to crash at a crash point of a commit.
@@ -440,6 +445,9 @@ func (a *App) loop(ctx context.Context) error {
 		if ctx.Err() != nil {
 			return nil
 		}
+		if err := a.joinOverdue(); err != nil {
+			return err
+		}
 		if a.txn != nil && a.txn.mustAbort.Load() {
 			// The group revoked or lost partitions while a transaction
 			// was open. The records of this poll are dropped: the abort
@@ -594,7 +602,11 @@ func (a *App) send(r *kgo.Record, promise func(*kgo.Record, error)) {
 }
 
 func (a *App) onProduced(r *kgo.Record, err error) {
-	if err == nil {
+	if err == nil || errors.Is(err, kgo.ErrClientClosed) {
+		// A client fails its buffered records when it closes, which
+		// it does only once the App gave up their tasks (recover.go)
+		// or stopped: no commit waits for them, and the failure may
+		// come after the next session began.
 		return
 	}
 	a.asyncErrMu.Lock()

@@ -33,6 +33,10 @@ func (a *App) startClient() error {
 		kgo.ProducerBatchMaxBytes(1_000_000),
 		// A whole poll's outputs fit in the buffer without blocking.
 		kgo.MaxBufferedRecords(250_000),
+		// A broker that comes back is found within a second, not the
+		// default 5 s: the producer waits for a metadata refresh to
+		// reach it again, and a commit waits for the producer.
+		kgo.MetadataMinAge(time.Second),
 	}
 	opts = append(opts, a.cfg.ClientOptions...)
 	opts = append(opts,
@@ -116,6 +120,7 @@ func (a *App) listEnds(ctx context.Context, topics []string) (map[string]map[int
 // newSessionContext makes the context of a new group client; see
 // sessionCtx.
 func (a *App) newSessionContext() context.Context {
+	a.unassignedSince.Store(time.Now().UnixNano())
 	a.sessionCtx, a.sessionCancel = context.WithCancel(a.clientCtx)
 	return a.sessionCtx
 }
@@ -316,6 +321,7 @@ func (a *App) enterRebalancing() (leaving bool) {
 	leaving = a.state == PendingShutdown || a.state == Failed
 	a.mu.Unlock()
 	if !leaving {
+		a.unassignedSince.CompareAndSwap(0, time.Now().UnixNano())
 		a.setState(Rebalancing)
 	}
 	return leaving

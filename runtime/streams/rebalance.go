@@ -45,6 +45,7 @@ func (a *App) onAssigned(ctx context.Context, cl *kgo.Client, assigned map[strin
 	a.publishStats()
 	a.tasksMu.Unlock()
 	a.reportMoves(arrived, left)
+	a.unassignedSince.Store(0)
 	a.setState(Running)
 	a.outageEnded()
 }
@@ -257,6 +258,9 @@ func (a *App) onRevoked(ctx context.Context, cl *kgo.Client, _ map[string][]int3
 // onLost drops the tasks without committing: another member may own them
 // already, and its commits must not be overwritten.
 func (a *App) onLost(_ context.Context, _ *kgo.Client, _ map[string][]int32) {
+	if !a.crashing.Load() {
+		a.outageBegan(errSessionLost)
+	}
 	if a.txn != nil {
 		a.revokedExactlyOnce(true)
 		return

@@ -17,6 +17,10 @@ import (
 //   - an exactly-once commit or abort (the flush and the session's End):
 //     TransactionTimeout, after which the broker aborts the transaction
 //     anyway. End then aborts, or fails and the App recovers (below);
+//   - a join of the group (the rebalance hand-off): joinTimeout, the
+//     time the other members may take to commit and to time out. The
+//     App then recovers (below) with a new client, whose connections
+//     are new;
 //   - everything else that waits on the broker (an at-least-once commit,
 //     the changelog ends listed at an assignment or for replicas, a
 //     restore or a replica start that receives nothing, leaving the group,
@@ -65,6 +69,25 @@ func (a *App) brokerTimeout() time.Duration {
 	return max(a.cfg.SessionTimeout, a.cfg.TransactionTimeout)
 }
 
+// joinTimeout bounds a join of the group: long enough for every other
+// member to commit (brokerTimeout at most) and for the members that left
+// without a word to time out (SessionTimeout), so that only a join that
+// cannot complete passes it.
+func (a *App) joinTimeout() time.Duration {
+	return a.brokerTimeout() + a.cfg.SessionTimeout
+}
+
+// joinOverdue fails with a broker error when the group client has been
+// joining for longer than joinTimeout: franz-go may wait on a connection
+// to a broker that is gone, and only a new client makes new connections.
+func (a *App) joinOverdue() error {
+	since := a.unassignedSince.Load()
+	if since == 0 || time.Since(time.Unix(0, since)) < a.joinTimeout() {
+		return nil
+	}
+	return brokerErr("joining the group", errNoProgress)
+}
+
 // brokerError marks an error of a request to the cluster, which triage
 // tells apart from the App's own (a task's, a store's).
 type brokerError struct {
@@ -83,6 +106,11 @@ func brokerErr(op string, err error) error {
 	}
 	return &brokerError{op: op, err: err}
 }
+
+// errSessionLost is the cause of an outage that franz-go found first: its
+// heartbeat or join failed, and it gives the tasks up (onLost) and joins
+// again by itself.
+var errSessionLost = errors.New("the group session expired or the coordinator is unreachable")
 
 // errNoProgress is what a wait that received nothing within its bound
 // fails with.
