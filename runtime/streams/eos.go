@@ -63,6 +63,17 @@ import (
 // its last commit (task.rollBack): the record caches and pending batches
 // are dropped, window bookkeeping and stream time reload from pebble, and
 // the consumer rewinds to the committed offsets.
+//
+// Bounds. Steps 3 and 4, and an abort, wait TransactionTimeout at most
+// (the broker aborts a transaction open longer anyway): End's forced
+// heartbeat, for one, never comes while franz-go's group goroutine waits
+// for the rebalance this goroutine allows only after the commit. When the
+// bound passes, or End fails, the App recovers (recover.go): it closes
+// its tasks dirty, so that they restore from their last checkpoint, closes
+// the session and starts a new one with the same transactional id, whose
+// producer id fences the old one and aborts its open transaction. The
+// tasks' next owner resumes from the last committed transaction: nothing
+// is lost, nothing is committed twice.
 
 // transactions is the App's transactional state under ExactlyOnce.
 type transactions struct {
