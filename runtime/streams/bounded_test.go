@@ -138,4 +138,3 @@ func TestCloseWithSilentBrokerReturns(t *testing.T) {
 		})
 	}
 }
-
