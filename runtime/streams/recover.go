@@ -206,8 +206,9 @@ func (a *App) run(ctx context.Context) error {
 // returns nil once the new client runs or ctx ended, and the error when
 // one that no retry heals came up.
 func (a *App) recoverSession(ctx context.Context, cause error) error {
-	if err := a.producedError(); err != nil && a.triage(err) != nil {
-		return a.triage(err) // met off the processing goroutine meanwhile
+	var be *brokerError
+	if err := a.producedError(); err != nil && !errors.As(err, &be) {
+		return err // the App's own, met off the processing goroutine meanwhile
 	}
 	a.outageBegan(cause)
 	a.setState(Rebalancing)
