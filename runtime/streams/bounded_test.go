@@ -2,6 +2,7 @@ package streams_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -136,5 +137,41 @@ func TestCloseWithSilentBrokerReturns(t *testing.T) {
 				t.Fatal("Run did not return within 60 s of Close while the broker held its commit")
 			}
 		})
+	}
+}
+
+// TestSameInstanceIDFails runs two exactly-once instances with the same
+// InstanceID, as two processes started with the same id would: each
+// fences the other's producer whenever it starts a session, and one of
+// them fails with a *FencedError instead of fencing back for ever.
+func TestSameInstanceIDFails(t *testing.T) {
+	b := startEOSBroker(t)
+	tr := newEOSTruth()
+	errc := make(chan error, 2)
+	for range 2 {
+		app, err := streams.New(eosTopology(t), outageConfig(b, streams.ExactlyOnce, "eos-1", t.TempDir()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		go func() { errc <- app.Run(context.Background()) }()
+		t.Cleanup(func() { app.Close() })
+	}
+	// Input keeps coming, so that both commit and meet the fence.
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		tr.produce(t, b, 2*eosKeys)
+		select {
+		case err := <-errc:
+			var fenced *streams.FencedError
+			if !errors.As(err, &fenced) {
+				t.Fatalf("Run: %v, want a *FencedError", err)
+			}
+			t.Logf("Run: %v", err)
+			return
+		case <-time.After(200 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("neither instance failed within 60 s")
+		}
 	}
 }
