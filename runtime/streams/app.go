@@ -112,6 +112,26 @@ type App struct {
 	clientCancel context.CancelFunc
 	crashing     atomic.Bool
 
+	// sessionCtx is the group client's own context, under clientCtx:
+	// closeClient cancels it to cut the connections of a client whose
+	// broker does not answer. The processing goroutine sets and cancels
+	// it (startClient, closeClient).
+	sessionCtx    context.Context
+	sessionCancel context.CancelFunc
+
+	// outageAt is when the current loss of the group session began (unix
+	// ns), 0 when there is none: the outage is logged once when it begins
+	// and once when the group assigned this instance again (recover.go).
+	// lastFence is when the producer was last fenced; the processing
+	// goroutine reads and sets it.
+	outageAt  atomic.Int64
+	lastFence time.Time
+	// unassignedSince is when the group client began to join (unix ns),
+	// 0 once the group assigned this instance: a join that takes longer
+	// than joinTimeout is given up (recover.go). The processing goroutine
+	// and the group callbacks set it.
+	unassignedSince atomic.Int64
+
 	// txn is set under ExactlyOnce (see eos.go). crashAt, set by tests
 	// only, says whether to crash at a crash point of a commit.
 	txn     *transactions
@@ -194,9 +214,13 @@ func (a *App) realTopic(name string, internal bool) string {
 }
 
 // Run joins the group and processes until ctx ends or Close is called,
-// then commits, leaves the group and returns nil. It returns an error when
-// the topics are not usable or a task fails; processed offsets are
-// committed first in every case, so nothing processed is lost.
+// then commits, leaves the group and returns nil. While the broker is
+// unreachable, or the group session is lost, it waits, gives its tasks up
+// and joins again by itself (see recover.go). It returns an error when
+// the topics are not usable, a task fails, or the cluster refuses what no
+// retry heals (an *AuthorizationError, a *FencedError); processed offsets
+// are committed first in every case, so nothing processed is lost. It
+// never returns nil after a failure.
 func (a *App) Run(ctx context.Context) error {
 	ctx, err := a.begin(ctx)
 	if err != nil {
@@ -210,7 +234,10 @@ func (a *App) Run(ctx context.Context) error {
 		a.shutdown()
 		return err
 	}
-	runErr := a.loop(ctx)
+	runErr := error(nil)
+	if a.kc() != nil { // nil when ctx ended before the broker answered
+		runErr = a.run(ctx)
+	}
 	if a.crashing.Load() {
 		a.shutdown()
 		return nil
@@ -221,10 +248,9 @@ func (a *App) Run(ctx context.Context) error {
 		a.fail(runErr)
 	}
 	// Commit what was processed even when failing: the failed record is
-	// not part of it, so a restart resumes exactly there.
-	closeCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if err := a.finalCommit(closeCtx, runErr != nil); err != nil {
+	// not part of it, so a restart resumes exactly there. The commit
+	// bounds its own waits.
+	if err := a.finalCommit(a.clientCtx, runErr != nil); err != nil {
 		err = fmt.Errorf("committing on shutdown: %w", err)
 		if runErr == nil {
 			runErr = err
@@ -245,35 +271,33 @@ func (a *App) Run(ctx context.Context) error {
 // exactly-once a failure aborts instead: the failed record may have left
 // part of its outputs in the transaction.
 func (a *App) finalCommit(ctx context.Context, failed bool) error {
+	if a.kc() == nil {
+		return nil // the session was lost and nothing runs
+	}
 	if a.txn != nil {
 		return a.finishTransaction(ctx, failed)
 	}
 	return a.commit(ctx)
 }
 
-// start readies the App to poll: topics, the state left on disk, the
-// standby follower and the group client.
+// start readies the App to poll: the state left on disk, the standby
+// follower, the topics and the group client, waiting for the broker as
+// long as it takes (connect).
 func (a *App) start(ctx context.Context) error {
-	if err := a.prepareTopics(ctx); err != nil {
-		return err
-	}
 	if err := a.scanStateDir(); err != nil {
 		return err
 	}
 	if err := a.startStandbys(); err != nil {
 		return err
 	}
-	return a.startClient()
+	return a.connect(ctx)
 }
 
 // shutdown leaves the group (unless crashing, when the cut connections
 // make the leave fail at once), closes every task and replica and stops
 // what start started.
 func (a *App) shutdown() {
-	if cl := a.kc(); cl != nil {
-		cl.AllowRebalance()
-		cl.Close()
-	}
+	a.closeClient()
 	a.dropTasks(!a.crashing.Load())
 	a.standby.stop()
 	a.tasksMu.Lock()
@@ -408,7 +432,9 @@ func deadLetter(topic string, task TaskID, r *kgo.Record, err error) *kgo.Record
 	return &kgo.Record{Topic: topic, Key: r.Key, Value: r.Value, Timestamp: r.Timestamp, Headers: headers}
 }
 
-// loop polls and processes until ctx ends or something fails.
+// loop polls and processes until ctx ends (nil) or something fails. Its
+// commits and aborts run on clientCtx, with their own bounds, so that an
+// end of ctx never cuts one short.
 func (a *App) loop(ctx context.Context) error {
 	lastCommit := time.Now()
 	for {
@@ -422,12 +448,15 @@ func (a *App) loop(ctx context.Context) error {
 		if ctx.Err() != nil {
 			return nil
 		}
+		if err := a.joinOverdue(); err != nil {
+			return err
+		}
 		if a.txn != nil && a.txn.mustAbort.Load() {
 			// The group revoked or lost partitions while a transaction
 			// was open. The records of this poll are dropped: the abort
 			// rewinds every partition to its committed offset, where
 			// they are fetched again.
-			if err := a.abortTransaction(ctx); err != nil {
+			if err := a.abortTransaction(a.clientCtx); err != nil {
 				return err
 			}
 			a.kc().AllowRebalance()
@@ -443,14 +472,11 @@ func (a *App) loop(ctx context.Context) error {
 			err = a.producedError()
 		}
 		if err == nil && a.commitDue(lastCommit) {
-			if err = a.commit(ctx); err == nil {
+			if err = a.commit(a.clientCtx); err == nil {
 				lastCommit = time.Now()
 			}
 		}
 		if err != nil {
-			if ctx.Err() != nil {
-				return nil
-			}
 			return err
 		}
 		if a.txn != nil {
@@ -490,7 +516,7 @@ func fetchError(fetches kgo.Fetches) error {
 		if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, kgo.ErrClientClosed) {
 			return
 		}
-		errs = append(errs, fmt.Errorf("fetching %s/%d: %w", topic, partition, err))
+		errs = append(errs, brokerErr(fmt.Sprintf("fetching %s/%d", topic, partition), err))
 	})
 	return errors.Join(errs...)
 }
@@ -579,13 +605,17 @@ func (a *App) send(r *kgo.Record, promise func(*kgo.Record, error)) {
 }
 
 func (a *App) onProduced(r *kgo.Record, err error) {
-	if err == nil {
+	if err == nil || errors.Is(err, kgo.ErrClientClosed) {
+		// A client fails its buffered records when it closes, which
+		// it does only once the App gave up their tasks (recover.go)
+		// or stopped: no commit waits for them, and the failure may
+		// come after the next session began.
 		return
 	}
 	a.asyncErrMu.Lock()
 	defer a.asyncErrMu.Unlock()
 	if a.asyncErr == nil {
-		a.asyncErr = fmt.Errorf("producing to %s: %w", r.Topic, err)
+		a.asyncErr = brokerErr("producing to "+r.Topic, err)
 	}
 }
 

@@ -97,7 +97,9 @@ type Config struct {
 	// until then read-committed readers of the partitions it wrote wait.
 	// A restarted instance with the same InstanceID aborts it at once (the
 	// transactional id is <ApplicationID>-<InstanceID>). Default 10 s, as
-	// in Kafka Streams; it must exceed CommitInterval.
+	// in Kafka Streams; it must exceed CommitInterval. It also bounds an
+	// exactly-once commit: one the broker does not complete within it is
+	// given up, and the App joins the group again (see recover.go).
 	TransactionTimeout time.Duration
 
 	// DefaultKeySerde and DefaultValueSerde serialize at sinks whose stream
@@ -125,7 +127,10 @@ type Config struct {
 	// the time a crash takes to detect. Default 10 s (Kafka Streams' is
 	// 45 s); the embedded broker accepts values down to 500 ms. Members
 	// heartbeat every SessionTimeout/5, at most every 3 s, so that they
-	// also learn of a rebalance quickly.
+	// also learn of a rebalance quickly. The larger of SessionTimeout and
+	// TransactionTimeout bounds every other wait on the broker (an
+	// at-least-once commit, a restore that receives nothing, leaving the
+	// group): when it passes the App gives its tasks up and joins again.
 	SessionTimeout time.Duration
 
 	// StandbyReplicas is how many hot standby copies of each stateful

@@ -63,6 +63,17 @@ import (
 // its last commit (task.rollBack): the record caches and pending batches
 // are dropped, window bookkeeping and stream time reload from pebble, and
 // the consumer rewinds to the committed offsets.
+//
+// Bounds. Steps 3 and 4, and an abort, wait TransactionTimeout at most
+// (the broker aborts a transaction open longer anyway): End's forced
+// heartbeat, for one, never comes while franz-go's group goroutine waits
+// for the rebalance this goroutine allows only after the commit. When the
+// bound passes, or End fails, the App recovers (recover.go): it closes
+// its tasks dirty, so that they restore from their last checkpoint, closes
+// the session and starts a new one with the same transactional id, whose
+// producer id fences the old one and aborts its open transaction. The
+// tasks' next owner resumes from the last committed transaction: nothing
+// is lost, nothing is committed twice.
 
 // transactions is the App's transactional state under ExactlyOnce.
 type transactions struct {
@@ -125,11 +136,12 @@ func (a *App) startTransactions(opts []kgo.Opt) (*kgo.Client, error) {
 		return nil, fmt.Errorf("creating transactional client: %w", err)
 	}
 	a.txn.sess = sess
-	ctx, cancel := context.WithTimeout(a.clientCtx, 30*time.Second)
+	ctx, cancel := context.WithTimeout(a.clientCtx, a.brokerTimeout())
 	defer cancel()
 	if _, _, err := sess.Client().ProducerID(ctx); err != nil {
+		a.sessionCancel() // the session never joined: nothing to leave
 		sess.Close()
-		return nil, fmt.Errorf("initializing transactional id %q: %w", a.transactionalID(), err)
+		return nil, brokerErr(fmt.Sprintf("initializing transactional id %q", a.transactionalID()), err)
 	}
 	if err := sess.Begin(); err != nil {
 		sess.Close()
@@ -138,7 +150,9 @@ func (a *App) startTransactions(opts []kgo.Opt) (*kgo.Client, error) {
 	return sess.Client(), nil
 }
 
-// commitTransaction is the exactly-once commit; see the steps above.
+// commitTransaction is the exactly-once commit; see the steps above. It
+// waits TransactionTimeout at most: the broker aborts a transaction open
+// longer anyway.
 func (a *App) commitTransaction(ctx context.Context) error {
 	if a.txn.failed != nil {
 		return a.txn.failed
@@ -146,6 +160,8 @@ func (a *App) commitTransaction(ctx context.Context) error {
 	if a.txn.mustAbort.Load() {
 		return a.abortTransaction(ctx)
 	}
+	ctx, cancel := context.WithTimeout(ctx, a.cfg.TransactionTimeout)
+	defer cancel()
 	a.tasksMu.Lock()
 	defer a.tasksMu.Unlock()
 	offsets, queues := a.processedOffsets()
@@ -162,7 +178,8 @@ func (a *App) commitTransaction(ctx context.Context) error {
 	a.markStreamTimes()
 	start := time.Now()
 	if err := a.kc().Flush(ctx); err != nil {
-		return fmt.Errorf("flushing the transaction's records: %w", err)
+		a.txn.failed = brokerErr("flushing the transaction's records", err)
+		return a.txn.failed
 	}
 	if err := a.producedError(); err != nil {
 		return err
@@ -172,7 +189,7 @@ func (a *App) commitTransaction(ctx context.Context) error {
 	}
 	committed, err := a.txn.sess.End(kgo.PreTxnCommitFnContext(ctx, commitOffsets(offsets)), kgo.TryCommit)
 	if err != nil {
-		a.txn.failed = fmt.Errorf("committing transaction: %w", err)
+		a.txn.failed = brokerErr("committing transaction", err)
 		return a.txn.failed
 	}
 	a.txn.dirty.Store(false)
@@ -239,8 +256,10 @@ func commitOffsets(offsets map[string]map[int32]kgo.EpochOffset) func(*kmsg.TxnO
 }
 
 // abortTransaction aborts the open transaction and returns every task to
-// its last commit.
+// its last commit. It waits TransactionTimeout at most, as a commit does.
 func (a *App) abortTransaction(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, a.cfg.TransactionTimeout)
+	defer cancel()
 	a.tasksMu.Lock()
 	defer a.tasksMu.Unlock()
 	_, err := a.txn.sess.End(ctx, kgo.TryAbort)
@@ -249,7 +268,7 @@ func (a *App) abortTransaction(ctx context.Context) error {
 		a.rollBackTasks()
 	}
 	if err != nil {
-		a.txn.failed = fmt.Errorf("aborting transaction: %w", err)
+		a.txn.failed = brokerErr("aborting transaction", err)
 		return a.txn.failed
 	}
 	a.log.Info("transaction aborted: the group revoked or lost partitions while it was open")

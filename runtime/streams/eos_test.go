@@ -27,10 +27,18 @@ const (
 	eosStep = 20
 )
 
-func eosTopology(t *testing.T) *streams.Topology {
+func eosTopology(t *testing.T) *streams.Topology { return pacedEOSTopology(t, 0) }
+
+// pacedEOSTopology is eosTopology taking pace to process each record, so
+// that a test can act while an instance works through its input.
+func pacedEOSTopology(t *testing.T, pace time.Duration) *streams.Topology {
 	t.Helper()
 	b := streams.NewBuilder()
-	grouped := b.Stream([]string{"events"}, streams.WithSerdes(streams.String, streams.String)).GroupByKey()
+	events := b.Stream([]string{"events"}, streams.WithSerdes(streams.String, streams.String))
+	if pace > 0 {
+		events = events.Peek(func(_, _ any) { time.Sleep(pace) })
+	}
+	grouped := events.GroupByKey()
 	grouped.Count(streams.Materialized(streams.StoreOptions{Name: "totals"})).
 		ToStream().
 		To("event-totals", streams.WithSerdes(streams.String, streams.Int64))

@@ -92,3 +92,34 @@ func (e *CopartitionError) Error() string {
 	return fmt.Sprintf("joined topics %q (%d partitions) and %q (%d partitions) are not co-partitioned: a join needs the same partition count on both sides",
 		e.Topic, e.Partitions, e.OtherTopic, e.OtherPartitions)
 }
+
+// FencedError says another live instance uses this App's transactional id
+// (<ApplicationID>-<InstanceID>, under ExactlyOnce) and fenced it: two
+// processes run with the same InstanceID. A fence right after a broker
+// restart, by this instance's own older producer epoch, is not one: the
+// App recovers from it by itself once, and fails with a FencedError only
+// when it is fenced again within a minute of the previous fence.
+type FencedError struct {
+	TransactionalID string
+	Err             error
+}
+
+func (e *FencedError) Error() string {
+	return fmt.Sprintf("transactional id %q is in use by another instance with the same InstanceID: %v", e.TransactionalID, e.Err)
+}
+
+func (e *FencedError) Unwrap() error { return e.Err }
+
+// AuthorizationError says the cluster refused the App an operation it
+// needs (Op, e.g. "committing offsets"): an ACL or SASL problem that no
+// retry heals.
+type AuthorizationError struct {
+	Op  string
+	Err error
+}
+
+func (e *AuthorizationError) Error() string {
+	return fmt.Sprintf("%s: not authorized: %v", e.Op, e.Err)
+}
+
+func (e *AuthorizationError) Unwrap() error { return e.Err }

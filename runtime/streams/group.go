@@ -33,6 +33,10 @@ func (a *App) startClient() error {
 		kgo.ProducerBatchMaxBytes(1_000_000),
 		// A whole poll's outputs fit in the buffer without blocking.
 		kgo.MaxBufferedRecords(250_000),
+		// A broker that comes back is found within a second, not the
+		// default 5 s: the producer waits for a metadata refresh to
+		// reach it again, and a commit waits for the producer.
+		kgo.MetadataMinAge(time.Second),
 	}
 	opts = append(opts, a.cfg.ClientOptions...)
 	opts = append(opts,
@@ -45,7 +49,7 @@ func (a *App) startClient() error {
 		kgo.BlockRebalanceOnPoll(),
 		kgo.SessionTimeout(a.cfg.SessionTimeout),
 		kgo.HeartbeatInterval(min(3*time.Second, a.cfg.SessionTimeout/5)),
-		kgo.WithContext(a.clientCtx),
+		kgo.WithContext(a.newSessionContext()),
 		kgo.OnPartitionsAssigned(a.onAssigned),
 		kgo.OnPartitionsRevoked(a.onRevoked),
 		kgo.OnPartitionsLost(a.onLost),
@@ -114,13 +118,27 @@ func (a *App) listEnds(ctx context.Context, topics []string) (map[string]map[int
 	return out, nil
 }
 
+// newSessionContext makes the context of a new group client; see
+// sessionCtx.
+func (a *App) newSessionContext() context.Context {
+	a.unassignedSince.Store(time.Now().UnixNano())
+	a.sessionCtx, a.sessionCancel = context.WithCancel(a.clientCtx)
+	return a.sessionCtx
+}
+
 // commit flushes everything produced so far and then commits the offsets
 // processed since the last commit. Order matters: an offset is committed
-// only once the outputs of the records before it are acknowledged.
+// only once the outputs of the records before it are acknowledged. It
+// waits brokerTimeout at most: a commit that fails or times out leaves
+// the offsets where they were, and the records after them are processed
+// again, by this instance once it joined again (recover.go) or by the
+// next owner.
 func (a *App) commit(ctx context.Context) error {
 	if a.txn != nil {
 		return a.commitTransaction(ctx)
 	}
+	ctx, cancel := context.WithTimeout(ctx, a.brokerTimeout())
+	defer cancel()
 	a.tasksMu.Lock()
 	defer a.tasksMu.Unlock()
 	offsets, queues := a.processedOffsets()
@@ -138,14 +156,14 @@ func (a *App) commit(ctx context.Context) error {
 	}
 	start := time.Now()
 	if err := a.kc().Flush(ctx); err != nil {
-		return fmt.Errorf("flushing produced records: %w", err)
+		return brokerErr("flushing produced records", err)
 	}
 	if err := a.producedError(); err != nil {
 		return err
 	}
 	if a.markStreamTimes() {
 		if err := a.kc().Flush(ctx); err != nil {
-			return fmt.Errorf("flushing stream-time markers: %w", err)
+			return brokerErr("flushing stream-time markers", err)
 		}
 		if err := a.producedError(); err != nil {
 			return err
@@ -177,7 +195,7 @@ func (a *App) commit(ctx context.Context) error {
 		commitErr = errors.Join(errs...)
 	})
 	if commitErr != nil {
-		return fmt.Errorf("committing offsets: %w", commitErr)
+		return brokerErr("committing offsets", commitErr)
 	}
 	a.committed(ctx, queues, start)
 	return nil
@@ -304,6 +322,7 @@ func (a *App) enterRebalancing() (leaving bool) {
 	leaving = a.state == PendingShutdown || a.state == Failed
 	a.mu.Unlock()
 	if !leaving {
+		a.unassignedSince.CompareAndSwap(0, time.Now().UnixNano())
 		a.setState(Rebalancing)
 	}
 	return leaving

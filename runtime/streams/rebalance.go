@@ -45,7 +45,9 @@ func (a *App) onAssigned(ctx context.Context, cl *kgo.Client, assigned map[strin
 	a.publishStats()
 	a.tasksMu.Unlock()
 	a.reportMoves(arrived, left)
+	a.unassignedSince.Store(0)
 	a.setState(Running)
+	a.outageEnded()
 }
 
 // takeActives makes a task of every assigned partition's task: the
@@ -256,6 +258,9 @@ func (a *App) onRevoked(ctx context.Context, cl *kgo.Client, _ map[string][]int3
 // onLost drops the tasks without committing: another member may own them
 // already, and its commits must not be overwritten.
 func (a *App) onLost(_ context.Context, _ *kgo.Client, _ map[string][]int32) {
+	if !a.crashing.Load() {
+		a.outageBegan(errSessionLost)
+	}
 	if a.txn != nil {
 		a.revokedExactlyOnce(true)
 		return

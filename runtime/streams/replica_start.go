@@ -101,7 +101,9 @@ func (s *standbys) startDue(ctx context.Context) {
 		}
 		opened = append(opened, sb)
 	}
-	ends, err := a.changelogEnds(ctx, kadm.NewClient(a.kc()), nil, opened)
+	// The follower's own client: the group client may be closed and
+	// replaced meanwhile (recover.go).
+	ends, err := a.changelogEnds(ctx, kadm.NewClient(s.client), nil, opened)
 	if err != nil {
 		// Try again later, unless the App is going away.
 		s.pending = append(opened, s.pending...)

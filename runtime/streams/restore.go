@@ -51,7 +51,7 @@ type restoration struct {
 
 // changelogEnds lists, in one request, the end offsets of the changelogs
 // of tasks and replicas: the offsets their restores run to, and where
-// replicas start to measure their lag.
+// replicas start to measure their lag. It waits brokerTimeout at most.
 func (a *App) changelogEnds(ctx context.Context, adm *kadm.Client, tasks []*task, replicas []*standbyTask) (kadm.ListedOffsets, error) {
 	var topics []string
 	add := func(stores []*taskStore) {
@@ -70,12 +70,14 @@ func (a *App) changelogEnds(ctx context.Context, adm *kadm.Client, tasks []*task
 	if len(topics) == 0 {
 		return nil, nil
 	}
+	ctx, cancel := context.WithTimeout(ctx, a.brokerTimeout())
+	defer cancel()
 	ends, err := a.listChangelogEnds(ctx, adm, topics...)
 	if err == nil {
 		err = ends.Error()
 	}
 	if err != nil {
-		return nil, fmt.Errorf("listing changelog end offsets: %w", err)
+		return nil, brokerErr("listing changelog end offsets", err)
 	}
 	return ends, nil
 }
@@ -160,13 +162,13 @@ func (a *App) runRestore(ctx context.Context, t *task, stores []*storeRestore) e
 	entries := make([]state.Entry, 0, 4096)
 	lastLog := time.Now()
 	for remaining > 0 {
-		fetches := cl.PollFetches(ctx)
-		if err := ctx.Err(); err != nil {
+		fetches, err := a.pollRestore(ctx, cl, t)
+		if err != nil {
 			return err
 		}
 		var ferr error
 		fetches.EachError(func(topic string, p int32, err error) {
-			ferr = errors.Join(ferr, fmt.Errorf("restoring %s/%d: %w", topic, p, err))
+			ferr = errors.Join(ferr, brokerErr(fmt.Sprintf("restoring %s/%d", topic, p), err))
 		})
 		if ferr != nil {
 			return ferr
@@ -233,6 +235,24 @@ func (a *App) runRestore(ctx context.Context, t *task, stores []*storeRestore) e
 		}
 	}
 	return nil
+}
+
+// pollRestore polls a restore's client. Its stores are behind their
+// changelogs' ends, so there is something to fetch: a poll that receives
+// nothing within brokerTimeout means the broker does not answer, and the
+// restore fails with a broker error, from which the App recovers by
+// joining again (recover.go); the stores keep what they applied.
+func (a *App) pollRestore(ctx context.Context, cl *kgo.Client, t *task) (kgo.Fetches, error) {
+	pctx, cancel := context.WithTimeout(ctx, a.brokerTimeout())
+	defer cancel()
+	fetches := cl.PollFetches(pctx)
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if pctx.Err() != nil {
+		return nil, brokerErr(fmt.Sprintf("restoring task %s", t.id), errNoProgress)
+	}
+	return fetches, nil
 }
 
 func (a *App) restoreEvent(t *task, sr *storeRestore, what string) {

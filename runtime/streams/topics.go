@@ -67,7 +67,7 @@ func (a *App) sourcePartitions(ctx context.Context, adm *kadm.Client) (map[strin
 		// exist would fail the App on the first bad record, not now.
 		details, err := adm.ListTopics(ctx, dlq)
 		if err != nil {
-			return nil, fmt.Errorf("describing dead-letter topic %q: %w", dlq, err)
+			return nil, brokerErr(fmt.Sprintf("describing dead-letter topic %q", dlq), err)
 		}
 		if d, ok := details[dlq]; !ok || d.Err != nil {
 			return nil, fmt.Errorf("dead-letter topic %q does not exist; create it or leave Config.DeadLetterTopic empty", dlq)
@@ -75,7 +75,7 @@ func (a *App) sourcePartitions(ctx context.Context, adm *kadm.Client) (map[strin
 	}
 	details, err := adm.ListTopics(ctx, topics...)
 	if err != nil {
-		return nil, fmt.Errorf("listing source topics: %w", err)
+		return nil, brokerErr("listing source topics", err)
 	}
 	out := make(map[string]int, len(topics))
 	var errs []error
@@ -85,7 +85,7 @@ func (a *App) sourcePartitions(ctx context.Context, adm *kadm.Client) (map[strin
 		case !ok || errors.Is(d.Err, kerr.UnknownTopicOrPartition):
 			errs = append(errs, &MissingSourceTopicError{Topic: t})
 		case d.Err != nil:
-			errs = append(errs, fmt.Errorf("describing source topic %q: %w", t, d.Err))
+			errs = append(errs, brokerErr(fmt.Sprintf("describing source topic %q", t), d.Err))
 		default:
 			out[t] = len(d.Partitions)
 		}
@@ -181,11 +181,11 @@ func (a *App) ensureInternalTopic(ctx context.Context, adm *kadm.Client, topic s
 		return nil
 	}
 	if !errors.Is(err, kerr.TopicAlreadyExists) {
-		return fmt.Errorf("creating internal topic %q: %w", topic, err)
+		return brokerErr(fmt.Sprintf("creating internal topic %q", topic), err)
 	}
 	details, err := adm.ListTopics(ctx, topic)
 	if err != nil {
-		return fmt.Errorf("describing internal topic %q: %w", topic, err)
+		return brokerErr(fmt.Sprintf("describing internal topic %q", topic), err)
 	}
 	if have := len(details[topic].Partitions); have != partitions {
 		return &InternalTopicError{Topic: topic, Partitions: have, ExpectedPartitions: partitions}
