@@ -39,6 +39,7 @@ func (a *App) startClient() error {
 		kgo.MetadataMinAge(time.Second),
 	}
 	opts = append(opts, a.cfg.ClientOptions...)
+	opts = append(opts, a.reach.watch(a.log)...)
 	opts = append(opts,
 		kgo.SeedBrokers(a.cfg.Brokers...),
 		kgo.ConsumerGroup(a.cfg.ApplicationID),
@@ -53,8 +54,6 @@ func (a *App) startClient() error {
 		kgo.OnPartitionsAssigned(a.onAssigned),
 		kgo.OnPartitionsRevoked(a.onRevoked),
 		kgo.OnPartitionsLost(a.onLost),
-		kgo.WithLogger(kgoLogger{a.log, a.reach}),
-		kgo.WithHooks(a.reach.hook()),
 		// Kafka's default partitioner (murmur2 of the key), so that
 		// repartition topics agree with every other Kafka client.
 		kgo.RecordPartitioner(streamsPartitioner{changelogs: a.changelogTopics()}),

@@ -203,6 +203,15 @@ func (r *reachability) announce(ev BrokerReachabilityEvent) {
 // hook returns the kgo hook that feeds r.
 func (r *reachability) hook() kgo.Hook { return reachHook{r} }
 
+// watch returns the options that make a client of the App feed r and log
+// through the App's logger, quieted during an outage. Every client of the
+// App takes them: while the broker is away, the client that retries may
+// be any of them (after a lost session, only the one that prepares the
+// topics for the next).
+func (r *reachability) watch(log *slog.Logger) []kgo.Opt {
+	return []kgo.Opt{kgo.WithHooks(r.hook()), kgo.WithLogger(kgoLogger{log, r})}
+}
+
 // reachHook feeds a reachability from a client's connection events.
 type reachHook struct{ r *reachability }
 

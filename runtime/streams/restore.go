@@ -152,6 +152,7 @@ func (a *App) runRestore(ctx context.Context, t *task, stores []*storeRestore) e
 		kgo.FetchMaxPartitionBytes(16 << 20),
 	}, a.cfg.ClientOptions...)
 	opts = append(opts, a.readOptions()...)
+	opts = append(opts, a.reach.watch(a.log.With("client", "restore"))...)
 	opts = append(opts, kgo.SeedBrokers(a.cfg.Brokers...), kgo.ConsumePartitions(parts), kgo.WithContext(a.clientCtx))
 	cl, err := kgo.NewClient(opts...)
 	if err != nil {

@@ -140,8 +140,8 @@ func (a *App) startStandbys() error {
 		kgo.FetchMaxPartitionBytes(16 << 20),
 	}, a.cfg.ClientOptions...)
 	opts = append(opts, a.readOptions()...)
-	opts = append(opts, kgo.SeedBrokers(a.cfg.Brokers...), kgo.WithContext(a.clientCtx),
-		kgo.WithLogger(kgoLogger{a.log.With("client", "standby"), a.reach}))
+	opts = append(opts, a.reach.watch(a.log.With("client", "standby"))...)
+	opts = append(opts, kgo.SeedBrokers(a.cfg.Brokers...), kgo.WithContext(a.clientCtx))
 	cl, err := kgo.NewClient(opts...)
 	if err != nil {
 		return fmt.Errorf("creating standby client: %w", err)

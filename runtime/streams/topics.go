@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
 
@@ -16,7 +17,8 @@ import (
 // internal topics, each with the partition count of the sub-topology that
 // writes it, so that a repartition preserves the parallelism upstream.
 func (a *App) prepareTopics(ctx context.Context) error {
-	cl, err := kgo.NewClient(append(a.cfg.ClientOptions, kgo.SeedBrokers(a.cfg.Brokers...))...)
+	cl, err := kgo.NewClient(slices.Concat(a.cfg.ClientOptions, a.reach.watch(a.log.With("client", "admin")),
+		[]kgo.Opt{kgo.SeedBrokers(a.cfg.Brokers...)})...)
 	if err != nil {
 		return fmt.Errorf("creating admin client: %w", err)
 	}
