@@ -174,6 +174,20 @@ func (a *App) placeReplicas(plan assign.Assignment, left []*task) []*standbyTask
 		}
 		sb := &standbyTask{id: id, warmup: want[id]}
 		if t := leaving[id]; t != nil {
+			// The replica writes its changelog's records, the next
+			// owner's, straight to pebble, beneath what the task
+			// kept in memory of it: the clean rows of the record
+			// caches (a key-value store keeps its flushed rows), the
+			// open windows, the unmatched rows' progress. Kept, they
+			// would hide the new owner's writes once the task is
+			// back here: counts resumed from the rows the task held
+			// when it left. So they go now, as when a transaction
+			// aborts; a promotion reloads them from pebble
+			// (task.start). The suspended task committed, so no
+			// pending write is dropped.
+			for _, st := range t.storeList {
+				st.rollBack()
+			}
 			sb.stores = t.storeList
 		}
 		fresh = append(fresh, sb)
