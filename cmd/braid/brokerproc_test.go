@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -94,6 +95,99 @@ func testBrokerSurvivesKill(t *testing.T, flags ...string) {
 	if o, ok := committed.Lookup("kept", recs[0].Partition); !ok || o.At != 1 {
 		t.Errorf("after SIGKILL and a restart the committed offset is %+v (found %v), want 1", o, ok)
 	}
+}
+
+// TestBrokerKillAbortsOpenTxn: a transaction open when `braid broker` is
+// killed is aborted at the restart, and it hides nothing else from
+// read_committed readers: the producer that initialises again with the same
+// transactional id (and so the same producer id) commits transactions that
+// are seen. kfake alone writes no abort marker for it, which hid them all.
+func TestBrokerKillAbortsOpenTxn(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	dir := t.TempDir()
+	p, addr := startBrokerProcess(t, "--listen", "127.0.0.1:0", "--data-dir", dir)
+	adm := kadm.NewClient(newClient(t, kgo.SeedBrokers(addr)))
+	if _, err := adm.CreateTopic(ctx, 1, 1, nil, "t"); err != nil {
+		t.Fatal(err)
+	}
+	txn := func(cl *kgo.Client, name string, commit bool) {
+		t.Helper()
+		if err := cl.BeginTransaction(); err != nil {
+			t.Fatal(err)
+		}
+		for i := range 3 {
+			if err := cl.ProduceSync(ctx, &kgo.Record{Value: []byte(fmt.Sprintf("%s-%d", name, i))}).FirstErr(); err != nil {
+				t.Fatalf("producing in %s: %v", name, err)
+			}
+		}
+		if commit {
+			if err := cl.EndTransaction(ctx, kgo.TryCommit); err != nil {
+				t.Fatalf("committing %s: %v", name, err)
+			}
+		}
+	}
+	producer := func() *kgo.Client {
+		cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.DefaultProduceTopic("t"), kgo.TransactionalID("tx"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cl
+	}
+	first := producer()
+	txn(first, "txn1", true)
+	txn(first, "txn2", false) // open at the kill
+	if err := p.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	<-p.done
+	first.Close()
+
+	p, _ = startBrokerProcess(t, "--listen", addr, "--data-dir", dir)
+	second := producer()
+	defer second.Close()
+	txn(second, "txn3", true)
+	// A record outside any transaction, which read_committed never hides,
+	// marks the end.
+	if err := newClient(t, kgo.SeedBrokers(addr)).ProduceSync(ctx, &kgo.Record{Topic: "t", Value: []byte("end")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	readCommitted := func(when string) {
+		t.Helper()
+		reader, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ConsumeTopics("t"), kgo.FetchIsolationLevel(kgo.ReadCommitted()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer reader.Close()
+		var got []string
+		for done := false; !done; {
+			fs := reader.PollFetches(ctx)
+			if err := ctx.Err(); err != nil {
+				t.Fatalf("%s: no end record read by read_committed; read %q", when, got)
+			}
+			fs.EachRecord(func(r *kgo.Record) {
+				if string(r.Value) == "end" {
+					done = true
+					return
+				}
+				got = append(got, string(r.Value))
+			})
+		}
+		want := []string{"txn1-0", "txn1-1", "txn1-2", "txn3-0", "txn3-1", "txn3-2"}
+		if !slices.Equal(got, want) {
+			t.Errorf("%s: read_committed read %q, want %q", when, got, want)
+		}
+	}
+	readCommitted("after a kill with a transaction open")
+
+	// The log as repaired survives another kill: the marker written at
+	// the restart is in it, and reloading it changes nothing.
+	if err := p.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	<-p.done
+	startBrokerProcess(t, "--listen", addr, "--data-dir", dir)
+	readCommitted("after a second kill")
 }
 
 // TestBrokerAdvertise: `braid broker --advertise` prints the address it

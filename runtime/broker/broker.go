@@ -44,7 +44,9 @@ type Config struct {
 	// broker process killed with SIGKILL loses nothing it acknowledged.
 	// Written only at a clean Close: topics created automatically (those
 	// of CreateTopics are written at once), group members, open
-	// transactions (aborted on the next start, their producers fenced),
+	// transactions (aborted on the next start, their producers fenced;
+	// Start writes their abort markers, which kfake leaves out, before it
+	// lets clients in, reading the whole log once to find them),
 	// idempotent producers' sequence windows (a produce retried across a
 	// kill may be appended twice) and log start offsets. Without Sync the
 	// writes reach the OS page cache only (synced when a segment rolls and
@@ -166,6 +168,9 @@ func Start(cfg Config) (*Broker, error) {
 	// kfake tells clients the address its listener reports, so the
 	// listener reports the advertised one; listenAddr keeps the real one.
 	var listenAddr string
+	// With a data dir, no client gets through before the log is repaired
+	// (see repairCrashAbortedTxns).
+	var gate *gatedListener
 	opts := []kfake.Opt{
 		// One broker: every partition leads here, so nothing is lost by
 		// running fewer, and requests never bounce between fake nodes.
@@ -177,10 +182,14 @@ func Start(cfg Config) (*Broker, error) {
 				return nil, err
 			}
 			listenAddr = ln.Addr().String()
-			if cfg.Advertise == "" {
-				return ln, nil
+			if cfg.Advertise != "" {
+				ln = advertisedListener{Listener: ln, addr: tcpAddr(cfg.Advertise)}
 			}
-			return advertisedListener{Listener: ln, addr: tcpAddr(cfg.Advertise)}, nil
+			if cfg.DataDir != "" {
+				gate = newGatedListener(ln)
+				ln = gate
+			}
+			return ln, nil
 		}),
 		kfake.AllowAutoTopicCreation(),
 		kfake.DefaultNumPartitions(parts),
@@ -210,6 +219,13 @@ func Start(cfg Config) (*Broker, error) {
 		c.Close()
 		return nil, errors.New("starting embedded broker: it listens on no address")
 	}
+	if gate != nil {
+		if err := repairLog(c, gate, SASLClientOptions(cfg.SASLUser, cfg.SASLPassword)); err != nil {
+			c.Close()
+			return nil, fmt.Errorf("starting embedded broker: writing the abort markers of transactions open at its last stop: %w", err)
+		}
+		gate.Open()
+	}
 	b := &Broker{cluster: c, addr: addrs[0], listenAddr: listenAddr, clientOpts: SASLClientOptions(cfg.SASLUser, cfg.SASLPassword), now: time.Now}
 	b.retention = cfg.Retention
 	if b.retention == 0 {
@@ -231,6 +247,20 @@ func Start(cfg Config) (*Broker, error) {
 	b.stopCleaner, b.cleanerDone = cancel, make(chan struct{})
 	go b.clean(ctx, interval, cfg.Logger)
 	return b, nil
+}
+
+// repairLog writes the abort markers kfake's crash recovery leaves out,
+// through gate's in-memory connections.
+func repairLog(c *kfake.Cluster, gate *gatedListener, opts []kgo.Opt) error {
+	addrs := c.ListenAddrs()
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(addrs...), kgo.Dialer(gate.dial)}, opts...)...)
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	return repairCrashAbortedTxns(ctx, cl)
 }
 
 // DefaultRetention is Config.Retention's default: Kafka's
