@@ -43,7 +43,9 @@ import (
 // It reads the whole log, through an in-memory connection: its cost is
 // proportional to the size of the data dir, which kfake holds in memory
 // anyway. A repaired log has the marker on disk, so a later start finds
-// nothing to do.
+// nothing to do. Retention and compaction start only after the repair, and
+// treat these markers as they treat those EndTxn writes (compaction keeps a
+// producer's markers while data of that producer survives, as Kafka does).
 
 // repairCrashAbortedTxns writes an abort marker for every aborted
 // transaction of the broker that cl reaches that has none.
