@@ -187,14 +187,7 @@ func checkExactlyOnce(t *testing.T, b *broker.Broker, tr *eosTruth) {
 	}
 	got := map[string]int64{}
 	for _, r := range readCommitted(t, b, "event-windows") {
-		var k struct {
-			Key   string `json:"key"`
-			Start int64  `json:"start"`
-		}
-		if err := json.Unmarshal(r.Key, &k); err != nil {
-			t.Fatalf("result key %q: %v", r.Key, err)
-		}
-		id := fmt.Sprintf("%s@%d", k.Key, k.Start)
+		id := windowResultID(t, r)
 		if _, dup := got[id]; dup {
 			t.Errorf("window %s emitted twice", id)
 		}
@@ -208,6 +201,20 @@ func checkExactlyOnce(t *testing.T, b *broker.Broker, tr *eosTruth) {
 	if len(got) != len(tr.windows) {
 		t.Errorf("%d window results, want %d", len(got), len(tr.windows))
 	}
+}
+
+// windowResultID names a windowed result by its key and window start,
+// "key@start", from its JSON key.
+func windowResultID(t *testing.T, r *kgo.Record) string {
+	t.Helper()
+	var k struct {
+		Key   string `json:"key"`
+		Start int64  `json:"start"`
+	}
+	if err := json.Unmarshal(r.Key, &k); err != nil {
+		t.Fatalf("result key %q: %v", r.Key, err)
+	}
+	return fmt.Sprintf("%s@%d", k.Key, k.Start)
 }
 
 // processedAll waits until the group committed every produced event.

@@ -2,8 +2,6 @@ package streams_test
 
 import (
 	"encoding/binary"
-	"encoding/json"
-	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -206,14 +204,7 @@ func checkAtLeastOnce(t *testing.T, b *broker.Broker, tr *eosTruth) {
 	}
 	got := map[string]int64{}
 	for _, r := range readCommitted(t, b, "event-windows") {
-		var k struct {
-			Key   string `json:"key"`
-			Start int64  `json:"start"`
-		}
-		if err := json.Unmarshal(r.Key, &k); err != nil {
-			t.Fatalf("result key %q: %v", r.Key, err)
-		}
-		id := fmt.Sprintf("%s@%d", k.Key, k.Start)
+		id := windowResultID(t, r)
 		got[id] = max(got[id], int64(binary.BigEndian.Uint64(r.Value)))
 	}
 	tr.mu.Lock()
