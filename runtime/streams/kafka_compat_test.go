@@ -15,6 +15,7 @@ package streams_test
 
 import (
 	"fmt"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -30,7 +31,8 @@ type kafkaCase struct {
 	// Area groups the cases for the coverage check: one of kafkaAreas.
 	Area string
 	// Differs, when set, names the README difference the case asserts
-	// instead of Kafka's output.
+	// instead of Kafka's output: the item "**<Differs>.**" of the
+	// README's section "Where Braid differs from Kafka Streams".
 	Differs string
 	Run     func(t *testing.T)
 }
@@ -86,6 +88,27 @@ func TestKafkaCompatCoverage(t *testing.T) {
 	for _, a := range kafkaAreas {
 		if perArea[a] == 0 {
 			t.Errorf("no case covers %s", a)
+		}
+	}
+}
+
+// TestKafkaCompatDifferencesDocumented keeps the README true: every
+// difference a case asserts is an item of the README's section "Where
+// Braid differs from Kafka Streams", whose items start "**<name>.**".
+func TestKafkaCompatDifferencesDocumented(t *testing.T) {
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const heading = "## Where Braid differs from Kafka Streams\n"
+	_, section, ok := strings.Cut(string(readme), heading)
+	if !ok {
+		t.Fatalf("README.md has no section %q", strings.TrimSpace(heading))
+	}
+	section, _, _ = strings.Cut(section, "\n## ")
+	for _, c := range kafkaPort {
+		if c.Differs != "" && !strings.Contains(section, "**"+c.Differs+".**") {
+			t.Errorf("case %s asserts the difference %q, which the README's section does not list as \"**%s.**\"", c.Kafka, c.Differs, c.Differs)
 		}
 	}
 }
