@@ -10,41 +10,52 @@ import (
 
 // TestStreamStreamJoin checks the three stream-stream joins record by
 // record, with join windows of 10ms either side and 5ms grace: a left
-// record at ts joins right records in [ts-10, ts+10]; a record is late
-// once stream time passes ts+10+5; an unmatched record of an outer side
-// is emitted with nil when stream time passes ts+10+5, not earlier.
+// record at ts joins right records in [ts-10, ts+10]; each side buffers
+// its records for 25ms after its latest one, and a record out of order
+// joins what the other side still buffers (partners oldest first); one
+// older than its own buffer's 25ms is not buffered and counted late, but
+// still joins; an unmatched record of an outer side is emitted with nil
+// when stream time passes ts+10+5, not earlier, or at once if that time
+// has passed when it comes.
 func TestStreamStreamJoin(t *testing.T) {
 	inputs := []joinStep{
 		{topic: "l", key: "A", value: "a1", ts: 100},
 		{topic: "r", key: "A", value: "b1", ts: 105}, // meets a1
 		{topic: "l", key: "A", value: "a2", ts: 112}, // meets b1
-		// Out of order within grace: stream time 112 has not passed
-		// 98+15; meets a1 (a2 at 112 is more than 10 after it).
+		// Out of order: meets a1 (a2 at 112 is more than 10 after it).
 		{topic: "r", key: "A", value: "b2", ts: 98},
-		// Late: stream time 112 is past 90+15; dropped.
-		{topic: "r", key: "A", value: "b3", ts: 90},
+		// Out of order: meets b2 and b1, oldest first.
+		{topic: "l", key: "A", value: "a3", ts: 95},
+		// Buffered (the right side's latest is 105), meets nobody (the
+		// left buffer holds 88 on), and its window has closed: an outer
+		// join emits it at once.
+		{topic: "r", key: "A", value: "b3", ts: 82},
+		// Older than the left buffer holds (112-25): late, not buffered,
+		// but meets b3.
+		{topic: "l", key: "A", value: "a4", ts: 86},
+		// Late, meets nobody.
+		{topic: "r", key: "A", value: "b4", ts: 70},
 		{topic: "l", key: "B", value: "c1", ts: 113}, // alone; closes after 128
 		{topic: "r", key: "Z", value: "z1", ts: 128}, // stream time 128: c1 not due yet
 		{topic: "r", key: "B", value: "d1", ts: 130}, // 130 > 128: c1 due; d1 alone (c1 is 17 before)
 		{topic: "l", key: "X", value: "x1", ts: 150}, // 150 > 143 and 145: z1 and d1 due
+	}
+	joined := [][]string{
+		nil, out("A=a1+b1@105"), out("A=a2+b1@112"), out("A=a1+b2@100"),
+		out("A=a3+b2@98", "A=a3+b1@105"), nil, out("A=a4+b3@86"), nil,
 	}
 	for _, tc := range []struct {
 		name string
 		join func(l, r *streams.Stream, w streams.JoinWindows) *streams.Stream
 		want [][]string
 	}{
-		{"inner", func(l, r *streams.Stream, w streams.JoinWindows) *streams.Stream { return l.Join(r, concat, w) }, [][]string{
-			nil, out("A=a1+b1@105"), out("A=a2+b1@112"), out("A=a1+b2@100"), nil,
-			nil, nil, nil, nil,
-		}},
-		{"left", func(l, r *streams.Stream, w streams.JoinWindows) *streams.Stream { return l.LeftJoin(r, concat, w) }, [][]string{
-			nil, out("A=a1+b1@105"), out("A=a2+b1@112"), out("A=a1+b2@100"), nil,
-			nil, nil, out("B=c1+-@113"), nil,
-		}},
-		{"outer", func(l, r *streams.Stream, w streams.JoinWindows) *streams.Stream { return l.OuterJoin(r, concat, w) }, [][]string{
-			nil, out("A=a1+b1@105"), out("A=a2+b1@112"), out("A=a1+b2@100"), nil,
-			nil, nil, out("B=c1+-@113"), out("Z=-+z1@128", "B=-+d1@130"),
-		}},
+		{"inner", func(l, r *streams.Stream, w streams.JoinWindows) *streams.Stream { return l.Join(r, concat, w) },
+			append(slices.Clone(joined), nil, nil, nil, nil)},
+		{"left", func(l, r *streams.Stream, w streams.JoinWindows) *streams.Stream { return l.LeftJoin(r, concat, w) },
+			append(slices.Clone(joined), nil, nil, out("B=c1+-@113"), nil)},
+		{"outer", func(l, r *streams.Stream, w streams.JoinWindows) *streams.Stream { return l.OuterJoin(r, concat, w) },
+			append(slices.Clone(joined[:5]), out("A=-+b3@82"), joined[6], out("A=-+b4@70"),
+				nil, nil, out("B=c1+-@113"), out("Z=-+z1@128", "B=-+d1@130"))},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			build := func(b *streams.Builder) {
@@ -62,8 +73,8 @@ func TestStreamStreamJoin(t *testing.T) {
 					late += st.LateDrops
 				}
 			}
-			if late != 1 {
-				t.Errorf("%d late records counted, want 1 (b3)", late)
+			if late != 2 {
+				t.Errorf("%d late records counted, want 2 (a4, b4)", late)
 			}
 		})
 	}

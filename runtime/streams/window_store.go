@@ -85,14 +85,21 @@ type windowState struct {
 	index map[string]*bufferedRecords
 }
 
-// bufferedRecords are one key's records in a join buffer, in the order
-// they were buffered.
+// bufferedRecords are one key's records in a join buffer, oldest first,
+// and in the order they were buffered at equal timestamps: the order of
+// the buffer's pebble keys, which a restart rebuilds the index from.
 type bufferedRecords struct{ recs []bufferedRecord }
 
-// addIndexed adds a buffered record under serialized key inner.
+// addIndexed adds a record just buffered under serialized key inner, after
+// every record not later than it: mostly at the end, since most records
+// come in time order.
 func (w *windowState) addIndexed(inner []byte, r bufferedRecord) {
 	if b, ok := w.index[string(inner)]; ok {
-		b.recs = append(b.recs, r)
+		i := len(b.recs)
+		for i > 0 && b.recs[i-1].ts > r.ts {
+			i--
+		}
+		b.recs = slices.Insert(b.recs, i, r)
 		return
 	}
 	w.index[string(inner)] = &bufferedRecords{recs: []bufferedRecord{r}}
