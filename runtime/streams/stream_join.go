@@ -40,8 +40,8 @@ import (
 
 // Join joins s with other within the join windows w: each pair of records
 // with equal keys whose timestamps are close enough yields one result, as
-// soon as the second of them is processed, with the larger of the two
-// timestamps. It takes Named, WithSerdes (the result's serdes; the value
+// soon as the second of them is processed (the first still buffered: see
+// JoinWindows), with the larger of the two timestamps. It takes Named, WithSerdes (the result's serdes; the value
 // serde is unknown otherwise) and Materialized (the stores' base name,
 // logging and key serde). Inputs whose key may have changed are
 // repartitioned first.
@@ -51,14 +51,15 @@ func (s *Stream) Join(other *Stream, joiner ValueJoiner, w JoinWindows, opts ...
 
 // LeftJoin is Join that also emits every record of s that met no record
 // of other, joined with nil, once its window has closed: when stream time
-// passes its timestamp + After + Grace.
+// passes its timestamp + After + Grace, or at once if it comes later than
+// that. A record of s without a key is emitted with nil at once.
 func (s *Stream) LeftJoin(other *Stream, joiner ValueJoiner, w JoinWindows, opts ...Option) *Stream {
 	return s.joinStream("LeftJoin", true, false, other, joiner, w, opts)
 }
 
 // OuterJoin is LeftJoin that also emits the records of other that met no
 // record of s, as (nil, record), once stream time passes their timestamp
-// + Before + Grace.
+// + Before + Grace (or at once, as LeftJoin does).
 func (s *Stream) OuterJoin(other *Stream, joiner ValueJoiner, w JoinWindows, opts ...Option) *Stream {
 	return s.joinStream("OuterJoin", true, true, other, joiner, w, opts)
 }
