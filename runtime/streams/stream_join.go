@@ -41,10 +41,10 @@ import (
 // Join joins s with other within the join windows w: each pair of records
 // with equal keys whose timestamps are close enough yields one result, as
 // soon as the second of them is processed (the first still buffered: see
-// JoinWindows), with the larger of the two timestamps. It takes Named, WithSerdes (the result's serdes; the value
-// serde is unknown otherwise) and Materialized (the stores' base name,
-// logging and key serde). Inputs whose key may have changed are
-// repartitioned first.
+// JoinWindows), with the larger of the two timestamps. It takes Named,
+// WithSerdes (the result's serdes; the value serde is unknown otherwise)
+// and Materialized (the stores' base name, logging and key serde). Inputs
+// whose key may have changed are repartitioned first.
 func (s *Stream) Join(other *Stream, joiner ValueJoiner, w JoinWindows, opts ...Option) *Stream {
 	return s.joinStream("Join", false, false, other, joiner, w, opts)
 }

@@ -58,7 +58,13 @@ type windowState struct {
 	// expiry issues no range deletion while nothing lies below it (a
 	// range deletion in the pending batch slows every read of it);
 	// storedUpTo the latest segment time written: a window starting later
-	// is not in pebble, and looking it up there is saved.
+	// is not in pebble, and looking it up there is saved. For a join
+	// buffer it is its side's latest timestamp, which its retention runs
+	// behind; a restart takes it from the records pebble holds. Expiry
+	// runs on the task's stream time, at or after it: only a side that
+	// falls behind the other by more than the retention plus a segment (a
+	// minute at least) loses records a Kafka Streams buffer would still
+	// hold, for records of the other side out of order by as much.
 	lowestSegment, storedUpTo int64
 	// open indexes the windows that have not closed, for emitting final
 	// results, the window-closed hooks and OpenWindows; closing is a heap
@@ -72,7 +78,8 @@ type windowState struct {
 	// seq numbers the records of a join buffer, whose keys end with it
 	// so that records with the same key and timestamp are kept apart;
 	// last and lastValue are the changelog key and value of the record
-	// buffered last, which the join processor after the buffer uses.
+	// the buffer processed last (buffered or too old to be; nil for one
+	// without a key), which the join processor after the buffer uses.
 	seq             uint32
 	last, lastValue []byte
 	// index holds a join buffer's records by serialized key, decoded:
