@@ -163,3 +163,58 @@ func TestStreamStreamJoinHoldsOutOfOrderWithinGrace(t *testing.T) {
 		{topic: "l", key: "Y", value: "y1", ts: 200, want: out("X=x1+-@150")},
 	})
 }
+
+// TestStreamStreamJoinBufferExpiresByItsSideTime checks that a join
+// buffer expires by its own side's latest record, as Kafka Streams'
+// buffers do: when the left side runs minutes ahead of a silent right
+// side, the right buffer keeps its records (their segment would have
+// expired by the task's stream time), so that a left record out of order
+// by as much still joins them, before and after a restart.
+func TestStreamStreamJoinBufferExpiresByItsSideTime(t *testing.T) {
+	b := streams.NewBuilder()
+	w := streams.JoinTimeDifference(10*time.Millisecond, 0)
+	b.Stream([]string{"l"}).Join(b.Stream([]string{"r"}), concat, w).To("out")
+	topo, err := b.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := streams.DriverConfig{StateDir: t.TempDir(), DefaultKeySerde: streams.String, DefaultValueSerde: streams.String}
+	check := func(d *streams.TestDriver, value string, want string) {
+		t.Helper()
+		if err := d.Pipe("l", []byte("A"), []byte(value), 995); err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, r := range d.ReadOutput("out") {
+			got = append(got, fmt.Sprintf("%s=%s@%d", r.Key, r.Value, r.Timestamp))
+		}
+		if !slices.Equal(got, []string{want}) {
+			t.Errorf("emitted %q, want %q", got, want)
+		}
+	}
+	d, err := streams.NewTestDriver(topo, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Pipe("r", []byte("A"), []byte("b1"), 1000); err != nil {
+		t.Fatal(err)
+	}
+	// Four minutes on: segments are a minute long.
+	for i := range int64(5) {
+		if err := d.Pipe("l", []byte("Z"), []byte("z"), 1000+i*60_000); err != nil {
+			t.Fatal(err)
+		}
+	}
+	check(d, "a1", "A=a1+b1@1000")
+	if err := d.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if d, err = streams.NewTestDriver(topo, cfg); err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	check(d, "a2", "A=a2+b1@1000")
+}

@@ -60,11 +60,8 @@ type windowState struct {
 	// storedUpTo the latest segment time written: a window starting later
 	// is not in pebble, and looking it up there is saved. For a join
 	// buffer it is its side's latest timestamp, which its retention runs
-	// behind; a restart takes it from the records pebble holds. Expiry
-	// runs on the task's stream time, at or after it: only a side that
-	// falls behind the other by more than the retention plus a segment (a
-	// minute at least) loses records a Kafka Streams buffer would still
-	// hold, for records of the other side out of order by as much.
+	// behind, and expires by (see expireSegments); a restart and a
+	// standby take it from the records pebble holds.
 	lowestSegment, storedUpTo int64
 	// open indexes the windows that have not closed, for emitting final
 	// results, the window-closed hooks and OpenWindows; closing is a heap
@@ -458,8 +455,15 @@ func (st *taskStore) flushClosed(t *task, kb string, e *cacheEntry) error {
 
 // expireSegments drops the segments whose every window is past retention
 // at stream time now: segment s holds segment times below (s+1)*interval.
+// A join buffer's retention runs behind its own side's latest record
+// instead, as Kafka Streams' buffers expire by the time they have seen: a
+// side that falls behind the other keeps its records for the other side's
+// records out of order.
 func (st *taskStore) expireSegments(now int64) error {
 	w := st.win
+	if w.spec.kind == joinWindowKind {
+		now = min(now, w.storedUpTo)
+	}
 	if now < 0 {
 		return nil
 	}
