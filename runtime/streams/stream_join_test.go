@@ -218,3 +218,51 @@ func TestStreamStreamJoinBufferExpiresByItsSideTime(t *testing.T) {
 	defer d.Close()
 	check(d, "a2", "A=a2+b1@1000")
 }
+
+// TestStreamStreamJoinNullKeys checks records without a key: they meet
+// nobody, so that an outer side emits them with nil at once (as Kafka
+// Streams does since 3.7) and an inner side drops them.
+func TestStreamStreamJoinNullKeys(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		join func(l, r *streams.Stream, w streams.JoinWindows) *streams.Stream
+		want []string
+	}{
+		{"inner", func(l, r *streams.Stream, w streams.JoinWindows) *streams.Stream { return l.Join(r, concat, w) }, nil},
+		{"left", func(l, r *streams.Stream, w streams.JoinWindows) *streams.Stream { return l.LeftJoin(r, concat, w) },
+			[]string{"<nil>=l1+-@100"}},
+		{"outer", func(l, r *streams.Stream, w streams.JoinWindows) *streams.Stream { return l.OuterJoin(r, concat, w) },
+			[]string{"<nil>=l1+-@100", "<nil>=-+r1@100"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := streams.NewBuilder()
+			w := streams.JoinTimeDifference(10*time.Millisecond, 0)
+			tc.join(b.Stream([]string{"l"}), b.Stream([]string{"r"}), w).To("out")
+			topo, err := b.Build()
+			if err != nil {
+				t.Fatal(err)
+			}
+			d, err := streams.NewTestDriver(topo, streams.DriverConfig{DefaultKeySerde: streams.String, DefaultValueSerde: streams.String})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer d.Close()
+			for _, topic := range []string{"l", "r"} {
+				if err := d.Pipe(topic, nil, []byte(topic+"1"), 100); err != nil {
+					t.Fatal(err)
+				}
+			}
+			var got []string
+			for _, r := range d.ReadOutput("out") {
+				key := "<nil>"
+				if r.Key != nil {
+					key = string(r.Key)
+				}
+				got = append(got, fmt.Sprintf("%s=%s@%d", key, r.Value, r.Timestamp))
+			}
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("emitted %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
