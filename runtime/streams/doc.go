@@ -37,9 +37,10 @@
 // Joins follow Kafka Streams 3.x: a stream joins a table's current row
 // (Stream.JoinTable), two tables join into a table that changes with
 // either (Table.Join), and two streams join within JoinWindows
-// (Stream.Join), each side buffered in a logged window store; left and
-// outer stream-stream joins emit a record that met no partner only once
-// its window has closed. Joined inputs must be co-partitioned: Build
+// (Stream.Join), each side buffered in a logged window store, so that
+// records out of order still join the partners the other side buffers;
+// left and outer stream-stream joins emit a record that met no partner
+// only once its window has closed. Joined inputs must be co-partitioned: Build
 // repartitions an input whose key may have changed, and an App refuses to
 // start on joined topics with different partition counts
 // (CopartitionError).

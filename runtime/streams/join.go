@@ -268,10 +268,14 @@ func (b *Builder) copartition(a, c *graphNode) {
 // JoinWindows says which records of two streams join: a record of the
 // left stream joins the right stream's records whose timestamps lie
 // within [ts-Before, ts+After], so that a right record joins the left
-// records within [ts-After, ts+Before]. Grace is how long after that span
-// records are still accepted: a left record is late once stream time
-// passes ts+After+Grace, a right one once it passes ts+Before+Grace, and
-// late records are dropped and counted as for windows (LateRecordHook).
+// records within [ts-After, ts+Before]. Grace is how much longer each
+// side's records are kept for records out of order: each side buffers its
+// records for Before+After+Grace after the latest timestamp of that side,
+// and a left or outer join emits an unmatched left record once stream time
+// passes ts+After+Grace, a right one once it passes ts+Before+Grace. An
+// out-of-order record joins whatever the other side still buffers; one
+// older than its own side's retention is not buffered, and is counted and
+// reported as late (LateRecordHook).
 type JoinWindows struct{ Before, After, Grace time.Duration }
 
 // JoinTimeDifference returns join windows of d on either side: records
@@ -300,8 +304,27 @@ func (w joinSpec) lookBack(left bool) int64 {
 	return w.before
 }
 
-// closesAt is the stream time at which a record of a side with timestamp
-// ts is late, and at which, unmatched, its outer result is due.
+// closesAt is the stream time at which an unmatched record of a side
+// with timestamp ts is due for its outer result: no partner within grace
+// can come any more.
 func (w joinSpec) closesAt(left bool, ts int64) int64 {
 	return ts + w.lookBack(left) + w.grace + 1
+}
+
+// partners returns the time range of the other side's records that a
+// record of a side with timestamp ts joins, clamped at zero as Kafka
+// Streams clamps it.
+func (w joinSpec) partners(left bool, ts int64) (from, to int64) {
+	if left {
+		return max(ts-w.before, 0), max(ts+w.after, 0)
+	}
+	return max(ts-w.after, 0), max(ts+w.before, 0)
+}
+
+// visibleFrom is the oldest timestamp a join buffer whose latest record
+// is at latest still holds: Kafka Streams' window stores keep
+// Before+After+Grace, the records after latest minus that span. Zero
+// windows keep the latest timestamp, so that equal timestamps join.
+func (w joinSpec) visibleFrom(latest int64) int64 {
+	return latest - max(w.before+w.after+w.grace, 1) + 1
 }

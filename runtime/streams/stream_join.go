@@ -2,48 +2,64 @@ package streams
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/binary"
 	"fmt"
+	"slices"
+
+	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // A stream-stream join buffers each side's records in a window store of
 // its own, a join buffer: every record is kept (keys end with the record's
 // timestamp and a sequence number, so that equal keys and timestamps do
 // not collide), segmented by timestamp and logged to a compact,delete
-// changelog like any window store, and dropped once no record of the
-// other side can meet it any more (retention Before+After+Grace). A record
-// first goes into its side's buffer (the KSTREAM-WINDOWED- node) and then
-// looks for partners in the other side's (KSTREAM-JOINTHIS-/-JOINOTHER-),
-// emitting a result per partner as they meet.
+// changelog like any window store. A record first goes into its side's
+// buffer (the KSTREAM-WINDOWED- node) and then looks for partners in the
+// other side's (KSTREAM-JOINTHIS-/-JOINOTHER-), emitting a result per
+// partner as they meet, partners in timestamp order.
+//
+// As in Kafka Streams, only the buffers' retention, Before+After+Grace,
+// bounds what a record meets: a buffer holds the records within its
+// retention of the latest timestamp it holds (its side's time, not the
+// task's), so that a record out of order, however old, still joins the
+// partners that the other side's buffer holds. A record older than its own
+// buffer's retention is not buffered (it could never be found): it is
+// counted and reported as late (LateRecordHook), and still joins.
 //
 // Left and outer joins keep the records that have met nobody yet in a
 // third store shared by both sides, as Kafka Streams does since 3.1: keyed
 // by timestamp first, so that the records whose window closed are found in
 // time order. A record leaves it when a partner arrives, or when stream
 // time passes its timestamp + look-back + grace, which emits it joined
-// with nil: never before, since until then a partner may still come.
+// with nil: never before, since until then a partner may still come. A
+// record that meets nobody and whose window has already closed when it
+// comes (it is out of order by more than look-back + grace) is emitted
+// with nil at once; so is a record without a key on an outer side, which
+// can meet nobody, as Kafka Streams does since 3.7.
 
 // Join joins s with other within the join windows w: each pair of records
 // with equal keys whose timestamps are close enough yields one result, as
-// soon as the second of them is processed, with the larger of the two
-// timestamps. It takes Named, WithSerdes (the result's serdes; the value
-// serde is unknown otherwise) and Materialized (the stores' base name,
-// logging and key serde). Inputs whose key may have changed are
-// repartitioned first.
+// soon as the second of them is processed (the first still buffered: see
+// JoinWindows), with the larger of the two timestamps. It takes Named,
+// WithSerdes (the result's serdes; the value serde is unknown otherwise)
+// and Materialized (the stores' base name, logging and key serde). Inputs
+// whose key may have changed are repartitioned first.
 func (s *Stream) Join(other *Stream, joiner ValueJoiner, w JoinWindows, opts ...Option) *Stream {
 	return s.joinStream("Join", false, false, other, joiner, w, opts)
 }
 
 // LeftJoin is Join that also emits every record of s that met no record
 // of other, joined with nil, once its window has closed: when stream time
-// passes its timestamp + After + Grace.
+// passes its timestamp + After + Grace, or at once if it comes later than
+// that. A record of s without a key is emitted with nil at once.
 func (s *Stream) LeftJoin(other *Stream, joiner ValueJoiner, w JoinWindows, opts ...Option) *Stream {
 	return s.joinStream("LeftJoin", true, false, other, joiner, w, opts)
 }
 
 // OuterJoin is LeftJoin that also emits the records of other that met no
 // record of s, as (nil, record), once stream time passes their timestamp
-// + Before + Grace.
+// + Before + Grace (or at once, as LeftJoin does).
 func (s *Stream) OuterJoin(other *Stream, joiner ValueJoiner, w JoinWindows, opts ...Option) *Stream {
 	return s.joinStream("OuterJoin", true, true, other, joiner, w, opts)
 }
@@ -164,7 +180,7 @@ func (s *Stream) joinStream(op string, leftOuter, rightOuter bool, other *Stream
 }
 
 // joinBufferProc puts each record of one side into its buffer, unless it
-// is late, and passes it on to the join.
+// is too old for the buffer's retention, and passes it on to the join.
 type joinBufferProc struct {
 	name  string
 	store *taskStore
@@ -183,19 +199,16 @@ func joinBufferFactory(store string, spec joinSpec, left bool) processorFactory 
 }
 
 func (p *joinBufferProc) process(t *task, r record) error {
-	if r.key == nil || r.value == nil {
-		return nil // as Kafka Streams: nothing to join on
-	}
-	if t.streamTime >= p.spec.closesAt(p.left, r.timestamp) {
-		// The window of records it could join with, seen from its side.
-		from, to := r.timestamp-p.spec.before, r.timestamp+p.spec.after
-		if !p.left {
-			from, to = r.timestamp-p.spec.after, r.timestamp+p.spec.before
-		}
-		p.store.dropLate(t, r, Windowed{Key: r.key, Start: from, End: to})
-		return nil
+	if r.value == nil {
+		return nil // as Kafka Streams: nothing to join
 	}
 	st := p.store
+	w := st.win
+	if r.key == nil {
+		// Never buffered: the join emits it alone if its side is outer.
+		w.last, w.lastValue = nil, nil
+		return forward(t, p.next, r)
+	}
 	inner, err := st.keySerde.Serialize(st.changelogOrName(), r.key)
 	if err != nil {
 		return t.processingError(p.name, fmt.Errorf("store %q: serializing key: %w", st.spec.name, err))
@@ -204,7 +217,6 @@ func (p *joinBufferProc) process(t *task, r record) error {
 	if err != nil {
 		return err
 	}
-	w := st.win
 	// One fresh slice holds the changelog key (the producer keeps it
 	// until sent) and the pebble key (the store keeps it until the
 	// commit): inner, timestamp, sequence number; then storeKey's.
@@ -214,9 +226,15 @@ func (p *joinBufferProc) process(t *task, r record) error {
 	buf = binary.BigEndian.AppendUint64(buf, uint64(r.timestamp))
 	buf = binary.BigEndian.AppendUint32(buf, w.seq)
 	kb := buf[:n:n]
-	sk := w.storeKey(buf[n:], kb)
 	w.seq++
 	w.last, w.lastValue = kb, vb
+	if r.timestamp < p.spec.visibleFrom(max(w.storedUpTo, r.timestamp)) {
+		// Past the buffer's retention: no record could find it there.
+		from, to := p.spec.partners(p.left, r.timestamp)
+		st.dropLate(t, r, Windowed{Key: r.key, Start: from, End: to})
+		return forward(t, p.next, r)
+	}
+	sk := w.storeKey(buf[n:], kb)
 	w.maxSegment = max(w.maxSegment, r.timestamp/w.interval)
 	w.stored(r.timestamp)
 	if err := st.db.PutWriteOnly(sk, vb); err != nil {
@@ -290,17 +308,22 @@ func streamJoinFactory(side streamJoinSide) processorFactory {
 }
 
 func (p *streamJoinProc) process(t *task, r record) error {
+	last := p.this.win.last
+	if last == nil {
+		// A record without a key meets nobody.
+		if !p.outer {
+			return nil
+		}
+		return p.emitAlone(t, r)
+	}
 	if p.unmatched != nil {
-		if err := p.unmatched.emitClosed(t, p.next); err != nil {
+		if err := p.unmatched.emitClosed(t, p.next, r.headers); err != nil {
 			return err
 		}
 	}
-	last := p.this.win.last
 	inner := last[:len(last)-12]
-	from, to := r.timestamp-p.spec.before, r.timestamp+p.spec.after
-	if !p.left {
-		from, to = r.timestamp-p.spec.after, r.timestamp+p.spec.before
-	}
+	from, to := p.spec.partners(p.left, r.timestamp)
+	from = max(from, p.spec.visibleFrom(p.other.win.storedUpTo))
 	p.matches = p.other.bufferedRecords(p.matches[:0], inner, from, to)
 	for _, m := range p.matches {
 		l, rv := r.value, m.value
@@ -322,18 +345,38 @@ func (p *streamJoinProc) process(t *task, r record) error {
 			return err
 		}
 	}
-	if len(p.matches) == 0 && p.outer {
-		if err := p.unmatched.add(t, p.left, last, p.this.win.lastValue, r.timestamp); err != nil {
-			return t.processingError(p.name, err)
-		}
-	}
+	found := len(p.matches) > 0
 	clear(p.matches)
+	switch {
+	case found || !p.outer:
+		return nil
+	case t.streamTime >= p.spec.closesAt(p.left, r.timestamp):
+		// Its window closed before it came: no partner can come now.
+		return p.emitAlone(t, r)
+	}
+	if err := p.unmatched.add(t, p.left, last, p.this.win.lastValue, r.timestamp); err != nil {
+		return t.processingError(p.name, err)
+	}
 	return nil
 }
 
+// emitAlone emits a record of an outer side joined with nil, at once.
+func (p *streamJoinProc) emitAlone(t *task, r record) error {
+	l, rv := r.value, any(nil)
+	if !p.left {
+		l, rv = nil, r.value
+	}
+	v, err := p.joiner(r.key, l, rv)
+	if err != nil {
+		return t.processingError(p.name, err)
+	}
+	return forward(t, p.next, record{key: r.key, value: v, timestamp: r.timestamp, headers: r.headers})
+}
+
 // bufferedRecords appends the records of a join buffer under serialized
-// key inner with timestamps in [from, to] to dst: from the index, in the
-// order they were buffered.
+// key inner with timestamps in [from, to] to dst: from the index, oldest
+// first (and in the order they were buffered at equal timestamps), as
+// Kafka Streams' window store fetches them.
 func (st *taskStore) bufferedRecords(dst []bufferedRecord, inner []byte, from, to int64) []bufferedRecord {
 	b := st.win.index[string(inner)]
 	if b == nil {
@@ -455,9 +498,11 @@ func (u *unmatchedStore) delete(t *task, k []byte) error {
 }
 
 // emitClosed emits, joined with nil and at their own timestamps, the
-// unmatched records whose window stream time has closed, oldest first,
-// and drops them from the store.
-func (u *unmatchedStore) emitClosed(t *task, next []processor) error {
+// unmatched records whose window stream time has closed, in Kafka
+// Streams' order, and drops them from the store. They carry the headers
+// of the record being processed, as in Kafka Streams (the store keeps no
+// headers).
+func (u *unmatchedStore) emitClosed(t *task, next []processor, headers []kgo.RecordHeader) error {
 	now := t.streamTime
 	if now < u.nextClose {
 		return nil
@@ -483,8 +528,18 @@ func (u *unmatchedStore) emitClosed(t *task, next []processor) error {
 	if err != nil {
 		return t.processingError(u.store.processor, fmt.Errorf("scanning store %q: %w", u.store.spec.name, err))
 	}
+	// Kafka Streams' order: by timestamp, right records before left ones
+	// (its shared store's keys hold the side as 0 for right), then by
+	// key bytes, and at equal keys as buffered.
+	slices.SortFunc(u.due, func(a, b unmatchedRow) int {
+		return cmp.Or(
+			cmp.Compare(binary.BigEndian.Uint64(a.key), binary.BigEndian.Uint64(b.key)),
+			cmp.Compare(b.key[8], a.key[8]),
+			bytes.Compare(a.key[13:], b.key[13:]),
+			bytes.Compare(a.key[9:13], b.key[9:13]))
+	})
 	for _, row := range u.due {
-		if err := u.emit(t, next, row); err != nil {
+		if err := u.emit(t, next, row, headers); err != nil {
 			return err
 		}
 	}
@@ -492,7 +547,7 @@ func (u *unmatchedStore) emitClosed(t *task, next []processor) error {
 }
 
 // emit sends one closed unmatched row downstream and deletes it.
-func (u *unmatchedStore) emit(t *task, next []processor, row unmatchedRow) error {
+func (u *unmatchedStore) emit(t *task, next []processor, row unmatchedRow, headers []kgo.RecordHeader) error {
 	topic := u.store.changelogOrName()
 	ts, left := int64(binary.BigEndian.Uint64(row.key)), row.key[8] == 0
 	key, err := u.keys.Deserialize(topic, row.key[13:])
@@ -519,5 +574,5 @@ func (u *unmatchedStore) emit(t *task, next []processor, row unmatchedRow) error
 	if err := u.delete(t, row.key); err != nil {
 		return t.processingError(u.store.processor, err)
 	}
-	return forward(t, next, record{key: key, value: joined, timestamp: ts})
+	return forward(t, next, record{key: key, value: joined, timestamp: ts, headers: headers})
 }

@@ -58,7 +58,10 @@ type windowState struct {
 	// expiry issues no range deletion while nothing lies below it (a
 	// range deletion in the pending batch slows every read of it);
 	// storedUpTo the latest segment time written: a window starting later
-	// is not in pebble, and looking it up there is saved.
+	// is not in pebble, and looking it up there is saved. For a join
+	// buffer it is its side's latest timestamp, which its retention runs
+	// behind, and expires by (see expireSegments); a restart and a
+	// standby take it from the records pebble holds.
 	lowestSegment, storedUpTo int64
 	// open indexes the windows that have not closed, for emitting final
 	// results, the window-closed hooks and OpenWindows; closing is a heap
@@ -72,7 +75,8 @@ type windowState struct {
 	// seq numbers the records of a join buffer, whose keys end with it
 	// so that records with the same key and timestamp are kept apart;
 	// last and lastValue are the changelog key and value of the record
-	// buffered last, which the join processor after the buffer uses.
+	// the buffer processed last (buffered or too old to be; nil for one
+	// without a key), which the join processor after the buffer uses.
 	seq             uint32
 	last, lastValue []byte
 	// index holds a join buffer's records by serialized key, decoded:
@@ -85,14 +89,21 @@ type windowState struct {
 	index map[string]*bufferedRecords
 }
 
-// bufferedRecords are one key's records in a join buffer, in the order
-// they were buffered.
+// bufferedRecords are one key's records in a join buffer, oldest first,
+// and in the order they were buffered at equal timestamps: the order of
+// the buffer's pebble keys, which a restart rebuilds the index from.
 type bufferedRecords struct{ recs []bufferedRecord }
 
-// addIndexed adds a buffered record under serialized key inner.
+// addIndexed adds a record just buffered under serialized key inner, after
+// every record not later than it: mostly at the end, since most records
+// come in time order.
 func (w *windowState) addIndexed(inner []byte, r bufferedRecord) {
 	if b, ok := w.index[string(inner)]; ok {
-		b.recs = append(b.recs, r)
+		i := len(b.recs)
+		for i > 0 && b.recs[i-1].ts > r.ts {
+			i--
+		}
+		b.recs = slices.Insert(b.recs, i, r)
 		return
 	}
 	w.index[string(inner)] = &bufferedRecords{recs: []bufferedRecord{r}}
@@ -444,8 +455,15 @@ func (st *taskStore) flushClosed(t *task, kb string, e *cacheEntry) error {
 
 // expireSegments drops the segments whose every window is past retention
 // at stream time now: segment s holds segment times below (s+1)*interval.
+// A join buffer's retention runs behind its own side's latest record
+// instead, as Kafka Streams' buffers expire by the time they have seen: a
+// side that falls behind the other keeps its records for the other side's
+// records out of order.
 func (st *taskStore) expireSegments(now int64) error {
 	w := st.win
+	if w.spec.kind == joinWindowKind {
+		now = min(now, w.storedUpTo)
+	}
 	if now < 0 {
 		return nil
 	}
