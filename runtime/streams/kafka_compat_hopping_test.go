@@ -48,7 +48,7 @@ func windowAggProcessor(t *testing.T, final bool, stateDir string) *windowsDrive
 	table.ToStream().To(windowsOut, streams.WithSerdes(windowsTimeKeys(10*ms), streams.String))
 	return &windowsDriver{
 		kafkaDriver: newKafkaDriver(t, b, streams.DriverConfig{StateDir: stateDir}),
-		keySerde:    windowsTimeKeys(10*ms), valueSerde: streams.String,
+		keySerde:    windowsTimeKeys(10 * ms), valueSerde: streams.String,
 	}
 }
 

@@ -31,11 +31,15 @@ func windowsToStringAdder(sep string) streams.Aggregator {
 func windowsStringInit() (any, error) { return "0", nil }
 
 // windowsStringAdd is Kafka's MockReducer.STRING_ADDER.
-func windowsStringAdd(agg, value any) (any, error) { return kafkaString(agg) + "+" + kafkaString(value), nil }
+func windowsStringAdd(agg, value any) (any, error) {
+	return kafkaString(agg) + "+" + kafkaString(value), nil
+}
 
 // windowsSessionMerger joins two session aggregates with "+", as
 // SessionWindowedKStreamImplTest's merger does.
-func windowsSessionMerger(_, a, b any) (any, error) { return kafkaString(a) + "+" + kafkaString(b), nil }
+func windowsSessionMerger(_, a, b any) (any, error) {
+	return kafkaString(a) + "+" + kafkaString(b), nil
+}
 
 // windowsGrouped starts a topology: the input topic of string keys and
 // values, grouped by key.
