@@ -1,0 +1,274 @@
+package streams_test
+
+// The port of Kafka Streams' tests of sliding windows:
+// SlidingWindowedKStreamImplTest, KStreamSlidingWindowAggregateTest and
+// KGroupedStreamImplTest's sliding count. A sliding window [start,
+// start+TimeDifference] exists only where records define it, and its
+// results carry the largest timestamp of its records.
+
+import (
+	"cmp"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/braidstream/braid/runtime/streams"
+)
+
+// expectSet compares the results written since the last read with want
+// as sets, the way KStreamSlidingWindowAggregateTest's gatherOutput
+// compares them (per window start, a set of value and timestamp).
+func (w *windowsDriver) expectSet(want ...string) {
+	w.t.Helper()
+	got := w.read(windowsOut, w.keySerde, w.valueSerde)
+	slices.Sort(got)
+	got = slices.Compact(got)
+	want = slices.Compact(slices.Sorted(slices.Values(want)))
+	if !slices.Equal(got, want) {
+		w.t.Errorf("results as a set:\n got  %s\n want %s", kafkaLines(got), kafkaLines(want))
+	}
+}
+
+// slidingAt expands "start:value@ts" results of key A over windows of
+// difference d into "[A@start/end]:value@ts" lines.
+func slidingAt(d time.Duration, results ...string) []string {
+	var out []string
+	for _, r := range results {
+		start, rest, _ := strings.Cut(r, ":")
+		s, err := strconv.ParseInt(start, 10, 64)
+		if err != nil {
+			panic("slidingAt: bad window start in " + r)
+		}
+		out = append(out, "[A@"+start+"/"+itoa(s+d.Milliseconds())+"]:"+rest)
+	}
+	return out
+}
+
+// slidingRun runs an aggregation over sliding windows of difference d and
+// grace, cached and not, pipes in and compares the result set with want.
+func slidingRun(t *testing.T, final bool, d, grace time.Duration, agg func(*streams.WindowedStream, streams.Option) *streams.Table, in []string, want []string) {
+	windowsCaches(t, func(t *testing.T, cached bool) {
+		b, g := windowsGrouped()
+		table := agg(g.WindowedBy(streams.Sliding(d, grace)).Emit(windowsEmit(final)), windowsStore("", cached))
+		w := newWindowsDriver(t, b, table, windowsTimeKeys(d), streams.String)
+		w.in(in...)
+		w.expectSet(want...)
+	})
+}
+
+var (
+	slidingSmallIn       = []string{"A:1@10", "A:2@10", "A:3@14", "A:4@15", "A:5@20", "A:6@22", "A:7@30"}
+	slidingReduceIn      = []string{"A:1@10", "A:2@14", "A:3@15", "A:4@22", "A:5@26", "A:6@30"}
+	slidingEarlyIn       = []string{"A:1@0", "A:2@5", "A:3@6", "A:4@3", "A:5@13", "A:6@10", "A:7@70"}
+	slidingEarlyRepeatIn = []string{"A:1@0", "A:2@2", "A:3@4", "A:4@0", "A:5@2", "A:6@2", "A:7@0", "A:8@7"}
+	slidingNoGraceIn     = []string{"A:1@100", "A:2@105", "A:3@106", "A:4@103", "A:5@113", "A:6@110"}
+	// slidingEarlyFinal is what both early-record tests over 50ms
+	// windows emit as final results.
+	slidingEarlyFinal = []string{"0:0+1+2+3+4+5+6@13", "1:0+2+3+4+5+6@13", "4:0+2+3+5+6@13",
+		"6:0+3+5+6@13", "7:0+5+6@13", "11:0+5@13"}
+	// slidingEarlyUpdates is what they emit as updates, but the last.
+	slidingEarlyUpdates = []string{
+		"0:0+1@0", "0:0+1+2@5", "0:0+1+2+3@6", "0:0+1+2+3+4@6", "0:0+1+2+3+4+5@13", "0:0+1+2+3+4+5+6@13",
+		"1:0+2@5", "1:0+2+3@6", "1:0+2+3+4@6", "1:0+2+3+4+5@13", "1:0+2+3+4+5+6@13",
+		"4:0+2+3@6", "4:0+2+3+5@13", "4:0+2+3+5+6@13",
+		"6:0+3@6", "6:0+3+5@13", "6:0+3+5+6@13",
+		"7:0+5@13", "7:0+5+6@13",
+		"11:0+5@13"}
+)
+
+func slidingAggregate(ws *streams.WindowedStream, store streams.Option) *streams.Table {
+	return ws.Aggregate(windowsStringInit, windowsToStringAdder("+"), store)
+}
+
+func slidingReduce(ws *streams.WindowedStream, store streams.Option) *streams.Table {
+	return ws.Reduce(windowsStringAdd, store)
+}
+
+// slidingImplData is SlidingWindowedKStreamImplTest.processData.
+var slidingImplData = []string{"1:1@100", "1:2@150", "1:3@500", "2:10@200", "2:20@150"}
+
+// slidingImpl runs one of SlidingWindowedKStreamImplTest's aggregations
+// over windows of 100ms with 1s of grace and compares the last result of
+// each window with want.
+func slidingImpl(t *testing.T, valueSerde streams.Serde, agg func(*streams.WindowedStream, streams.Option) *streams.Table, want ...string) {
+	b, g := windowsGrouped()
+	table := agg(g.WindowedBy(streams.Sliding(100*ms, time.Second)), windowsStore("", true))
+	w := newWindowsDriver(t, b, table, windowsTimeKeys(100*ms), valueSerde)
+	w.in(slidingImplData...)
+	w.expectLast(want...)
+}
+
+var _ = port(
+	// SlidingWindowedKStreamImplTest.java, shouldCountSlidingWindows: 2@150
+	// comes after 2@200, so it gets a left window [50,150] and a right
+	// window [151,251] holding 200.
+	kafkaCase{Kafka: "SlidingWindowedKStreamImplTest.shouldCountSlidingWindows", Area: "sliding", Run: func(t *testing.T) {
+		slidingImpl(t, streams.Int64, func(ws *streams.WindowedStream, o streams.Option) *streams.Table { return ws.Count(o) },
+			"[1@0/100]:1@100", "[1@101/201]:1@150", "[1@50/150]:2@150", "[1@400/500]:1@500",
+			"[2@100/200]:2@200", "[2@50/150]:1@150", "[2@151/251]:1@200")
+	}},
+	// SlidingWindowedKStreamImplTest.java, shouldReduceSlidingWindows.
+	kafkaCase{Kafka: "SlidingWindowedKStreamImplTest.shouldReduceSlidingWindows", Area: "sliding", Run: func(t *testing.T) {
+		slidingImpl(t, streams.String, slidingReduce,
+			"[1@0/100]:1@100", "[1@101/201]:2@150", "[1@50/150]:1+2@150", "[1@400/500]:3@500",
+			"[2@100/200]:10+20@200", "[2@50/150]:20@150", "[2@151/251]:10@200")
+	}},
+	// SlidingWindowedKStreamImplTest.java, shouldAggregateSlidingWindows.
+	kafkaCase{Kafka: "SlidingWindowedKStreamImplTest.shouldAggregateSlidingWindows", Area: "sliding", Run: func(t *testing.T) {
+		slidingImpl(t, streams.String, slidingAggregate,
+			"[1@0/100]:0+1@100", "[1@101/201]:0+2@150", "[1@50/150]:0+1+2@150", "[1@400/500]:0+3@500",
+			"[2@100/200]:0+10+20@200", "[2@50/150]:0+20@150", "[2@151/251]:0+10@200")
+	}},
+	// KStreamSlidingWindowAggregateTest.java, testAggregateSmallInput.
+	kafkaCase{Kafka: "KStreamSlidingWindowAggregateTest.testAggregateSmallInput/emit-update", Area: "sliding", Run: func(t *testing.T) {
+		slidingRun(t, false, 10*ms, 5*ms, slidingAggregate, slidingSmallIn, slidingAt(10*ms,
+			"0:0+1@10", "0:0+1+2@10", "4:0+1+2+3@14", "5:0+1+2+3+4@15", "10:0+1+2+3+4+5@20",
+			"11:0+3@14", "11:0+3+4@15", "11:0+3+4+5@20", "12:0+3+4+5+6@22",
+			"15:0+4@15", "15:0+4+5@20", "15:0+4+5+6@22", "16:0+5@20", "16:0+5+6@22",
+			"20:0+5+6+7@30", "21:0+6@22", "21:0+6+7@30", "23:0+7@30"))
+	}},
+	// KStreamSlidingWindowAggregateTest.java, testAggregateSmallInput,
+	// final: stream time 30 closes the windows ending before 25.
+	kafkaCase{Kafka: "KStreamSlidingWindowAggregateTest.testAggregateSmallInput/emit-final", Area: "emit-final", Run: func(t *testing.T) {
+		slidingRun(t, true, 10*ms, 5*ms, slidingAggregate, slidingSmallIn, slidingAt(10*ms,
+			"0:0+1+2@10", "4:0+1+2+3@14", "5:0+1+2+3+4@15", "10:0+1+2+3+4+5@20", "11:0+3+4+5@20", "12:0+3+4+5+6@22"))
+	}},
+	// KStreamSlidingWindowAggregateTest.java, testReduceSmallInput.
+	kafkaCase{Kafka: "KStreamSlidingWindowAggregateTest.testReduceSmallInput/emit-update", Area: "sliding", Run: func(t *testing.T) {
+		slidingRun(t, false, 10*ms, 5*ms, slidingReduce, slidingReduceIn, slidingAt(10*ms,
+			"0:1@10", "4:1+2@14", "5:1+2+3@15", "11:2@14", "11:2+3@15", "12:2+3+4@22",
+			"15:3@15", "15:3+4@22", "16:4@22", "16:4+5@26", "20:4+5+6@30", "23:5@26", "23:5+6@30", "27:6@30"))
+	}},
+	// KStreamSlidingWindowAggregateTest.java, testReduceSmallInput, final.
+	kafkaCase{Kafka: "KStreamSlidingWindowAggregateTest.testReduceSmallInput/emit-final", Area: "emit-final", Run: func(t *testing.T) {
+		slidingRun(t, true, 10*ms, 5*ms, slidingReduce, slidingReduceIn, slidingAt(10*ms,
+			"0:1@10", "4:1+2@14", "5:1+2+3@15", "11:2+3@15", "12:2+3+4@22"))
+	}},
+	// KStreamSlidingWindowAggregateTest.java, testEarlyRecordsSmallInput:
+	// records before the time difference share the window [0,50].
+	kafkaCase{Kafka: "KStreamSlidingWindowAggregateTest.testEarlyRecordsSmallInput/emit-update", Area: "sliding", Run: func(t *testing.T) {
+		slidingRun(t, false, 50*ms, 0, slidingAggregate, slidingEarlyIn,
+			slidingAt(50*ms, append(slices.Clone(slidingEarlyUpdates), "20:0+7@70")...))
+	}},
+	// KStreamSlidingWindowAggregateTest.java, testEarlyRecordsSmallInput, final.
+	kafkaCase{Kafka: "KStreamSlidingWindowAggregateTest.testEarlyRecordsSmallInput/emit-final", Area: "emit-final", Run: func(t *testing.T) {
+		slidingRun(t, true, 50*ms, 0, slidingAggregate, slidingEarlyIn, slidingAt(50*ms, slidingEarlyFinal...))
+	}},
+	// KStreamSlidingWindowAggregateTest.java, testEarlyNoGracePeriodSmallInput.
+	kafkaCase{Kafka: "KStreamSlidingWindowAggregateTest.testEarlyNoGracePeriodSmallInput/emit-update", Area: "sliding", Run: func(t *testing.T) {
+		in := append(slices.Clone(slidingEarlyIn[:6]), "A:6@70")
+		slidingRun(t, false, 50*ms, 0, slidingAggregate, in,
+			slidingAt(50*ms, append(slices.Clone(slidingEarlyUpdates), "20:0+6@70")...))
+	}},
+	// KStreamSlidingWindowAggregateTest.java, testEarlyNoGracePeriodSmallInput, final.
+	kafkaCase{Kafka: "KStreamSlidingWindowAggregateTest.testEarlyNoGracePeriodSmallInput/emit-final", Area: "emit-final", Run: func(t *testing.T) {
+		in := append(slices.Clone(slidingEarlyIn[:6]), "A:6@70")
+		slidingRun(t, true, 50*ms, 0, slidingAggregate, in, slidingAt(50*ms, slidingEarlyFinal...))
+	}},
+	// KStreamSlidingWindowAggregateTest.java, testEarlyRecordsRepeatedInput:
+	// records at the same timestamps, before the time difference of 5ms.
+	kafkaCase{Kafka: "KStreamSlidingWindowAggregateTest.testEarlyRecordsRepeatedInput/emit-update", Area: "sliding", Run: func(t *testing.T) {
+		slidingRun(t, false, 5*ms, 0, slidingAggregate, slidingEarlyRepeatIn, slidingAt(5*ms,
+			"0:0+1@0", "0:0+1+2@2", "0:0+1+2+3+4+5@4", "0:0+1+2+3+4+5+6@4", "0:0+1+2+3@4",
+			"0:0+1+2+3+4@4", "0:0+1+2+3+4+5+6+7@4",
+			"1:0+2+3+5+6@4", "1:0+2@2", "1:0+2+3@4", "1:0+2+3+5@4",
+			"2:0+2+3+5+6+8@7", "3:0+3@4", "3:0+3+8@7", "5:0+8@7"))
+	}},
+	// KStreamSlidingWindowAggregateTest.java, testEarlyRecordsRepeatedInput, final.
+	kafkaCase{Kafka: "KStreamSlidingWindowAggregateTest.testEarlyRecordsRepeatedInput/emit-final", Area: "emit-final", Run: func(t *testing.T) {
+		slidingRun(t, true, 5*ms, 0, slidingAggregate, slidingEarlyRepeatIn, slidingAt(5*ms,
+			"0:0+1+2+3+4+5+6+7@4", "1:0+2+3+5+6@4"))
+	}},
+	// KStreamSlidingWindowAggregateTest.java, testNoGracePeriodSmallInput:
+	// without grace, 6@110 is late for its left window [60,110] at stream
+	// time 113 but counts in the windows still open.
+	kafkaCase{Kafka: "KStreamSlidingWindowAggregateTest.testNoGracePeriodSmallInput/emit-update", Area: "sliding", Run: func(t *testing.T) {
+		slidingRun(t, false, 50*ms, 0, slidingAggregate, slidingNoGraceIn, slidingAt(50*ms,
+			"50:0+1@100", "55:0+1+2@105", "56:0+1+2+3@106", "56:0+1+2+3+4@106",
+			"63:0+1+2+3+4+5@113", "63:0+1+2+3+4+5+6@113",
+			"101:0+2@105", "101:0+2+3@106", "101:0+2+3+4@106", "101:0+2+3+4+5@113", "101:0+2+3+4+5+6@113",
+			"104:0+2+3@106", "104:0+2+3+5@113", "104:0+2+3+5+6@113",
+			"106:0+3@106", "106:0+3+5@113", "106:0+3+5+6@113",
+			"107:0+5@113", "107:0+5+6@113", "111:0+5@113"))
+	}},
+	// KStreamSlidingWindowAggregateTest.java, testNoGracePeriodSmallInput, final.
+	kafkaCase{Kafka: "KStreamSlidingWindowAggregateTest.testNoGracePeriodSmallInput/emit-final", Area: "emit-final", Run: func(t *testing.T) {
+		slidingRun(t, true, 50*ms, 0, slidingAggregate, slidingNoGraceIn, slidingAt(50*ms,
+			"50:0+1@100", "55:0+1+2@105", "56:0+1+2+3+4@106"))
+	}},
+	// KStreamSlidingWindowAggregateTest.java, shouldLogAndMeterWhenSkippingNullKey.
+	kafkaCase{Kafka: "KStreamSlidingWindowAggregateTest.shouldLogAndMeterWhenSkippingNullKey", Area: "sliding", Run: func(t *testing.T) {
+		for _, final := range []bool{false, true} {
+			t.Run(windowsEmit(final).String(), func(t *testing.T) {
+				b, g := windowsGrouped()
+				g.WindowedBy(streams.Sliding(10*ms, 100*ms)).Emit(windowsEmit(final)).
+					Aggregate(windowsStringInit, windowsToStringAdder("+"), windowsStore("topic1-Canonized", true))
+				skips := &windowsSkips{}
+				w := newWindowsDriver(t, b, nil, nil, nil, skips)
+				w.in("null:1@0")
+				w.expectSkips(skips, streams.ErrNullKey, 0)
+			})
+		}
+	}},
+	// KStreamSlidingWindowAggregateTest.java, shouldLogAndMeterWhenSkippingExpiredWindowByGrace.
+	kafkaCase{Kafka: "KStreamSlidingWindowAggregateTest.shouldLogAndMeterWhenSkippingExpiredWindowByGrace/emit-update", Area: "grace", Run: func(t *testing.T) {
+		slidingExpiredByGrace(t, false, "[k@190/200]:0+100@200", "[k@290/300]:0+101@300", "[k@390/400]:0+102@400")
+	}},
+	// KStreamSlidingWindowAggregateTest.java, shouldLogAndMeterWhenSkippingExpiredWindowByGrace, final.
+	kafkaCase{Kafka: "KStreamSlidingWindowAggregateTest.shouldLogAndMeterWhenSkippingExpiredWindowByGrace/emit-final", Area: "emit-final", Run: func(t *testing.T) {
+		slidingExpiredByGrace(t, true, "[k@190/200]:0+100@200", "[k@290/300]:0+101@300")
+	}},
+	// KGroupedStreamImplTest.java, shouldCountSlidingWindows: every update,
+	// sorted by key and window start as the Java test sorts them.
+	kafkaCase{Kafka: "KGroupedStreamImplTest.shouldCountSlidingWindows", Area: "sliding", Run: func(t *testing.T) {
+		b, g := windowsGrouped()
+		table := g.WindowedBy(streams.Sliding(500*ms, 2*time.Second)).Count(windowsStore("aggregate-by-key-windowed", true))
+		w := newWindowsDriver(t, b, table, windowsTimeKeys(500*ms), streams.Int64)
+		w.in("1:A@500", "1:A@999", "1:A@600", "2:B@500", "2:B@600", "2:B@700", "3:C@501",
+			"1:A@1000", "1:A@1000", "2:B@1000", "2:B@1000", "3:C@600")
+		got := w.read(windowsOut, w.keySerde, w.valueSerde)
+		slices.SortStableFunc(got, func(a, b string) int { return cmp.Compare(slidingSortKey(a), slidingSortKey(b)) })
+		want := []string{
+			"[1@0/500]:1@500", "[1@100/600]:2@600", "[1@499/999]:2@999", "[1@499/999]:3@999",
+			"[1@500/1000]:4@1000", "[1@500/1000]:5@1000",
+			"[1@501/1001]:1@999", "[1@501/1001]:2@999", "[1@501/1001]:3@1000", "[1@501/1001]:4@1000",
+			"[1@601/1101]:1@999", "[1@601/1101]:2@1000", "[1@601/1101]:3@1000",
+			"[1@1000/1500]:1@1000", "[1@1000/1500]:2@1000",
+			"[2@0/500]:1@500", "[2@100/600]:2@600", "[2@200/700]:3@700",
+			"[2@500/1000]:4@1000", "[2@500/1000]:5@1000",
+			"[2@501/1001]:1@600", "[2@501/1001]:2@700", "[2@501/1001]:3@1000", "[2@501/1001]:4@1000",
+			"[2@601/1101]:1@700", "[2@601/1101]:2@1000", "[2@601/1101]:3@1000",
+			"[2@701/1201]:1@1000", "[2@701/1201]:2@1000",
+			"[3@1/501]:1@501", "[3@100/600]:2@600", "[3@502/1002]:1@600",
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("sorted results:\n got  %s\n want %s", kafkaLines(got), kafkaLines(want))
+		}
+	}},
+)
+
+// slidingSortKey orders "[key@start/end]:..." lines by key, then start.
+func slidingSortKey(line string) string {
+	key, rest, _ := strings.Cut(strings.TrimPrefix(line, "["), "@")
+	start, _, _ := strings.Cut(rest, "/")
+	return key + "\x00" + strings.Repeat("0", 20-len(start)) + start
+}
+
+// slidingExpiredByGrace is shouldLogAndMeterWhenSkippingExpiredWindowByGrace:
+// windows of 10ms with 90ms of grace; at stream time 200 the left windows
+// of 100..105 and 15 have closed.
+func slidingExpiredByGrace(t *testing.T, final bool, want ...string) {
+	windowsCaches(t, func(t *testing.T, cached bool) {
+		b, g := windowsGrouped()
+		table := g.WindowedBy(streams.Sliding(10*ms, 90*ms)).Emit(windowsEmit(final)).
+			Aggregate(windowsStringInit, windowsToStringAdder("+"), windowsStore("store-name", cached))
+		w := newWindowsDriver(t, b, table, windowsTimeKeys(10*ms), streams.String)
+		w.in("k:100@200", "k:0@100", "k:1@101", "k:2@102", "k:3@103", "k:4@104", "k:5@105", "k:6@15", "k:101@300", "k:102@400")
+		if n := w.lateDrops(); n != 7 {
+			t.Errorf("late drops: %d, want 7", n)
+		}
+		w.expectOut(want...)
+	})
+}
