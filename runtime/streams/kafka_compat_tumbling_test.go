@@ -139,7 +139,11 @@ func (w *windowsDriver) expectLast(want ...string) {
 	w.t.Helper()
 	last := make(map[string]string)
 	for _, line := range w.read(windowsOut, w.keySerde, w.valueSerde) {
-		key, rest, _ := strings.Cut(line, "]:")
+		sep := ":"
+		if strings.HasPrefix(line, "[") {
+			sep = "]:" // a windowed key
+		}
+		key, rest, _ := strings.Cut(line, sep)
 		if strings.HasPrefix(rest, "null@") {
 			delete(last, key)
 		} else {
