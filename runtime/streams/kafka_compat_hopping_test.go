@@ -27,9 +27,9 @@ var windowAggBasicIn = []string{
 func windowAggBasic(t *testing.T, final bool, want ...string) {
 	windowsCaches(t, func(t *testing.T, cached bool) {
 		b, g := windowsGrouped()
-		table := g.WindowedBy(streams.Hopping(10*ms, 5*ms, 100*ms)).Emit(windowsEmit(final)).
+		table := g.WindowedBy(streams.Hopping(10*windowsMs, 5*windowsMs, 100*windowsMs)).Emit(windowsEmit(final)).
 			Aggregate(windowsStringInit, windowsToStringAdder("+"), windowsStore("topic1-Canonized", cached))
-		w := newWindowsDriver(t, b, table, windowsTimeKeys(10*ms), streams.String)
+		w := newWindowsDriver(t, b, table, windowsTimeKeys(10*windowsMs), streams.String)
 		w.in(windowAggBasicIn...)
 		w.expectOut(want...)
 	})
@@ -41,14 +41,14 @@ func windowAggBasic(t *testing.T, final bool, want ...string) {
 // context forwards every update).
 func windowAggProcessor(t *testing.T, final bool, stateDir string) *windowsDriver {
 	b, g := windowsGrouped()
-	table := g.WindowedBy(streams.Hopping(10*ms, 5*ms, 5*ms)).Emit(windowsEmit(final)).
+	table := g.WindowedBy(streams.Hopping(10*windowsMs, 5*windowsMs, 5*windowsMs)).Emit(windowsEmit(final)).
 		Aggregate(windowsStringInit, windowsToStringAdder("+"), streams.Materialized(streams.StoreOptions{
 			Name: "dummy-store-name", CachingDisabled: true, LoggingDisabled: true,
 		}))
-	table.ToStream().To(windowsOut, streams.WithSerdes(windowsTimeKeys(10*ms), streams.String))
+	table.ToStream().To(windowsOut, streams.WithSerdes(windowsTimeKeys(10*windowsMs), streams.String))
 	return &windowsDriver{
 		kafkaDriver: newKafkaDriver(t, b, streams.DriverConfig{StateDir: stateDir}),
-		keySerde:    windowsTimeKeys(10 * ms), valueSerde: streams.String,
+		keySerde:    windowsTimeKeys(10 * windowsMs), valueSerde: streams.String,
 	}
 }
 
@@ -58,11 +58,11 @@ func windowAggProcessor(t *testing.T, final bool, stateDir string) *windowsDrive
 func windowExpired(t *testing.T, final bool, want ...string) {
 	windowsCaches(t, func(t *testing.T, cached bool) {
 		b, g := windowsGrouped()
-		table := g.WindowedBy(streams.Hopping(10*ms, 5*ms, 90*ms)).Emit(windowsEmit(final)).
+		table := g.WindowedBy(streams.Hopping(10*windowsMs, 5*windowsMs, 90*windowsMs)).Emit(windowsEmit(final)).
 			Aggregate(func() (any, error) { return "", nil }, windowsToStringAdder("+"), streams.Materialized(streams.StoreOptions{
-				Name: "topic1-Canonicalized", CachingDisabled: !cached, LoggingDisabled: true, Retention: 100 * ms,
+				Name: "topic1-Canonicalized", CachingDisabled: !cached, LoggingDisabled: true, Retention: 100 * windowsMs,
 			}))
-		w := newWindowsDriver(t, b, table, windowsTimeKeys(10*ms), streams.String)
+		w := newWindowsDriver(t, b, table, windowsTimeKeys(10*windowsMs), streams.String)
 		w.in("k:100@100", "k:0@0", "k:1@1", "k:2@2", "k:3@3", "k:4@4", "k:5@5", "k:6@6", "k:105@105", "k:106@106")
 		// Seven (record, window) pairs were late: those of 0..6 in [0,10).
 		if n := w.lateDrops(); n != 7 {
@@ -77,11 +77,11 @@ func windowExpired(t *testing.T, final bool, want ...string) {
 func windowExpiredByGrace(t *testing.T, final bool, want ...string) {
 	windowsCaches(t, func(t *testing.T, cached bool) {
 		b, g := windowsGrouped()
-		table := g.WindowedBy(streams.Hopping(10*ms, 10*ms, 90*ms)).Emit(windowsEmit(final)).
+		table := g.WindowedBy(streams.Hopping(10*windowsMs, 10*windowsMs, 90*windowsMs)).Emit(windowsEmit(final)).
 			Aggregate(func() (any, error) { return "", nil }, windowsToStringAdder("+"), streams.Materialized(streams.StoreOptions{
 				Name: "topic1-Canonicalized", CachingDisabled: !cached, LoggingDisabled: true,
 			}))
-		w := newWindowsDriver(t, b, table, windowsTimeKeys(10*ms), streams.String)
+		w := newWindowsDriver(t, b, table, windowsTimeKeys(10*windowsMs), streams.String)
 		w.in("k:100@200", "k:0@100", "k:1@101", "k:2@102", "k:3@103", "k:4@104", "k:5@105", "k:6@6")
 		if n := w.lateDrops(); n != 7 {
 			t.Errorf("late drops: %d, want 7", n)
@@ -124,7 +124,7 @@ var _ = port(
 		for _, final := range []bool{false, true} {
 			t.Run(windowsEmit(final).String(), func(t *testing.T) {
 				b, g := windowsGrouped()
-				g.WindowedBy(streams.Hopping(10*ms, 5*ms, 0)).Emit(windowsEmit(final)).
+				g.WindowedBy(streams.Hopping(10*windowsMs, 5*windowsMs, 0)).Emit(windowsEmit(final)).
 					Aggregate(windowsStringInit, windowsToStringAdder("+"), windowsStore("topic1-Canonicalized", false))
 				skips := &windowsSkips{}
 				w := newWindowsDriver(t, b, nil, nil, nil, skips)

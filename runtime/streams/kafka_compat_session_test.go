@@ -27,7 +27,7 @@ var sessionImplData = []string{"1:1@10", "1:2@15", "1:3@600", "2:1@600", "2:2@59
 func sessionImpl(t *testing.T, final bool, valueSerde streams.Serde, agg func(*streams.WindowedStream, streams.Option) *streams.Table, want ...string) {
 	windowsCaches(t, func(t *testing.T, cached bool) {
 		b, g := windowsGrouped()
-		ws := g.WindowedBy(streams.Sessions(500*ms, 0)).Emit(windowsEmit(final)).MergeSessionsWith(windowsSessionMerger)
+		ws := g.WindowedBy(streams.Sessions(500*windowsMs, 0)).Emit(windowsEmit(final)).MergeSessionsWith(windowsSessionMerger)
 		w := newWindowsDriver(t, b, agg(ws, windowsStore("", cached)), sessionKeys, valueSerde)
 		w.in(sessionImplData...)
 		w.expectOut(want...)
@@ -38,7 +38,7 @@ func sessionImpl(t *testing.T, final bool, valueSerde streams.Serde, agg func(*s
 // shouldMaterialize* tests and fetches keys 1 and 2 from its store.
 func sessionMaterialized(t *testing.T, agg func(*streams.WindowedStream, streams.Option) *streams.Table, want ...string) {
 	b, g := windowsGrouped()
-	ws := g.WindowedBy(streams.Sessions(500*ms, 0)).Emit(streams.EmitOnWindowClose).MergeSessionsWith(windowsSessionMerger)
+	ws := g.WindowedBy(streams.Sessions(500*windowsMs, 0)).Emit(streams.EmitOnWindowClose).MergeSessionsWith(windowsSessionMerger)
 	agg(ws, windowsStore("store", true))
 	w := newWindowsDriver(t, b, nil, nil, nil)
 	w.in(sessionImplData...)
@@ -73,14 +73,14 @@ func sessionProcessor(t *testing.T, final, cached bool, gap, grace time.Duration
 
 // sessionAt formats input key:value@ts for a timestamp in milliseconds.
 func sessionAt(key, value string, ts int64) string {
-	return key + ":" + value + "@" + itoa(ts)
+	return key + ":" + value + "@" + windowsItoa(ts)
 }
 
-func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+func windowsItoa(n int64) string { return strconv.FormatInt(n, 10) }
 
 // sessionOut formats an output "[key@start/end]:value@end".
 func sessionOut(key string, start, end int64, value string) string {
-	return "[" + key + "@" + itoa(start) + "/" + itoa(end) + "]:" + value + "@" + itoa(end)
+	return "[" + key + "@" + windowsItoa(start) + "/" + windowsItoa(end) + "]:" + value + "@" + windowsItoa(end)
 }
 
 var _ = port(
@@ -159,7 +159,7 @@ func sessionAggregate(ws *streams.WindowedStream, store streams.Option) *streams
 // with the cache as given.
 func sessionCount(t *testing.T, final, cached bool) {
 	b, g := windowsGrouped()
-	table := g.WindowedBy(streams.Sessions(500*ms, 0)).Emit(windowsEmit(final)).Count(windowsStore("", cached))
+	table := g.WindowedBy(streams.Sessions(500*windowsMs, 0)).Emit(windowsEmit(final)).Count(windowsStore("", cached))
 	w := newWindowsDriver(t, b, table, sessionKeys, streams.Int64)
 	w.in(sessionImplData...)
 	if final {
@@ -257,7 +257,7 @@ var _ = port(
 	// KStreamSessionWindowAggregateProcessorTest.java, shouldLogAndMeterWhenSkippingLateRecordWithZeroGrace:
 	// gap 10ms, no grace: at stream time 11 the session [0,0] has closed.
 	kafkaCase{Kafka: "KStreamSessionWindowAggregateProcessorTest.shouldLogAndMeterWhenSkippingLateRecordWithZeroGrace", Area: "grace", Run: func(t *testing.T) {
-		w := sessionProcessor(t, false, false, 10*ms, 0)
+		w := sessionProcessor(t, false, false, 10*windowsMs, 0)
 		w.inNoCommit("dummy:dummy@0", "OnTime1:1@0", "dummy:dummy@11", "Late1:1@0")
 		if n := w.lateDrops(); n != 1 {
 			t.Errorf("late drops: %d, want 1", n)
@@ -266,7 +266,7 @@ var _ = port(
 	// KStreamSessionWindowAggregateProcessorTest.java, shouldLogAndMeterWhenSkippingLateRecordWithNonzeroGrace:
 	// 1ms of grace keeps [0,0] open at stream time 11, not at 12.
 	kafkaCase{Kafka: "KStreamSessionWindowAggregateProcessorTest.shouldLogAndMeterWhenSkippingLateRecordWithNonzeroGrace", Area: "grace", Run: func(t *testing.T) {
-		w := sessionProcessor(t, false, false, 10*ms, 1*ms)
+		w := sessionProcessor(t, false, false, 10*windowsMs, 1*windowsMs)
 		w.inNoCommit("dummy:dummy@0", "OnTime1:1@0", "dummy:dummy@11", "OnTime2:1@0", "dummy:dummy@12", "Late1:1@0")
 		if n := w.lateDrops(); n != 1 {
 			t.Errorf("late drops: %d, want 1", n)

@@ -41,7 +41,7 @@ func slidingAt(d time.Duration, results ...string) []string {
 		if err != nil {
 			panic("slidingAt: bad window start in " + r)
 		}
-		out = append(out, "[A@"+start+"/"+itoa(s+d.Milliseconds())+"]:"+rest)
+		out = append(out, "[A@"+start+"/"+windowsItoa(s+d.Milliseconds())+"]:"+rest)
 	}
 	return out
 }
@@ -94,8 +94,8 @@ var slidingImplData = []string{"1:1@100", "1:2@150", "1:3@500", "2:10@200", "2:2
 // each window with want.
 func slidingImpl(t *testing.T, valueSerde streams.Serde, agg func(*streams.WindowedStream, streams.Option) *streams.Table, want ...string) {
 	b, g := windowsGrouped()
-	table := agg(g.WindowedBy(streams.Sliding(100*ms, time.Second)), windowsStore("", true))
-	w := newWindowsDriver(t, b, table, windowsTimeKeys(100*ms), valueSerde)
+	table := agg(g.WindowedBy(streams.Sliding(100*windowsMs, time.Second)), windowsStore("", true))
+	w := newWindowsDriver(t, b, table, windowsTimeKeys(100*windowsMs), valueSerde)
 	w.in(slidingImplData...)
 	w.expectLast(want...)
 }
@@ -123,7 +123,7 @@ var _ = port(
 	}},
 	// KStreamSlidingWindowAggregateTest.java, testAggregateSmallInput.
 	kafkaCase{Kafka: "KStreamSlidingWindowAggregateTest.testAggregateSmallInput/emit-update", Area: "sliding", Run: func(t *testing.T) {
-		slidingRun(t, false, 10*ms, 5*ms, slidingAggregate, slidingSmallIn, slidingAt(10*ms,
+		slidingRun(t, false, 10*windowsMs, 5*windowsMs, slidingAggregate, slidingSmallIn, slidingAt(10*windowsMs,
 			"0:0+1@10", "0:0+1+2@10", "4:0+1+2+3@14", "5:0+1+2+3+4@15", "10:0+1+2+3+4+5@20",
 			"11:0+3@14", "11:0+3+4@15", "11:0+3+4+5@20", "12:0+3+4+5+6@22",
 			"15:0+4@15", "15:0+4+5@20", "15:0+4+5+6@22", "16:0+5@20", "16:0+5+6@22",
@@ -132,45 +132,45 @@ var _ = port(
 	// KStreamSlidingWindowAggregateTest.java, testAggregateSmallInput,
 	// final: stream time 30 closes the windows ending before 25.
 	kafkaCase{Kafka: "KStreamSlidingWindowAggregateTest.testAggregateSmallInput/emit-final", Area: "emit-final", Run: func(t *testing.T) {
-		slidingRun(t, true, 10*ms, 5*ms, slidingAggregate, slidingSmallIn, slidingAt(10*ms,
+		slidingRun(t, true, 10*windowsMs, 5*windowsMs, slidingAggregate, slidingSmallIn, slidingAt(10*windowsMs,
 			"0:0+1+2@10", "4:0+1+2+3@14", "5:0+1+2+3+4@15", "10:0+1+2+3+4+5@20", "11:0+3+4+5@20", "12:0+3+4+5+6@22"))
 	}},
 	// KStreamSlidingWindowAggregateTest.java, testReduceSmallInput.
 	kafkaCase{Kafka: "KStreamSlidingWindowAggregateTest.testReduceSmallInput/emit-update", Area: "sliding", Run: func(t *testing.T) {
-		slidingRun(t, false, 10*ms, 5*ms, slidingReduce, slidingReduceIn, slidingAt(10*ms,
+		slidingRun(t, false, 10*windowsMs, 5*windowsMs, slidingReduce, slidingReduceIn, slidingAt(10*windowsMs,
 			"0:1@10", "4:1+2@14", "5:1+2+3@15", "11:2@14", "11:2+3@15", "12:2+3+4@22",
 			"15:3@15", "15:3+4@22", "16:4@22", "16:4+5@26", "20:4+5+6@30", "23:5@26", "23:5+6@30", "27:6@30"))
 	}},
 	// KStreamSlidingWindowAggregateTest.java, testReduceSmallInput, final.
 	kafkaCase{Kafka: "KStreamSlidingWindowAggregateTest.testReduceSmallInput/emit-final", Area: "emit-final", Run: func(t *testing.T) {
-		slidingRun(t, true, 10*ms, 5*ms, slidingReduce, slidingReduceIn, slidingAt(10*ms,
+		slidingRun(t, true, 10*windowsMs, 5*windowsMs, slidingReduce, slidingReduceIn, slidingAt(10*windowsMs,
 			"0:1@10", "4:1+2@14", "5:1+2+3@15", "11:2+3@15", "12:2+3+4@22"))
 	}},
 	// KStreamSlidingWindowAggregateTest.java, testEarlyRecordsSmallInput:
 	// records before the time difference share the window [0,50].
 	kafkaCase{Kafka: "KStreamSlidingWindowAggregateTest.testEarlyRecordsSmallInput/emit-update", Area: "sliding", Run: func(t *testing.T) {
-		slidingRun(t, false, 50*ms, 0, slidingAggregate, slidingEarlyIn,
-			slidingAt(50*ms, append(slices.Clone(slidingEarlyUpdates), "20:0+7@70")...))
+		slidingRun(t, false, 50*windowsMs, 0, slidingAggregate, slidingEarlyIn,
+			slidingAt(50*windowsMs, append(slices.Clone(slidingEarlyUpdates), "20:0+7@70")...))
 	}},
 	// KStreamSlidingWindowAggregateTest.java, testEarlyRecordsSmallInput, final.
 	kafkaCase{Kafka: "KStreamSlidingWindowAggregateTest.testEarlyRecordsSmallInput/emit-final", Area: "emit-final", Run: func(t *testing.T) {
-		slidingRun(t, true, 50*ms, 0, slidingAggregate, slidingEarlyIn, slidingAt(50*ms, slidingEarlyFinal...))
+		slidingRun(t, true, 50*windowsMs, 0, slidingAggregate, slidingEarlyIn, slidingAt(50*windowsMs, slidingEarlyFinal...))
 	}},
 	// KStreamSlidingWindowAggregateTest.java, testEarlyNoGracePeriodSmallInput.
 	kafkaCase{Kafka: "KStreamSlidingWindowAggregateTest.testEarlyNoGracePeriodSmallInput/emit-update", Area: "sliding", Run: func(t *testing.T) {
 		in := append(slices.Clone(slidingEarlyIn[:6]), "A:6@70")
-		slidingRun(t, false, 50*ms, 0, slidingAggregate, in,
-			slidingAt(50*ms, append(slices.Clone(slidingEarlyUpdates), "20:0+6@70")...))
+		slidingRun(t, false, 50*windowsMs, 0, slidingAggregate, in,
+			slidingAt(50*windowsMs, append(slices.Clone(slidingEarlyUpdates), "20:0+6@70")...))
 	}},
 	// KStreamSlidingWindowAggregateTest.java, testEarlyNoGracePeriodSmallInput, final.
 	kafkaCase{Kafka: "KStreamSlidingWindowAggregateTest.testEarlyNoGracePeriodSmallInput/emit-final", Area: "emit-final", Run: func(t *testing.T) {
 		in := append(slices.Clone(slidingEarlyIn[:6]), "A:6@70")
-		slidingRun(t, true, 50*ms, 0, slidingAggregate, in, slidingAt(50*ms, slidingEarlyFinal...))
+		slidingRun(t, true, 50*windowsMs, 0, slidingAggregate, in, slidingAt(50*windowsMs, slidingEarlyFinal...))
 	}},
 	// KStreamSlidingWindowAggregateTest.java, testEarlyRecordsRepeatedInput:
 	// records at the same timestamps, before the time difference of 5ms.
 	kafkaCase{Kafka: "KStreamSlidingWindowAggregateTest.testEarlyRecordsRepeatedInput/emit-update", Area: "sliding", Run: func(t *testing.T) {
-		slidingRun(t, false, 5*ms, 0, slidingAggregate, slidingEarlyRepeatIn, slidingAt(5*ms,
+		slidingRun(t, false, 5*windowsMs, 0, slidingAggregate, slidingEarlyRepeatIn, slidingAt(5*windowsMs,
 			"0:0+1@0", "0:0+1+2@2", "0:0+1+2+3+4+5@4", "0:0+1+2+3+4+5+6@4", "0:0+1+2+3@4",
 			"0:0+1+2+3+4@4", "0:0+1+2+3+4+5+6+7@4",
 			"1:0+2+3+5+6@4", "1:0+2@2", "1:0+2+3@4", "1:0+2+3+5@4",
@@ -178,14 +178,14 @@ var _ = port(
 	}},
 	// KStreamSlidingWindowAggregateTest.java, testEarlyRecordsRepeatedInput, final.
 	kafkaCase{Kafka: "KStreamSlidingWindowAggregateTest.testEarlyRecordsRepeatedInput/emit-final", Area: "emit-final", Run: func(t *testing.T) {
-		slidingRun(t, true, 5*ms, 0, slidingAggregate, slidingEarlyRepeatIn, slidingAt(5*ms,
+		slidingRun(t, true, 5*windowsMs, 0, slidingAggregate, slidingEarlyRepeatIn, slidingAt(5*windowsMs,
 			"0:0+1+2+3+4+5+6+7@4", "1:0+2+3+5+6@4"))
 	}},
 	// KStreamSlidingWindowAggregateTest.java, testNoGracePeriodSmallInput:
 	// without grace, 6@110 is late for its left window [60,110] at stream
 	// time 113 but counts in the windows still open.
 	kafkaCase{Kafka: "KStreamSlidingWindowAggregateTest.testNoGracePeriodSmallInput/emit-update", Area: "sliding", Run: func(t *testing.T) {
-		slidingRun(t, false, 50*ms, 0, slidingAggregate, slidingNoGraceIn, slidingAt(50*ms,
+		slidingRun(t, false, 50*windowsMs, 0, slidingAggregate, slidingNoGraceIn, slidingAt(50*windowsMs,
 			"50:0+1@100", "55:0+1+2@105", "56:0+1+2+3@106", "56:0+1+2+3+4@106",
 			"63:0+1+2+3+4+5@113", "63:0+1+2+3+4+5+6@113",
 			"101:0+2@105", "101:0+2+3@106", "101:0+2+3+4@106", "101:0+2+3+4+5@113", "101:0+2+3+4+5+6@113",
@@ -195,7 +195,7 @@ var _ = port(
 	}},
 	// KStreamSlidingWindowAggregateTest.java, testNoGracePeriodSmallInput, final.
 	kafkaCase{Kafka: "KStreamSlidingWindowAggregateTest.testNoGracePeriodSmallInput/emit-final", Area: "emit-final", Run: func(t *testing.T) {
-		slidingRun(t, true, 50*ms, 0, slidingAggregate, slidingNoGraceIn, slidingAt(50*ms,
+		slidingRun(t, true, 50*windowsMs, 0, slidingAggregate, slidingNoGraceIn, slidingAt(50*windowsMs,
 			"50:0+1@100", "55:0+1+2@105", "56:0+1+2+3+4@106"))
 	}},
 	// KStreamSlidingWindowAggregateTest.java, shouldLogAndMeterWhenSkippingNullKey.
@@ -203,7 +203,7 @@ var _ = port(
 		for _, final := range []bool{false, true} {
 			t.Run(windowsEmit(final).String(), func(t *testing.T) {
 				b, g := windowsGrouped()
-				g.WindowedBy(streams.Sliding(10*ms, 100*ms)).Emit(windowsEmit(final)).
+				g.WindowedBy(streams.Sliding(10*windowsMs, 100*windowsMs)).Emit(windowsEmit(final)).
 					Aggregate(windowsStringInit, windowsToStringAdder("+"), windowsStore("topic1-Canonized", true))
 				skips := &windowsSkips{}
 				w := newWindowsDriver(t, b, nil, nil, nil, skips)
@@ -224,8 +224,8 @@ var _ = port(
 	// sorted by key and window start as the Java test sorts them.
 	kafkaCase{Kafka: "KGroupedStreamImplTest.shouldCountSlidingWindows", Area: "sliding", Run: func(t *testing.T) {
 		b, g := windowsGrouped()
-		table := g.WindowedBy(streams.Sliding(500*ms, 2*time.Second)).Count(windowsStore("aggregate-by-key-windowed", true))
-		w := newWindowsDriver(t, b, table, windowsTimeKeys(500*ms), streams.Int64)
+		table := g.WindowedBy(streams.Sliding(500*windowsMs, 2*time.Second)).Count(windowsStore("aggregate-by-key-windowed", true))
+		w := newWindowsDriver(t, b, table, windowsTimeKeys(500*windowsMs), streams.Int64)
 		w.in("1:A@500", "1:A@999", "1:A@600", "2:B@500", "2:B@600", "2:B@700", "3:C@501",
 			"1:A@1000", "1:A@1000", "2:B@1000", "2:B@1000", "3:C@600")
 		got := w.read(windowsOut, w.keySerde, w.valueSerde)
@@ -262,9 +262,9 @@ func slidingSortKey(line string) string {
 func slidingExpiredByGrace(t *testing.T, final bool, want ...string) {
 	windowsCaches(t, func(t *testing.T, cached bool) {
 		b, g := windowsGrouped()
-		table := g.WindowedBy(streams.Sliding(10*ms, 90*ms)).Emit(windowsEmit(final)).
+		table := g.WindowedBy(streams.Sliding(10*windowsMs, 90*windowsMs)).Emit(windowsEmit(final)).
 			Aggregate(windowsStringInit, windowsToStringAdder("+"), windowsStore("store-name", cached))
-		w := newWindowsDriver(t, b, table, windowsTimeKeys(10*ms), streams.String)
+		w := newWindowsDriver(t, b, table, windowsTimeKeys(10*windowsMs), streams.String)
 		w.in("k:100@200", "k:0@100", "k:1@101", "k:2@102", "k:3@103", "k:4@104", "k:5@105", "k:6@15", "k:101@300", "k:102@400")
 		if n := w.lateDrops(); n != 7 {
 			t.Errorf("late drops: %d, want 7", n)

@@ -227,7 +227,7 @@ func windowsTimeKeys(size time.Duration) streams.Serde {
 	return streams.TimeWindowedSerde(streams.String, size.Milliseconds())
 }
 
-const ms = time.Millisecond
+const windowsMs = time.Millisecond
 
 // timeWindowedImplData is TimeWindowedKStreamImplTest.processData.
 var timeWindowedImplData = []string{"1:1@10", "1:2@15", "1:3@500", "2:10@550", "2:20@500", "2:30@1000"}
@@ -238,8 +238,8 @@ var timeWindowedImplData = []string{"1:1@10", "1:2@15", "1:3@500", "2:10@550", "
 func timeWindowedImpl(t *testing.T, final bool, valueSerde streams.Serde, agg func(*streams.WindowedStream, streams.Option) *streams.Table, want ...string) {
 	windowsCaches(t, func(t *testing.T, cached bool) {
 		b, g := windowsGrouped()
-		table := agg(g.WindowedBy(streams.Tumbling(500*ms, 0)).Emit(windowsEmit(final)), windowsStore("", cached))
-		w := newWindowsDriver(t, b, table, windowsTimeKeys(500*ms), valueSerde)
+		table := agg(g.WindowedBy(streams.Tumbling(500*windowsMs, 0)).Emit(windowsEmit(final)), windowsStore("", cached))
+		w := newWindowsDriver(t, b, table, windowsTimeKeys(500*windowsMs), valueSerde)
 		w.in(timeWindowedImplData...)
 		w.expectOut(want...)
 	})
@@ -316,8 +316,8 @@ var _ = port(
 	// stream time 500.
 	kafkaCase{Kafka: "KGroupedStreamImplTest.shouldCountWindowed", Area: "grace", Run: func(t *testing.T) {
 		b, g := windowsGrouped()
-		table := g.WindowedBy(streams.Tumbling(500*ms, 100*ms)).Count(windowsStore("aggregate-by-key-windowed", true))
-		w := newWindowsDriver(t, b, table, windowsTimeKeys(500*ms), streams.Int64)
+		table := g.WindowedBy(streams.Tumbling(500*windowsMs, 100*windowsMs)).Count(windowsStore("aggregate-by-key-windowed", true))
+		w := newWindowsDriver(t, b, table, windowsTimeKeys(500*windowsMs), streams.Int64)
 		w.in("1:A@0", "1:A@499", "1:A@100", "2:B@0", "2:B@100", "2:B@200", "3:C@1",
 			"1:A@500", "1:A@500", "2:B@500", "2:B@500", "3:B@100")
 		w.expectOut(
@@ -335,7 +335,7 @@ var _ = port(
 // fetches keys 1 and 2 from the store over [0, 1000].
 func timeWindowedMaterialized(t *testing.T, agg func(*streams.WindowedStream, streams.Option) *streams.Table, want ...string) {
 	b, g := windowsGrouped()
-	agg(g.WindowedBy(streams.Tumbling(500*ms, 0)), windowsStore("store", false))
+	agg(g.WindowedBy(streams.Tumbling(500*windowsMs, 0)), windowsStore("store", false))
 	w := newWindowsDriver(t, b, nil, nil, nil)
 	w.in(timeWindowedImplData...)
 	found := slices.Concat(windowsFetch(w, "store", "1", 0, 1000), windowsFetch(w, "store", "2", 0, 1000))

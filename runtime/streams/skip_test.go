@@ -29,9 +29,9 @@ func TestAggregationNulls(t *testing.T) {
 		want:    []string{"k:1@1", "k:2@4"},
 	}, {
 		name: "tumbling",
-		keys: windowsTimeKeys(10 * ms),
+		keys: windowsTimeKeys(10 * windowsMs),
 		count: func(g *streams.GroupedStream, o streams.Option) *streams.Table {
-			return g.WindowedBy(streams.Tumbling(10*ms, time.Second)).Count(o)
+			return g.WindowedBy(streams.Tumbling(10*windowsMs, time.Second)).Count(o)
 		},
 		// the null value counts
 		skipped: []int64{2},
@@ -40,16 +40,16 @@ func TestAggregationNulls(t *testing.T) {
 		name: "session",
 		keys: sessionKeys,
 		count: func(g *streams.GroupedStream, o streams.Option) *streams.Table {
-			return g.WindowedBy(streams.Sessions(10*ms, time.Second)).Count(o)
+			return g.WindowedBy(streams.Sessions(10*windowsMs, time.Second)).Count(o)
 		},
 		skipped: []int64{2},
 		want: []string{"[k@1/1]:1@1", "[k@1/1]:null@1", "[k@1/2]:2@2",
 			"[k@1/2]:null@2", "[k@1/4]:3@4"},
 	}, {
 		name: "sliding",
-		keys: windowsTimeKeys(10 * ms),
+		keys: windowsTimeKeys(10 * windowsMs),
 		count: func(g *streams.GroupedStream, o streams.Option) *streams.Table {
-			return g.WindowedBy(streams.Sliding(10*ms, time.Second)).Count(o)
+			return g.WindowedBy(streams.Sliding(10*windowsMs, time.Second)).Count(o)
 		},
 		// sliding windows skip the null value; 4 opens the right window
 		// of 1
@@ -70,7 +70,7 @@ func TestAggregationNulls(t *testing.T) {
 				t.Fatalf("hooks heard of %v, want offsets %v", skips.lines, tc.skipped)
 			}
 			for i, o := range tc.skipped {
-				want := windowsIn + "/0@" + itoa(o) + ": "
+				want := windowsIn + "/0@" + windowsItoa(o) + ": "
 				if line := skips.lines[i]; len(line) < len(want) || line[:len(want)] != want {
 					t.Errorf("skip %d: %s, want offset %d", i, line, o)
 				}
