@@ -72,9 +72,9 @@ func (w *WindowedStream) Reduce(fn Reducer, opts ...Option) *Table {
 // Aggregate folds each key's values per window into an aggregate that
 // starts from init. Over session windows it needs MergeSessionsWith. Over
 // time and session windows agg gets nil values too, as in Kafka Streams
-// (see ErrNullValue). It
-// takes Named and Materialized; give the store a value serde for the
-// aggregate's type (default: the Config's default value serde).
+// (see ErrNullValue). It takes Named and Materialized; give the store a
+// value serde for the aggregate's type (default: the Config's default
+// value serde).
 func (w *WindowedStream) Aggregate(init Initializer, agg Aggregator, opts ...Option) *Table {
 	w.g.stream.need("Aggregate", init == nil || agg == nil)
 	if _, ok := w.windows.(SessionWindows); ok && w.merger == nil {
