@@ -223,31 +223,97 @@ var _ = port(
 	// KGroupedStreamImplTest.java, shouldCountSlidingWindows: every update,
 	// sorted by key and window start as the Java test sorts them.
 	kafkaCase{Kafka: "KGroupedStreamImplTest.shouldCountSlidingWindows", Area: "sliding", Run: func(t *testing.T) {
-		b, g := windowsGrouped()
-		table := g.WindowedBy(streams.Sliding(500*windowsMs, 2*time.Second)).Count(windowsStore("aggregate-by-key-windowed", true))
-		w := newWindowsDriver(t, b, table, windowsTimeKeys(500*windowsMs), streams.Int64)
-		w.in("1:A@500", "1:A@999", "1:A@600", "2:B@500", "2:B@600", "2:B@700", "3:C@501",
-			"1:A@1000", "1:A@1000", "2:B@1000", "2:B@1000", "3:C@600")
-		got := w.read(windowsOut, w.keySerde, w.valueSerde)
-		slices.SortStableFunc(got, func(a, b string) int { return cmp.Compare(slidingSortKey(a), slidingSortKey(b)) })
-		want := []string{
-			"[1@0/500]:1@500", "[1@100/600]:2@600", "[1@499/999]:2@999", "[1@499/999]:3@999",
-			"[1@500/1000]:4@1000", "[1@500/1000]:5@1000",
-			"[1@501/1001]:1@999", "[1@501/1001]:2@999", "[1@501/1001]:3@1000", "[1@501/1001]:4@1000",
-			"[1@601/1101]:1@999", "[1@601/1101]:2@1000", "[1@601/1101]:3@1000",
-			"[1@1000/1500]:1@1000", "[1@1000/1500]:2@1000",
-			"[2@0/500]:1@500", "[2@100/600]:2@600", "[2@200/700]:3@700",
-			"[2@500/1000]:4@1000", "[2@500/1000]:5@1000",
-			"[2@501/1001]:1@600", "[2@501/1001]:2@700", "[2@501/1001]:3@1000", "[2@501/1001]:4@1000",
-			"[2@601/1101]:1@700", "[2@601/1101]:2@1000", "[2@601/1101]:3@1000",
-			"[2@701/1201]:1@1000", "[2@701/1201]:2@1000",
-			"[3@1/501]:1@501", "[3@100/600]:2@600", "[3@502/1002]:1@600",
-		}
-		if !slices.Equal(got, want) {
-			t.Errorf("sorted results:\n got  %s\n want %s", kafkaLines(got), kafkaLines(want))
-		}
+		slidingCountGrouped(t, "aggregate-by-key-windowed")
+	}},
+	// KGroupedStreamImplTest.java, shouldCountSlidingWindowsWithInternalStoreName.
+	kafkaCase{Kafka: "KGroupedStreamImplTest.shouldCountSlidingWindowsWithInternalStoreName", Area: "sliding", Run: func(t *testing.T) {
+		slidingCountGrouped(t, "")
+	}},
+	// KStreamSlidingWindowAggregateTest.java, testAggregateLargeInput:
+	// every update, sorted by key and window start as the Java test sorts
+	// them.
+	kafkaCase{Kafka: "KStreamSlidingWindowAggregateTest.testAggregateLargeInput/emit-update", Area: "sliding", Run: func(t *testing.T) {
+		slidingLarge(t, false,
+			"[A@0/10]:0+1@10", "[A@5/15]:0+1+4@15", "[A@10/20]:0+1+2@20", "[A@10/20]:0+1+2+4@20",
+			"[A@11/21]:0+2@20", "[A@11/21]:0+2+4@20", "[A@12/22]:0+2+3@22", "[A@12/22]:0+2+3+4@22",
+			"[A@16/26]:0+2+3@22", "[A@21/31]:0+3@22",
+			"[B@2/12]:0+1@12", "[B@3/13]:0+1+2@13", "[B@4/14]:0+1+2+6@14",
+			"[B@8/18]:0+1+2+3@18", "[B@8/18]:0+1+2+3+6@18",
+			"[B@9/19]:0+1+2+3+4@19", "[B@9/19]:0+1+2+3+4+6@19",
+			"[B@13/23]:0+2@13", "[B@13/23]:0+2+3@18", "[B@13/23]:0+2+3+4@19", "[B@13/23]:0+2+3+4+6@19",
+			"[B@14/24]:0+3@18", "[B@14/24]:0+3+4@19", "[B@14/24]:0+3+4+6@19",
+			"[B@15/25]:0+3+4+5@25", "[B@19/29]:0+4@19", "[B@19/29]:0+4+5@25", "[B@20/30]:0+5@25",
+			"[C@1/11]:0+1@11", "[C@5/15]:0+1+2@15", "[C@6/16]:0+1+2+3@16", "[C@11/21]:0+1+2+3+4@21",
+			"[C@12/22]:0+2@15", "[C@12/22]:0+2+3@16", "[C@12/22]:0+2+3+4@21",
+			"[C@13/23]:0+2+3+4+5@23",
+			"[C@16/26]:0+3@16", "[C@16/26]:0+3+4@21", "[C@16/26]:0+3+4+5@23",
+			"[C@17/27]:0+4@21", "[C@17/27]:0+4+5@23", "[C@22/32]:0+5@23",
+			"[D@1/11]:0+4@11", "[D@2/12]:0+4+2@12", "[D@6/16]:0+4+2+5@16",
+			"[D@12/22]:0+2@12", "[D@12/22]:0+2+5@16", "[D@13/23]:0+5@16", "[D@19/29]:0+3@29")
+	}},
+	// KStreamSlidingWindowAggregateTest.java, testAggregateLargeInput,
+	// final, with 10ms of grace instead of 50ms: B@14, C@11, D@11, D@12
+	// and D@16 come too late for their windows.
+	kafkaCase{Kafka: "KStreamSlidingWindowAggregateTest.testAggregateLargeInput/emit-final", Area: "emit-final", Run: func(t *testing.T) {
+		slidingLarge(t, true,
+			"[A@0/10]:0+1@10", "[A@5/15]:0+1+4@15",
+			"[B@2/12]:0+1@12", "[B@3/13]:0+1+2@13", "[B@8/18]:0+1+2+3+6@18",
+			"[C@5/15]:0+2@15", "[C@6/16]:0+2+3@16")
 	}},
 )
+
+// slidingCountGrouped is KGroupedStreamImplTest.doCountSlidingWindows
+// with the store named store ("" generates a name).
+func slidingCountGrouped(t *testing.T, store string) {
+	b, g := windowsGrouped()
+	table := g.WindowedBy(streams.Sliding(500*windowsMs, 2*time.Second)).Count(windowsStore(store, true))
+	w := newWindowsDriver(t, b, table, windowsTimeKeys(500*windowsMs), streams.Int64)
+	w.in("1:A@500", "1:A@999", "1:A@600", "2:B@500", "2:B@600", "2:B@700", "3:C@501",
+		"1:A@1000", "1:A@1000", "2:B@1000", "2:B@1000", "3:C@600")
+	w.expectSorted(
+		"[1@0/500]:1@500", "[1@100/600]:2@600", "[1@499/999]:2@999", "[1@499/999]:3@999",
+		"[1@500/1000]:4@1000", "[1@500/1000]:5@1000",
+		"[1@501/1001]:1@999", "[1@501/1001]:2@999", "[1@501/1001]:3@1000", "[1@501/1001]:4@1000",
+		"[1@601/1101]:1@999", "[1@601/1101]:2@1000", "[1@601/1101]:3@1000",
+		"[1@1000/1500]:1@1000", "[1@1000/1500]:2@1000",
+		"[2@0/500]:1@500", "[2@100/600]:2@600", "[2@200/700]:3@700",
+		"[2@500/1000]:4@1000", "[2@500/1000]:5@1000",
+		"[2@501/1001]:1@600", "[2@501/1001]:2@700", "[2@501/1001]:3@1000", "[2@501/1001]:4@1000",
+		"[2@601/1101]:1@700", "[2@601/1101]:2@1000", "[2@601/1101]:3@1000",
+		"[2@701/1201]:1@1000", "[2@701/1201]:2@1000",
+		"[3@1/501]:1@501", "[3@100/600]:2@600", "[3@502/1002]:1@600")
+}
+
+// expectSorted compares the results written since the last read, sorted
+// stably by key and window start as several Java tests sort them, with
+// want.
+func (w *windowsDriver) expectSorted(want ...string) {
+	w.t.Helper()
+	got := w.read(windowsOut, w.keySerde, w.valueSerde)
+	slices.SortStableFunc(got, func(a, b string) int { return cmp.Compare(slidingSortKey(a), slidingSortKey(b)) })
+	if !slices.Equal(got, want) {
+		w.t.Errorf("sorted results:\n got  %s\n want %s", kafkaLines(got), kafkaLines(want))
+	}
+}
+
+// slidingLarge is testAggregateLargeInput: windows of 10ms, with 50ms of
+// grace emitting updates and 10ms emitting final results.
+func slidingLarge(t *testing.T, final bool, want ...string) {
+	grace := 50 * windowsMs
+	if final {
+		grace = 10 * windowsMs
+	}
+	windowsCaches(t, func(t *testing.T, cached bool) {
+		b, g := windowsGrouped()
+		table := slidingAggregate(g.WindowedBy(streams.Sliding(10*windowsMs, grace)).Emit(windowsEmit(final)), windowsStore("", cached))
+		w := newWindowsDriver(t, b, table, windowsTimeKeys(10*windowsMs), streams.String)
+		w.in("A:1@10", "A:2@20", "A:3@22", "A:4@15",
+			"B:1@12", "B:2@13", "B:3@18", "B:4@19", "B:5@25", "B:6@14",
+			"C:1@11", "C:2@15", "C:3@16", "C:4@21", "C:5@23",
+			"D:4@11", "D:2@12", "D:3@29", "D:5@16")
+		w.expectSorted(want...)
+	})
+}
 
 // slidingSortKey orders "[key@start/end]:..." lines by key, then start.
 func slidingSortKey(line string) string {
@@ -272,3 +338,38 @@ func slidingExpiredByGrace(t *testing.T, final bool, want ...string) {
 		w.expectOut(want...)
 	})
 }
+
+// slidingMaterialized runs an aggregation of SlidingWindowedKStreamImplTest's
+// shouldMaterialize* tests and fetches keys 1 and 2 over [0, 1000].
+func slidingMaterialized(t *testing.T, agg func(*streams.WindowedStream, streams.Option) *streams.Table, want ...string) {
+	b, g := windowsGrouped()
+	agg(g.WindowedBy(streams.Sliding(100*windowsMs, time.Second)), windowsStore("store", true))
+	w := newWindowsDriver(t, b, nil, nil, nil)
+	w.in(slidingImplData...)
+	got := append(windowsFetch(w, "store", "1", 0, 1000), windowsFetch(w, "store", "2", 0, 1000)...)
+	if !slices.Equal(got, want) {
+		t.Errorf("store:\n got  %s\n want %s", kafkaLines(got), kafkaLines(want))
+	}
+}
+
+var _ = port(
+	// SlidingWindowedKStreamImplTest.java, shouldMaterializeCount: every
+	// window with its largest record timestamp.
+	kafkaCase{Kafka: "SlidingWindowedKStreamImplTest.shouldMaterializeCount", Area: "sliding", Run: func(t *testing.T) {
+		slidingMaterialized(t, func(ws *streams.WindowedStream, o streams.Option) *streams.Table { return ws.Count(o) },
+			"[1@0/100]:1@100", "[1@50/150]:2@150", "[1@101/201]:1@150", "[1@400/500]:1@500",
+			"[2@50/150]:1@150", "[2@100/200]:2@200", "[2@151/251]:1@200")
+	}},
+	// SlidingWindowedKStreamImplTest.java, shouldMaterializeReduced.
+	kafkaCase{Kafka: "SlidingWindowedKStreamImplTest.shouldMaterializeReduced", Area: "sliding", Run: func(t *testing.T) {
+		slidingMaterialized(t, slidingReduce,
+			"[1@0/100]:1@100", "[1@50/150]:1+2@150", "[1@101/201]:2@150", "[1@400/500]:3@500",
+			"[2@50/150]:20@150", "[2@100/200]:10+20@200", "[2@151/251]:10@200")
+	}},
+	// SlidingWindowedKStreamImplTest.java, shouldMaterializeAggregated.
+	kafkaCase{Kafka: "SlidingWindowedKStreamImplTest.shouldMaterializeAggregated", Area: "sliding", Run: func(t *testing.T) {
+		slidingMaterialized(t, slidingAggregate,
+			"[1@0/100]:0+1@100", "[1@50/150]:0+1+2@150", "[1@101/201]:0+2@150", "[1@400/500]:0+3@500",
+			"[2@50/150]:0+20@150", "[2@100/200]:0+10+20@200", "[2@151/251]:0+10@200")
+	}},
+)

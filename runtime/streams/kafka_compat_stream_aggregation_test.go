@@ -54,6 +54,33 @@ func streamAggMaterialized(t *testing.T, valueSerde streams.Serde, agg func(*str
 	}
 }
 
+// streamAggSessionAggregate is KGroupedStreamImplTest's session
+// aggregate into store ("" generates a name).
+func streamAggSessionAggregate(t *testing.T, store string) {
+	streamAggSession(t, streams.Int64, streamAggSessionData, func(ws *streams.WindowedStream) *streams.Table {
+		return ws.MergeSessionsWith(func(_, a, b any) (any, error) { return a.(int64) + b.(int64), nil }).
+			Aggregate(func() (any, error) { return int64(0), nil },
+				func(_, _, agg any) (any, error) { return agg.(int64) + 1, nil },
+				streams.Materialized(streams.StoreOptions{Name: store, ValueSerde: streams.Int64}))
+	}, "[1@10/30]:2@30", "[2@15/15]:1@15", "[1@70/100]:3@100")
+}
+
+// streamAggSessionCount is KGroupedStreamImplTest's session count.
+func streamAggSessionCount(t *testing.T, store string) {
+	streamAggSession(t, streams.Int64, streamAggSessionData, func(ws *streams.WindowedStream) *streams.Table {
+		return ws.Count(windowsStore(store, true))
+	}, "[1@10/30]:2@30", "[2@15/15]:1@15", "[1@70/100]:3@100")
+}
+
+// streamAggSessionReduce is KGroupedStreamImplTest's session reduce.
+func streamAggSessionReduce(t *testing.T, store string) {
+	streamAggSession(t, streams.String, []string{"1:A@10", "2:Z@15", "1:B@30", "1:A@70", "1:B@100", "1:C@90"},
+		func(ws *streams.WindowedStream) *streams.Table {
+			return ws.Reduce(func(a, b any) (any, error) { return a.(string) + ":" + b.(string), nil },
+				windowsStore(store, true))
+		}, "[1@10/30]:A:B@30", "[2@15/15]:Z@15", "[1@70/100]:A:B:C@100")
+}
+
 func streamAggCount(g *streams.GroupedStream, store streams.Option) *streams.Table {
 	return g.Count(store)
 }
@@ -80,27 +107,28 @@ func streamAggSkips(t *testing.T, agg func(*streams.GroupedStream, streams.Optio
 var _ = port(
 	// KGroupedStreamImplTest.java, shouldAggregateSessionWindows.
 	kafkaCase{Kafka: "KGroupedStreamImplTest.shouldAggregateSessionWindows", Area: "session", Run: func(t *testing.T) {
-		streamAggSession(t, streams.Int64, streamAggSessionData, func(ws *streams.WindowedStream) *streams.Table {
-			return ws.MergeSessionsWith(func(_, a, b any) (any, error) { return a.(int64) + b.(int64), nil }).
-				Aggregate(func() (any, error) { return int64(0), nil },
-					func(_, _, agg any) (any, error) { return agg.(int64) + 1, nil },
-					streams.Materialized(streams.StoreOptions{Name: "session-store", ValueSerde: streams.Int64}))
-		}, "[1@10/30]:2@30", "[2@15/15]:1@15", "[1@70/100]:3@100")
+		streamAggSessionAggregate(t, "session-store")
+	}},
+	// KGroupedStreamImplTest.java, shouldAggregateSessionWindowsWithInternalStoreName.
+	kafkaCase{Kafka: "KGroupedStreamImplTest.shouldAggregateSessionWindowsWithInternalStoreName", Area: "session", Run: func(t *testing.T) {
+		streamAggSessionAggregate(t, "")
 	}},
 	// KGroupedStreamImplTest.java, shouldCountSessionWindows.
 	kafkaCase{Kafka: "KGroupedStreamImplTest.shouldCountSessionWindows", Area: "session", Run: func(t *testing.T) {
-		streamAggSession(t, streams.Int64, streamAggSessionData, func(ws *streams.WindowedStream) *streams.Table {
-			return ws.Count(windowsStore("session-store", true))
-		}, "[1@10/30]:2@30", "[2@15/15]:1@15", "[1@70/100]:3@100")
+		streamAggSessionCount(t, "session-store")
+	}},
+	// KGroupedStreamImplTest.java, shouldCountSessionWindowsWithInternalStoreName.
+	kafkaCase{Kafka: "KGroupedStreamImplTest.shouldCountSessionWindowsWithInternalStoreName", Area: "session", Run: func(t *testing.T) {
+		streamAggSessionCount(t, "")
 	}},
 	// KGroupedStreamImplTest.java, shouldReduceSessionWindows: merging
 	// [70,70] and [100,100] for 1:C@90 reduces their values in time order.
 	kafkaCase{Kafka: "KGroupedStreamImplTest.shouldReduceSessionWindows", Area: "session", Run: func(t *testing.T) {
-		streamAggSession(t, streams.String, []string{"1:A@10", "2:Z@15", "1:B@30", "1:A@70", "1:B@100", "1:C@90"},
-			func(ws *streams.WindowedStream) *streams.Table {
-				return ws.Reduce(func(a, b any) (any, error) { return a.(string) + ":" + b.(string), nil },
-					windowsStore("session-store", true))
-			}, "[1@10/30]:A:B@30", "[2@15/15]:Z@15", "[1@70/100]:A:B:C@100")
+		streamAggSessionReduce(t, "session-store")
+	}},
+	// KGroupedStreamImplTest.java, shouldReduceSessionWindowsWithInternalStoreName.
+	kafkaCase{Kafka: "KGroupedStreamImplTest.shouldReduceSessionWindowsWithInternalStoreName", Area: "session", Run: func(t *testing.T) {
+		streamAggSessionReduce(t, "")
 	}},
 	// KGroupedStreamImplTest.java, shouldCountAndMaterializeResults: the
 	// null value is not counted.

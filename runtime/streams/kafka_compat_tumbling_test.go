@@ -315,20 +315,31 @@ var _ = port(
 	// of 500ms with 100ms of grace; 3:B@100 still counts in [0,500) at
 	// stream time 500.
 	kafkaCase{Kafka: "KGroupedStreamImplTest.shouldCountWindowed", Area: "grace", Run: func(t *testing.T) {
-		b, g := windowsGrouped()
-		table := g.WindowedBy(streams.Tumbling(500*windowsMs, 100*windowsMs)).Count(windowsStore("aggregate-by-key-windowed", true))
-		w := newWindowsDriver(t, b, table, windowsTimeKeys(500*windowsMs), streams.Int64)
-		w.in("1:A@0", "1:A@499", "1:A@100", "2:B@0", "2:B@100", "2:B@200", "3:C@1",
-			"1:A@500", "1:A@500", "2:B@500", "2:B@500", "3:B@100")
-		w.expectOut(
-			"[1@0/500]:1@0", "[1@0/500]:2@499", "[1@0/500]:3@499",
-			"[2@0/500]:1@0", "[2@0/500]:2@100", "[2@0/500]:3@200",
-			"[3@0/500]:1@1",
-			"[1@500/1000]:1@500", "[1@500/1000]:2@500",
-			"[2@500/1000]:1@500", "[2@500/1000]:2@500",
-			"[3@0/500]:2@100")
+		windowsCountWindowed(t, "aggregate-by-key-windowed")
+	}},
+	// KGroupedStreamImplTest.java, shouldCountWindowedWithInternalStoreName:
+	// the same with a generated store name.
+	kafkaCase{Kafka: "KGroupedStreamImplTest.shouldCountWindowedWithInternalStoreName", Area: "grace", Run: func(t *testing.T) {
+		windowsCountWindowed(t, "")
 	}},
 )
+
+// windowsCountWindowed is KGroupedStreamImplTest.doCountWindowed with
+// the store named store ("" generates a name).
+func windowsCountWindowed(t *testing.T, store string) {
+	b, g := windowsGrouped()
+	table := g.WindowedBy(streams.Tumbling(500*windowsMs, 100*windowsMs)).Count(windowsStore(store, true))
+	w := newWindowsDriver(t, b, table, windowsTimeKeys(500*windowsMs), streams.Int64)
+	w.in("1:A@0", "1:A@499", "1:A@100", "2:B@0", "2:B@100", "2:B@200", "3:C@1",
+		"1:A@500", "1:A@500", "2:B@500", "2:B@500", "3:B@100")
+	w.expectOut(
+		"[1@0/500]:1@0", "[1@0/500]:2@499", "[1@0/500]:3@499",
+		"[2@0/500]:1@0", "[2@0/500]:2@100", "[2@0/500]:3@200",
+		"[3@0/500]:1@1",
+		"[1@500/1000]:1@500", "[1@500/1000]:2@500",
+		"[2@500/1000]:1@500", "[2@500/1000]:2@500",
+		"[3@0/500]:2@100")
+}
 
 // timeWindowedMaterialized runs an aggregation of
 // TimeWindowedKStreamImplTest's shouldMaterialize* tests uncached and
