@@ -373,3 +373,42 @@ var _ = port(
 			"[2@50/150]:0+20@150", "[2@100/200]:0+10+20@200", "[2@151/251]:0+10@200")
 	}},
 )
+
+// slidingEarlyLarge is testEarlyRecordsLargeInput: windows of 10ms over
+// records before and after the time difference, with 50ms of grace
+// emitting updates and 1ms emitting final results.
+func slidingEarlyLarge(t *testing.T, final bool, want ...string) {
+	grace := 50 * windowsMs
+	if final {
+		grace = 1 * windowsMs
+	}
+	windowsCaches(t, func(t *testing.T, cached bool) {
+		b, g := windowsGrouped()
+		table := slidingAggregate(g.WindowedBy(streams.Sliding(10*windowsMs, grace)).Emit(windowsEmit(final)), windowsStore("", cached))
+		w := newWindowsDriver(t, b, table, windowsTimeKeys(10*windowsMs), streams.String)
+		w.in("E:1@0", "E:3@5", "E:4@6", "E:2@3", "E:6@13", "E:5@10", "E:7@4", "E:8@2", "E:9@15")
+		w.expectSorted(want...)
+	})
+}
+
+var _ = port(
+	// KStreamSlidingWindowAggregateTest.java, testEarlyRecordsLargeInput.
+	kafkaCase{Kafka: "KStreamSlidingWindowAggregateTest.testEarlyRecordsLargeInput/emit-update", Area: "sliding", Run: func(t *testing.T) {
+		slidingEarlyLarge(t, false,
+			"[E@0/10]:0+1@0", "[E@0/10]:0+1+3@5", "[E@0/10]:0+1+3+4@6", "[E@0/10]:0+1+3+4+2@6",
+			"[E@0/10]:0+1+3+4+2+5@10", "[E@0/10]:0+1+3+4+2+5+7@10", "[E@0/10]:0+1+3+4+2+5+7+8@10",
+			"[E@1/11]:0+3@5", "[E@1/11]:0+3+4@6", "[E@1/11]:0+3+4+2@6", "[E@1/11]:0+3+4+2+5@10",
+			"[E@1/11]:0+3+4+2+5+7@10", "[E@1/11]:0+3+4+2+5+7+8@10",
+			"[E@3/13]:0+3+4+2+6@13", "[E@3/13]:0+3+4+2+6+5@13", "[E@3/13]:0+3+4+2+6+5+7@13",
+			"[E@4/14]:0+3+4@6", "[E@4/14]:0+3+4+6@13", "[E@4/14]:0+3+4+6+5@13", "[E@4/14]:0+3+4+6+5+7@13",
+			"[E@5/15]:0+3+4+6+5@13", "[E@5/15]:0+3+4+6+5+9@15",
+			"[E@6/16]:0+4@6", "[E@6/16]:0+4+6@13", "[E@6/16]:0+4+6+5@13", "[E@6/16]:0+4+6+5+9@15",
+			"[E@7/17]:0+6@13", "[E@7/17]:0+6+5@13", "[E@7/17]:0+6+5+9@15",
+			"[E@11/21]:0+6@13", "[E@11/21]:0+6+9@15", "[E@14/24]:0+9@15")
+	}},
+	// KStreamSlidingWindowAggregateTest.java, testEarlyRecordsLargeInput,
+	// final, with 1ms of grace: E@2 comes too late for [0,10] and [1,11].
+	kafkaCase{Kafka: "KStreamSlidingWindowAggregateTest.testEarlyRecordsLargeInput/emit-final", Area: "emit-final", Run: func(t *testing.T) {
+		slidingEarlyLarge(t, true, "[E@0/10]:0+1+3+4+2@6", "[E@1/11]:0+3+4+2@6", "[E@3/13]:0+3+4+2+6+5+7@13")
+	}},
+)
