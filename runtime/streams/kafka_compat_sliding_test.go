@@ -412,3 +412,60 @@ var _ = port(
 		slidingEarlyLarge(t, true, "[E@0/10]:0+1+3+4+2@6", "[E@1/11]:0+3+4+2@6", "[E@3/13]:0+3+4+2+6+5+7@13")
 	}},
 )
+
+// slidingNoGraceLarge runs testEarlyNoGracePeriodLargeInput (base 0) and
+// testNoGracePeriodLargeInput (base 100): windows of 10ms without grace
+// over the same records shifted by base.
+func slidingNoGraceLarge(t *testing.T, final bool, base int64, want ...string) {
+	windowsCaches(t, func(t *testing.T, cached bool) {
+		b, g := windowsGrouped()
+		table := slidingAggregate(g.WindowedBy(streams.Sliding(10*windowsMs, 0)).Emit(windowsEmit(final)), windowsStore("", cached))
+		w := newWindowsDriver(t, b, table, windowsTimeKeys(10*windowsMs), streams.String)
+		for _, r := range []struct {
+			v  string
+			ts int64
+		}{{"1", 0}, {"3", 5}, {"4", 6}, {"2", 3}, {"6", 13}, {"5", 10}, {"7", 4}, {"8", 2}, {"9", 15}} {
+			w.in("E:" + r.v + "@" + windowsItoa(base+r.ts))
+		}
+		w.expectSorted(want...)
+	})
+}
+
+var _ = port(
+	// KStreamSlidingWindowAggregateTest.java, testEarlyNoGracePeriodLargeInput:
+	// without grace E@10, E@4 and E@2 miss the windows stream time closed.
+	kafkaCase{Kafka: "KStreamSlidingWindowAggregateTest.testEarlyNoGracePeriodLargeInput/emit-update", Area: "sliding", Run: func(t *testing.T) {
+		slidingNoGraceLarge(t, false, 0,
+			"[E@0/10]:0+1@0", "[E@0/10]:0+1+3@5", "[E@0/10]:0+1+3+4@6", "[E@0/10]:0+1+3+4+2@6",
+			"[E@1/11]:0+3@5", "[E@1/11]:0+3+4@6", "[E@1/11]:0+3+4+2@6",
+			"[E@3/13]:0+3+4+2+6@13", "[E@3/13]:0+3+4+2+6+5@13", "[E@3/13]:0+3+4+2+6+5+7@13",
+			"[E@4/14]:0+3+4@6", "[E@4/14]:0+3+4+6@13", "[E@4/14]:0+3+4+6+5@13", "[E@4/14]:0+3+4+6+5+7@13",
+			"[E@5/15]:0+3+4+6+5@13", "[E@5/15]:0+3+4+6+5+9@15",
+			"[E@6/16]:0+4@6", "[E@6/16]:0+4+6@13", "[E@6/16]:0+4+6+5@13", "[E@6/16]:0+4+6+5+9@15",
+			"[E@7/17]:0+6@13", "[E@7/17]:0+6+5@13", "[E@7/17]:0+6+5+9@15",
+			"[E@11/21]:0+6@13", "[E@11/21]:0+6+9@15", "[E@14/24]:0+9@15")
+	}},
+	// KStreamSlidingWindowAggregateTest.java, testEarlyNoGracePeriodLargeInput, final.
+	kafkaCase{Kafka: "KStreamSlidingWindowAggregateTest.testEarlyNoGracePeriodLargeInput/emit-final", Area: "emit-final", Run: func(t *testing.T) {
+		slidingNoGraceLarge(t, true, 0,
+			"[E@0/10]:0+1+3+4+2@6", "[E@1/11]:0+3+4+2@6", "[E@3/13]:0+3+4+2+6+5+7@13", "[E@4/14]:0+3+4+6+5+7@13")
+	}},
+	// KStreamSlidingWindowAggregateTest.java, testNoGracePeriodLargeInput.
+	kafkaCase{Kafka: "KStreamSlidingWindowAggregateTest.testNoGracePeriodLargeInput/emit-update", Area: "sliding", Run: func(t *testing.T) {
+		slidingNoGraceLarge(t, false, 100,
+			"[E@90/100]:0+1@100", "[E@95/105]:0+1+3@105", "[E@96/106]:0+1+3+4@106", "[E@96/106]:0+1+3+4+2@106",
+			"[E@101/111]:0+3@105", "[E@101/111]:0+3+4@106", "[E@101/111]:0+3+4+2@106",
+			"[E@103/113]:0+3+4+2+6@113", "[E@103/113]:0+3+4+2+6+5@113", "[E@103/113]:0+3+4+2+6+5+7@113",
+			"[E@104/114]:0+3+4@106", "[E@104/114]:0+3+4+6@113", "[E@104/114]:0+3+4+6+5@113", "[E@104/114]:0+3+4+6+5+7@113",
+			"[E@105/115]:0+3+4+6+5@113", "[E@105/115]:0+3+4+6+5+9@115",
+			"[E@106/116]:0+4@106", "[E@106/116]:0+4+6@113", "[E@106/116]:0+4+6+5@113", "[E@106/116]:0+4+6+5+9@115",
+			"[E@107/117]:0+6@113", "[E@107/117]:0+6+5@113", "[E@107/117]:0+6+5+9@115",
+			"[E@111/121]:0+6@113", "[E@111/121]:0+6+9@115", "[E@114/124]:0+9@115")
+	}},
+	// KStreamSlidingWindowAggregateTest.java, testNoGracePeriodLargeInput, final.
+	kafkaCase{Kafka: "KStreamSlidingWindowAggregateTest.testNoGracePeriodLargeInput/emit-final", Area: "emit-final", Run: func(t *testing.T) {
+		slidingNoGraceLarge(t, true, 100,
+			"[E@90/100]:0+1@100", "[E@95/105]:0+1+3@105", "[E@96/106]:0+1+3+4+2@106",
+			"[E@101/111]:0+3+4+2@106", "[E@103/113]:0+3+4+2+6+5+7@113", "[E@104/114]:0+3+4+6+5+7@113")
+	}},
+)
