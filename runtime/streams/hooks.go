@@ -54,7 +54,8 @@ type ErrorHook interface {
 }
 
 // RecordSkippedHook is called when a record is skipped because the
-// configured handler said to log and continue.
+// configured handler said to log and continue, or because an aggregation
+// cannot take its nil key or value (Err wraps ErrNullKey or ErrNullValue).
 type RecordSkippedHook interface {
 	OnRecordSkipped(SkippedRecord)
 }

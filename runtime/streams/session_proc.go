@@ -1,16 +1,23 @@
 package streams
 
-// sessionProc aggregates into session windows. A record starts a session
-// [ts, ts] of its own, merged with every session of its key that ends at
-// most Gap before it or starts at most Gap after it; the merged sessions
-// are deleted (a tombstone downstream when emitting updates) and the
-// record is folded into the merge.
+// sessionProc aggregates into session windows as Kafka Streams'
+// KStreamSessionWindowAggregate does. A record starts a session [ts, ts]
+// of its own, merged with every session of its key that ends at most Gap
+// before it or starts at most Gap after it. Unless the merge is the
+// record's own session, every session merged is deleted, a tombstone
+// downstream when emitting updates, also a session the record falls
+// inside of, whose bounds stay: a consumer of the results sees each
+// session it last saw replaced, never two versions of one. Then the merge
+// is written with the record folded in, as a new row (its old value is
+// nil, as in Kafka Streams, whose merged session carries no old value).
 type sessionProc struct {
 	windowProc
 }
 
 func (p *sessionProc) process(t *task, r record) error {
-	if r.key == nil || r.value == nil {
+	// Kafka Streams skips only a null key here: a null value is given to
+	// the aggregator (Count counts it).
+	if skipsNull(t, p.name, r, true) {
 		return nil
 	}
 	inner, err := p.innerKey(t, r.key)
@@ -22,36 +29,21 @@ func (p *sessionProc) process(t *task, r record) error {
 	if err != nil {
 		return t.processingError(p.name, err)
 	}
-	merged := Windowed{Key: r.key, Start: r.timestamp, End: r.timestamp}
-	var agg any
-	have := p.agg.init != nil
-	if have {
-		if agg, err = p.agg.init(); err != nil {
-			return t.processingError(p.name, err)
-		}
-	}
-	for _, s := range found {
-		merged.Start, merged.End = min(merged.Start, s.wk.Start), max(merged.End, s.wk.End)
-		v := unstamp(s.value)
-		if !have {
-			agg, have = v, true
-		} else if agg, err = p.agg.merge(r.key, agg, v); err != nil {
-			return t.processingError(p.name, err)
-		}
+	own := Windowed{Key: r.key, Start: r.timestamp, End: r.timestamp}
+	merged, agg, have, err := p.mergeSessions(r, own, found)
+	if err != nil {
+		return t.processingError(p.name, err)
 	}
 	if p.closed(t, merged) {
 		p.store.dropLate(t, r, merged)
 		return nil
 	}
-	var old any
-	oldFound := false
-	for _, s := range found {
-		if s.wk.Start == merged.Start && s.wk.End == merged.End {
-			old, oldFound = s.value, true
-			continue
-		}
-		if err := p.store.putWindow(t, s.kb, s.wk, nil, s.value, true, s.wk.End); err != nil {
-			return err
+	if merged != own {
+		for _, s := range found {
+			// The tombstone carries the deleted session's end.
+			if err := p.store.putWindow(t, s.kb, s.wk, nil, s.value, true, s.wk.End); err != nil {
+				return err
+			}
 		}
 	}
 	if have {
@@ -65,5 +57,28 @@ func (p *sessionProc) process(t *task, r record) error {
 	// A session's results carry its end as their timestamp, as in Kafka
 	// Streams.
 	next := stamped{value: agg, ts: merged.End}
-	return p.store.putWindow(t, p.store.win.keyBytes(inner, merged), merged, next, old, oldFound, merged.End)
+	return p.store.putWindow(t, p.store.win.keyBytes(inner, merged), merged, next, nil, false, merged.End)
+}
+
+// mergeSessions returns the bounds of the record's own session merged with
+// the sessions found, and their aggregates merged: from the initializer's
+// aggregate, or (Reduce, have false when nothing was found) from the first
+// session's.
+func (p *sessionProc) mergeSessions(r record, own Windowed, found []storedWindow) (merged Windowed, agg any, have bool, err error) {
+	merged = own
+	if have = p.agg.init != nil; have {
+		if agg, err = p.agg.init(); err != nil {
+			return merged, nil, false, err
+		}
+	}
+	for _, s := range found {
+		merged.Start, merged.End = min(merged.Start, s.wk.Start), max(merged.End, s.wk.End)
+		v := unstamp(s.value)
+		if !have {
+			agg, have = v, true
+		} else if agg, err = p.agg.merge(r.key, agg, v); err != nil {
+			return merged, nil, false, err
+		}
+	}
+	return merged, agg, have, nil
 }

@@ -23,7 +23,8 @@ type slidingRun struct {
 }
 
 func (p *slidingProc) process(t *task, r record) error {
-	if r.key == nil || r.value == nil {
+	// As Kafka Streams, sliding windows skip a null value too.
+	if skipsNull(t, p.name, r, false) {
 		return nil
 	}
 	d := p.spec.size

@@ -21,7 +21,7 @@ func (p *aggregateProc) process(t *task, r record) error {
 	if r.key == nil || r.value == nil {
 		// As Kafka Streams: a record without key or value cannot be
 		// aggregated; it is skipped, not an error.
-		return nil
+		return skipNullKeyOrValue(t, p.name, r)
 	}
 	old, found, err := p.store.get(r.key)
 	if err != nil {
@@ -60,7 +60,7 @@ func reduceFactory(spec *storeSpec, fn Reducer) processorFactory {
 
 func (p *reduceProc) process(t *task, r record) error {
 	if r.key == nil || r.value == nil {
-		return nil
+		return skipNullKeyOrValue(t, p.name, r)
 	}
 	old, found, err := p.store.get(r.key)
 	if err != nil {

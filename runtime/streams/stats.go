@@ -31,7 +31,8 @@ type TaskStats struct {
 	// in milliseconds since the epoch; -1 before its first record.
 	StreamTime int64
 	// Processed counts records taken from the task's inputs, Skipped
-	// those of them that the error handlers skipped.
+	// the records the error handlers skipped and those an aggregation
+	// skipped for a nil key or value (see ErrNullKey).
 	Processed, Skipped int64
 	// Restoring is true while the task's stores catch up with their
 	// changelogs; the task processes nothing until then.

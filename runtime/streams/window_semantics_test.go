@@ -261,8 +261,9 @@ func TestWindowSemantics(t *testing.T) {
 			out key=a start=0 end=3 value=<nil> ts=3
 			out key=a start=9 end=9 value=<nil> ts=9
 			out key=a start=0 end=9 value=4 ts=9
-			// inside a session: updated in place
+			// inside a session: a tombstone first, as in Kafka Streams
 			# input ts=3
+			out key=a start=0 end=9 value=<nil> ts=9
 			out key=a start=0 end=9 value=5 ts=9`,
 	}}
 	for _, tc := range cases {

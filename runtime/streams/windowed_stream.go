@@ -47,7 +47,9 @@ func (w *WindowedStream) MergeSessionsWith(m Merger) *WindowedStream {
 }
 
 // Count counts each key's records per window into a table of int64. It
-// takes Named and Materialized.
+// takes Named and Materialized. As in Kafka Streams, a record with a nil
+// value counts over time and session windows, not over sliding windows;
+// one with a nil key is skipped (see ErrNullKey).
 func (w *WindowedStream) Count(opts ...Option) *Table {
 	inc := func(_, _, agg any) (any, error) { return agg.(int64) + 1, nil }
 	sum := func(_, a, b any) (any, error) { return a.(int64) + b.(int64), nil }
@@ -56,7 +58,9 @@ func (w *WindowedStream) Count(opts ...Option) *Table {
 }
 
 // Reduce combines each key's values per window with fn; the first value
-// is the window's first aggregate. It takes Named and Materialized.
+// is the window's first aggregate. It takes Named and Materialized. Over
+// time and session windows fn gets nil values too, as in Kafka Streams
+// (see ErrNullValue).
 func (w *WindowedStream) Reduce(fn Reducer, opts ...Option) *Table {
 	w.g.stream.need("Reduce", fn == nil)
 	add := func(_, v, agg any) (any, error) { return fn(agg, v) }
@@ -66,9 +70,11 @@ func (w *WindowedStream) Reduce(fn Reducer, opts ...Option) *Table {
 }
 
 // Aggregate folds each key's values per window into an aggregate that
-// starts from init. Over session windows it needs MergeSessionsWith. It
-// takes Named and Materialized; give the store a value serde for the
-// aggregate's type (default: the Config's default value serde).
+// starts from init. Over session windows it needs MergeSessionsWith. Over
+// time and session windows agg gets nil values too, as in Kafka Streams
+// (see ErrNullValue). It takes Named and Materialized; give the store a
+// value serde for the aggregate's type (default: the Config's default
+// value serde).
 func (w *WindowedStream) Aggregate(init Initializer, agg Aggregator, opts ...Option) *Table {
 	w.g.stream.need("Aggregate", init == nil || agg == nil)
 	if _, ok := w.windows.(SessionWindows); ok && w.merger == nil {
@@ -230,8 +236,10 @@ type timeWindowProc struct {
 }
 
 func (p *timeWindowProc) process(t *task, r record) error {
-	if r.key == nil || r.value == nil {
-		return nil // as Kafka Streams: nothing to aggregate
+	// Kafka Streams skips only a null key here: a null value is given to
+	// the aggregator (Count counts it).
+	if skipsNull(t, p.name, r, true) {
+		return nil
 	}
 	inner, err := p.innerKey(t, r.key)
 	if err != nil {

@@ -62,7 +62,11 @@ func Sliding(timeDifference, grace time.Duration) SlidingWindows {
 // separated by at least Gap of inactivity; a record that falls within Gap
 // of two sessions merges them. A session's start and end are the
 // timestamps of its first and last records, both inclusive. A session
-// closes when stream time passes its end + Gap + Grace.
+// closes when stream time passes its end + Gap + Grace. Its results carry
+// its end as their timestamp; emitting updates, a record that changes a
+// session sends a tombstone (a nil value) for each session it replaces,
+// the one it falls inside of included, before the new session's value, as
+// Kafka Streams does.
 type SessionWindows struct {
 	Gap   time.Duration
 	Grace time.Duration
