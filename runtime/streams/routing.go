@@ -84,16 +84,34 @@ var generatedName = regexp.MustCompile(`^KSTREAM.*-[0-9]{10}$`)
 // internal topic base+"-repartition". The filter drops records with a nil
 // key: they have no partition to go to.
 func (s *Stream) repartitionAs(base string, o operatorOptions) *Stream {
-	topic := base
-	if !strings.HasSuffix(topic, "-repartition") {
-		topic += "-repartition"
-	}
+	topic := repartitionTopic(base)
 	sinkName := s.b.newName("KSTREAM-SINK-")
 	filterName := s.b.newName("KSTREAM-FILTER-")
 	sourceName := s.b.newName("KSTREAM-SOURCE-")
 	if !generatedName.MatchString(base) {
 		sinkName, filterName, sourceName = topic+"-sink", topic+"-filter", topic+"-source"
 	}
+	filter := s.b.addNode(filterName, processorNode)
+	filter.op = "Repartition"
+	filter.makeProcessor = dropNullKeyFactory
+	connect(s.node, filter)
+	in := *s
+	in.node = filter
+	return in.repartitionThrough(topic, sinkName, sourceName, o)
+}
+
+// repartitionTopic is the internal topic of a repartition named base.
+func repartitionTopic(base string) string {
+	if strings.HasSuffix(base, "-repartition") {
+		return base
+	}
+	return base + "-repartition"
+}
+
+// repartitionThrough adds sink -> topic -> source below s, with the given
+// node names, and returns the stream read back. Records with a nil key
+// must not reach it.
+func (s *Stream) repartitionThrough(topic, sinkName, sourceName string, o operatorOptions) *Stream {
 	keySerde, valueSerde := s.keySerde, s.valueSerde
 	if o.keySerde != nil {
 		keySerde = o.keySerde
@@ -101,17 +119,12 @@ func (s *Stream) repartitionAs(base string, o operatorOptions) *Stream {
 	if o.valueSerde != nil {
 		valueSerde = o.valueSerde
 	}
-	filter := s.b.addNode(filterName, processorNode)
-	filter.op = "Repartition"
-	filter.makeProcessor = dropNullKeyFactory
-	connect(s.node, filter)
-
 	sink := s.b.addNode(sinkName, sinkNode)
 	sink.op = "Repartition"
 	sink.topic, sink.internal = topic, true
 	sink.keySerde, sink.valueSerde = keySerde, valueSerde
 	sink.partitions = o.partitions
-	connect(filter, sink)
+	connect(s.node, sink)
 
 	src := s.b.addNode(sourceName, sourceNode)
 	src.op = "Repartition"
@@ -119,10 +132,10 @@ func (s *Stream) repartitionAs(base string, o operatorOptions) *Stream {
 	src.keySerde, src.valueSerde = keySerde, valueSerde
 	src.upstream = sink
 	if err := validTopicName(topic); err != nil {
-		s.b.errorf("Repartition %q: %v", base, err)
+		s.b.errorf("Repartition %q: %v", topic, err)
 	}
 	if other, ok := s.b.sourceTopics[topic]; ok {
-		s.b.errorf("Repartition %q: topic %q is already read by source %q", base, topic, other.name)
+		s.b.errorf("Repartition %q: topic %q is already read by source %q", topic, topic, other.name)
 	}
 	s.b.sourceTopics[topic] = src
 	return &Stream{b: s.b, node: src, keySerde: keySerde, valueSerde: valueSerde}
