@@ -8,7 +8,6 @@ package streams_test
 import (
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -43,7 +42,9 @@ func describeExpect(t *testing.T, kafka string, build func(b *streams.Builder)) 
 }
 
 // describeJoiner stands for Kafka's MockValueJoiner.TOSTRING_JOINER.
-func describeJoiner(_, l, r any) (any, error) { return describeString(l) + "+" + describeString(r), nil }
+func describeJoiner(_, l, r any) (any, error) {
+	return describeString(l) + "+" + describeString(r), nil
+}
 
 func describeString(v any) string {
 	if v == nil {
@@ -181,4 +182,3 @@ var _ = port(
 	}),
 )
 
-var _ = strings.Cut
