@@ -13,6 +13,9 @@ import (
 type GroupedTable struct {
 	stream *Stream
 	name   string
+	// repartitioned is the named repartition the first aggregation made,
+	// which later ones read too, as in Kafka Streams.
+	repartitioned *Stream
 }
 
 // tableChange is a re-grouped table row on its way to the aggregation:
@@ -55,7 +58,11 @@ func (g *GroupedTable) aggregate(op, processorPrefix string, opts []Option, defa
 	if base == "" {
 		base = spec.name
 	}
-	src := g.stream.repartitionThrough(repartitionTopic(base), sinkName, sourceName, operatorOptions{})
+	src := g.repartitioned
+	if src == nil || g.name == "" {
+		src = g.stream.repartitionThrough(repartitionTopic(base), sinkName, sourceName, operatorOptions{})
+		g.repartitioned = src
+	}
 	n := b.addNode(name, processorNode)
 	n.op = op
 	n.storeSpecs = []*storeSpec{spec}

@@ -8,6 +8,9 @@ package streams_test
 import (
 	"os"
 	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -15,7 +18,8 @@ import (
 )
 
 // describeCase registers a case that builds a topology and compares its
-// Describe() with the golden file of the Java test kafka.
+// Describe() with the golden file of the Java test kafka ("/" in the case
+// name is "_" in the file's).
 func describeCase(kafka string, build func(b *streams.Builder)) kafkaCase {
 	return kafkaCase{Kafka: kafka, Area: "describe", Run: func(t *testing.T) {
 		describeExpect(t, kafka, build)
@@ -26,19 +30,47 @@ func describeCase(kafka string, build func(b *streams.Builder)) kafkaCase {
 // file of the Java test.
 func describeExpect(t *testing.T, kafka string, build func(b *streams.Builder)) {
 	t.Helper()
-	raw, err := os.ReadFile(filepath.Join("testdata", "kafka", "describe", kafka+".txt"))
+	file := strings.ReplaceAll(kafka, "/", "_") + ".txt"
+	raw, err := os.ReadFile(filepath.Join("testdata", "kafka", "describe", file))
 	if err != nil {
 		t.Fatalf("reading the golden file: %v", err)
 	}
+	if got, want := describeBuild(t, build), string(raw); got != want {
+		t.Errorf("Describe() differs from the text %s asserts\n--- got\n%s--- want\n%s", kafka, got, want)
+	}
+}
+
+// describeBuild builds a topology and returns its Describe().
+func describeBuild(t *testing.T, build func(b *streams.Builder)) string {
+	t.Helper()
 	b := streams.NewBuilder()
 	build(b)
 	topo, err := b.Build()
 	if err != nil {
 		t.Fatalf("building topology: %v", err)
 	}
-	if got, want := topo.Describe(), string(raw); got != want {
-		t.Errorf("Describe() differs from the text %s asserts\n--- got\n%s--- want\n%s", kafka, got, want)
-	}
+	return topo.Describe()
+}
+
+// describeRepartitionSink is the pattern Kafka's repartition-naming tests
+// count repartition topics with.
+var describeRepartitionSink = regexp.MustCompile(`Sink: .*-repartition`)
+
+// describeTextCase registers a case for a Java test that asserts parts of
+// the text only: how many repartition topics it has (when sinks >= 0) and
+// that it contains each of contains.
+func describeTextCase(kafka string, sinks int, build func(b *streams.Builder), contains ...string) kafkaCase {
+	return kafkaCase{Kafka: kafka, Area: "describe", Run: func(t *testing.T) {
+		text := describeBuild(t, build)
+		if got := len(describeRepartitionSink.FindAllString(text, -1)); sinks >= 0 && got != sinks {
+			t.Errorf("%d repartition topics, want %d:\n%s", got, sinks, text)
+		}
+		for _, c := range contains {
+			if !strings.Contains(text, c) {
+				t.Errorf("the text lacks %q:\n%s", c, text)
+			}
+		}
+	}}
 }
 
 // describeJoiner stands for Kafka's MockValueJoiner.TOSTRING_JOINER.
@@ -180,5 +212,209 @@ var _ = port(
 	describeCase("TopologyTest.kTableNamedMaterializedFilterShouldPreserveTopologyStructure", func(b *streams.Builder) {
 		b.Table("input-topic").Filter(describeNone, streams.Materialized(streams.StoreOptions{Name: "store-name"}))
 	}),
+	// TopologyTest.java, kGroupedStreamAnonymousStoreTypedMaterializedCountShouldPreserveTopologyStructure
+	// (Braid has no store types: Materialized.as(StoreType) is a
+	// Materialized without a name).
+	describeCase("TopologyTest.kGroupedStreamAnonymousStoreTypedMaterializedCountShouldPreserveTopologyStructure", func(b *streams.Builder) {
+		b.Stream([]string{"input-topic"}).GroupByKey().Count(streams.Materialized(streams.StoreOptions{}))
+	}),
+	// TopologyTest.java, timeWindowAnonymousStoreTypeMaterializedCountShouldPreserveTopologyStructure.
+	describeCase("TopologyTest.timeWindowAnonymousStoreTypeMaterializedCountShouldPreserveTopologyStructure", func(b *streams.Builder) {
+		b.Stream([]string{"input-topic"}).GroupByKey().WindowedBy(streams.Tumbling(time.Millisecond, 0)).Count(streams.Materialized(streams.StoreOptions{}))
+	}),
+	// TopologyTest.java, sessionWindowAnonymousStoreTypedMaterializedCountShouldPreserveTopologyStructure.
+	describeCase("TopologyTest.sessionWindowAnonymousStoreTypedMaterializedCountShouldPreserveTopologyStructure", func(b *streams.Builder) {
+		b.Stream([]string{"input-topic"}).GroupByKey().WindowedBy(streams.Sessions(time.Millisecond, 0)).Count(streams.Materialized(streams.StoreOptions{}))
+	}),
+	// TopologyTest.java, tableAnonymousStoreTypedMaterializedCountShouldPreserveTopologyStructure.
+	describeCase("TopologyTest.tableAnonymousStoreTypedMaterializedCountShouldPreserveTopologyStructure", func(b *streams.Builder) {
+		b.Table("input-topic").GroupBy(describeNullKey).Count(streams.Materialized(streams.StoreOptions{}))
+	}),
 )
 
+// describeIncremental builds the steps of StreamsGraphTest's
+// shouldBeAbleToBuildTopologyIncrementally: the Java test describes one
+// builder after each step; a Braid Builder builds once, so each case
+// repeats the steps up to its own. JoinWindows.of(5 s) has a grace of
+// 24 h minus the window.
+func describeIncremental(steps int) func(b *streams.Builder) {
+	return func(b *streams.Builder) {
+		joined := b.Stream([]string{"topic"}).Join(b.Stream([]string{"other-topic"}), describeJoiner,
+			streams.JoinTimeDifference(5*time.Second, 24*time.Hour-5*time.Second))
+		if steps < 2 {
+			return
+		}
+		filtered := joined.Filter(func(_, v any) (bool, error) { return v == "foo", nil })
+		if steps < 3 {
+			return
+		}
+		filtered.MapValues(func(v any) (any, error) { return v.(string) + "some value", nil }).To("output-topic")
+	}
+}
+
+func describeKeyPlusValue(k, v any) (any, error) { return describeString(k) + describeString(v), nil }
+
+func describeKeyOnly(k, _ any) (any, error) { return k, nil }
+
+func describePair(k, v any) (any, any, error) { return k, v, nil }
+
+func describeAll(any, any) (bool, error) { return true, nil }
+
+func describeSame(v any) (any, error) { return v, nil }
+
+func describeLatest(_, v any) (any, error) { return v, nil }
+
+// describeGroupedTopic builds RepartitionTopicNamingTest's
+// buildStreamGroupByKey{TimeWindows,SessionWindows,NoWindows}: a re-keyed
+// stream, with filter and mapValues first when others, grouped by key or
+// by a mapper under the Grouped name, windowed by windows (nil for none)
+// and counted.
+func describeGroupedTopic(name string, others, byKey bool, windows streams.Windows) func(b *streams.Builder) {
+	return func(b *streams.Builder) {
+		s := b.Stream([]string{"topic"}).SelectKey(describeKeyPlusValue)
+		if others {
+			s = s.Filter(describeAll).MapValues(describeSame)
+		}
+		var g *streams.GroupedStream
+		if byKey {
+			g = s.GroupByKey(streams.Named(name))
+		} else {
+			g = s.GroupBy(describeKeyOnly, streams.Named(name))
+		}
+		if windows == nil {
+			g.Count()
+			return
+		}
+		g.WindowedBy(windows).Count()
+	}
+}
+
+// describeRepartitionNaming registers the two builds (without and with
+// other operations before the grouping) of a RepartitionTopicNamingTest
+// test that keeps the repartition topic's name.
+func describeRepartitionNaming(kafka, topic string, byKey bool, windows streams.Windows) []kafkaCase {
+	var cases []kafkaCase
+	for _, others := range []bool{false, true} {
+		suffix := "/plain"
+		if others {
+			suffix = "/other-operations"
+		}
+		cases = append(cases, describeTextCase(kafka+suffix, -1,
+			describeGroupedTopic(strings.TrimSuffix(topic, "-repartition"), others, byKey, windows), "(topic: "+topic+")"))
+	}
+	return cases
+}
+
+var _ = port(
+	// StreamsGraphTest.java, shouldBeAbleToBuildTopologyIncrementally, one
+	// case per step.
+	describeCase("StreamsGraphTest.shouldBeAbleToBuildTopologyIncrementally/joined", describeIncremental(1)),
+	describeCase("StreamsGraphTest.shouldBeAbleToBuildTopologyIncrementally/filtered", describeIncremental(2)),
+	describeCase("StreamsGraphTest.shouldBeAbleToBuildTopologyIncrementally/full", describeIncremental(3)),
+	// StreamsGraphTest.java, shouldNotOptimizeWithValueOrKeyChangingOperatorsAfterInitialKeyChange:
+	// with or without optimization (Braid has none), two repartition
+	// topics.
+	describeTextCase("StreamsGraphTest.shouldNotOptimizeWithValueOrKeyChangingOperatorsAfterInitialKeyChange", 2, func(b *streams.Builder) {
+		keyed := b.Stream([]string{"input"}).SelectKey(describeKeyPlusValue)
+		keyed.MapValues(describeSame).GroupByKey().Count().ToStream().To("output")
+		keyed.FlatMapValues(func(v any) ([]any, error) { return []any{v}, nil }).GroupByKey().
+			WindowedBy(streams.Tumbling(5*time.Second, 0)).Count().ToStream().To("windowed-output")
+	}),
+	// StreamsGraphTest.java, shouldNotOptimizeWhenRepartitionOperationIsDone.
+	describeTextCase("StreamsGraphTest.shouldNotOptimizeWhenRepartitionOperationIsDone", 2, func(b *streams.Builder) {
+		keyed := b.Stream([]string{"input"}).SelectKey(describeKeyPlusValue)
+		keyed.Repartition().GroupByKey().Count().ToStream().To("output")
+		keyed.Repartition().GroupByKey().WindowedBy(streams.Tumbling(5*time.Second, 0)).Count().ToStream().To("windowed-output")
+	}),
+	// RepartitionTopicNamingTest.java, shouldNotFailWithSameRepartitionTopicNameUsingSameKGroupedStream.
+	describeTextCase("RepartitionTopicNamingTest.shouldNotFailWithSameRepartitionTopicNameUsingSameKGroupedStream", 1, func(b *streams.Builder) {
+		g := b.Stream([]string{"topic"}).SelectKey(describeKeyOnly).GroupByKey(streams.Named("grouping"))
+		g.WindowedBy(streams.Tumbling(10*time.Millisecond, 0)).Count().ToStream().To("output-one")
+		g.WindowedBy(streams.Tumbling(30*time.Millisecond, 0)).Count().ToStream().To("output-two")
+	}, "grouping-repartition"),
+	// RepartitionTopicNamingTest.java, shouldNotFailWithSameRepartitionTopicNameUsingSameTimeWindowStream.
+	describeTextCase("RepartitionTopicNamingTest.shouldNotFailWithSameRepartitionTopicNameUsingSameTimeWindowStream", 1, func(b *streams.Builder) {
+		g := b.Stream([]string{"topic"}).SelectKey(describeKeyOnly).GroupByKey(streams.Named("grouping"))
+		w := g.WindowedBy(streams.Tumbling(10*time.Millisecond, 0))
+		w.Count().ToStream().To("output-one")
+		w.Reduce(describeConcat).ToStream().To("output-two")
+		g.WindowedBy(streams.Tumbling(30*time.Millisecond, 0)).Count().ToStream().To("output-two")
+	}, "grouping-repartition"),
+	// RepartitionTopicNamingTest.java, shouldNotFailWithSameRepartitionTopicNameUsingSameSessionWindowStream.
+	describeTextCase("RepartitionTopicNamingTest.shouldNotFailWithSameRepartitionTopicNameUsingSameSessionWindowStream", 1, func(b *streams.Builder) {
+		g := b.Stream([]string{"topic"}).SelectKey(describeKeyOnly).GroupByKey(streams.Named("grouping"))
+		w := g.WindowedBy(streams.Sessions(10*time.Millisecond, 0))
+		w.Count().ToStream().To("output-one")
+		w.Reduce(describeConcat).ToStream().To("output-two")
+		g.WindowedBy(streams.Tumbling(30*time.Millisecond, 0)).Count().ToStream().To("output-two")
+	}, "grouping-repartition"),
+	// RepartitionTopicNamingTest.java, shouldNotFailWithSameRepartitionTopicNameUsingSameKGroupedTable.
+	describeTextCase("RepartitionTopicNamingTest.shouldNotFailWithSameRepartitionTopicNameUsingSameKGroupedTable", 1, func(b *streams.Builder) {
+		g := b.Table("topic").GroupBy(describePair, streams.Named("grouping"))
+		g.Count().ToStream().To("output-count")
+		g.Reduce(describeLatest, describeLatest).ToStream().To("output-reduce")
+	}, "grouping-repartition"),
+	// RepartitionTopicNamingTest.java, shouldNotReuseRepartitionNodeWithUnnamedRepartitionTopics.
+	describeTextCase("RepartitionTopicNamingTest.shouldNotReuseRepartitionNodeWithUnnamedRepartitionTopics", 2, func(b *streams.Builder) {
+		g := b.Stream([]string{"topic"}).SelectKey(describeKeyOnly).GroupByKey()
+		g.WindowedBy(streams.Tumbling(10*time.Millisecond, 0)).Count().ToStream().To("output-one")
+		g.WindowedBy(streams.Tumbling(30*time.Millisecond, 0)).Count().ToStream().To("output-two")
+	}),
+	// RepartitionTopicNamingTest.java, shouldNotReuseRepartitionNodeWithUnnamedRepartitionTopicsKGroupedTable.
+	describeTextCase("RepartitionTopicNamingTest.shouldNotReuseRepartitionNodeWithUnnamedRepartitionTopicsKGroupedTable", 2, func(b *streams.Builder) {
+		g := b.Table("topic").GroupBy(describePair)
+		g.Count().ToStream().To("output-count")
+		g.Reduce(describeLatest, describeLatest).ToStream().To("output-reduce")
+	}),
+	// RepartitionTopicNamingTest.java, shouldKeepRepartitionTopicNameForJoins
+	// (buildStreamJoin without and with other operations).
+	describeTextCase("RepartitionTopicNamingTest.shouldKeepRepartitionTopicNameForJoins/plain", -1, describeNamedJoin(false),
+		"(topic: my-join-left-repartition)", "(topic: my-join-right-repartition)"),
+	describeTextCase("RepartitionTopicNamingTest.shouldKeepRepartitionTopicNameForJoins/other-operations", -1, describeNamedJoin(true),
+		"(topic: my-join-left-repartition)", "(topic: my-join-right-repartition)"),
+	// RepartitionTopicNamingTest.java, shouldKeepRepartitionNameForGroupByKTable
+	// (buildKTableGroupBy without and with a filter first).
+	describeTextCase("RepartitionTopicNamingTest.shouldKeepRepartitionNameForGroupByKTable/plain", -1, func(b *streams.Builder) {
+		b.Table("topic").GroupBy(describePair, streams.Named("ktable-group-by")).Count()
+	}, "(topic: ktable-group-by-repartition)"),
+	describeTextCase("RepartitionTopicNamingTest.shouldKeepRepartitionNameForGroupByKTable/other-operations", -1, func(b *streams.Builder) {
+		b.Table("topic").Filter(describeAll).GroupBy(describePair, streams.Named("ktable-group-by")).Count()
+	}, "(topic: ktable-group-by-repartition)"),
+)
+
+// RepartitionTopicNamingTest.java, shouldKeepRepartitionTopicNameFor
+// GroupBy{Key,}{TimeWindows,SessionWindows,NoWindows}. The Java
+// buildStreamGroupByKeyTimeWindows counts without windows when grouping
+// with a mapper; so does this port.
+var _ = port(slices.Concat(
+	describeRepartitionNaming("RepartitionTopicNamingTest.shouldKeepRepartitionTopicNameForGroupByKeyTimeWindows",
+		"time-window-grouping-repartition", true, streams.Tumbling(10*time.Millisecond, 0)),
+	describeRepartitionNaming("RepartitionTopicNamingTest.shouldKeepRepartitionTopicNameForGroupByTimeWindows",
+		"time-window-grouping-repartition", false, nil),
+	describeRepartitionNaming("RepartitionTopicNamingTest.shouldKeepRepartitionTopicNameForGroupByKeyNoWindows",
+		"kstream-grouping-repartition", true, nil),
+	describeRepartitionNaming("RepartitionTopicNamingTest.shouldKeepRepartitionTopicNameForGroupByNoWindows",
+		"kstream-grouping-repartition", false, nil),
+	describeRepartitionNaming("RepartitionTopicNamingTest.shouldKeepRepartitionTopicNameForGroupByKeySessionWindows",
+		"session-window-grouping-repartition", true, streams.Sessions(10*time.Millisecond, 0)),
+	describeRepartitionNaming("RepartitionTopicNamingTest.shouldKeepRepartitionTopicNameForGroupBySessionWindows",
+		"session-window-grouping-repartition", false, streams.Sessions(10*time.Millisecond, 0)),
+)...)
+
+// describeNamedJoin is RepartitionTopicNamingTest's buildStreamJoin: two
+// re-keyed streams (filtered and peeked first when others) joined under
+// the name "my-join".
+func describeNamedJoin(others bool) func(b *streams.Builder) {
+	return func(b *streams.Builder) {
+		side := func(topic string) *streams.Stream {
+			s := b.Stream([]string{topic}).SelectKey(describeKeyPlusValue)
+			if others {
+				s = s.Filter(describeAll).Peek(func(any, any) {})
+			}
+			return s
+		}
+		side("topic-one").Join(side("topic-two"), describeJoiner, streams.JoinTimeDifference(time.Second, 0), streams.Named("my-join"))
+	}
+}
+
+func describeConcat(a, v any) (any, error) { return describeString(a) + describeString(v), nil }

@@ -169,6 +169,9 @@ type GroupedStream struct {
 	// name names the repartition topic; empty means it is generated from
 	// the aggregation's store name, as in Kafka Streams.
 	name string
+	// repartitioned is the named repartition the grouping's first
+	// aggregation made, which later ones read too (see source).
+	repartitioned *Stream
 }
 
 // GroupByKey groups s by its current key. It takes Named (the name of the
@@ -209,9 +212,18 @@ func (g *GroupedStream) source(storeName string) *Stream {
 	if !g.stream.repartitionRequired {
 		return g.stream
 	}
+	if g.name != "" && g.repartitioned != nil {
+		// As Kafka Streams: every aggregation of a named grouping reads
+		// one repartition topic, though each uses up the names of one.
+		g.stream.b.newName("KSTREAM-SINK-")
+		g.stream.b.newName("KSTREAM-FILTER-")
+		g.stream.b.newName("KSTREAM-SOURCE-")
+		return g.repartitioned
+	}
 	base := g.name
 	if base == "" {
 		base = storeName
 	}
-	return g.stream.repartitionAs(base, operatorOptions{})
+	g.repartitioned = g.stream.repartitionAs(base, operatorOptions{})
+	return g.repartitioned
 }
