@@ -731,7 +731,7 @@ func (bd *build) node(i int, in []*val, ports map[string]*val) {
 			opts = append(opts, streams.WithTimestamps(timestampFn(e)))
 		}
 		store := bd.storeName(so.Name, topic+"-")
-		source := bd.gen("KSTREAM-SOURCE-")
+		source := bd.nameOr(suffixed(opName, "-source"), "KSTREAM-SOURCE-")
 		name := bd.nameOr(opName, "KTABLE-SOURCE-")
 		t := bd.b.Table(topic, opts...)
 		bd.added(i, source, name)

@@ -6,6 +6,7 @@ package streams_test
 // testdata/kafka/describe, named "<JavaClass>.<method>.txt").
 
 import (
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -418,3 +419,104 @@ func describeNamedJoin(others bool) func(b *streams.Builder) {
 }
 
 func describeConcat(a, v any) (any, error) { return describeString(a) + describeString(v), nil }
+
+// describeNamesCase registers a StreamsBuilderTest case: the Java test
+// lists the names of the topology's nodes (assertNamesForOperation) and
+// sometimes of its stores (assertNamesForStateStore), in the order the
+// nodes were added; Braid's Topology lists names without that order
+// (OperatorSubtopologies), so the case compares them sorted.
+func describeNamesCase(kafka string, build func(b *streams.Builder), nodes []string, stores ...string) kafkaCase {
+	return kafkaCase{Kafka: kafka, Area: "describe", Run: func(t *testing.T) {
+		b := streams.NewBuilder()
+		build(b)
+		topo, err := b.Build()
+		if err != nil {
+			t.Fatalf("building topology: %v", err)
+		}
+		got := slices.Sorted(maps.Keys(topo.OperatorSubtopologies()))
+		if want := slices.Sorted(slices.Values(nodes)); !slices.Equal(got, want) {
+			t.Errorf("nodes %q, want %q", got, want)
+		}
+		if stores == nil {
+			return
+		}
+		var gotStores []string
+		for _, s := range topo.Stores() {
+			gotStores = append(gotStores, s.Name)
+		}
+		slices.Sort(gotStores)
+		if want := slices.Sorted(slices.Values(stores)); !slices.Equal(gotStores, want) {
+			t.Errorf("stores %q, want %q", gotStores, want)
+		}
+	}}
+}
+
+// StreamsBuilderTest's topics and operator name.
+const (
+	describeStreamTopic    = "stream-topic"
+	describeStreamTopicTwo = "stream-topic-two"
+	describeOperation      = "stream-operation-name"
+)
+
+func describeMapPair(k, v any) (any, any, error) { return k, v, nil }
+
+var _ = port(
+	// StreamsBuilderTest.java, shouldUseSpecifiedNameForStreamSourceProcessor.
+	describeNamesCase("StreamsBuilderTest.shouldUseSpecifiedNameForStreamSourceProcessor", func(b *streams.Builder) {
+		b.Stream([]string{describeStreamTopic}, streams.Named("source-node"))
+		b.Stream([]string{describeStreamTopicTwo})
+	}, []string{"source-node", "KSTREAM-SOURCE-0000000001"}),
+	// StreamsBuilderTest.java, shouldUseSpecifiedNameForTableSourceProcessor.
+	describeNamesCase("StreamsBuilderTest.shouldUseSpecifiedNameForTableSourceProcessor", func(b *streams.Builder) {
+		b.Table(describeStreamTopic, streams.Named("source-node"))
+		b.Table(describeStreamTopicTwo)
+	}, []string{"source-node-source", "source-node", "KSTREAM-SOURCE-0000000004", "KTABLE-SOURCE-0000000005"}),
+	// StreamsBuilderTest.java, shouldUseSpecifiedNameForSinkProcessor.
+	describeNamesCase("StreamsBuilderTest.shouldUseSpecifiedNameForSinkProcessor", func(b *streams.Builder) {
+		s := b.Stream([]string{describeStreamTopic})
+		s.To(describeStreamTopicTwo, streams.Named("sink-processor"))
+		s.To(describeStreamTopicTwo)
+	}, []string{"KSTREAM-SOURCE-0000000000", "sink-processor", "KSTREAM-SINK-0000000002"}),
+	// StreamsBuilderTest.java, shouldUseSpecifiedNameForMapOperation.
+	describeNamesCase("StreamsBuilderTest.shouldUseSpecifiedNameForMapOperation", func(b *streams.Builder) {
+		b.Stream([]string{describeStreamTopic}).Map(describeMapPair, streams.Named(describeOperation))
+	}, []string{"KSTREAM-SOURCE-0000000000", describeOperation}),
+	// StreamsBuilderTest.java, shouldUseSpecifiedNameForMapValuesOperation.
+	describeNamesCase("StreamsBuilderTest.shouldUseSpecifiedNameForMapValuesOperation", func(b *streams.Builder) {
+		b.Stream([]string{describeStreamTopic}).MapValues(describeSame, streams.Named(describeOperation))
+	}, []string{"KSTREAM-SOURCE-0000000000", describeOperation}),
+	// StreamsBuilderTest.java, shouldUseSpecifiedNameForFilterOperation.
+	describeNamesCase("StreamsBuilderTest.shouldUseSpecifiedNameForFilterOperation", func(b *streams.Builder) {
+		b.Stream([]string{describeStreamTopic}).Filter(describeAll, streams.Named(describeOperation))
+	}, []string{"KSTREAM-SOURCE-0000000000", describeOperation}),
+	// StreamsBuilderTest.java, shouldUseSpecifiedNameForSplitOperation
+	// (Branched.as("-1") is a Branch named "-1").
+	describeNamesCase("StreamsBuilderTest.shouldUseSpecifiedNameForSplitOperation", func(b *streams.Builder) {
+		b.Stream([]string{describeStreamTopic}).Branch([]streams.Branch{
+			{Name: "-1", Predicate: describeAll},
+			{Name: "-2", Predicate: describeNone},
+		}, streams.Named("branch-processor"))
+	}, []string{"KSTREAM-SOURCE-0000000000", "branch-processor", "branch-processor-1", "branch-processor-2"}),
+	// StreamsBuilderTest.java, shouldUseSpecifiedNameForJoinOperationBetweenKStreamAndKTable.
+	describeNamesCase("StreamsBuilderTest.shouldUseSpecifiedNameForJoinOperationBetweenKStreamAndKTable", func(b *streams.Builder) {
+		b.Stream([]string{describeStreamTopic}).JoinTable(b.Table("table-topic"), describeJoiner, streams.Named(describeOperation))
+	}, []string{"KSTREAM-SOURCE-0000000000", "KSTREAM-SOURCE-0000000002", "KTABLE-SOURCE-0000000003", describeOperation}),
+	// StreamsBuilderTest.java, shouldUseSpecifiedNameForLeftJoinOperationBetweenKStreamAndKTable.
+	describeNamesCase("StreamsBuilderTest.shouldUseSpecifiedNameForLeftJoinOperationBetweenKStreamAndKTable", func(b *streams.Builder) {
+		b.Stream([]string{describeStreamTopic}).LeftJoinTable(b.Table(describeStreamTopicTwo), describeJoiner, streams.Named(describeOperation))
+	}, []string{"KSTREAM-SOURCE-0000000000", "KSTREAM-SOURCE-0000000002", "KTABLE-SOURCE-0000000003", describeOperation}),
+	// StreamsBuilderTest.java, shouldUseSpecifiedNameForMergeOperation.
+	describeNamesCase("StreamsBuilderTest.shouldUseSpecifiedNameForMergeOperation", func(b *streams.Builder) {
+		b.Stream([]string{"topic-1"}).Merge(b.Stream([]string{"topic-2"}), streams.Named("merge-processor"))
+	}, []string{"KSTREAM-SOURCE-0000000000", "KSTREAM-SOURCE-0000000001", "merge-processor"}),
+	// StreamsBuilderTest.java, shouldUseSpecifiedNameForToStream.
+	describeNamesCase("StreamsBuilderTest.shouldUseSpecifiedNameForToStream", func(b *streams.Builder) {
+		b.Table(describeStreamTopic).ToStream(streams.Named("to-stream"))
+	}, []string{"KSTREAM-SOURCE-0000000001", "KTABLE-SOURCE-0000000002", "to-stream"}),
+	// StreamsBuilderTest.java, shouldUseSpecifiedNameForAggregateOperationGivenTable.
+	describeNamesCase("StreamsBuilderTest.shouldUseSpecifiedNameForAggregateOperationGivenTable", func(b *streams.Builder) {
+		b.Table(describeStreamTopic).GroupBy(describeMapPair, streams.Named("group-operation")).Count(streams.Named(describeOperation))
+	}, []string{"KSTREAM-SOURCE-0000000001", "KTABLE-SOURCE-0000000002", "group-operation",
+		describeOperation + "-sink", describeOperation + "-source", describeOperation},
+		describeStreamTopic+"-STATE-STORE-0000000000", "KTABLE-AGGREGATE-STATE-STORE-0000000004"),
+)

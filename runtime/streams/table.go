@@ -121,11 +121,19 @@ func (g *GroupedStream) Aggregate(init Initializer, agg Aggregator, opts ...Opti
 }
 
 // Table reads topic as a table: each record upserts its key, a nil value
-// deletes it. It takes Named, WithSerdes, WithTimestamps and Materialized.
+// deletes it. It takes Named (the table's processor; its source is then
+// "<name>-source", as in Kafka Streams), WithSerdes, WithTimestamps and
+// Materialized.
 func (b *Builder) Table(topic string, opts ...Option) *Table {
 	o := b.resolveOptions("Table", optName|optSerdes|optTimestamps|optStore, opts)
 	spec := b.newStore(o.store, topic+"-", o.keySerde, o.valueSerde)
-	s := b.Stream([]string{topic}, append(opts[:0:0], WithSerdes(o.keySerde, o.valueSerde), WithTimestamps(o.timestamps))...)
+	// As Kafka Streams: Named names the table's processor, and its
+	// source "<name>-source".
+	srcOpts := []Option{WithSerdes(o.keySerde, o.valueSerde), WithTimestamps(o.timestamps)}
+	if o.name != "" {
+		srcOpts = append(srcOpts, Named(o.name+"-source"))
+	}
+	s := b.Stream([]string{topic}, srcOpts...)
 	n := b.addNode(b.nameOrGenerate(o.name, "KTABLE-SOURCE-"), processorNode)
 	n.op = "Table"
 	n.storeSpecs = []*storeSpec{spec}
