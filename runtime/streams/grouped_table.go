@@ -60,7 +60,7 @@ func (g *GroupedTable) aggregate(op, processorPrefix string, opts []Option, defa
 	}
 	src := g.repartitioned
 	if src == nil || g.name == "" {
-		src = g.stream.repartitionThrough(repartitionTopic(base), sinkName, sourceName, operatorOptions{})
+		src = g.stream.repartitionThrough(base, sinkName, sourceName, operatorOptions{})
 		g.repartitioned = src
 	}
 	n := b.addNode(name, processorNode)

@@ -97,7 +97,7 @@ func (s *Stream) repartitionAs(base string, o operatorOptions) *Stream {
 	connect(s.node, filter)
 	in := *s
 	in.node = filter
-	return in.repartitionThrough(topic, sinkName, sourceName, o)
+	return in.repartitionThrough(base, sinkName, sourceName, o)
 }
 
 // repartitionTopic is the internal topic of a repartition named base.
@@ -108,10 +108,11 @@ func repartitionTopic(base string) string {
 	return base + "-repartition"
 }
 
-// repartitionThrough adds sink -> topic -> source below s, with the given
-// node names, and returns the stream read back. Records with a nil key
-// must not reach it.
-func (s *Stream) repartitionThrough(topic, sinkName, sourceName string, o operatorOptions) *Stream {
+// repartitionThrough adds sink -> topic -> source below s for the internal
+// topic of the repartition named base, with the given node names, and
+// returns the stream read back. Records with a nil key must not reach it.
+func (s *Stream) repartitionThrough(base, sinkName, sourceName string, o operatorOptions) *Stream {
+	topic := repartitionTopic(base)
 	keySerde, valueSerde := s.keySerde, s.valueSerde
 	if o.keySerde != nil {
 		keySerde = o.keySerde
@@ -132,10 +133,10 @@ func (s *Stream) repartitionThrough(topic, sinkName, sourceName string, o operat
 	src.keySerde, src.valueSerde = keySerde, valueSerde
 	src.upstream = sink
 	if err := validTopicName(topic); err != nil {
-		s.b.errorf("Repartition %q: %v", topic, err)
+		s.b.errorf("Repartition %q: %v", base, err)
 	}
 	if other, ok := s.b.sourceTopics[topic]; ok {
-		s.b.errorf("Repartition %q: topic %q is already read by source %q", topic, topic, other.name)
+		s.b.errorf("Repartition %q: topic %q is already read by source %q", base, topic, other.name)
 	}
 	s.b.sourceTopics[topic] = src
 	return &Stream{b: s.b, node: src, keySerde: keySerde, valueSerde: valueSerde}
