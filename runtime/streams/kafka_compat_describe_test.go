@@ -520,3 +520,61 @@ var _ = port(
 		describeOperation + "-sink", describeOperation + "-source", describeOperation},
 		describeStreamTopic+"-STATE-STORE-0000000000", "KTABLE-AGGREGATE-STATE-STORE-0000000004"),
 )
+
+// describeStreamJoin builds StreamsBuilderTest's stream-stream joins of
+// stream-topic with stream-topic-two, named describeOperation
+// (StreamJoined.withName) and, when stores, with the store name too
+// (StreamJoined.as). JoinWindows.of(1 h) in the inner-join tests has a
+// grace of 23 h; the others have none.
+func describeStreamJoin(kind string, stores bool) func(b *streams.Builder) {
+	return func(b *streams.Builder) {
+		one, two := b.Stream([]string{describeStreamTopic}), b.Stream([]string{describeStreamTopicTwo})
+		opts := []streams.Option{streams.Named(describeOperation)}
+		if stores {
+			opts = append(opts, streams.Materialized(streams.StoreOptions{Name: describeOperation}))
+		}
+		switch kind {
+		case "join":
+			one.Join(two, describeJoiner, streams.JoinTimeDifference(time.Hour, 23*time.Hour), opts...)
+		case "left":
+			one.LeftJoin(two, describeJoiner, streams.JoinTimeDifference(time.Hour, 0), opts...)
+		default:
+			one.OuterJoin(two, describeJoiner, streams.JoinTimeDifference(time.Hour, 0), opts...)
+		}
+	}
+}
+
+// describeJoinNodes are the nodes of describeStreamJoin, whose two join
+// processors are named with the given parts ("this-join", "other-join").
+func describeJoinNodes(this, other string) []string {
+	return []string{"KSTREAM-SOURCE-0000000000", "KSTREAM-SOURCE-0000000001",
+		describeOperation + "-this-windowed", describeOperation + "-other-windowed",
+		describeOperation + "-" + this, describeOperation + "-" + other, describeOperation + "-merge"}
+}
+
+var _ = port(
+	// StreamsBuilderTest.java, shouldUseSpecifiedNameForLeftJoinOperationBetweenKStreamAndKStream.
+	describeNamesCase("StreamsBuilderTest.shouldUseSpecifiedNameForLeftJoinOperationBetweenKStreamAndKStream",
+		describeStreamJoin("left", true), describeJoinNodes("this-join", "outer-other-join"),
+		describeOperation+"-this-join-store", describeOperation+"-outer-other-join-store", describeOperation+"-left-shared-join-store"),
+	// StreamsBuilderTest.java, shouldUseGeneratedStoreNamesForLeftJoinOperationBetweenKStreamAndKStream.
+	describeNamesCase("StreamsBuilderTest.shouldUseGeneratedStoreNamesForLeftJoinOperationBetweenKStreamAndKStream",
+		describeStreamJoin("left", false), describeJoinNodes("this-join", "outer-other-join"),
+		"KSTREAM-JOINTHIS-0000000004-store", "KSTREAM-OUTEROTHER-0000000005-store", "KSTREAM-OUTERSHARED-0000000004-store"),
+	// StreamsBuilderTest.java, shouldUseSpecifiedNameForJoinOperationBetweenKStreamAndKStream.
+	describeNamesCase("StreamsBuilderTest.shouldUseSpecifiedNameForJoinOperationBetweenKStreamAndKStream",
+		describeStreamJoin("join", true), describeJoinNodes("this-join", "other-join"),
+		describeOperation+"-this-join-store", describeOperation+"-other-join-store"),
+	// StreamsBuilderTest.java, shouldUseGeneratedNameForJoinOperationBetweenKStreamAndKStream.
+	describeNamesCase("StreamsBuilderTest.shouldUseGeneratedNameForJoinOperationBetweenKStreamAndKStream",
+		describeStreamJoin("join", false), describeJoinNodes("this-join", "other-join"),
+		"KSTREAM-JOINTHIS-0000000004-store", "KSTREAM-JOINOTHER-0000000005-store"),
+	// StreamsBuilderTest.java, shouldUseSpecifiedNameForOuterJoinOperationBetweenKStreamAndKStream.
+	describeNamesCase("StreamsBuilderTest.shouldUseSpecifiedNameForOuterJoinOperationBetweenKStreamAndKStream",
+		describeStreamJoin("outer", true), describeJoinNodes("outer-this-join", "outer-other-join"),
+		describeOperation+"-outer-this-join-store", describeOperation+"-outer-other-join-store", describeOperation+"-outer-shared-join-store"),
+	// StreamsBuilderTest.java, shouldUseGeneratedStoreNamesForOuterJoinOperationBetweenKStreamAndKStream.
+	describeNamesCase("StreamsBuilderTest.shouldUseGeneratedStoreNamesForOuterJoinOperationBetweenKStreamAndKStream",
+		describeStreamJoin("outer", false), describeJoinNodes("outer-this-join", "outer-other-join"),
+		"KSTREAM-OUTERTHIS-0000000004-store", "KSTREAM-OUTEROTHER-0000000005-store", "KSTREAM-OUTERSHARED-0000000004-store"),
+)
