@@ -450,6 +450,9 @@ type build struct {
 	store map[int]string
 	// buffers are the stores of stream-stream joins.
 	buffers map[int][]string
+	// regrouped marks the table groupings an aggregation has
+	// repartitioned: a named one's later aggregations reuse the topic.
+	regrouped map[*streams.GroupedTable]bool
 }
 
 // val is what leaves an output port: one of the runtime's streams,
@@ -494,7 +497,8 @@ type windowInfo struct {
 
 func (c *compilation) newBuild(order []int, upto int) *build {
 	bd := &build{c: c, b: streams.NewBuilder(), outs: map[int]map[string]*val{}, parts: map[int][]string{},
-		main: map[int]string{}, port: map[int]map[string]string{}, store: map[int]string{}, buffers: map[int][]string{}}
+		main: map[int]string{}, port: map[int]map[string]string{}, store: map[int]string{}, buffers: map[int][]string{},
+		regrouped: map[*streams.GroupedTable]bool{}}
 	index := c.index()
 	inputs := make(map[int][]designer.Edge)
 	for _, e := range c.d.Edges {
@@ -1156,7 +1160,10 @@ func (bd *build) aggregate(i int, in *val, opName string) {
 		// the aggregation; no filter.
 		store = bd.storeName(so.Name, "KTABLE-AGGREGATE-")
 		sink, source := bd.nameOr(suffixed(opName, "-sink"), "KSTREAM-SINK-"), bd.nameOr(suffixed(opName, "-source"), "KSTREAM-SOURCE-")
-		bd.added(i, sink, source)
+		if in.groupName == "" || !bd.regrouped[in.gt] {
+			bd.added(i, sink, source)
+		}
+		bd.regrouped[in.gt] = true
 		name = bd.nameOr(opName, prefix)
 	} else {
 		store = bd.storeName(so.Name, prefix)
