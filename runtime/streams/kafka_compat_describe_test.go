@@ -630,3 +630,35 @@ var _ = port(
 	}, "Sink: KSTREAM-SINK-0000000003 ", "Source: KSTREAM-SOURCE-0000000004 ", "Sink: KSTREAM-SINK-0000000007 ", "Source: KSTREAM-SOURCE-0000000008 ",
 		"(stores: [storeName1])", "(stores: [mock-result1])", "(stores: [mock-result2])"),
 )
+
+// describeBuildFails registers a case for a Java test that expects the
+// build to fail (a TopologyException); Braid's Build returns an error
+// naming the topic.
+func describeBuildFails(kafka, mention string, build func(b *streams.Builder)) kafkaCase {
+	return kafkaCase{Kafka: kafka, Area: "describe", Run: func(t *testing.T) {
+		b := streams.NewBuilder()
+		build(b)
+		_, err := b.Build()
+		if err == nil || !strings.Contains(err.Error(), mention) {
+			t.Errorf("Build() = %v, want an error mentioning %q", err, mention)
+		}
+	}}
+}
+
+var _ = port(
+	// RepartitionTopicNamingTest.java, shouldFailWithSameRepartitionTopicName:
+	// two groupings under one name would write one repartition topic.
+	describeBuildFails("RepartitionTopicNamingTest.shouldFailWithSameRepartitionTopicName", `"grouping-repartition"`, func(b *streams.Builder) {
+		b.Stream([]string{"topic"}).SelectKey(describeKeyOnly).GroupByKey(streams.Named("grouping")).Count().ToStream()
+		b.Stream([]string{"topicII"}).SelectKey(describeKeyOnly).GroupByKey(streams.Named("grouping")).Count().ToStream()
+	}),
+	// RepartitionTopicNamingTest.java, shouldFailWithSameRepartitionTopicNameInJoin.
+	describeBuildFails("RepartitionTopicNamingTest.shouldFailWithSameRepartitionTopicNameInJoin", `"join-repartition-right-repartition"`, func(b *streams.Builder) {
+		one := b.Stream([]string{"topic"}).SelectKey(describeKeyOnly)
+		two := b.Stream([]string{"topic2"}).SelectKey(describeKeyOnly)
+		three := b.Stream([]string{"topic3"}).SelectKey(describeKeyOnly)
+		opts := []streams.Option{streams.Named("join-repartition"), streams.Materialized(streams.StoreOptions{Name: "join-store"})}
+		w := streams.JoinTimeDifference(30*time.Millisecond, 0)
+		one.Join(two, describeJoiner, w, opts...).Join(three, describeJoiner, w, opts...)
+	}),
+)
