@@ -450,6 +450,9 @@ type build struct {
 	store map[int]string
 	// buffers are the stores of stream-stream joins.
 	buffers map[int][]string
+	// regrouped marks the table groupings an aggregation has
+	// repartitioned: a named one's later aggregations reuse the topic.
+	regrouped map[*streams.GroupedTable]bool
 }
 
 // val is what leaves an output port: one of the runtime's streams,
@@ -485,13 +488,17 @@ type keyInfo struct {
 
 type windowInfo struct {
 	session bool
+	// sliding marks sliding windows, whose count does not burn a name
+	// (see countBurns).
+	sliding bool
 	// size is the window size (a sliding window's time difference).
 	size time.Duration
 }
 
 func (c *compilation) newBuild(order []int, upto int) *build {
 	bd := &build{c: c, b: streams.NewBuilder(), outs: map[int]map[string]*val{}, parts: map[int][]string{},
-		main: map[int]string{}, port: map[int]map[string]string{}, store: map[int]string{}, buffers: map[int][]string{}}
+		main: map[int]string{}, port: map[int]map[string]string{}, store: map[int]string{}, buffers: map[int][]string{},
+		regrouped: map[*streams.GroupedTable]bool{}}
 	index := c.index()
 	inputs := make(map[int][]designer.Edge)
 	for _, e := range c.d.Edges {
@@ -728,7 +735,7 @@ func (bd *build) node(i int, in []*val, ports map[string]*val) {
 			opts = append(opts, streams.WithTimestamps(timestampFn(e)))
 		}
 		store := bd.storeName(so.Name, topic+"-")
-		source := bd.gen("KSTREAM-SOURCE-")
+		source := bd.nameOr(suffixed(opName, "-source"), "KSTREAM-SOURCE-")
 		name := bd.nameOr(opName, "KTABLE-SOURCE-")
 		t := bd.b.Table(topic, opts...)
 		bd.added(i, source, name)
@@ -1040,7 +1047,7 @@ func windowsOf(n designer.Node) (streams.Windows, *windowInfo) {
 		return streams.Hopping(size, designer.ParamDuration(n, "advance"), grace), &windowInfo{size: size}
 	case designer.Sliding:
 		size := designer.ParamDuration(n, "size")
-		return streams.Sliding(size, grace), &windowInfo{size: size}
+		return streams.Sliding(size, grace), &windowInfo{size: size, sliding: true}
 	case designer.Session:
 		return streams.Sessions(designer.ParamDuration(n, "gap"), grace), &windowInfo{session: true}
 	default:
@@ -1062,6 +1069,30 @@ func (bd *build) derivedTableOptions(i int, in *val, opName string) []streams.Op
 		bd.store[i] = store
 	}
 	return opts
+}
+
+// defaultCountStore reports whether count node n keeps its store as
+// count() does: no store name and nothing else set. The compiler then
+// calls Count without Materialized, so that the runtime (as Kafka
+// Streams) generates no name it would throw away.
+func defaultCountStore(n designer.Node, so streams.StoreOptions) bool {
+	return n.Kind == "count" && so == (streams.StoreOptions{ValueSerde: streams.Int64})
+}
+
+// countBurns mirrors the runtime's burnAnonymousStore: Count with a
+// Materialized that names no store, of a grouped stream or of time or
+// session windows, advances the counter once more.
+func countBurns(n designer.Node, in *val, so streams.StoreOptions) bool {
+	if n.Kind != "count" || so.Name != "" {
+		return false
+	}
+	switch in.typ {
+	case designer.GroupedStream:
+		return true
+	case designer.WindowedStream:
+		return in.win == nil || !in.win.sliding
+	}
+	return false
 }
 
 func (bd *build) storeOptions(n designer.Node) streams.StoreOptions {
@@ -1099,7 +1130,13 @@ func (bd *build) aggregate(i int, in *val, opName string) {
 	if in.typ == designer.WindowedStream && designer.IsSet(n.Params["retention"]) {
 		so.Retention = designer.ParamDuration(n, "retention")
 	}
-	opts := append(named(opName), streams.Materialized(so))
+	opts := named(opName)
+	if !defaultCountStore(n, so) {
+		opts = append(opts, streams.Materialized(so))
+		if countBurns(n, in, so) {
+			bd.gen("KSTREAM-AGGREGATE-STATE-STORE-")
+		}
+	}
 
 	var prefix string
 	switch {
@@ -1116,14 +1153,28 @@ func (bd *build) aggregate(i int, in *val, opName string) {
 	default:
 		prefix = "KSTREAM-AGGREGATE-"
 	}
-	store := bd.storeName(so.Name, prefix)
-	name := bd.nameOr(opName, prefix)
-	if in.repart {
-		base := in.groupName
-		if base == "" {
-			base = store
+	var name, store string
+	if in.typ == designer.GroupedTable {
+		// As GroupedTable's aggregations: the store (always named
+		// KTABLE-AGGREGATE-…), the repartition's sink and source, then
+		// the aggregation; no filter.
+		store = bd.storeName(so.Name, "KTABLE-AGGREGATE-")
+		sink, source := bd.nameOr(suffixed(opName, "-sink"), "KSTREAM-SINK-"), bd.nameOr(suffixed(opName, "-source"), "KSTREAM-SOURCE-")
+		if in.groupName == "" || !bd.regrouped[in.gt] {
+			bd.added(i, sink, source)
 		}
-		bd.added(i, bd.repartitionNames(base)...)
+		bd.regrouped[in.gt] = true
+		name = bd.nameOr(opName, prefix)
+	} else {
+		store = bd.storeName(so.Name, prefix)
+		name = bd.nameOr(opName, prefix)
+		if in.repart {
+			base := in.groupName
+			if base == "" {
+				base = store
+			}
+			bd.added(i, bd.repartitionNames(base)...)
+		}
 	}
 	bd.added(i, name)
 	bd.main[i], bd.store[i] = name, store

@@ -500,6 +500,10 @@ func (x *exporter) aggregate(i int, in *xval, opName string) (*xval, error) {
 	value := aggregateValueSerde(n, in.value)
 	so := storeOptionsCode(n, basicSerdeCode(value), in.typ == designer.WindowedStream)
 	opts := []string{namedCode(opName), "streams.Materialized(" + so + ")"}
+	if n.Kind == "count" && so == "streams.StoreOptions{ValueSerde: "+basicSerdeCode("int64")+"}" {
+		// As compile's defaultCountStore: count() keeps its names.
+		opts = opts[:1]
+	}
 	fn := func(param string, role designer.ExprRole) (string, error) {
 		code, err := x.exprFunc(i, param, role)
 		if err == nil && code == "" {

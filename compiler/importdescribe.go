@@ -69,8 +69,9 @@ const importGap = 220
 //     the group-by-key and the aggregation, emitting on window close, with
 //     its type, size and grace unset so that validation asks for the size.
 //   - A table source (a Source feeding only a KTABLE-SOURCE- processor, or
-//     X-table-source feeding X) becomes one source-table node with the
-//     topic and the store.
+//     X-source, or the older X-table-source, feeding X) becomes one
+//     source-table node with the topic and the store, named X unless both
+//     names are generated.
 //   - A branch processor and its per-branch child processors (split() and
 //     the older branch()) become one branch node with one output per child,
 //     named by what the child's name adds to the branch processor's; their
@@ -427,10 +428,17 @@ func (im *importer) tableSources() {
 		if src.typ != describeSource || im.internal[src] != nil || im.done[src] || len(src.succ) != 1 || len(src.topics) != 1 {
 			continue
 		}
-		if !strings.HasPrefix(p.name, "KTABLE-SOURCE-") && src.name != p.name+"-table-source" {
+		if !strings.HasPrefix(p.name, "KTABLE-SOURCE-") && src.name != p.name+"-source" && src.name != p.name+"-table-source" {
 			continue
 		}
 		params := map[string]any{"topic": src.topics[0], "name": p.name}
+		_, genTable := generatedIndex(p.name, "KTABLE-SOURCE-")
+		if _, genSource := generatedIndex(src.name, "KSTREAM-SOURCE-"); genTable && genSource {
+			// A name would name the source "<name>-source" too (as
+			// Kafka Streams' Consumed.as does); both generated names
+			// come back from the counter instead.
+			delete(params, "name")
+		}
 		if len(p.stores) > 0 {
 			params["store"] = p.stores[0]
 		}

@@ -36,7 +36,7 @@ n3 -> n4
 n4 -> n5
 `},
 		{"join-stream-table.txt", describeText(t, importData+"join-stream-table.txt"), `
-n1 source-table name=KTABLE-SOURCE-0000000002 store=customers-STATE-STORE-0000000000 topic=customers
+n1 source-table store=customers-STATE-STORE-0000000000 topic=customers
 n2 source-stream name=KSTREAM-SOURCE-0000000003 topic=orders
 n3 stream-table-join name=KSTREAM-JOIN-0000000004 type=inner
 n4 sink name=KSTREAM-SINK-0000000005 topic=enriched-orders
@@ -45,7 +45,7 @@ n2 -> n3:stream
 n3 -> n4
 `},
 		{"join-stream-table-filter-materialized.txt", describeText(t, importData+"join-stream-table-filter-materialized.txt"), `
-n1 source-table name=KTABLE-SOURCE-0000000001 store=customers topic=customers
+n1 source-table store=customers topic=customers
 n2 filter name=KTABLE-FILTER-0000000002 store=active-customers
 n3 source-stream name=KSTREAM-SOURCE-0000000003 topic=orders
 n4 map-values name=KTABLE-MAPVALUES-0000000006 store=active-names
@@ -62,8 +62,8 @@ n5 -> n7
 n6 -> n8
 `},
 		{"join-table-table-left-materialized.txt", describeText(t, importData+"join-table-table-left-materialized.txt"), `
-n1 source-table name=KTABLE-SOURCE-0000000002 store=customers-STATE-STORE-0000000000 topic=customers
-n2 source-table name=KTABLE-SOURCE-0000000005 store=accounts-STATE-STORE-0000000003 topic=accounts
+n1 source-table store=customers-STATE-STORE-0000000000 topic=customers
+n2 source-table store=accounts-STATE-STORE-0000000003 topic=accounts
 n3 table-join store=customer-accounts type=left
 n4 to-stream name=KTABLE-TOSTREAM-0000000009
 n5 sink name=KSTREAM-SINK-0000000010 topic=customer-accounts
@@ -73,8 +73,8 @@ n3 -> n4
 n4 -> n5
 `},
 		{"join-table-table-named.txt", describeText(t, importData+"join-table-table-named.txt"), `
-n1 source-table name=KTABLE-SOURCE-0000000002 store=customers-STATE-STORE-0000000000 topic=customers
-n2 source-table name=KTABLE-SOURCE-0000000005 store=accounts-STATE-STORE-0000000003 topic=accounts
+n1 source-table store=customers-STATE-STORE-0000000000 topic=customers
+n2 source-table store=accounts-STATE-STORE-0000000003 topic=accounts
 n3 table-join name=accounts-join type=inner
 n4 to-stream name=KTABLE-TOSTREAM-0000000006
 n5 sink name=KSTREAM-SINK-0000000007 topic=customer-accounts

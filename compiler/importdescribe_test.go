@@ -289,7 +289,7 @@ n4 -> n5
 n5 -> n6
 `},
 		{importData + "kafka-table-groupby-count.txt", `
-n1 source-table name=KTABLE-SOURCE-0000000002 store=input-topic-STATE-STORE-0000000000 topic=input-topic
+n1 source-table store=input-topic-STATE-STORE-0000000000 topic=input-topic
 n2 group-by name=KTABLE-AGGREGATE-STATE-STORE-0000000004
 n3 aggregate name=KTABLE-AGGREGATE-0000000007 store=KTABLE-AGGREGATE-STATE-STORE-0000000004
 n1 -> n2

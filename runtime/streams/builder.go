@@ -87,6 +87,11 @@ func (b *Builder) Build() (*Topology, error) {
 	errs := append([]error(nil), b.errs...)
 	names := make(map[string]bool, len(b.nodes))
 	for _, n := range b.nodes {
+		for _, spec := range n.storeSpecs {
+			// A store Kafka Streams would not have has no cache
+			// either: its table forwards every update at once.
+			spec.cached = spec.cached && !spec.lazy
+		}
 		if names[n.name] {
 			errs = append(errs, fmt.Errorf("operator name %q is used twice", n.name))
 		}
@@ -113,6 +118,22 @@ func (b *Builder) nameOrGenerate(given, prefix string) string {
 		b.errorf("%s", err)
 	}
 	return given
+}
+
+// burnAnonymousStore advances the counter once more when opts carry a
+// Materialized without a store name. Kafka Streams' count(Materialized)
+// of a grouped stream and of time and session windows generates a store
+// name there and throws it away, and later names count on it.
+func (b *Builder) burnAnonymousStore(opts []Option, prefix string) {
+	var o operatorOptions
+	for _, opt := range opts {
+		if opt.kind == optStore && opt.apply != nil {
+			opt.apply(&o)
+		}
+	}
+	if o.storeSet && o.store.Name == "" {
+		b.newName(prefix + "STATE-STORE-")
+	}
 }
 
 // addNode adds a node with a final name.

@@ -52,13 +52,26 @@ func (n *descNode) write(sb *strings.Builder) {
 		sb.WriteString("Source: " + n.g.name + " (topics: " + javaSetString(n.g.topics) + ")")
 		sb.WriteString("\n      --> " + n.successors.names())
 	case processorNode:
-		sb.WriteString("Processor: " + n.g.name + " (stores: " + javaSetString(n.g.stores) + ")")
+		sb.WriteString("Processor: " + n.g.name + " (stores: " + javaSetString(describedStores(n.g)) + ")")
 		sb.WriteString("\n      --> " + n.successors.names())
 		sb.WriteString("\n      <-- " + n.predecessors.names())
 	case sinkNode:
 		sb.WriteString("Sink: " + n.g.name + " (topic: " + n.g.topic + ")")
 		sb.WriteString("\n      <-- " + n.predecessors.names())
 	}
+}
+
+// describedStores lists g's stores as Kafka Streams does: without those it
+// would not have materialized (storeSpec.lazy).
+func describedStores(g *graphNode) []string {
+	var out []string
+	for _, name := range g.stores {
+		lazy := slices.ContainsFunc(g.storeSpecs, func(s *storeSpec) bool { return s.name == name && s.lazy })
+		if !lazy {
+			out = append(out, name)
+		}
+	}
+	return out
 }
 
 // describeSubtopology connects the nodes of st as Kafka Streams does and

@@ -13,6 +13,9 @@ import (
 type GroupedTable struct {
 	stream *Stream
 	name   string
+	// repartitioned is the named repartition the first aggregation made,
+	// which later ones read too, as in Kafka Streams.
+	repartitioned *Stream
 }
 
 // tableChange is a re-grouped table row on its way to the aggregation:
@@ -34,13 +37,50 @@ func (t *Table) GroupBy(fn KeyValueMapper, opts ...Option) *GroupedTable {
 	n.op = "Table.GroupBy"
 	n.makeProcessor = tableSelectFactory(fn)
 	connect(t.node, n)
+	t.sendOldValues()
 	s := &Stream{b: t.b, node: n, keySerde: o.keySerde, valueSerde: changeSerde{inner: o.valueSerde}, repartitionRequired: true}
 	return &GroupedTable{stream: s, name: o.name}
 }
 
-func (g *GroupedTable) aggregate(op, prefix string, opts []Option, defaultValueSerde Serde, make func(spec *storeSpec) processorFactory) *Table {
-	gs := &GroupedStream{stream: g.stream, name: g.name}
-	return gs.aggregate(op, prefix, opts, defaultValueSerde, make)
+// aggregate adds the repartition by the new key and the aggregation
+// behind it, named as Kafka Streams' KGroupedTableImpl names them: the
+// store first, then the sink and source ("<Named>-sink", "<Named>-source"
+// when named), then the aggregation. A table's repartition has no
+// null-key filter: the select processor drops those records itself.
+func (g *GroupedTable) aggregate(op, processorPrefix string, opts []Option, defaultValueSerde Serde, make func(spec *storeSpec) processorFactory) *Table {
+	b := g.stream.b
+	o := b.resolveOptions(op, optName|optStore, opts)
+	spec := b.newStore(o.store, "KTABLE-AGGREGATE-", g.stream.keySerde, defaultValueSerde)
+	sinkName := b.nameOrGenerate(suffixed(o.name, "-sink"), "KSTREAM-SINK-")
+	sourceName := b.nameOrGenerate(suffixed(o.name, "-source"), "KSTREAM-SOURCE-")
+	name := b.nameOrGenerate(o.name, processorPrefix)
+	base := g.name
+	if base == "" {
+		base = spec.name
+	}
+	src := g.repartitioned
+	if src == nil || g.name == "" {
+		src = g.stream.repartitionThrough(base, sinkName, sourceName, operatorOptions{})
+		g.repartitioned = src
+	}
+	n := b.addNode(name, processorNode)
+	n.op = op
+	n.storeSpecs = []*storeSpec{spec}
+	n.stores = []string{spec.name}
+	n.makeProcessor = make(spec)
+	connect(src.node, n)
+	if spec.keySerde == nil {
+		spec.keySerde = src.keySerde
+	}
+	return &Table{b: b, node: n, store: spec.name, keySerde: spec.keySerde, valueSerde: spec.valueSerde}
+}
+
+// suffixed returns name+suffix, or "" when name is empty.
+func suffixed(name, suffix string) string {
+	if name == "" {
+		return ""
+	}
+	return name + suffix
 }
 
 // Count counts the rows per new key. It takes Named and Materialized.
@@ -93,6 +133,11 @@ func (p *tableSelectProc) process(t *task, r record) error {
 		k, nv, err := p.fn(r.key, v)
 		if err != nil {
 			return t.processingError(p.name, err)
+		}
+		if k == nil || nv == nil {
+			// As Kafka Streams: a row without a new key or value has
+			// no group to go to (and no partition on the topic).
+			return nil
 		}
 		return forward(t, p.next, record{key: k, value: tableChange{value: nv, subtract: subtract}, timestamp: r.timestamp, headers: r.headers})
 	}

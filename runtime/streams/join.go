@@ -47,6 +47,7 @@ func (s *Stream) joinTable(op, prefix string, left bool, t *Table, joiner ValueJ
 		s.b.errorf("%s: the table is not materialized: join a table from Builder.Table or an aggregation, or give its operator Materialized", op)
 		return s
 	}
+	t.materialize()
 	in := s
 	if s.repartitionRequired {
 		// As Kafka Streams: the repartition topic is named after the
@@ -153,6 +154,8 @@ func (t *Table) join(op string, kind tableJoinKind, other *Table, joiner ValueJo
 			return t
 		}
 	}
+	t.materialize()
+	other.materialize()
 	var spec *storeSpec
 	if hasStoreOptions(opts) {
 		spec = b.newStore(o.store, "KTABLE-MERGE-", t.keySerde, o.valueSerde)

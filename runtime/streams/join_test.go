@@ -200,16 +200,20 @@ func TestStreamJoinsDerivedTable(t *testing.T) {
 
 // TestDerivedTableStoreNames checks that a derived table materialized
 // without a store name gets Kafka Streams' generated names, the store's
-// before the processor's.
+// before the processor's, and that Describe leaves the store out, as
+// Kafka Streams does not materialize it.
 func TestDerivedTableStoreNames(t *testing.T) {
 	b := streams.NewBuilder()
-	b.Table("t").Filter(func(_, _ any) (bool, error) { return true, nil }, streams.Materialized(streams.StoreOptions{})).
-		ToStream().To("out")
+	filtered := b.Table("t").Filter(func(_, _ any) (bool, error) { return true, nil }, streams.Materialized(streams.StoreOptions{}))
+	filtered.ToStream().To("out")
+	if got, want := filtered.StoreName(), "KTABLE-FILTER-STATE-STORE-0000000003"; got != want {
+		t.Errorf("StoreName() = %q, want %q", got, want)
+	}
 	topo, err := b.Build()
 	if err != nil {
 		t.Fatal(err)
 	}
-	const want = "Processor: KTABLE-FILTER-0000000004 (stores: [KTABLE-FILTER-STATE-STORE-0000000003])"
+	const want = "Processor: KTABLE-FILTER-0000000004 (stores: [])"
 	if desc := topo.Describe(); !strings.Contains(desc, want) {
 		t.Errorf("Describe lacks %q:\n%s", want, desc)
 	}

@@ -84,16 +84,35 @@ var generatedName = regexp.MustCompile(`^KSTREAM.*-[0-9]{10}$`)
 // internal topic base+"-repartition". The filter drops records with a nil
 // key: they have no partition to go to.
 func (s *Stream) repartitionAs(base string, o operatorOptions) *Stream {
-	topic := base
-	if !strings.HasSuffix(topic, "-repartition") {
-		topic += "-repartition"
-	}
+	topic := repartitionTopic(base)
 	sinkName := s.b.newName("KSTREAM-SINK-")
 	filterName := s.b.newName("KSTREAM-FILTER-")
 	sourceName := s.b.newName("KSTREAM-SOURCE-")
 	if !generatedName.MatchString(base) {
 		sinkName, filterName, sourceName = topic+"-sink", topic+"-filter", topic+"-source"
 	}
+	filter := s.b.addNode(filterName, processorNode)
+	filter.op = "Repartition"
+	filter.makeProcessor = dropNullKeyFactory
+	connect(s.node, filter)
+	in := *s
+	in.node = filter
+	return in.repartitionThrough(base, sinkName, sourceName, o)
+}
+
+// repartitionTopic is the internal topic of a repartition named base.
+func repartitionTopic(base string) string {
+	if strings.HasSuffix(base, "-repartition") {
+		return base
+	}
+	return base + "-repartition"
+}
+
+// repartitionThrough adds sink -> topic -> source below s for the internal
+// topic of the repartition named base, with the given node names, and
+// returns the stream read back. Records with a nil key must not reach it.
+func (s *Stream) repartitionThrough(base, sinkName, sourceName string, o operatorOptions) *Stream {
+	topic := repartitionTopic(base)
 	keySerde, valueSerde := s.keySerde, s.valueSerde
 	if o.keySerde != nil {
 		keySerde = o.keySerde
@@ -101,17 +120,12 @@ func (s *Stream) repartitionAs(base string, o operatorOptions) *Stream {
 	if o.valueSerde != nil {
 		valueSerde = o.valueSerde
 	}
-	filter := s.b.addNode(filterName, processorNode)
-	filter.op = "Repartition"
-	filter.makeProcessor = dropNullKeyFactory
-	connect(s.node, filter)
-
 	sink := s.b.addNode(sinkName, sinkNode)
 	sink.op = "Repartition"
 	sink.topic, sink.internal = topic, true
 	sink.keySerde, sink.valueSerde = keySerde, valueSerde
 	sink.partitions = o.partitions
-	connect(filter, sink)
+	connect(s.node, sink)
 
 	src := s.b.addNode(sourceName, sourceNode)
 	src.op = "Repartition"
@@ -156,6 +170,9 @@ type GroupedStream struct {
 	// name names the repartition topic; empty means it is generated from
 	// the aggregation's store name, as in Kafka Streams.
 	name string
+	// repartitioned is the named repartition the grouping's first
+	// aggregation made, which later ones read too (see source).
+	repartitioned *Stream
 }
 
 // GroupByKey groups s by its current key. It takes Named (the name of the
@@ -196,9 +213,18 @@ func (g *GroupedStream) source(storeName string) *Stream {
 	if !g.stream.repartitionRequired {
 		return g.stream
 	}
+	if g.name != "" && g.repartitioned != nil {
+		// As Kafka Streams: every aggregation of a named grouping reads
+		// one repartition topic, though each uses up the names of one.
+		g.stream.b.newName("KSTREAM-SINK-")
+		g.stream.b.newName("KSTREAM-FILTER-")
+		g.stream.b.newName("KSTREAM-SOURCE-")
+		return g.repartitioned
+	}
 	base := g.name
 	if base == "" {
 		base = storeName
 	}
-	return g.stream.repartitionAs(base, operatorOptions{})
+	g.repartitioned = g.stream.repartitionAs(base, operatorOptions{})
+	return g.repartitioned
 }

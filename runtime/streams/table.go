@@ -21,6 +21,8 @@ type Table struct {
 	// store is the queryable store behind the table, if it has one.
 	store                string
 	keySerde, valueSerde Serde
+	// parent is the table a Filter or MapValues derived this one from.
+	parent *Table
 }
 
 // storeSpec declares a key-value store of a stateful node.
@@ -33,6 +35,14 @@ type storeSpec struct {
 	window    *windowSpec
 	emitFinal bool
 	retention int64
+	// lazy marks a store Kafka Streams would not materialize unless a
+	// later operator needs it: a source table's, or a Filter's or
+	// MapValues' with Materialized but no store name. Braid keeps the
+	// store (its table processors rely on the old values it gives), but
+	// Describe leaves it out and it is not cached, as there is no store
+	// to cache in Kafka Streams. An operator that needs it (a join, a
+	// grouping) clears lazy: see Table.materialize.
+	lazy bool
 }
 
 // StoreName returns the name of the store the table is materialized in,
@@ -82,6 +92,7 @@ func (g *GroupedStream) aggregate(op, prefix string, opts []Option, defaultValue
 // Count counts the records per key into a table of int64. It takes Named
 // and Materialized (the store's value serde defaults to Int64).
 func (g *GroupedStream) Count(opts ...Option) *Table {
+	g.stream.b.burnAnonymousStore(opts, "KSTREAM-AGGREGATE-")
 	return g.aggregate("Count", "KSTREAM-AGGREGATE-", opts, Int64, func(spec *storeSpec) processorFactory {
 		return aggregateFactory(spec,
 			func() (any, error) { return int64(0), nil },
@@ -110,17 +121,26 @@ func (g *GroupedStream) Aggregate(init Initializer, agg Aggregator, opts ...Opti
 }
 
 // Table reads topic as a table: each record upserts its key, a nil value
-// deletes it. It takes Named, WithSerdes, WithTimestamps and Materialized.
+// deletes it. It takes Named (the table's processor; its source is then
+// "<name>-source", as in Kafka Streams), WithSerdes, WithTimestamps and
+// Materialized.
 func (b *Builder) Table(topic string, opts ...Option) *Table {
 	o := b.resolveOptions("Table", optName|optSerdes|optTimestamps|optStore, opts)
 	spec := b.newStore(o.store, topic+"-", o.keySerde, o.valueSerde)
-	s := b.Stream([]string{topic}, append(opts[:0:0], WithSerdes(o.keySerde, o.valueSerde), WithTimestamps(o.timestamps))...)
+	// As Kafka Streams: Named names the table's processor, and its
+	// source "<name>-source".
+	srcOpts := []Option{WithSerdes(o.keySerde, o.valueSerde), WithTimestamps(o.timestamps)}
+	if o.name != "" {
+		srcOpts = append(srcOpts, Named(o.name+"-source"))
+	}
+	s := b.Stream([]string{topic}, srcOpts...)
 	n := b.addNode(b.nameOrGenerate(o.name, "KTABLE-SOURCE-"), processorNode)
 	n.op = "Table"
 	n.storeSpecs = []*storeSpec{spec}
 	n.stores = []string{spec.name}
 	n.makeProcessor = tableSourceFactory(spec)
 	connect(s.node, n)
+	spec.lazy = o.store.Name == ""
 	return &Table{b: b, node: n, store: spec.name, keySerde: o.keySerde, valueSerde: o.valueSerde}
 }
 
@@ -171,13 +191,14 @@ func (t *Table) derive(op, prefix string, opts []Option, valueSerde Serde, make 
 		// "KTABLE-FILTER-STATE-STORE-0000000003", then
 		// "KTABLE-FILTER-0000000004".
 		spec = t.b.newStore(o.store, prefix, t.keySerde, valueSerde)
+		spec.lazy = o.store.Name == ""
 	}
 	n := t.b.addNode(t.b.nameOrGenerate(o.name, prefix), processorNode)
 	n.op = "Table." + op
 	n.makeProcessor = make
 	connect(t.node, n)
 	out := *t
-	out.node, out.store, out.valueSerde = n, "", valueSerde
+	out.node, out.store, out.valueSerde, out.parent = n, "", valueSerde, t
 	if spec != nil {
 		n.storeSpecs, n.stores = []*storeSpec{spec}, []string{spec.name}
 		n.makeProcessor = materializedTableFactory(spec, make)
@@ -185,4 +206,37 @@ func (t *Table) derive(op, prefix string, opts []Option, valueSerde Serde, make 
 		out.valueSerde = orDefault(o.store.ValueSerde, valueSerde)
 	}
 	return &out
+}
+
+// ownStore returns the store the table's processor keeps, if any.
+func (t *Table) ownStore() *storeSpec {
+	for _, spec := range t.node.storeSpecs {
+		if spec.name == t.store {
+			return spec
+		}
+	}
+	return nil
+}
+
+// materialize is called by an operator that looks the table's rows up (a
+// join): Kafka Streams then materializes a source table's store, so
+// Describe lists it. A lazy store of a Filter or MapValues is listed too,
+// as Braid's lookups read it (Kafka Streams reads through to the parent's).
+func (t *Table) materialize() {
+	if spec := t.ownStore(); spec != nil {
+		spec.lazy = false
+	}
+}
+
+// sendOldValues is called by an operator that needs each change's old
+// value (a grouping): as Kafka Streams, the nearest table that keeps a
+// store gives them, and a source table is materialized for that.
+func (t *Table) sendOldValues() {
+	spec := t.ownStore()
+	switch {
+	case spec != nil && (!spec.lazy || t.parent == nil):
+		spec.lazy = false
+	case t.parent != nil:
+		t.parent.sendOldValues()
+	}
 }

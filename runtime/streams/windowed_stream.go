@@ -53,6 +53,10 @@ func (w *WindowedStream) MergeSessionsWith(m Merger) *WindowedStream {
 func (w *WindowedStream) Count(opts ...Option) *Table {
 	inc := func(_, _, agg any) (any, error) { return agg.(int64) + 1, nil }
 	sum := func(_, a, b any) (any, error) { return a.(int64) + b.(int64), nil }
+	if _, sliding := w.windows.(SlidingWindows); !sliding {
+		// Kafka Streams' sliding windows do not burn the name.
+		w.g.stream.b.burnAnonymousStore(opts, "KSTREAM-AGGREGATE-")
+	}
 	return w.aggregate("Count", "KSTREAM-AGGREGATE-", opts, Int64,
 		aggregation{init: func() (any, error) { return int64(0), nil }, add: inc, merge: sum})
 }
