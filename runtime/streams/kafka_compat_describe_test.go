@@ -594,7 +594,7 @@ var _ = port(
 	// Streams has no state store at all; Braid keeps one per source table
 	// (its table operators read the old values from it), which Describe
 	// leaves out as Kafka Streams does and which is not cached.
-	kafkaCase{Kafka: "KTableImplTest.testStateStoreLazyEval", Area: "table", Differs: "unmaterialized-tables-keep-a-store", Run: func(t *testing.T) {
+	kafkaCase{Kafka: "KTableImplTest.testStateStoreLazyEval", Area: "table", Differs: "Unmaterialized tables keep a store", Run: func(t *testing.T) {
 		b := streams.NewBuilder()
 		t1 := b.Table("topic1", streams.WithSerdes(streams.String, streams.String))
 		b.Table("topic2", streams.WithSerdes(streams.String, streams.String))
