@@ -128,7 +128,7 @@ func (p *tableAggregateProc) process(t *task, r record) error {
 	if !ok || r.key == nil || c.value == nil {
 		return nil
 	}
-	old, found, err := p.store.get(r.key)
+	old, oldTS, found, err := p.store.getStamped(r.key)
 	if err != nil {
 		return t.processingError(p.name, err)
 	}
@@ -146,7 +146,7 @@ func (p *tableAggregateProc) process(t *task, r record) error {
 	if err != nil {
 		return t.processingError(p.name, err)
 	}
-	return p.store.put(t, r.key, next, old, found, r.timestamp)
+	return p.store.put(t, r.key, next, old, found, rowTimestamp(r.timestamp, oldTS, found))
 }
 
 func tableReduceFactory(spec *storeSpec, adder, subtractor Reducer) processorFactory {
@@ -170,7 +170,7 @@ func (p *tableReduceProc) process(t *task, r record) error {
 	if !ok || r.key == nil || c.value == nil {
 		return nil
 	}
-	old, found, err := p.store.get(r.key)
+	old, oldTS, found, err := p.store.getStamped(r.key)
 	if err != nil {
 		return t.processingError(p.name, err)
 	}
@@ -188,7 +188,7 @@ func (p *tableReduceProc) process(t *task, r record) error {
 	if err != nil {
 		return t.processingError(p.name, err)
 	}
-	return p.store.put(t, r.key, next, old, found, r.timestamp)
+	return p.store.put(t, r.key, next, old, found, rowTimestamp(r.timestamp, oldTS, found))
 }
 
 // changeSerde carries tableChange values over a repartition topic: a flag

@@ -325,13 +325,36 @@ func (st *taskStore) restoreEntry(r *kgo.Record) (e state.Entry, streamTime int6
 		return state.Entry{}, -1, false, nil
 	}
 	if st.win == nil {
-		return state.Entry{Key: r.Key, Value: r.Value}, r.Timestamp.UnixMilli(), true, nil
+		ts := r.Timestamp.UnixMilli()
+		if st.stamped && r.Value != nil {
+			return state.Entry{Key: r.Key, Value: st.restoreValue(ts, r.Value)}, ts, true, nil
+		}
+		return state.Entry{Key: r.Key, Value: r.Value}, ts, true, nil
 	}
 	sk, marker, isMarker, err := st.win.restoreKey(nil, r.Key, r.Value)
 	if err != nil || isMarker {
 		return state.Entry{}, marker, false, err
 	}
 	return state.Entry{Key: sk, Value: r.Value}, -1, true, nil
+}
+
+// restoreArenaChunk is the size of the chunks restoreValue carves the
+// restored rows of a timestamped store from: one allocation per chunk
+// rather than one per record.
+const restoreArenaChunk = 64 << 10
+
+// restoreValue returns the pebble value of a timestamped store's changelog
+// value vb, whose record has timestamp ts. It stays valid after the batch
+// it goes into is applied: a full chunk is left to the entries that use
+// it, never reused.
+func (st *taskStore) restoreValue(ts int64, vb []byte) []byte {
+	n := 8 + len(vb)
+	if cap(st.arena)-len(st.arena) < n {
+		st.arena = make([]byte, 0, max(restoreArenaChunk, n))
+	}
+	start := len(st.arena)
+	st.arena = appendStamped(st.arena, ts, vb)
+	return st.arena[start:len(st.arena):len(st.arena)]
 }
 
 // rebuildStore throws st's local state away and reopens it empty.

@@ -33,6 +33,10 @@ type storeSpec struct {
 	window    *windowSpec
 	emitFinal bool
 	retention int64
+	// timestamped keeps each key-value row's timestamp with it (see
+	// taskStore.stamped); set for every store the DSL declares, ignored
+	// for windowed ones, which keep timestamps in their values.
+	timestamped bool
 }
 
 // StoreName returns the name of the store the table is materialized in,
@@ -42,7 +46,7 @@ func (t *Table) StoreName() string { return t.store }
 // newStore declares the store of a stateful operator: the given options,
 // else a generated name with prefix, as Kafka Streams names it.
 func (b *Builder) newStore(o StoreOptions, prefix string, keySerde, valueSerde Serde) *storeSpec {
-	spec := &storeSpec{name: o.Name, logged: !o.LoggingDisabled, cached: !o.CachingDisabled, keySerde: keySerde, valueSerde: valueSerde}
+	spec := &storeSpec{name: o.Name, logged: !o.LoggingDisabled, cached: !o.CachingDisabled, keySerde: keySerde, valueSerde: valueSerde, timestamped: true}
 	if spec.name == "" {
 		spec.name = b.newName(prefix + "STATE-STORE-")
 	} else if err := validTopicName(spec.name); err != nil {
