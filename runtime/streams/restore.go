@@ -209,6 +209,7 @@ func (a *App) runRestore(ctx context.Context, t *task, stores []*storeRestore) e
 				applyErr = fmt.Errorf("restoring store %q of task %s: %w", sr.store.spec.name, t.id, err)
 				return
 			}
+			sr.store.restoredBatch()
 			sr.restored += int64(len(entries))
 			sr.next = last + 1
 			sr.store.lastOffset.Store(last)
@@ -217,6 +218,7 @@ func (a *App) runRestore(ctx context.Context, t *task, stores []*storeRestore) e
 				remaining--
 				a.restoreEvent(t, sr, "end")
 				sr.store.restored = sr.restored
+				sr.store.arena = nil // the restore's memory, not the store's
 				t.restoredRecords += sr.restored
 				a.log.Info("restored store", "task", t.id.String(), "store", sr.store.spec.name,
 					"records", sr.restored, "took", time.Since(sr.began).Round(time.Millisecond))
@@ -344,9 +346,9 @@ func (st *taskStore) restoreEntry(r *kgo.Record) (e state.Entry, streamTime int6
 const restoreArenaChunk = 64 << 10
 
 // restoreValue returns the pebble value of a timestamped store's changelog
-// value vb, whose record has timestamp ts. It stays valid after the batch
-// it goes into is applied: a full chunk is left to the entries that use
-// it, never reused.
+// value vb, whose record has timestamp ts. It stays valid until the batch
+// it goes into is applied (see restoredBatch): a full chunk is left to the
+// entries that use it, never written again.
 func (st *taskStore) restoreValue(ts int64, vb []byte) []byte {
 	n := 8 + len(vb)
 	if cap(st.arena)-len(st.arena) < n {
@@ -356,6 +358,10 @@ func (st *taskStore) restoreValue(ts int64, vb []byte) []byte {
 	st.arena = appendStamped(st.arena, ts, vb)
 	return st.arena[start:len(st.arena):len(st.arena)]
 }
+
+// restoredBatch says the entries restoreValue made are applied: pebble
+// copied them, so the last chunk is written over by the next batch.
+func (st *taskStore) restoredBatch() { st.arena = st.arena[:0] }
 
 // rebuildStore throws st's local state away and reopens it empty.
 func (a *App) rebuildStore(id TaskID, st *taskStore) error {
