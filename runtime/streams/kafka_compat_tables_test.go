@@ -81,6 +81,14 @@ func (k *kafkaDriver) tablesPipe(topic string, recs ...any) {
 	}
 }
 
+// tablesCachedOrNot runs a case with the aggregation's store cached and
+// not: an update that stays under its key gives one result either way,
+// as in Kafka Streams.
+func tablesCachedOrNot(t *testing.T, run func(t *testing.T, cachingDisabled bool)) {
+	t.Run("cached", func(t *testing.T) { run(t, false) })
+	t.Run("uncached", func(t *testing.T) { run(t, true) })
+}
+
 // tablesJoiner is Kafka's MockValueJoiner.TOSTRING_JOINER: left+right,
 // a missing side printed as null.
 func tablesJoiner(_, left, right any) (any, error) {
@@ -371,15 +379,17 @@ var _ = port(
 	// KTableAggregateTest.java, testAggBasic: a table aggregated under
 	// its own keys; each result is as new as the newest row in it.
 	kafkaCase{Kafka: "KTableAggregateTest.testAggBasic", Area: "table-aggregation", Run: func(t *testing.T) {
-		b := streams.NewBuilder()
-		agg := b.Table("topic1", tablesStrings).
-			GroupBy(func(k, v any) (any, any, error) { return k, v, nil }, tablesStrings).
-			Aggregate(tablesZero, tablesConcat, tablesRemove, streams.Materialized(streams.StoreOptions{Name: "topic1-Canonized", ValueSerde: streams.String}))
-		tablesProcess(agg, "out")
-		k := newKafkaDriver(t, b, streams.DriverConfig{})
-		k.tablesPipe("topic1", "A", "1", 10, "B", "2", 15, "A", "3", 20, "B", "4", 18, "C", "5", 5, "D", "6", 25, "B", "7", 15, "C", "8", 10)
-		k.tablesStreamTaps("out", "A:0+1@10", "B:0+2@15", "A:0+1-1+3@20", "B:0+2-2+4@18", "C:0+5@5", "D:0+6@25",
-			"B:0+2-2+4-4+7@18", "C:0+5-5+8@10")
+		tablesCachedOrNot(t, func(t *testing.T, cachingDisabled bool) {
+			b := streams.NewBuilder()
+			agg := b.Table("topic1", tablesStrings).
+				GroupBy(func(k, v any) (any, any, error) { return k, v, nil }, tablesStrings).
+				Aggregate(tablesZero, tablesConcat, tablesRemove, streams.Materialized(streams.StoreOptions{Name: "topic1-Canonized", ValueSerde: streams.String, CachingDisabled: cachingDisabled}))
+			tablesProcess(agg, "out")
+			k := newKafkaDriver(t, b, streams.DriverConfig{})
+			k.tablesPipe("topic1", "A", "1", 10, "B", "2", 15, "A", "3", 20, "B", "4", 18, "C", "5", 5, "D", "6", 25, "B", "7", 15, "C", "8", 10)
+			k.tablesStreamTaps("out", "A:0+1@10", "B:0+2@15", "A:0+1-1+3@20", "B:0+2-2+4@18", "C:0+5@5", "D:0+6@25",
+				"B:0+2-2+4-4+7@18", "C:0+5-5+8@10")
+		})
 	}},
 	// KTableAggregateTest.java, testAggRepartition: rows re-grouped by
 	// value (a null key or a null pair is dropped), so that an update
@@ -414,17 +424,19 @@ var _ = port(
 	// that stays in its group subtracts the old value before it adds the
 	// new one, and one record gives one result.
 	kafkaCase{Kafka: "KTableAggregateTest.testRemoveOldBeforeAddNew", Area: "table-aggregation", Run: func(t *testing.T) {
-		b := streams.NewBuilder()
-		agg := b.Table("count-test-input", tablesStrings).
-			GroupBy(func(k, _ any) (any, any, error) { return k.(string)[:1], k.(string)[1:2], nil }, tablesStrings).
-			Aggregate(func() (any, error) { return "", nil },
-				func(_, v, agg any) (any, error) { return agg.(string) + v.(string), nil },
-				func(_, v, agg any) (any, error) { return strings.ReplaceAll(agg.(string), v.(string), ""), nil },
-				streams.Materialized(streams.StoreOptions{Name: "someStore", ValueSerde: streams.String}))
-		tablesProcess(agg, "out")
-		k := newKafkaDriver(t, b, streams.DriverConfig{})
-		k.tablesPipe("count-test-input", "11", "A", 10, "12", "B", 8, "11", nil, 12, "12", "C", 6)
-		k.tablesStreamTaps("out", "1:1@10", "1:12@10", "1:2@12", "1:2@12")
+		tablesCachedOrNot(t, func(t *testing.T, cachingDisabled bool) {
+			b := streams.NewBuilder()
+			agg := b.Table("count-test-input", tablesStrings).
+				GroupBy(func(k, _ any) (any, any, error) { return k.(string)[:1], k.(string)[1:2], nil }, tablesStrings).
+				Aggregate(func() (any, error) { return "", nil },
+					func(_, v, agg any) (any, error) { return agg.(string) + v.(string), nil },
+					func(_, v, agg any) (any, error) { return strings.ReplaceAll(agg.(string), v.(string), ""), nil },
+					streams.Materialized(streams.StoreOptions{Name: "someStore", ValueSerde: streams.String, CachingDisabled: cachingDisabled}))
+			tablesProcess(agg, "out")
+			k := newKafkaDriver(t, b, streams.DriverConfig{})
+			k.tablesPipe("count-test-input", "11", "A", 10, "12", "B", 8, "11", nil, 12, "12", "C", 6)
+			k.tablesStreamTaps("out", "1:1@10", "1:12@10", "1:2@12", "1:2@12")
+		})
 	}},
 	// KTableReduceTest.java, shouldAddAndSubtract: a table reduce of sets
 	// (sorted strings here), read back from its store with the row's
