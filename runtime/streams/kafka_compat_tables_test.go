@@ -166,6 +166,20 @@ func tablesJoinCase(t *testing.T, join func(a, b *streams.Table) *streams.Table,
 	expect()
 }
 
+// tablesRefused is KGroupedTableImplTest's setup (a table grouped by
+// value) and an aggregation Build must refuse, with an error that says
+// want.
+func tablesRefused(t *testing.T, want string, aggregate func(g *streams.GroupedTable)) {
+	b := streams.NewBuilder()
+	aggregate(b.Table("blah", tablesStrings).GroupBy(func(_, v any) (any, any, error) { return v, v, nil }))
+	if _, err := b.Build(); err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("Build = %v, want an error with %q", err, want)
+	}
+}
+
+// tablesBadStore is Kafka's INVALID_STORE_NAME.
+const tablesBadStore = "~foo bar~"
+
 // tablesCountData is KTableAggregateTest's testCountHelper: colours
 // counted as rows move between them.
 func tablesCountData(t *testing.T, opts ...streams.Option) {
@@ -556,6 +570,79 @@ var _ = port(
 			{"0:XXX0+null@6", "1:XXX1+null@7"},
 			{"0:XXXX0+null@13", "1:XXXX1+null@13", "2:XXXX2+YY2@13", "3:XXXX3+YY3@15"},
 			{"0:null@0", "1:null@42", "2:null+YY2@10", "3:null+YY3@20"},
+		})
+	}},
+
+	// KTableKTableInnerJoinTest.java, testSendingOldValues: what the join
+	// forwards, each result with the one it replaces.
+	kafkaCase{Kafka: "KTableKTableInnerJoinTest.testSendingOldValues", Area: "table-table-join", Run: func(t *testing.T) {
+		b := streams.NewBuilder()
+		t1 := b.Table("topic1", tablesStrings)
+		t2 := b.Table("topic2", tablesStrings)
+		tablesProcess(t1.Join(t2, tablesJoiner, streams.Named("joined")), "out")
+		k := newKafkaDriver(t, b, streams.DriverConfig{})
+		keys := []string{"0", "1", "2", "3"}
+		k.tablesPipe("topic1", "0", "X0", 5, "1", "X1", 6, nil, "SomeVal", 42)
+		k.expectTaps("joined")
+		k.tablesPipe("topic2", "0", "Y0", 0, "1", "Y1", 10, nil, "AnotherVal", 73)
+		k.expectTaps("joined", "0:X0+Y0@5", "1:X1+Y1@10")
+		for _, key := range keys {
+			k.tablesPipe("topic1", key, "XX"+key, 7)
+		}
+		k.expectTaps("joined", "0:XX0+Y0@7<-X0+Y0", "1:XX1+Y1@10<-X1+Y1")
+		for i, key := range keys {
+			k.tablesPipe("topic2", key, "YY"+key, 5*i)
+		}
+		k.expectTaps("joined", "0:XX0+YY0@7<-XX0+Y0", "1:XX1+YY1@7<-XX1+Y1", "2:XX2+YY2@10", "3:XX3+YY3@15")
+		for _, key := range keys {
+			k.tablesPipe("topic1", key, "XXX"+key, 6)
+		}
+		k.expectTaps("joined", "0:XXX0+YY0@6<-XX0+YY0", "1:XXX1+YY1@6<-XX1+YY1", "2:XXX2+YY2@10<-XX2+YY2", "3:XXX3+YY3@15<-XX3+YY3")
+		k.tablesPipe("topic2", "0", nil, 5, "1", nil, 7)
+		k.expectTaps("joined", "0:null@6<-XXX0+YY0", "1:null@7<-XXX1+YY1")
+		for _, key := range keys {
+			k.tablesPipe("topic1", key, "XXXX"+key, 13)
+		}
+		k.expectTaps("joined", "2:XXXX2+YY2@13<-XXX2+YY2", "3:XXXX3+YY3@15<-XXX3+YY3")
+		k.tablesPipe("topic1", "0", nil, 0, "1", nil, 42, "2", nil, 5, "3", nil, 20)
+		k.expectTaps("joined", "2:null@10<-XXXX2+YY2", "3:null@20<-XXXX3+YY3")
+	}},
+
+	// KGroupedTableImplTest.java: aggregations Build refuses.
+	kafkaCase{Kafka: "KGroupedTableImplTest.shouldNotAllowInvalidStoreNameOnAggregate", Area: "table-aggregation", Run: func(t *testing.T) {
+		tablesRefused(t, tablesBadStore, func(g *streams.GroupedTable) {
+			g.Aggregate(tablesZero, tablesConcat, tablesRemove, streams.Materialized(streams.StoreOptions{Name: tablesBadStore}))
+		})
+	}},
+	kafkaCase{Kafka: "KGroupedTableImplTest.shouldNotAllowNullInitializerOnAggregate", Area: "table-aggregation", Run: func(t *testing.T) {
+		tablesRefused(t, "GroupedTable.Aggregate: the function is nil", func(g *streams.GroupedTable) {
+			g.Aggregate(nil, tablesConcat, tablesRemove, streams.Materialized(streams.StoreOptions{Name: "store"}))
+		})
+	}},
+	kafkaCase{Kafka: "KGroupedTableImplTest.shouldNotAllowNullAdderOnAggregate", Area: "table-aggregation", Run: func(t *testing.T) {
+		tablesRefused(t, "GroupedTable.Aggregate: the function is nil", func(g *streams.GroupedTable) {
+			g.Aggregate(tablesZero, nil, tablesRemove, streams.Materialized(streams.StoreOptions{Name: "store"}))
+		})
+	}},
+	kafkaCase{Kafka: "KGroupedTableImplTest.shouldNotAllowNullSubtractorOnAggregate", Area: "table-aggregation", Run: func(t *testing.T) {
+		tablesRefused(t, "GroupedTable.Aggregate: the function is nil", func(g *streams.GroupedTable) {
+			g.Aggregate(tablesZero, tablesConcat, nil, streams.Materialized(streams.StoreOptions{Name: "store"}))
+		})
+	}},
+	kafkaCase{Kafka: "KGroupedTableImplTest.shouldNotAllowNullAdderOnReduce", Area: "table-aggregation", Run: func(t *testing.T) {
+		tablesRefused(t, "GroupedTable.Reduce: the function is nil", func(g *streams.GroupedTable) {
+			g.Reduce(nil, func(agg, _ any) (any, error) { return agg, nil }, streams.Materialized(streams.StoreOptions{Name: "store"}))
+		})
+	}},
+	kafkaCase{Kafka: "KGroupedTableImplTest.shouldNotAllowNullSubtractorOnReduce", Area: "table-aggregation", Run: func(t *testing.T) {
+		tablesRefused(t, "GroupedTable.Reduce: the function is nil", func(g *streams.GroupedTable) {
+			g.Reduce(func(agg, _ any) (any, error) { return agg, nil }, nil, streams.Materialized(streams.StoreOptions{Name: "store"}))
+		})
+	}},
+	kafkaCase{Kafka: "KGroupedTableImplTest.shouldNotAllowInvalidStoreNameOnReduce", Area: "table-aggregation", Run: func(t *testing.T) {
+		tablesRefused(t, tablesBadStore, func(g *streams.GroupedTable) {
+			g.Reduce(func(agg, _ any) (any, error) { return agg, nil }, func(agg, _ any) (any, error) { return agg, nil },
+				streams.Materialized(streams.StoreOptions{Name: tablesBadStore}))
 		})
 	}},
 )
