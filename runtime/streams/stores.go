@@ -165,8 +165,11 @@ func orDefault(s, def Serde) Serde {
 // are decoded from bytes, so an aggregator sees the same types whether its
 // row was cached or stored.
 func (st *taskStore) get(key any) (any, bool, error) {
-	v, _, found, err := st.getStamped(key)
-	return v, found, err
+	kb, err := st.keyBytes(key)
+	if err != nil {
+		return nil, false, err
+	}
+	return st.getBytes(kb)
 }
 
 // getStamped is get that also returns the row's timestamp (see
