@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/braidstream/braid/runtime/streams"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 )
@@ -134,30 +135,37 @@ type Query struct {
 }
 
 // QueryResult is a store's answer. Instance names who answered a key.
+// Timestamps are those of the rows (streams.ValueAndTimestamp), in
+// milliseconds since the epoch; Timestamp is set with Value.
 type QueryResult struct {
-	Store    string      `json:"store"`
-	Type     string      `json:"type"`
-	Found    bool        `json:"found"`
-	Value    any         `json:"value,omitempty"`
-	Instance string      `json:"instance,omitempty"`
-	Rows     []Row       `json:"rows,omitempty"`
-	Windows  []WindowRow `json:"windows,omitempty"`
+	Store     string      `json:"store"`
+	Type      string      `json:"type"`
+	Found     bool        `json:"found"`
+	Value     any         `json:"value,omitempty"`
+	Timestamp *int64      `json:"timestamp,omitempty"`
+	Instance  string      `json:"instance,omitempty"`
+	Rows      []Row       `json:"rows,omitempty"`
+	Windows   []WindowRow `json:"windows,omitempty"`
 	// Truncated says Limit cut the rows short.
 	Truncated bool `json:"truncated,omitempty"`
 }
 
-// Row is one row of a key-value store, with the instance that holds it.
+// Row is one row of a key-value store, with its timestamp and the
+// instance that holds it.
 type Row struct {
-	Key      any    `json:"key"`
-	Value    any    `json:"value"`
-	Instance string `json:"instance"`
+	Key       any    `json:"key"`
+	Value     any    `json:"value"`
+	Timestamp int64  `json:"timestamp"`
+	Instance  string `json:"instance"`
 }
 
-// WindowRow is one window's value for the queried key.
+// WindowRow is one window's value for the queried key, with its
+// timestamp (the newest of the window's records).
 type WindowRow struct {
-	Start int64 `json:"start"`
-	End   int64 `json:"end"`
-	Value any   `json:"value"`
+	Start     int64 `json:"start"`
+	End       int64 `json:"end"`
+	Value     any   `json:"value"`
+	Timestamp int64 `json:"timestamp"`
 }
 
 // Query runs q against deployment id.
@@ -178,13 +186,16 @@ func (m *Manager) Query(id string, q Query) (QueryResult, error) {
 		}
 		found, instance, err := dep.sup.FetchWindows(q.Store, q.Key, 0, math.MaxInt64)
 		for _, w := range found {
-			res.Windows = append(res.Windows, WindowRow{Start: w.Window.Start, End: w.Window.End, Value: w.Value})
+			res.Windows = append(res.Windows, WindowRow{Start: w.Window.Start, End: w.Window.End, Value: w.Value, Timestamp: w.Timestamp})
 		}
 		res.Found, res.Instance = len(found) > 0, instance
 		return res, err
 	case q.Key != "":
 		r, err := dep.sup.Lookup(q.Store, q.Key)
 		res.Found, res.Value, res.Instance = r.Found, r.Value, r.Instance
+		if r.Found {
+			res.Timestamp = &r.Timestamp
+		}
 		return res, err
 	}
 	limit := q.Limit
@@ -197,12 +208,12 @@ func (m *Manager) Query(id string, q Query) (QueryResult, error) {
 		}
 		return b
 	}
-	err = dep.sup.Range(q.Store, bound(q.From), bound(q.To), func(instance string, k, v any) bool {
+	err = dep.sup.RangeWithTimestamps(q.Store, bound(q.From), bound(q.To), func(instance string, k any, row streams.ValueAndTimestamp) bool {
 		if len(res.Rows) == limit {
 			res.Truncated = true
 			return false
 		}
-		res.Rows = append(res.Rows, Row{Key: k, Value: v, Instance: instance})
+		res.Rows = append(res.Rows, Row{Key: k, Value: row.Value, Timestamp: row.Timestamp, Instance: instance})
 		return true
 	})
 	res.Found = len(res.Rows) > 0

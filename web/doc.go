@@ -78,7 +78,8 @@
 //	GET    /api/deployments/:id/query?store=&key=&from=&to=&limit=
 //	                                         deploy.QueryResult: a key-value store's value of key (and the
 //	                                         instance holding it) or, without a key, its rows in [from, to)
-//	                                         (at most limit, default 100); a windowed store's windows of key
+//	                                         (at most limit, default 100); a windowed store's windows of key;
+//	                                         each with its row's timestamp
 //	GET    /ws/live?deployment=:id           websocket: monitor.Message JSON, a snapshot first, then events
 //	                                         and snapshots at most 4 a second (package web/wsbridge)
 //	GET    /live/:id                         the live page

@@ -280,9 +280,20 @@ func (d *TestDriver) Topics() []string {
 	return out
 }
 
-// Get, Range, FetchWindows and OpenWindows query the stores as the App's
+// Get, GetWithTimestamp, Range, RangeWithTimestamps, FetchWindows and
+// OpenWindows query the stores as the App's
 // methods of the same names do, on committed state.
 func (d *TestDriver) Get(store string, key any) (any, bool, error) { return d.app.Get(store, key) }
+
+// GetWithTimestamp: see App.GetWithTimestamp.
+func (d *TestDriver) GetWithTimestamp(store string, key any) (ValueAndTimestamp, bool, error) {
+	return d.app.GetWithTimestamp(store, key)
+}
+
+// RangeWithTimestamps: see App.RangeWithTimestamps.
+func (d *TestDriver) RangeWithTimestamps(store string, from, to any, fn func(key any, row ValueAndTimestamp) bool) error {
+	return d.app.RangeWithTimestamps(store, from, to, fn)
+}
 
 // Range: see App.Range.
 func (d *TestDriver) Range(store string, from, to any, fn func(key, value any) bool) error {

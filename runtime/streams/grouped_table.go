@@ -1,6 +1,7 @@
 package streams
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 )
@@ -9,7 +10,9 @@ import (
 // Kafka Streams. Its aggregations keep one aggregate per new key and
 // correct it as rows change: a row's old value is subtracted before its
 // new value is added, so a row that moves to another group leaves the old
-// one.
+// one, and an update that stays in its group changes its aggregate once,
+// as in Kafka Streams. A result's timestamp is the newest of the rows in
+// it.
 type GroupedTable struct {
 	stream *Stream
 	name   string
@@ -19,10 +22,11 @@ type GroupedTable struct {
 }
 
 // tableChange is a re-grouped table row on its way to the aggregation:
-// a value to add, or an old value to subtract.
+// an old value to subtract, a new value to add, or both when the row
+// stays under its new key, so that the aggregation makes one result of
+// the update, as Kafka Streams does (a nil value is no step).
 type tableChange struct {
-	value    any
-	subtract bool
+	sub, add any
 }
 
 // GroupBy maps every row to a new key and value and groups by the new
@@ -115,7 +119,9 @@ func (g *GroupedTable) Aggregate(init Initializer, adder, subtractor Aggregator,
 }
 
 // tableSelectProc turns a row change into a subtraction of the old row
-// and an addition of the new one, each under its new key.
+// and an addition of the new one, each under its new key: one change
+// when both keys are equal, else the subtraction first. A row whose new
+// key is nil is dropped.
 type tableSelectProc struct {
 	name string
 	fn   KeyValueMapper
@@ -129,27 +135,54 @@ func tableSelectFactory(fn KeyValueMapper) processorFactory {
 }
 
 func (p *tableSelectProc) process(t *task, r record) error {
-	emit := func(v any, subtract bool) error {
-		k, nv, err := p.fn(r.key, v)
-		if err != nil {
-			return t.processingError(p.name, err)
+	mapped := func(v any) (k, nv any, err error) {
+		if v == nil {
+			return nil, nil, nil
+		}
+		if k, nv, err = p.fn(r.key, v); err != nil {
+			return nil, nil, t.processingError(p.name, err)
 		}
 		if k == nil || nv == nil {
 			// As Kafka Streams: a row without a new key or value has
 			// no group to go to (and no partition on the topic).
-			return nil
+			return nil, nil, nil
 		}
-		return forward(t, p.next, record{key: k, value: tableChange{value: nv, subtract: subtract}, timestamp: r.timestamp, headers: r.headers})
+		return k, nv, nil
 	}
-	if r.old != nil {
-		if err := emit(r.old, true); err != nil {
+	oldKey, oldValue, err := mapped(r.old)
+	if err != nil {
+		return err
+	}
+	newKey, newValue, err := mapped(r.value)
+	if err != nil {
+		return err
+	}
+	emit := func(k any, c tableChange) error {
+		return forward(t, p.next, record{key: k, value: c, timestamp: r.timestamp, headers: r.headers})
+	}
+	if oldKey != nil && newKey != nil && sameKey(oldKey, newKey) {
+		return emit(newKey, tableChange{sub: oldValue, add: newValue})
+	}
+	if oldKey != nil {
+		if err := emit(oldKey, tableChange{sub: oldValue}); err != nil {
 			return err
 		}
 	}
-	if r.value != nil {
-		return emit(r.value, false)
+	if newKey != nil {
+		return emit(newKey, tableChange{add: newValue})
 	}
 	return nil
+}
+
+// sameKey reports whether two new keys are equal, as the keys Go
+// compares; keys of other types (a slice) are never the same.
+func sameKey(a, b any) (same bool) {
+	defer func() {
+		if recover() != nil {
+			same = false
+		}
+	}()
+	return a == b
 }
 
 // tableAggregateProc applies adder or subtractor to a key's aggregate.
@@ -170,28 +203,33 @@ func tableAggregateFactory(spec *storeSpec, init Initializer, adder, subtractor 
 
 func (p *tableAggregateProc) process(t *task, r record) error {
 	c, ok := r.value.(tableChange)
-	if !ok || r.key == nil || c.value == nil {
+	if !ok || r.key == nil || (c.sub == nil && c.add == nil) {
 		return nil
 	}
-	old, found, err := p.store.get(r.key)
+	old, oldTS, found, err := p.store.getStamped(r.key)
 	if err != nil {
 		return t.processingError(p.name, err)
 	}
-	cur := old
+	if !found && c.add == nil {
+		return nil // as Kafka Streams: nothing to subtract from
+	}
+	next := old
 	if !found {
-		if cur, err = p.init(); err != nil {
+		if next, err = p.init(); err != nil {
 			return t.processingError(p.name, err)
 		}
 	}
-	fn := p.adder
-	if c.subtract {
-		fn = p.subtractor
+	if c.sub != nil && found {
+		if next, err = p.subtractor(r.key, c.sub, next); err != nil {
+			return t.processingError(p.name, err)
+		}
 	}
-	next, err := fn(r.key, c.value, cur)
-	if err != nil {
-		return t.processingError(p.name, err)
+	if c.add != nil {
+		if next, err = p.adder(r.key, c.add, next); err != nil {
+			return t.processingError(p.name, err)
+		}
 	}
-	return p.store.put(t, r.key, next, old, found, r.timestamp)
+	return p.store.put(t, r.key, next, old, found, rowTimestamp(r.timestamp, oldTS, found))
 }
 
 func tableReduceFactory(spec *storeSpec, adder, subtractor Reducer) processorFactory {
@@ -212,33 +250,39 @@ type tableReduceProc struct {
 
 func (p *tableReduceProc) process(t *task, r record) error {
 	c, ok := r.value.(tableChange)
-	if !ok || r.key == nil || c.value == nil {
+	if !ok || r.key == nil {
 		return nil
 	}
-	old, found, err := p.store.get(r.key)
+	old, oldTS, found, err := p.store.getStamped(r.key)
 	if err != nil {
 		return t.processingError(p.name, err)
 	}
-	var next any
+	next, has := old, found
+	if c.sub != nil && has {
+		if next, err = p.subtractor(next, c.sub); err != nil {
+			return t.processingError(p.name, err)
+		}
+	}
 	switch {
-	case !found && c.subtract:
-		return nil
-	case !found:
-		next = c.value
-	case c.subtract:
-		next, err = p.subtractor(old, c.value)
-	default:
-		next, err = p.adder(old, c.value)
+	case c.add != nil && has:
+		next, err = p.adder(next, c.add)
+	case c.add != nil:
+		next, has = c.add, true
 	}
 	if err != nil {
 		return t.processingError(p.name, err)
 	}
-	return p.store.put(t, r.key, next, old, found, r.timestamp)
+	if !has {
+		return nil // a subtraction from nothing leaves nothing
+	}
+	return p.store.put(t, r.key, next, old, found, rowTimestamp(r.timestamp, oldTS, found))
 }
 
 // changeSerde carries tableChange values over a repartition topic: a flag
-// byte (0 add, 1 subtract) before the value in its own serde. A nil inner
-// serde means the Config's default, filled in when a task starts.
+// byte (0 add, 1 subtract) before the value in its own serde, or for both
+// (2) the added value's length as a uvarint, the added value, then the
+// subtracted one. A nil inner serde means the Config's default, filled in
+// when a task starts.
 type changeSerde struct {
 	inner Serde
 }
@@ -255,24 +299,52 @@ func (s changeSerde) Serialize(topic string, v any) ([]byte, error) {
 	if !ok {
 		return nil, &SerdeError{Serde: s.Name(), Topic: topic, Err: fmt.Errorf("cannot serialize %T, want a table change", v)}
 	}
-	b, err := s.inner.Serialize(topic, c.value)
-	if err != nil {
-		return nil, err
+	switch {
+	case c.sub != nil && c.add != nil:
+		add, err := s.inner.Serialize(topic, c.add)
+		if err != nil {
+			return nil, err
+		}
+		sub, err := s.inner.Serialize(topic, c.sub)
+		if err != nil {
+			return nil, err
+		}
+		out := binary.AppendUvarint([]byte{2}, uint64(len(add)))
+		return append(append(out, add...), sub...), nil
+	case c.sub != nil:
+		b, err := s.inner.Serialize(topic, c.sub)
+		return append([]byte{1}, b...), err
 	}
-	flag := byte(0)
-	if c.subtract {
-		flag = 1
-	}
-	return append([]byte{flag}, b...), nil
+	b, err := s.inner.Serialize(topic, c.add)
+	return append([]byte{0}, b...), err
 }
 
 func (s changeSerde) Deserialize(topic string, b []byte) (any, error) {
-	if len(b) == 0 || b[0] > 1 {
+	if len(b) == 0 || b[0] > 2 {
 		return nil, &SerdeError{Serde: s.Name(), Topic: topic, Err: errors.New("missing or unknown change flag")}
 	}
-	v, err := s.inner.Deserialize(topic, b[1:])
+	if b[0] < 2 {
+		v, err := s.inner.Deserialize(topic, b[1:])
+		if err != nil {
+			return nil, err
+		}
+		if b[0] == 1 {
+			return tableChange{sub: v}, nil
+		}
+		return tableChange{add: v}, nil
+	}
+	n, size := binary.Uvarint(b[1:])
+	if size <= 0 || n > uint64(len(b)-1-size) {
+		return nil, &SerdeError{Serde: s.Name(), Topic: topic, Err: errors.New("truncated change")}
+	}
+	rest := b[1+size:]
+	add, err := s.inner.Deserialize(topic, rest[:n])
 	if err != nil {
 		return nil, err
 	}
-	return tableChange{value: v, subtract: b[0] == 1}, nil
+	sub, err := s.inner.Deserialize(topic, rest[n:])
+	if err != nil {
+		return nil, err
+	}
+	return tableChange{sub: sub, add: add}, nil
 }

@@ -105,10 +105,9 @@ func (p *streamTableJoinProc) process(t *task, r record) error {
 // Join joins t with other: a row whose key is in both tables has the
 // value joiner makes of the two rows. The result changes whenever either
 // table does, and a key whose result disappears (a row deleted) gets a
-// deletion. A result carries the timestamp of the update that made it:
-// Braid's key-value stores keep no row timestamps, so unlike Kafka
-// Streams it is not the larger of the two rows' when the other row is
-// newer (out-of-order updates). It takes Named, WithSerdes (the result's serdes) and
+// deletion. A result carries the larger of the two rows' timestamps, as
+// in Kafka Streams (the timestamp of the update alone where the other
+// side has no row). It takes Named, WithSerdes (the result's serdes) and
 // Materialized (a store for the result, which queries and stream-table
 // joins need). Both tables must be materialized.
 func (t *Table) Join(other *Table, joiner ValueJoiner, opts ...Option) *Table {
@@ -227,7 +226,9 @@ func (p *tableJoinProc) process(t *task, r record) error {
 	if r.key == nil || (r.value == nil && r.old == nil) {
 		return nil
 	}
-	row, found, err := p.other.get(r.key)
+	// getStamped, not get: a windowed table's store holds its rows
+	// with their timestamps, and the joiner takes the row's value.
+	row, rowTS, found, err := p.other.getStamped(r.key)
 	if err != nil {
 		return t.processingError(p.name, fmt.Errorf("looking up %v in store %q: %w", r.key, p.other.spec.name, err))
 	}
@@ -249,7 +250,9 @@ func (p *tableJoinProc) process(t *task, r record) error {
 		}
 		return p.joiner(r.key, v, row)
 	}
-	out := record{key: r.key, timestamp: r.timestamp, headers: r.headers}
+	// As Kafka Streams: the result is as new as the newer of the rows it
+	// joins.
+	out := record{key: r.key, timestamp: rowTimestamp(r.timestamp, rowTS, found), headers: r.headers}
 	if out.value, err = join(r.value); err != nil {
 		return t.processingError(p.name, err)
 	}

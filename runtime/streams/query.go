@@ -54,11 +54,29 @@ func (a *App) lockTasksWithin(d time.Duration) bool {
 // ErrUnknownStore is returned for a store name the topology does not have.
 var ErrUnknownStore = errors.New("no such store in the topology")
 
+// ValueAndTimestamp is a store row with its timestamp (Kafka Streams'
+// ValueAndTimestamp): for a key-value store the largest timestamp of the
+// records the row comes from (a table source's record, an aggregation's
+// inputs, both sides of a table-table join), for a window or session store
+// that of the records in the window. Timestamps are milliseconds since the
+// epoch.
+type ValueAndTimestamp struct {
+	Value     any
+	Timestamp int64
+}
+
 // Get looks key up in the named store across the instance's tasks. It
 // reads committed state: what the last commit applied. In a window or
 // session store the key is a Windowed (see also FetchWindows). found is false when
 // no local task holds the key; the key may still live on another instance.
+// GetWithTimestamp also returns the row's timestamp.
 func (a *App) Get(store string, key any) (value any, found bool, err error) {
+	v, found, err := a.GetWithTimestamp(store, key)
+	return v.Value, found, err
+}
+
+// GetWithTimestamp is Get returning the row's timestamp with its value.
+func (a *App) GetWithTimestamp(store string, key any) (row ValueAndTimestamp, found bool, err error) {
 	err = a.eachLocalStore(store, func(t *task, st *taskStore) (bool, error) {
 		kb, err := st.keySerde.Serialize(st.changelogOrName(), key)
 		if err != nil {
@@ -71,22 +89,45 @@ func (a *App) Get(store string, key any) (value any, found bool, err error) {
 		if err != nil || !ok {
 			return err == nil, err
 		}
-		if value, err = st.valueSerde.Deserialize(st.changelogOrName(), vb); err != nil {
-			return false, fmt.Errorf("querying store %q: decoding value: %w", store, err)
-		}
-		if st.win != nil {
-			value = unstamp(value)
+		if row, err = st.committedRow(vb); err != nil {
+			return false, fmt.Errorf("querying store %q: %w", store, err)
 		}
 		found = true
 		return false, nil
 	})
-	return value, found, err
+	return row, found, err
+}
+
+// committedRow decodes a row as pebble holds it: a timestamped key-value
+// store's and a windowed store's values carry their timestamps.
+func (st *taskStore) committedRow(vb []byte) (ValueAndTimestamp, error) {
+	var ts int64
+	if st.stamped {
+		var err error
+		if ts, vb, err = splitStamped(vb); err != nil {
+			return ValueAndTimestamp{}, err
+		}
+	}
+	v, err := st.valueSerde.Deserialize(st.changelogOrName(), vb)
+	if err != nil {
+		return ValueAndTimestamp{}, fmt.Errorf("decoding value: %w", err)
+	}
+	if sv, ok := v.(stamped); ok && st.win != nil {
+		return ValueAndTimestamp{Value: sv.value, Timestamp: sv.ts}, nil
+	}
+	return ValueAndTimestamp{Value: v, Timestamp: ts}, nil
 }
 
 // Range calls fn for every committed row of the named store on this
 // instance whose serialized key is in [from, to) (nil bounds are open), in
 // key order within each task and task by task. fn returns false to stop.
+// RangeWithTimestamps also passes each row's timestamp.
 func (a *App) Range(store string, from, to any, fn func(key, value any) bool) error {
+	return a.RangeWithTimestamps(store, from, to, func(k any, row ValueAndTimestamp) bool { return fn(k, row.Value) })
+}
+
+// RangeWithTimestamps is Range passing each row with its timestamp.
+func (a *App) RangeWithTimestamps(store string, from, to any, fn func(key any, row ValueAndTimestamp) bool) error {
 	return a.eachLocalStore(store, func(t *task, st *taskStore) (bool, error) {
 		if st.win != nil {
 			return false, fmt.Errorf("querying store %q: Range reads key-value stores; use FetchWindows", store)
@@ -110,15 +151,15 @@ func (a *App) Range(store string, from, to any, fn func(key, value any) bool) er
 		err = st.db.RangeCommitted(start, end, func(kb, vb []byte) bool {
 			k, err := st.keySerde.Deserialize(st.changelogOrName(), append([]byte(nil), kb...))
 			if err != nil {
-				decodeErr = err
+				decodeErr = fmt.Errorf("querying store %q: decoding key: %w", store, err)
 				return false
 			}
-			v, err := st.valueSerde.Deserialize(st.changelogOrName(), append([]byte(nil), vb...))
+			row, err := st.committedRow(append([]byte(nil), vb...))
 			if err != nil {
-				decodeErr = err
+				decodeErr = fmt.Errorf("querying store %q: %w", store, err)
 				return false
 			}
-			more = fn(k, v)
+			more = fn(k, row)
 			return more
 		})
 		if err == nil {

@@ -209,6 +209,7 @@ func (a *App) runRestore(ctx context.Context, t *task, stores []*storeRestore) e
 				applyErr = fmt.Errorf("restoring store %q of task %s: %w", sr.store.spec.name, t.id, err)
 				return
 			}
+			sr.store.restoredBatch()
 			sr.restored += int64(len(entries))
 			sr.next = last + 1
 			sr.store.lastOffset.Store(last)
@@ -217,6 +218,7 @@ func (a *App) runRestore(ctx context.Context, t *task, stores []*storeRestore) e
 				remaining--
 				a.restoreEvent(t, sr, "end")
 				sr.store.restored = sr.restored
+				sr.store.arena = nil // the restore's memory, not the store's
 				t.restoredRecords += sr.restored
 				a.log.Info("restored store", "task", t.id.String(), "store", sr.store.spec.name,
 					"records", sr.restored, "took", time.Since(sr.began).Round(time.Millisecond))
@@ -325,7 +327,11 @@ func (st *taskStore) restoreEntry(r *kgo.Record) (e state.Entry, streamTime int6
 		return state.Entry{}, -1, false, nil
 	}
 	if st.win == nil {
-		return state.Entry{Key: r.Key, Value: r.Value}, r.Timestamp.UnixMilli(), true, nil
+		ts := r.Timestamp.UnixMilli()
+		if st.stamped && r.Value != nil {
+			return state.Entry{Key: r.Key, Value: st.restoreValue(ts, r.Value)}, ts, true, nil
+		}
+		return state.Entry{Key: r.Key, Value: r.Value}, ts, true, nil
 	}
 	sk, marker, isMarker, err := st.win.restoreKey(nil, r.Key, r.Value)
 	if err != nil || isMarker {
@@ -333,6 +339,29 @@ func (st *taskStore) restoreEntry(r *kgo.Record) (e state.Entry, streamTime int6
 	}
 	return state.Entry{Key: sk, Value: r.Value}, -1, true, nil
 }
+
+// restoreArenaChunk is the size of the chunks restoreValue carves the
+// restored rows of a timestamped store from: one allocation per chunk
+// rather than one per record.
+const restoreArenaChunk = 64 << 10
+
+// restoreValue returns the pebble value of a timestamped store's changelog
+// value vb, whose record has timestamp ts. It stays valid until the batch
+// it goes into is applied (see restoredBatch): a full chunk is left to the
+// entries that use it, never written again.
+func (st *taskStore) restoreValue(ts int64, vb []byte) []byte {
+	n := 8 + len(vb)
+	if cap(st.arena)-len(st.arena) < n {
+		st.arena = make([]byte, 0, max(restoreArenaChunk, n))
+	}
+	start := len(st.arena)
+	st.arena = appendStamped(st.arena, ts, vb)
+	return st.arena[start:len(st.arena):len(st.arena)]
+}
+
+// restoredBatch says the entries restoreValue made are applied: pebble
+// copied them, so the last chunk is written over by the next batch.
+func (st *taskStore) restoredBatch() { st.arena = st.arena[:0] }
 
 // rebuildStore throws st's local state away and reopens it empty.
 func (a *App) rebuildStore(id TaskID, st *taskStore) error {

@@ -270,6 +270,7 @@ func (f *followedStore) applyRecords(recs []*kgo.Record) (int, error) {
 	if err := st.db.Restore(entries, cp); err != nil {
 		return 0, fmt.Errorf("standby of store %q of task %s: %w", st.spec.name, f.task.id, err)
 	}
+	st.restoredBatch()
 	st.lastOffset.Store(cp.ChangelogOffset - 1)
 	if err := f.expire(cp); err != nil {
 		return 0, err

@@ -23,7 +23,7 @@ func (p *aggregateProc) process(t *task, r record) error {
 		// aggregated; it is skipped, not an error.
 		return skipNullKeyOrValue(t, p.name, r)
 	}
-	old, found, err := p.store.get(r.key)
+	old, oldTS, found, err := p.store.getStamped(r.key)
 	if err != nil {
 		return t.processingError(p.name, err)
 	}
@@ -40,7 +40,18 @@ func (p *aggregateProc) process(t *task, r record) error {
 	if !found {
 		old = nil
 	}
-	return p.store.put(t, r.key, next, old, found, r.timestamp)
+	return p.store.put(t, r.key, next, old, found, rowTimestamp(r.timestamp, oldTS, found))
+}
+
+// rowTimestamp is the timestamp of an aggregate that a record with
+// timestamp ts updates: the largest of its records', as in Kafka Streams
+// (KIP-258), so that an out-of-order record does not move the row back in
+// time. found says whether the row existed, with timestamp rowTS.
+func rowTimestamp(ts, rowTS int64, found bool) int64 {
+	if found {
+		return max(ts, rowTS)
+	}
+	return ts
 }
 
 // reduceProc combines each key's values with a Reducer.
@@ -62,7 +73,7 @@ func (p *reduceProc) process(t *task, r record) error {
 	if r.key == nil || r.value == nil {
 		return skipNullKeyOrValue(t, p.name, r)
 	}
-	old, found, err := p.store.get(r.key)
+	old, oldTS, found, err := p.store.getStamped(r.key)
 	if err != nil {
 		return t.processingError(p.name, err)
 	}
@@ -72,7 +83,7 @@ func (p *reduceProc) process(t *task, r record) error {
 			return t.processingError(p.name, err)
 		}
 	}
-	return p.store.put(t, r.key, next, old, found, r.timestamp)
+	return p.store.put(t, r.key, next, old, found, rowTimestamp(r.timestamp, oldTS, found))
 }
 
 // tableSourceProc upserts a topic's records into the table's store.

@@ -1,6 +1,7 @@
 package streams
 
 import (
+	"encoding/binary"
 	"fmt"
 	"path/filepath"
 	"sync/atomic"
@@ -47,6 +48,18 @@ type taskStore struct {
 	// scratch is reused for pebble keys of windowed rows: pebble copies
 	// keys into its batch and reads them only during the call.
 	scratch []byte
+
+	// stamped is set for a timestamped key-value store (Kafka Streams'
+	// KIP-258): in pebble each row's value follows the 8-byte big-endian
+	// timestamp of the row, the largest timestamp of the records it comes
+	// from. The changelog keeps the plain value and carries the row's
+	// timestamp as its record's, as Kafka Streams logs it, so that a
+	// restore rebuilds the timestamps. rowBuf is reused for the pebble
+	// value (pebble copies it); arena holds the values a restore builds
+	// until its batch is applied.
+	stamped bool
+	rowBuf  []byte
+	arena   []byte
 }
 
 // cacheEntry is a row of the record cache: its latest value and, while
@@ -78,6 +91,13 @@ func changelogTopic(applicationID, store string) string {
 func (a *App) openStore(spec *storeSpec, id TaskID) (*taskStore, error) {
 	dir := filepath.Join(a.cfg.StateDir, a.cfg.ApplicationID, id.String(), spec.name)
 	layout := ""
+	stamped := spec.timestamped && spec.window == nil
+	if stamped {
+		// Key-value stores once kept the plain value: a store written
+		// that way is rebuilt from its changelog, whose records carry
+		// the timestamps.
+		layout = "timestamped values"
+	}
 	if spec.window != nil && spec.window.kind == joinWindowKind {
 		// Join buffers once kept their keys as other windowed stores do
 		// (see windowState.storeKey): a store written that way is rebuilt
@@ -104,6 +124,7 @@ func (a *App) openStore(spec *storeSpec, id TaskID) (*taskStore, error) {
 		valueSerde: orDefault(spec.valueSerde, a.cfg.DefaultValueSerde),
 		partition:  id.Partition,
 		cache:      make(map[string]*cacheEntry),
+		stamped:    stamped,
 	}
 	if spec.logged {
 		st.changelog = changelogTopic(a.cfg.ApplicationID, spec.name)
@@ -151,6 +172,24 @@ func (st *taskStore) get(key any) (any, bool, error) {
 	return st.getBytes(kb)
 }
 
+// getStamped is get that also returns the row's timestamp (see
+// ValueAndTimestamp). In a window or session store, whose key is a
+// Windowed, it returns the aggregate and its timestamp, not the stored
+// form of the two that get returns there.
+func (st *taskStore) getStamped(key any) (value any, ts int64, found bool, err error) {
+	kb, err := st.keyBytes(key)
+	if err != nil {
+		return nil, 0, false, err
+	}
+	if value, ts, found, err = st.getBytesStamped(kb); err != nil || !found {
+		return nil, 0, found, err
+	}
+	if sv, ok := value.(stamped); ok && st.win != nil {
+		return sv.value, sv.ts, true, nil
+	}
+	return value, ts, true, nil
+}
+
 // keyBytes serializes key as the store's changelog keys it.
 func (st *taskStore) keyBytes(key any) ([]byte, error) {
 	kb, err := st.keySerde.Serialize(st.changelogOrName(), key)
@@ -162,34 +201,63 @@ func (st *taskStore) keyBytes(key any) ([]byte, error) {
 
 // getBytes is get with the key serialized.
 func (st *taskStore) getBytes(kb []byte) (any, bool, error) {
-	vb, ok := []byte(nil), false
+	v, _, found, err := st.getBytesStamped(kb)
+	return v, found, err
+}
+
+// getBytesStamped is getStamped with the key serialized.
+func (st *taskStore) getBytesStamped(kb []byte) (any, int64, bool, error) {
+	vb, ok, ts := []byte(nil), false, int64(0)
 	var err error
 	if e, cached := st.cache[string(kb)]; cached {
+		if st.stamped {
+			ts = e.timestamp
+		}
 		if e.valueBytes != nil && decodesAs(st.valueSerde, e.value) {
-			return e.value, true, nil
+			return e.value, ts, true, nil
 		}
 		vb, ok = e.valueBytes, e.valueBytes != nil
 	} else {
 		dbKey := kb
 		if st.win != nil && !st.win.writeThrough && st.win.notStored(kb) {
-			return nil, false, nil
+			return nil, 0, false, nil
 		}
 		if st.win != nil {
 			dbKey = st.win.storeKey(st.scratch[:0], kb)
 			st.scratch = dbKey
 		}
 		if vb, ok, err = st.db.Get(dbKey); err != nil {
-			return nil, false, err
+			return nil, 0, false, err
+		}
+		if ok && st.stamped {
+			if ts, vb, err = splitStamped(vb); err != nil {
+				return nil, 0, false, fmt.Errorf("store %q: %w", st.spec.name, err)
+			}
 		}
 	}
 	if !ok {
-		return nil, false, nil
+		return nil, 0, false, nil
 	}
 	v, err := st.valueSerde.Deserialize(st.changelogOrName(), vb)
 	if err != nil {
-		return nil, false, fmt.Errorf("store %q: decoding stored value: %w", st.spec.name, err)
+		return nil, 0, false, fmt.Errorf("store %q: decoding stored value: %w", st.spec.name, err)
 	}
-	return v, true, nil
+	return v, ts, true, nil
+}
+
+// splitStamped splits a timestamped store's pebble value into the row's
+// timestamp and the value's serde bytes.
+func splitStamped(b []byte) (int64, []byte, error) {
+	if len(b) < 8 {
+		return 0, nil, fmt.Errorf("decoding stored value: %d bytes is too short for a timestamped row", len(b))
+	}
+	return int64(binary.BigEndian.Uint64(b)), b[8:], nil
+}
+
+// appendStamped appends a timestamped store's pebble value of vb at ts.
+func appendStamped(dst []byte, ts int64, vb []byte) []byte {
+	dst = binary.BigEndian.AppendUint64(dst, uint64(ts))
+	return append(dst, vb...)
 }
 
 // decodesAs reports whether serde decodes what it encodes of v back to v
@@ -319,9 +387,13 @@ func (st *taskStore) writeRow(e *cacheEntry) error {
 		return st.writeWindow(e.keyBytes, e.valueBytes)
 	}
 	var err error
-	if e.valueBytes == nil {
+	switch {
+	case e.valueBytes == nil:
 		err = st.db.Delete(e.keyBytes)
-	} else {
+	case st.stamped:
+		st.rowBuf = appendStamped(st.rowBuf[:0], e.timestamp, e.valueBytes)
+		err = st.db.Put(e.keyBytes, st.rowBuf)
+	default:
 		err = st.db.Put(e.keyBytes, e.valueBytes)
 	}
 	if err != nil {

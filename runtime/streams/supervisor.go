@@ -383,18 +383,20 @@ func (s *Supervisor) Get(store string, key any) (value any, found bool, err erro
 	return r.Value, r.Found, err
 }
 
-// LookupResult is a key's value and the instance that holds it.
+// LookupResult is a key's value, its row's timestamp (see
+// ValueAndTimestamp) and the instance that holds it.
 type LookupResult struct {
-	Instance string
-	Value    any
-	Found    bool
+	Instance  string
+	Value     any
+	Timestamp int64
+	Found     bool
 }
 
 // Lookup is Get, telling which instance answered.
 func (s *Supervisor) Lookup(store string, key any) (LookupResult, error) {
 	var notReady error
 	for _, in := range s.runningApps() {
-		v, ok, err := in.app.Get(store, key)
+		v, ok, err := in.app.GetWithTimestamp(store, key)
 		var nr *StoreNotReadyError
 		var busy *StoreBusyError
 		switch {
@@ -403,7 +405,7 @@ func (s *Supervisor) Lookup(store string, key any) (LookupResult, error) {
 		case err != nil:
 			return LookupResult{}, err
 		case ok:
-			return LookupResult{Instance: in.id, Value: v, Found: true}, nil
+			return LookupResult{Instance: in.id, Value: v.Value, Timestamp: v.Timestamp, Found: true}, nil
 		}
 	}
 	return LookupResult{}, notReady
@@ -413,10 +415,18 @@ func (s *Supervisor) Lookup(store string, key any) (LookupResult, error) {
 // running instance whose keys are in [from, to) (nil bounds are open), as
 // App.Range does on one, instance by instance, until fn returns false.
 func (s *Supervisor) Range(store string, from, to any, fn func(instance string, key, value any) bool) error {
+	return s.RangeWithTimestamps(store, from, to, func(instance string, k any, row ValueAndTimestamp) bool {
+		return fn(instance, k, row.Value)
+	})
+}
+
+// RangeWithTimestamps is Range passing each row with its timestamp, as
+// App.RangeWithTimestamps does.
+func (s *Supervisor) RangeWithTimestamps(store string, from, to any, fn func(instance string, key any, row ValueAndTimestamp) bool) error {
 	for _, in := range s.runningApps() {
 		more := true
-		err := in.app.Range(store, from, to, func(k, v any) bool {
-			more = fn(in.id, k, v)
+		err := in.app.RangeWithTimestamps(store, from, to, func(k any, row ValueAndTimestamp) bool {
+			more = fn(in.id, k, row)
 			return more
 		})
 		if err != nil || !more {

@@ -43,6 +43,10 @@ type storeSpec struct {
 	// to cache in Kafka Streams. An operator that needs it (a join, a
 	// grouping) clears lazy: see Table.materialize.
 	lazy bool
+	// timestamped keeps each key-value row's timestamp with it (see
+	// taskStore.stamped); set for every store the DSL declares, ignored
+	// for windowed ones, which keep timestamps in their values.
+	timestamped bool
 }
 
 // StoreName returns the name of the store the table is materialized in,
@@ -52,7 +56,7 @@ func (t *Table) StoreName() string { return t.store }
 // newStore declares the store of a stateful operator: the given options,
 // else a generated name with prefix, as Kafka Streams names it.
 func (b *Builder) newStore(o StoreOptions, prefix string, keySerde, valueSerde Serde) *storeSpec {
-	spec := &storeSpec{name: o.Name, logged: !o.LoggingDisabled, cached: !o.CachingDisabled, keySerde: keySerde, valueSerde: valueSerde}
+	spec := &storeSpec{name: o.Name, logged: !o.LoggingDisabled, cached: !o.CachingDisabled, keySerde: keySerde, valueSerde: valueSerde, timestamped: true}
 	if spec.name == "" {
 		spec.name = b.newName(prefix + "STATE-STORE-")
 	} else if err := validTopicName(spec.name); err != nil {

@@ -406,11 +406,8 @@ func (p *tapProc) process(t *task, r record) error {
 		tr := TapRecord{Task: t.id, Node: p.node, Key: r.key, Value: r.value, Old: r.old, Timestamp: r.timestamp}
 		if c, ok := r.value.(tableChange); ok {
 			// A re-grouped table's row on its way to the aggregation: a
-			// value to add, or an old one to subtract.
-			tr.Value, tr.Old = c.value, nil
-			if c.subtract {
-				tr.Value, tr.Old = nil, c.value
-			}
+			// value to add, an old one to subtract, or both.
+			tr.Value, tr.Old = c.add, c.sub
 		}
 		t.app.tap(tr)
 	}

@@ -2,10 +2,12 @@
 // (GET /api/deployments/:id/query). A key-value store answers a key with
 // its value and the instance holding it, or, with no key, its rows from
 // "from" to "to" (open bounds when empty); a window or session store
-// answers a key with its windows.
+// answers a key with its windows. Every row and window shows its
+// timestamp: the newest of the records it comes from.
 //
 // Test ids: store-select, store-key, store-from, store-to, store-lookup,
-// store-result (data-found, data-instance), store-value, store-rows.
+// store-result (data-found, data-instance), store-value, store-timestamp,
+// store-rows.
 
 import { h, clear } from '../editor/dom.js'
 import { api } from '../editor/api.js'
@@ -88,18 +90,19 @@ export class StoreBrowser {
     }
     if (res.windows) {
       this.result.append(h('div', { class: 'lv-muted', text: `${res.store}[${JSON.stringify(key)}]: ${res.windows.length} window(s), held by ${res.instance}` }))
-      this.result.append(table(['window start', 'end', 'value'], res.windows.map((w) => [clock(w.start), clock(w.end), JSON.stringify(w.value)])))
+      this.result.append(table(['window start', 'end', 'value', 'timestamp'], res.windows.map((w) => [clock(w.start), clock(w.end), JSON.stringify(w.value), stamp(w.timestamp)])))
       return
     }
     if (res.rows) {
       const more = res.truncated ? ' (first ones only)' : ''
       this.result.append(h('div', { class: 'lv-muted', text: `${res.rows.length} row(s) of ${res.store}${more}` }))
-      this.result.append(table(['key', 'value', 'instance'], res.rows.map((r) => [JSON.stringify(r.key), JSON.stringify(r.value), r.instance])))
+      this.result.append(table(['key', 'value', 'timestamp', 'instance'], res.rows.map((r) => [JSON.stringify(r.key), JSON.stringify(r.value), stamp(r.timestamp), r.instance])))
       return
     }
     this.result.append(
       h('div', { class: 'lv-muted', text: `${res.store}[${JSON.stringify(key)}], held by ${res.instance}` }),
       h('pre', { class: 'lv-value', testid: 'store-value', text: JSON.stringify(res.value, null, 2) }),
+      h('div', { class: 'lv-muted', testid: 'store-timestamp', text: `timestamp ${stamp(res.timestamp)}` }),
     )
   }
 }
@@ -112,4 +115,14 @@ function table(head, rows) {
 
 function clock(ms) {
   return new Date(ms).toISOString().slice(11, 23)
+}
+
+// stamp shows a row's timestamp as a UTC date and time with the
+// milliseconds since the epoch, which is what records carry; a timestamp
+// outside what Date represents shows as the number alone.
+function stamp(ms) {
+  if (typeof ms !== 'number') return ''
+  const d = new Date(ms)
+  if (Number.isNaN(d.getTime())) return String(ms)
+  return `${d.toISOString().replace('T', ' ').replace('Z', '')} (${ms})`
 }
