@@ -9,7 +9,7 @@ import (
 
 // TestPreviewJoins previews the three joins on sample records: a
 // stream-stream join within its window (a payment outside it, an order
-// too late for it),
+// out of order that still meets its payment, one too late for its buffer),
 // a left stream-table join with and without a customer, and an outer
 // table-table join with and without a customer for an account.
 func TestPreviewJoins(t *testing.T) {
@@ -26,16 +26,18 @@ func TestPreviewJoins(t *testing.T) {
 		sample("orders", "c9", map[string]any{"amount": 5}, 2000),
 		sample("payments", "c9", map[string]any{"at": 2100}, 2100),
 		sample("payments", "c1", map[string]any{"at": 700_000}, 700_000), // 10m after the order: no match
-		sample("orders", "c1", map[string]any{"amount": 1}, 3000),        // its window closed at 3000+10m+1m
+		sample("orders", "c1", map[string]any{"amount": 1}, 3000),        // out of order: the payment at 1500 is still buffered
+		sample("orders", "c5", map[string]any{"amount": 2}, 1_500_000),   // no payment
+		sample("orders", "c7", map[string]any{"amount": 3}, 3000),        // older than the orders' buffer keeps (10m+10m+1m)
 	}, PreviewOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct{ what, got, want string }{
 		{"the stream-stream join", jsonText(p.Nodes["paid"]["out"]),
-			`[{"key":"c1","value":{"amount":10,"id":"c1","paidAt":1500},"timestamp":1500},{"key":"c9","value":{"amount":5,"id":"c9","paidAt":2100},"timestamp":2100}]`},
+			`[{"key":"c1","value":{"amount":10,"id":"c1","paidAt":1500},"timestamp":1500},{"key":"c9","value":{"amount":5,"id":"c9","paidAt":2100},"timestamp":2100},{"key":"c1","value":{"amount":1,"id":"c1","paidAt":1500},"timestamp":3000}]`},
 		{"sink paid-orders", jsonText(p.Sinks["paid-orders"]),
-			`[{"key":"c1","value":{"amount":10,"customer":"Ann","id":"c1"},"timestamp":1500},{"key":"c9","value":{"amount":5,"customer":null,"id":"c9"},"timestamp":2100}]`},
+			`[{"key":"c1","value":{"amount":10,"customer":"Ann","id":"c1"},"timestamp":1500},{"key":"c9","value":{"amount":5,"customer":null,"id":"c9"},"timestamp":2100},{"key":"c1","value":{"amount":1,"customer":"Ann","id":"c1"},"timestamp":3000}]`},
 		{"sink customer-accounts", jsonText(p.Sinks["customer-accounts"]),
 			`[{"key":"c1","value":{"left":{"name":"Ann"},"right":{"tier":"gold"}},"timestamp":2},{"key":"c2","value":{"left":null,"right":{"tier":"silver"}},"timestamp":3}]`},
 	} {
@@ -43,8 +45,8 @@ func TestPreviewJoins(t *testing.T) {
 			t.Errorf("%s:\n got %s\nwant %s", tc.what, tc.got, tc.want)
 		}
 	}
-	if len(p.Late) != 1 || p.Late[0].Sample != 8 || p.Late[0].Node != "paid" || p.Late[0].StreamTime != 700_000 {
-		t.Errorf("late %+v, want sample 8 dropped by the join paid at stream time 700000", p.Late)
+	if len(p.Late) != 1 || p.Late[0].Sample != 10 || p.Late[0].Node != "paid" || p.Late[0].StreamTime != 1_500_000 {
+		t.Errorf("late %+v, want sample 10 dropped by the join paid at stream time 1500000", p.Late)
 	}
 	if len(p.Errors) != 0 {
 		t.Errorf("errors %+v", p.Errors)
