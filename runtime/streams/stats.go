@@ -47,6 +47,7 @@ type TaskStats struct {
 	// of its partitions was empty and its idle time had passed, as Kafka
 	// Streams' enforced-processing-total.
 	EnforcedProcessing int64
+
 	Partitions []PartitionStats
 	Stores     []StoreStats
 	// Nodes counts, per processor node, the records it received and
