@@ -300,4 +300,3 @@ func TestIdleDeadlineEndsWait(t *testing.T) {
 		t.Errorf("enforced %d, idling since %v on %v; want 5 and no wait", ts.EnforcedProcessing, ts.IdlingSince, ts.WaitingOn)
 	}
 }
-
