@@ -33,7 +33,12 @@ import (
 // partition the consumer has handed nothing of since the task arrived (an
 // empty or caught-up partition yields no fetch) has no known lag; the App
 // lists its start and readable end and compares them with the offset the
-// consumer starts from (listLags).
+// consumer starts from (listLags). One thing still moves the position
+// unseen: a batch that compaction emptied, which the consumer steps over
+// without handing anything over. So a partition that seems to lag but
+// yields nothing for lagStaleAfter is listed again: when nothing was
+// written since, what lay between its position and its end was nothing to
+// read, and it is caught up.
 
 // MaxTaskIdleDisabled, as Config.MaxTaskIdle, turns task idling off: a
 // task processes whatever it has buffered, in timestamp order among that,
@@ -41,16 +46,24 @@ import (
 // max.task.idle.ms = -1).
 const MaxTaskIdleDisabled time.Duration = -1
 
+// lagStaleAfter is how long a partition may seem to lag while the consumer
+// hands over nothing of it before the App checks whether anything is left
+// to read. A fetch of records the broker holds takes a round trip, so this
+// is rarely reached but by a partition whose end only an emptied batch
+// fills; were it reached by a slow fetch, the task would go on as after
+// an idle deadline, which Kafka Streams allows too.
+const lagStaleAfter = 10 * time.Second
+
 // taskIdle is a task's state of waiting.
 type taskIdle struct {
 	// since is when the task began to wait while it had records
 	// buffered, zero while it does not wait; waitingOn are the empty
-	// partitions it waits for, unknown those of them whose lag is not
-	// known. wake is the earliest idle deadline among them, zero when
-	// none has one: the task goes on by itself then.
+	// partitions it waits for, toList those of them whose lag must be
+	// listed: unknown, or stale. wake is the earliest deadline among
+	// them (idle or stale), zero when none has one.
 	since     time.Time
 	waitingOn []TopicPartition
-	unknown   []*partitionQueue
+	toList    []*partitionQueue
 	wake      time.Time
 	// enforced counts the records processed while a partition was empty
 	// and its idle time had passed.
@@ -79,6 +92,7 @@ func (q *partitionQueue) noteFetch(p *kgo.FetchPartition, readCommitted bool) []
 		return nil
 	}
 	q.fetched = max(q.fetched, recs[len(recs)-1].Offset+1)
+	q.laggingSince = time.Time{}
 	i := slices.IndexFunc(recs, func(r *kgo.Record) bool { return r.Attrs.IsControl() })
 	if i < 0 {
 		return recs
@@ -98,7 +112,7 @@ func (q *partitionQueue) noteFetch(p *kgo.FetchPartition, readCommitted bool) []
 // committed offset.
 func (q *partitionQueue) rewound() {
 	q.fetched, q.readable = -1, -1
-	q.idleDeadline = time.Time{}
+	q.idleDeadline, q.laggingSince = time.Time{}, time.Time{}
 	q.listing = false
 	q.epoch++
 }
@@ -126,24 +140,33 @@ func (t *task) readyToProcess(now func() time.Time) bool {
 	}
 	queued, waiting, enforced := 0, false, false
 	wait := &t.idle
-	wait.waitingOn, wait.unknown, wait.wake = wait.waitingOn[:0], wait.unknown[:0], time.Time{}
+	wait.waitingOn, wait.toList, wait.wake = wait.waitingOn[:0], wait.toList[:0], time.Time{}
 	for _, q := range t.queues {
 		if !q.empty() {
-			q.idleDeadline = time.Time{}
+			q.idleDeadline, q.laggingSince = time.Time{}, time.Time{}
 			queued++
 			continue
 		}
 		switch lag := q.lag(); {
 		case lag < 0:
 			// Nothing fetched yet: the broker may hold records.
-			q.idleDeadline = time.Time{}
+			q.idleDeadline, q.laggingSince = time.Time{}, time.Time{}
 			waiting = true
-			wait.unknown = append(wait.unknown, q)
+			wait.toList = append(wait.toList, q)
 		case lag > 0:
 			// The broker holds records not fetched yet.
 			q.idleDeadline = time.Time{}
 			waiting = true
+			if q.laggingSince.IsZero() {
+				q.laggingSince = clock()
+			}
+			if stale := q.laggingSince.Add(lagStaleAfter); !clock().Before(stale) {
+				wait.toList = append(wait.toList, q)
+			} else if wait.wake.IsZero() || stale.Before(wait.wake) {
+				wait.wake = stale
+			}
 		default:
+			q.laggingSince = time.Time{}
 			if q.idleDeadline.IsZero() {
 				q.idleDeadline = clock().Add(max(0, t.app.cfg.MaxTaskIdle))
 			}
@@ -180,7 +203,7 @@ func (t *task) readyToProcess(now func() time.Time) bool {
 // stopIdling ends the task's wait.
 func (t *task) stopIdling() {
 	t.idle.since, t.idle.wake = time.Time{}, time.Time{}
-	t.idle.waitingOn, t.idle.unknown = t.idle.waitingOn[:0], t.idle.unknown[:0]
+	t.idle.waitingOn, t.idle.toList = t.idle.waitingOn[:0], t.idle.toList[:0]
 }
 
 // idleLister lists, off the processing goroutine, the lags the App does
@@ -193,19 +216,20 @@ type idleLister struct {
 // listedLag is a listing's answer for one partition: the position the
 // consumer reads from and the offset it can read up to.
 type listedLag struct {
-	q                  *partitionQueue
-	epoch              int
-	position, readable int64
-	err                error
+	lagRequest
+	position, end int64
+	err           error
 }
 
 // lagRequest is what the listing needs of a queue, copied on the
-// processing goroutine.
+// processing goroutine: the offset its task resumes at, and what the
+// consumer had handed over of it (fetched -1 for nothing).
 type lagRequest struct {
-	q     *partitionQueue
-	tp    TopicPartition
-	epoch int
-	next  int64
+	q                 *partitionQueue
+	tp                TopicPartition
+	epoch             int
+	next              int64
+	fetched, readable int64
 }
 
 // tasksToRecheck adds to tasks every waiting task not among them: a fetch
@@ -239,10 +263,10 @@ func (a *App) afterIdling() {
 		if w := t.idle.wake; !w.IsZero() && (a.idleWake.IsZero() || w.Before(a.idleWake)) {
 			a.idleWake = w
 		}
-		for _, q := range t.idle.unknown {
+		for _, q := range t.idle.toList {
 			if !q.listing {
 				q.listing = true
-				reqs = append(reqs, lagRequest{q: q, tp: q.tp, epoch: q.epoch, next: q.next.Offset})
+				reqs = append(reqs, lagRequest{q: q, tp: q.tp, epoch: q.epoch, next: q.next.Offset, fetched: q.fetched, readable: q.readable})
 			}
 		}
 	}
@@ -276,9 +300,9 @@ func (a *App) listLags(ctx context.Context, cl *kgo.Client, reqs []lagRequest) {
 	committed := cl.CommittedOffsets()
 	out := make([]listedLag, 0, len(reqs))
 	for _, r := range reqs {
-		l := listedLag{q: r.q, epoch: r.epoch, err: err}
+		l := listedLag{lagRequest: r, err: err}
 		if err == nil {
-			l.position, l.readable, l.err = listedPosition(r, starts, ends, committed)
+			l.position, l.end, l.err = listedPosition(r, starts, ends, committed)
 		}
 		if l.err != nil {
 			l.err = fmt.Errorf("listing the lag of %s: %w", r.tp, l.err)
@@ -327,17 +351,28 @@ func (a *App) applyListedLags() {
 	a.lister.done = nil
 	a.lister.mu.Unlock()
 	for _, l := range done {
-		if l.q.epoch != l.epoch {
+		q := l.q
+		if q.epoch != l.epoch {
 			continue
 		}
-		l.q.listing = false
-		if l.err != nil {
+		q.listing = false
+		switch {
+		case l.err != nil:
 			// Tried again after the next poll.
 			a.log.Debug("idling task: listing a lag failed", "err", l.err)
-			continue
-		}
-		if l.q.fetched < 0 {
-			l.q.fetched, l.q.readable = l.position, l.readable
+		case q.fetched != l.fetched:
+			// A fetch handed something over meanwhile.
+		case l.fetched < 0:
+			q.fetched, q.readable = l.position, l.end
+		case l.end <= l.readable:
+			// Stale: nothing was written since the consumer last
+			// handed something over, and it has handed nothing over
+			// of what lay before the end for lagStaleAfter.
+			a.log.Debug("idling task: a partition that yields nothing is caught up", "partition", q.tp.String(), "from", q.fetched, "to", l.readable)
+			q.fetched = max(q.fetched, l.readable)
+		default:
+			// Records were written since: wait for them afresh.
+			q.readable, q.laggingSince = max(q.readable, l.end), time.Time{}
 		}
 	}
 }

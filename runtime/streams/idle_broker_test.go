@@ -149,7 +149,8 @@ func idleProcessedAll(t *testing.T, b *broker.Broker, app *streams.App, n int64,
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %d records processed and committed: processed %d, waiting on %v since %v", n, ts.Processed, ts.WaitingOn, ts.IdlingSince)
+			t.Fatalf("timed out waiting for %d records processed and committed: task running %v, processed %d, waiting on %v since %v, partitions %+v, app %+v",
+				n, ok, ts.Processed, ts.WaitingOn, ts.IdlingSince, ts.Partitions, app.Stats())
 		}
 		time.Sleep(20 * time.Millisecond)
 	}

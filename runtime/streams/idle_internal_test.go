@@ -76,8 +76,8 @@ func TestIdleWaitsWhileLagUnknown(t *testing.T) {
 	if len(*log) != 0 {
 		t.Fatalf("processed %v while nothing is known of b/0", *log)
 	}
-	if want := []*partitionQueue{tk.queues[1]}; !slices.Equal(tk.idle.unknown, want) {
-		t.Errorf("unknown lags %v, want b/0's, to be listed", tk.idle.unknown)
+	if want := []*partitionQueue{tk.queues[1]}; !slices.Equal(tk.idle.toList, want) {
+		t.Errorf("unknown lags %v, want b/0's, to be listed", tk.idle.toList)
 	}
 	// The listing says b/0 is caught up: with MaxTaskIdle 0 a goes on.
 	tk.queues[1].fetched, tk.queues[1].readable = 7, 7
@@ -180,8 +180,8 @@ func TestIdleAsConfiguredWhenCaughtUp(t *testing.T) {
 
 func TestIdleNotWhenNothingBuffered(t *testing.T) {
 	tk, _ := idleTask(t, time.Hour)
-	if tk.readyToProcess(clockAt(0)) || !tk.idle.since.IsZero() || len(tk.idle.unknown) != 0 {
-		t.Errorf("a task without records: idling since %v, unknown lags %v; want neither", tk.idle.since, tk.idle.unknown)
+	if tk.readyToProcess(clockAt(0)) || !tk.idle.since.IsZero() || len(tk.idle.toList) != 0 {
+		t.Errorf("a task without records: idling since %v, unknown lags %v; want neither", tk.idle.since, tk.idle.toList)
 	}
 }
 
@@ -209,5 +209,44 @@ func TestMaxTaskIdleValidation(t *testing.T) {
 	c.MaxTaskIdle = -time.Millisecond
 	if err := c.Validate(); err == nil {
 		t.Error("MaxTaskIdle -1ms accepted; only MaxTaskIdleDisabled may be negative")
+	}
+}
+
+// TestIdleStaleLag checks the way out of a lag no fetch fills (a batch
+// that compaction emptied moves the consumer unseen): after lagStaleAfter
+// the partition is listed again, and when nothing was written since it is
+// caught up; when records were, the task waits for them afresh.
+func TestIdleStaleLag(t *testing.T) {
+	for _, written := range []bool{false, true} {
+		tk, _ := idleTask(t, 0)
+		qa, qb := tk.queues[0], tk.queues[1]
+		fetched(qa, false, 102, 102, recs("a", 100, 1, 5)...)
+		fetched(qb, false, 12, 12, recs("b", 10, 2)...)
+		if _, err := tk.processUpTo(-1); err != nil {
+			t.Fatal(err)
+		}
+		start := qb.laggingSince
+		if start.IsZero() || len(tk.idle.toList) != 0 {
+			t.Fatalf("b/0 lagging since %v, to list %v; want a lag noted and nothing listed yet", start, tk.idle.toList)
+		}
+		if want := start.Add(lagStaleAfter); !tk.idle.wake.Equal(want) {
+			t.Errorf("wake %v, want %v: the poll must end to check the lag", tk.idle.wake, want)
+		}
+		later := func() time.Time { return start.Add(lagStaleAfter) }
+		if tk.readyToProcess(later) || !slices.Equal(tk.idle.toList, []*partitionQueue{qb}) {
+			t.Fatalf("after lagStaleAfter: to list %v, want b/0", tk.idle.toList)
+		}
+		end := int64(12)
+		if written {
+			end = 14
+		}
+		tk.app.lister.done = []listedLag{{lagRequest: lagRequest{q: qb, tp: qb.tp, epoch: qb.epoch, fetched: qb.fetched, readable: qb.readable}, end: end}}
+		tk.app.applyListedLags()
+		if ready := tk.readyToProcess(later); ready == written {
+			t.Errorf("written %v: ready %v, lag %d", written, ready, qb.lag())
+		}
+		if written && (qb.lag() != 3 || !qb.laggingSince.Equal(later())) {
+			t.Errorf("records written since: lag %d, lagging since %v; want 3, and the stale clock started again at %v", qb.lag(), qb.laggingSince, later())
+		}
 	}
 }

@@ -68,11 +68,12 @@ type partitionQueue struct {
 	// watermark, or under exactly-once the last stable offset) as that
 	// fetch saw it; -1 while unknown. idleDeadline is when the task stops
 	// waiting for the partition while it is empty and caught up (zero
-	// when no wait runs); listing is set while its lag is being listed,
-	// and epoch changes whenever the consumer is rewound, so that a
-	// listing begun before is dropped.
-	fetched, readable int64
-	idleDeadline      time.Time
+	// when no wait runs), laggingSince when it began to seem to lag
+	// while empty (zero when not); listing is set while its lag is being
+	// listed, and epoch changes whenever the consumer is rewound, so that
+	// a listing begun before is dropped.
+	fetched, readable          int64
+	idleDeadline, laggingSince time.Time
 	listing           bool
 	epoch             int
 }
