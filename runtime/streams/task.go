@@ -74,8 +74,8 @@ type partitionQueue struct {
 	// a listing begun before is dropped.
 	fetched, readable          int64
 	idleDeadline, laggingSince time.Time
-	listing           bool
-	epoch             int
+	listing                    bool
+	epoch                      int
 }
 
 func (q *partitionQueue) empty() bool { return len(q.batches) == 0 }
