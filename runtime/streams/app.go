@@ -148,10 +148,12 @@ type App struct {
 	// (Config.MaxTaskIdle; a TestDriver never idles). lister brings the
 	// lags of partitions nothing was fetched of (idle.go); idleWake is
 	// the next idle deadline of a waiting task, which ends the poll. The
-	// processing goroutine sets and reads idleWake.
+	// processing goroutine sets and reads idleWake. lagStale, set by
+	// tests only, replaces lagStaleAfter.
 	idling   bool
 	lister   idleLister
 	idleWake time.Time
+	lagStale time.Duration
 
 	// asyncErr keeps the first error met off the processing goroutine: a
 	// failed produce, or a store that would not open in a group callback.

@@ -54,6 +54,14 @@ const MaxTaskIdleDisabled time.Duration = -1
 // an idle deadline, which Kafka Streams allows too.
 const lagStaleAfter = 10 * time.Second
 
+// staleAfter is lagStaleAfter, or what a test set instead.
+func (a *App) staleAfter() time.Duration {
+	if a.lagStale > 0 {
+		return a.lagStale
+	}
+	return lagStaleAfter
+}
+
 // taskIdle is a task's state of waiting.
 type taskIdle struct {
 	// since is when the task began to wait while it had records
@@ -160,7 +168,7 @@ func (t *task) readyToProcess(now func() time.Time) bool {
 			if q.laggingSince.IsZero() {
 				q.laggingSince = clock()
 			}
-			if stale := q.laggingSince.Add(lagStaleAfter); !clock().Before(stale) {
+			if stale := q.laggingSince.Add(t.app.staleAfter()); !clock().Before(stale) {
 				wait.toList = append(wait.toList, q)
 			} else if wait.wake.IsZero() || stale.Before(wait.wake) {
 				wait.wake = stale
