@@ -155,39 +155,12 @@ func (t *task) readyToProcess(now func() time.Time) bool {
 			queued++
 			continue
 		}
-		switch lag := q.lag(); {
-		case lag < 0:
-			// Nothing fetched yet: the broker may hold records.
-			q.idleDeadline, q.laggingSince = time.Time{}, time.Time{}
+		if t.waitsFor(q, clock) {
 			waiting = true
-			wait.toList = append(wait.toList, q)
-		case lag > 0:
-			// The broker holds records not fetched yet.
-			q.idleDeadline = time.Time{}
-			waiting = true
-			if q.laggingSince.IsZero() {
-				q.laggingSince = clock()
-			}
-			if stale := q.laggingSince.Add(t.app.staleAfter()); !clock().Before(stale) {
-				wait.toList = append(wait.toList, q)
-			} else if wait.wake.IsZero() || stale.Before(wait.wake) {
-				wait.wake = stale
-			}
-		default:
-			q.laggingSince = time.Time{}
-			if q.idleDeadline.IsZero() {
-				q.idleDeadline = clock().Add(max(0, t.app.cfg.MaxTaskIdle))
-			}
-			if !clock().Before(q.idleDeadline) {
-				enforced = true
-				continue
-			}
-			waiting = true
-			if wait.wake.IsZero() || q.idleDeadline.Before(wait.wake) {
-				wait.wake = q.idleDeadline
-			}
+			wait.waitingOn = append(wait.waitingOn, q.tp)
+		} else {
+			enforced = true
 		}
-		wait.waitingOn = append(wait.waitingOn, q.tp)
 	}
 	switch {
 	case queued == 0:
@@ -204,6 +177,46 @@ func (t *task) readyToProcess(now func() time.Time) bool {
 	t.stopIdling()
 	if enforced {
 		wait.enforced++
+	}
+	return true
+}
+
+// waitsFor says whether the task must wait for empty partition q, noting
+// the lags to list and the deadlines to wake up at.
+func (t *task) waitsFor(q *partitionQueue, clock func() time.Time) bool {
+	wait := &t.idle
+	wakeAt := func(at time.Time) {
+		if wait.wake.IsZero() || at.Before(wait.wake) {
+			wait.wake = at
+		}
+	}
+	switch lag := q.lag(); {
+	case lag < 0:
+		// Nothing fetched yet: the broker may hold records.
+		q.idleDeadline, q.laggingSince = time.Time{}, time.Time{}
+		wait.toList = append(wait.toList, q)
+	case lag > 0:
+		// The broker holds records not fetched yet.
+		q.idleDeadline = time.Time{}
+		if q.laggingSince.IsZero() {
+			q.laggingSince = clock()
+		}
+		if stale := q.laggingSince.Add(t.app.staleAfter()); clock().Before(stale) {
+			wakeAt(stale)
+		} else {
+			wait.toList = append(wait.toList, q)
+		}
+	default:
+		// Caught up: wait MaxTaskIdle from when the task first found
+		// it so, then go on without it.
+		q.laggingSince = time.Time{}
+		if q.idleDeadline.IsZero() {
+			q.idleDeadline = clock().Add(max(0, t.app.cfg.MaxTaskIdle))
+		}
+		if !clock().Before(q.idleDeadline) {
+			return false
+		}
+		wakeAt(q.idleDeadline)
 	}
 	return true
 }
