@@ -40,11 +40,11 @@ const JoinTarget = 0.4
 // left record i's key and comes JoinRightDelay after it, so that with
 // 10,000 keys (a key recurs every 10 s on each side) each left record
 // meets exactly one right record within JoinWindow. JoinGrace is longer
-// than all the input's event time: Braid's tasks do not wait for an
-// input partition whose next records are not fetched yet (Kafka Streams'
-// max.task.idle.ms), so with a short grace how many records are late
-// would depend on how fetches interleave, and the output could not be
-// checked exactly.
+// than all the input's event time, so that no record is late whatever
+// order a task takes them in and the output can be checked exactly: task
+// idling (Config.MaxTaskIdle, Kafka Streams' max.task.idle.ms) keeps a
+// task from running ahead of a side whose records are on the broker, but
+// not of one whose records are still being written.
 const (
 	JoinEventRate  = 1000
 	JoinRightDelay = time.Second

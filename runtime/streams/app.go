@@ -144,6 +144,17 @@ type App struct {
 	finished   []*restoration
 	waker      pollWaker
 
+	// idling is set once the App runs on a broker with task idling on
+	// (Config.MaxTaskIdle; a TestDriver never idles). lister brings the
+	// lags of partitions nothing was fetched of (idle.go); idleWake is
+	// the next idle deadline of a waiting task, which ends the poll. The
+	// processing goroutine sets and reads idleWake. lagStale, set by
+	// tests only, replaces lagStaleAfter.
+	idling   bool
+	lister   idleLister
+	idleWake time.Time
+	lagStale time.Duration
+
 	// asyncErr keeps the first error met off the processing goroutine: a
 	// failed produce, or a store that would not open in a group callback.
 	// It fails the App at the next check, before any commit could skip a
@@ -439,8 +450,13 @@ func (a *App) loop(ctx context.Context) error {
 	lastCommit := time.Now()
 	for {
 		// Poll no longer than until the next commit is due, so that an
-		// idle App still commits what it processed.
-		pollCtx, cancel := context.WithDeadline(ctx, lastCommit.Add(a.cfg.CommitInterval))
+		// idle App still commits what it processed, nor than until a
+		// waiting task's idle time passes.
+		until := lastCommit.Add(a.cfg.CommitInterval)
+		if w := a.idleWake; !w.IsZero() && w.Before(until) {
+			until = w
+		}
+		pollCtx, cancel := context.WithDeadline(ctx, until)
 		a.waker.set(cancel)
 		fetches := a.kc().PollRecords(pollCtx, a.cfg.MaxPollRecords)
 		a.waker.set(nil)
@@ -526,15 +542,20 @@ func fetchError(fetches kgo.Fetches) error {
 func (a *App) processFetches(fetches kgo.Fetches) error {
 	a.tasksMu.Lock()
 	defer a.tasksMu.Unlock()
+	a.applyListedLags()
 	var touched []*task
+	readCommitted := a.txn != nil
 	fetches.EachPartition(func(p kgo.FetchTopicPartition) {
 		tp := TopicPartition{p.Topic, p.Partition}
 		q, ok := a.byTP[tp]
-		if !ok || len(p.Records) == 0 {
+		if !ok {
 			return // revoked meanwhile; its records are fetched again by the next owner
 		}
-		q.push(p.Records)
-		q.endOffset = p.HighWatermark
+		recs := q.noteFetch(&p.FetchPartition, readCommitted)
+		if len(recs) == 0 {
+			return // transaction markers only
+		}
+		q.push(recs)
 		t := a.taskOf[tp]
 		if t.restoring == nil && (len(touched) == 0 || touched[len(touched)-1] != t) {
 			touched = append(touched, t)
@@ -543,11 +564,12 @@ func (a *App) processFetches(fetches kgo.Fetches) error {
 	if a.txn != nil && len(touched) > 0 {
 		a.txn.dirty.Store(true)
 	}
-	if err := a.processRoundRobin(touched); err != nil {
-		a.publishStats()
+	err := a.processRoundRobin(a.tasksToRecheck(touched))
+	a.afterIdling()
+	a.publishStats()
+	if err != nil {
 		return err
 	}
-	a.publishStats()
 	if len(touched) > 0 && a.standby.waiting.Load() && !a.recovering() {
 		a.standby.goAhead()
 	}

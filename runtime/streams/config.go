@@ -122,6 +122,18 @@ type Config struct {
 	// Default 0: whatever the client has buffered.
 	MaxPollRecords int
 
+	// MaxTaskIdle is how long a task that reads several partitions (a
+	// join's two sides, a merge) waits for records of a partition that is
+	// empty here and caught up before it goes on with the records of the
+	// others, as Kafka Streams' max.task.idle.ms. Whatever the value, a
+	// task waits for records the broker holds but the consumer has not
+	// fetched yet, so that a side that lags behind does not let the
+	// other's stream time run ahead and close windows early. Default 0:
+	// no wait beyond that. MaxTaskIdleDisabled (-1) turns waiting off
+	// altogether: a task processes what it has, and records that come
+	// later may be out of order or late. See idle.go.
+	MaxTaskIdle time.Duration
+
 	// SessionTimeout is the group session timeout: how long the group
 	// waits for a silent member before moving its tasks, and so most of
 	// the time a crash takes to detect. Default 10 s (Kafka Streams' is
@@ -312,6 +324,9 @@ func (c Config) Validate() error {
 	}
 	if c.MaxPollRecords < 0 {
 		bad("MaxPollRecords", "%d is negative", c.MaxPollRecords)
+	}
+	if c.MaxTaskIdle < 0 && c.MaxTaskIdle != MaxTaskIdleDisabled {
+		bad("MaxTaskIdle", "%v is negative; MaxTaskIdleDisabled (-1) turns idling off", c.MaxTaskIdle)
 	}
 	if c.TransactionTimeout < 0 {
 		bad("TransactionTimeout", "%v is negative", c.TransactionTimeout)

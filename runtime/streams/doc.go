@@ -7,6 +7,11 @@
 // becomes one task per input partition, named "<subtopology>_<partition>".
 // A task takes the record with the lowest timestamp next from its input
 // partitions and tracks its stream time, the largest timestamp it has seen.
+// While one of its partitions is empty here but not on the broker it waits
+// for the fetch, and Config.MaxTaskIdle more for one that is caught up, so
+// that a lagging input does not let stream time run ahead of it (task
+// idling, as Kafka Streams' max.task.idle.ms; TaskStats says what a task
+// waits for).
 //
 // An App is one member of the application's consumer group (the group id is
 // the application id). Start as many Apps, in as many processes or machines,

@@ -372,4 +372,5 @@ func (q *partitionQueue) rollBack() {
 	q.batches, q.pos = nil, 0
 	q.head, q.headReady = record{}, false
 	q.next = kgo.EpochOffset{Epoch: -1, Offset: q.committed}
+	q.rewound()
 }

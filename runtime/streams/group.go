@@ -48,6 +48,9 @@ func (a *App) startClient() error {
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 		kgo.DisableAutoCommit(),
 		kgo.BlockRebalanceOnPoll(),
+		// Transaction markers come with the records, so that the tasks
+		// know the consumer's position past them (see idle.go).
+		kgo.KeepControlRecords(),
 		kgo.SessionTimeout(a.cfg.SessionTimeout),
 		kgo.HeartbeatInterval(min(3*time.Second, a.cfg.SessionTimeout/5)),
 		kgo.WithContext(a.newSessionContext()),
@@ -59,6 +62,7 @@ func (a *App) startClient() error {
 		kgo.RecordPartitioner(streamsPartitioner{changelogs: a.changelogTopics()}),
 	)
 	a.produceCtx = context.Background()
+	a.idling = a.cfg.MaxTaskIdle != MaxTaskIdleDisabled
 	if a.txn != nil {
 		cl, err := a.startTransactions(append(opts, a.exactlyOnceOptions()...))
 		if err != nil {

@@ -39,6 +39,16 @@ type TaskStats struct {
 	Restoring bool
 	// LastRecord is when the task last processed a record here.
 	LastRecord time.Time
+	// IdlingSince is when the task began to wait for records of the
+	// empty partitions in WaitingOn while it had records of others
+	// buffered (Config.MaxTaskIdle), zero while it does not wait.
+	IdlingSince time.Time
+	WaitingOn   []TopicPartition
+	// EnforcedProcessing counts the records the task processed while one
+	// of its partitions was empty and its idle time had passed, as Kafka
+	// Streams' enforced-processing-total.
+	EnforcedProcessing int64
+
 	Partitions []PartitionStats
 	Stores     []StoreStats
 	// Nodes counts, per processor node, the records it received and
@@ -96,6 +106,7 @@ func (a *App) Stats() Stats {
 		ts.Partitions = slices.Clone(ts.Partitions)
 		ts.Stores = slices.Clone(ts.Stores)
 		ts.Nodes = slices.Clone(ts.Nodes)
+		ts.WaitingOn = slices.Clone(ts.WaitingOn)
 		s.Tasks[i] = ts
 	}
 	return s
@@ -114,7 +125,10 @@ func (a *App) snapshotTasks() []TaskStats {
 	out := make([]TaskStats, 0, len(a.tasks))
 	for _, t := range a.tasks {
 		ts := TaskStats{ID: t.id, StreamTime: t.streamTime, Processed: t.processed, Skipped: t.skipped, Restoring: t.restoring != nil,
-			LastRecord: t.lastRecordAt}
+			LastRecord: t.lastRecordAt, IdlingSince: t.idle.since, EnforcedProcessing: t.idle.enforced}
+		if !t.idle.since.IsZero() {
+			ts.WaitingOn = slices.Clone(t.idle.waitingOn)
+		}
 		for _, st := range t.storeList {
 			ss := StoreStats{Name: st.spec.name, Changelog: st.changelog,
 				CheckpointOffset: st.db.Checkpoint().ChangelogOffset, Cached: len(st.order)}

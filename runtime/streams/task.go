@@ -61,6 +61,21 @@ type partitionQueue struct {
 	committed int64
 	// endOffset is the high watermark of the last fetch, -1 before one.
 	endOffset int64
+
+	// What task idling (idle.go) knows of the partition: fetched is the
+	// offset after the last record or transaction marker the consumer
+	// handed over, readable the offset a read can reach (the high
+	// watermark, or under exactly-once the last stable offset) as that
+	// fetch saw it; -1 while unknown. idleDeadline is when the task stops
+	// waiting for the partition while it is empty and caught up (zero
+	// when no wait runs), laggingSince when it began to seem to lag
+	// while empty (zero when not); listing is set while its lag is being
+	// listed, and epoch changes whenever the consumer is rewound, so that
+	// a listing begun before is dropped.
+	fetched, readable          int64
+	idleDeadline, laggingSince time.Time
+	listing                    bool
+	epoch                      int
 }
 
 func (q *partitionQueue) empty() bool { return len(q.batches) == 0 }
@@ -164,13 +179,17 @@ type task struct {
 	// current is the raw record being processed, for error context.
 	current *kgo.Record
 	boxer   bytebox.Boxer
+
+	// idle is the task's waiting for empty partitions (idle.go).
+	idle taskIdle
 }
 
 // addPartition adds an input partition read by source node src.
 func (t *task) addPartition(tp TopicPartition, src *sourceProc) {
 	// next starts below any offset: a task that processed nothing must
 	// commit nothing, or it would rewind the group's committed offset.
-	t.queues = append(t.queues, &partitionQueue{tp: tp, src: src, next: kgo.EpochOffset{Epoch: -1, Offset: -1}, committed: -1, endOffset: -1})
+	t.queues = append(t.queues, &partitionQueue{tp: tp, src: src, next: kgo.EpochOffset{Epoch: -1, Offset: -1}, committed: -1, endOffset: -1,
+		fetched: -1, readable: -1})
 }
 
 // nextQueue returns the queue whose head has the lowest timestamp, or nil
@@ -220,7 +239,7 @@ func (t *task) processUpTo(limit int) (more bool, err error) {
 		defer t.noteResumed(time.Now(), t.processed)
 	}
 	defer t.noteProcessed(t.processed)
-	for q := t.nextQueue(); q != nil; q = t.nextQueue() {
+	for q := t.nextReady(); q != nil; q = t.nextReady() {
 		if limit == 0 {
 			t.current = nil
 			return true, nil
