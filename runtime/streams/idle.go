@@ -228,10 +228,14 @@ func (t *task) stopIdling() {
 }
 
 // idleLister lists, off the processing goroutine, the lags the App does
-// not know of partitions that idling tasks wait for.
+// not know of partitions that idling tasks wait for. running counts the
+// listings under way: closeClient waits for them, so that none outlives
+// the client it lists with (each ends soon once the session's context is
+// cancelled).
 type idleLister struct {
-	mu   sync.Mutex
-	done []listedLag
+	running sync.WaitGroup
+	mu      sync.Mutex
+	done    []listedLag
 }
 
 // listedLag is a listing's answer for one partition: the position the
@@ -292,7 +296,12 @@ func (a *App) afterIdling() {
 		}
 	}
 	if len(reqs) > 0 {
-		go a.listLags(a.sessionCtx, a.kc(), reqs)
+		ctx, cl := a.sessionCtx, a.kc()
+		a.lister.running.Add(1)
+		go func() {
+			defer a.lister.running.Done()
+			a.listLags(ctx, cl, reqs)
+		}()
 	}
 }
 

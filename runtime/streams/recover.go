@@ -285,6 +285,7 @@ func (a *App) closeClient() {
 	}
 	cl.Close()
 	a.sessionCancel()
+	a.lister.running.Wait()
 	a.client.Store(nil)
 }
 
