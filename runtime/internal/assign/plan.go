@@ -2,7 +2,6 @@ package assign
 
 import (
 	"cmp"
-	"fmt"
 	"slices"
 )
 
@@ -73,9 +72,9 @@ type planner struct {
 	tasks   []Task       // sorted, unique
 	owner   map[Task]string
 	actives map[string]int // active tasks per member
-	load    map[string]int // standbys and warm-ups per member
 	standby map[Task][]string
 	warmup  map[Task]string
+	state   map[Task][]int // see stateIndex
 	plan    Plan
 }
 
@@ -105,7 +104,7 @@ func MakePlan(in PlanInput) Plan {
 	p.placeBalanced()
 	p.swapToReplicas()
 	moves := p.placeCaughtUp()
-	p.placeStandbys()
+	p.placeStandbys(moves)
 	p.placeWarmups(moves)
 	p.fill()
 	return p.plan
@@ -123,7 +122,6 @@ func newPlanner(in PlanInput) *planner {
 		tasks:   slices.Compact(tasks),
 		owner:   make(map[Task]string),
 		actives: make(map[string]int),
-		load:    make(map[string]int),
 		standby: make(map[Task][]string),
 		warmup:  make(map[Task]string),
 		plan:    Plan{Members: make(map[string]*MemberPlan, len(members))},
@@ -131,6 +129,7 @@ func newPlanner(in PlanInput) *planner {
 	for _, m := range members {
 		p.plan.Members[m.ID] = &MemberPlan{}
 	}
+	p.state = p.stateIndex()
 	return p
 }
 
@@ -162,19 +161,45 @@ func (p *planner) give(t Task, id string) {
 // come first, so that a member sheds the tasks another can run at once.
 // This is what lets a probing rebalance converge: the tasks a warm-up has
 // caught up on are the ones their old owner gives away.
-func (p *planner) keepOrder(m PlanMember) []Task {
+func (p *planner) keepOrder(m PlanMember, caughtUp map[Task]int) []Task {
 	others := func(t Task) int {
-		n := 0
-		for _, o := range p.members {
-			if o.ID != m.ID && p.caughtUp(o, t) {
-				n++
-			}
+		n, ok := caughtUp[t]
+		if !ok {
+			n = p.caughtUpCount(t)
+			caughtUp[t] = n
+		}
+		if p.caughtUp(m, t) {
+			n--
 		}
 		return n
 	}
 	order := slices.Clone(m.PrevActive)
-	slices.SortStableFunc(order, func(a, b Task) int { return cmp.Compare(others(a), others(b)) })
+	rank := make(map[Task]int, len(order))
+	for _, t := range order {
+		rank[t] = others(t)
+	}
+	slices.SortStableFunc(order, func(a, b Task) int { return cmp.Compare(rank[a], rank[b]) })
 	return order
+}
+
+// caughtUpCount counts the members caught up on t. Only members that
+// report state for t are visited (see stateIndex): the others lack all of
+// it, and are caught up only when the whole changelog is within the
+// acceptable lag.
+func (p *planner) caughtUpCount(t Task) int {
+	if !p.stateful(t) {
+		return len(p.members)
+	}
+	n := 0
+	for _, i := range p.state[t] {
+		if p.caughtUp(p.members[i], t) {
+			n++
+		}
+	}
+	if p.in.Ends[t] <= p.in.AcceptableRecoveryLag {
+		n += len(p.members) - len(p.state[t])
+	}
+	return n
 }
 
 // placeBalanced is rule 1: the ideal assignment, ignoring catch-up. Active
@@ -188,8 +213,9 @@ func (p *planner) placeBalanced() {
 	}
 	floor, extra := len(p.tasks)/len(p.members), len(p.tasks)%len(p.members)
 	keepOrder := make(map[string][]Task, len(p.members))
+	caughtUp := make(map[Task]int)
 	for _, m := range p.members {
-		keepOrder[m.ID] = p.keepOrder(m)
+		keepOrder[m.ID] = p.keepOrder(m, caughtUp)
 	}
 	keep := func(m PlanMember, limit int) {
 		for _, t := range keepOrder[m.ID] {
@@ -389,96 +415,6 @@ func (p *planner) mostState(t Task, dest string) string {
 	return best.ID
 }
 
-// placeStandbys is rule 3: StandbyReplicas standbys per stateful task on
-// distinct members other than the active owner, spread over racks first,
-// then on members that already have state, then by load.
-func (p *planner) placeStandbys() {
-	want := max(p.in.StandbyReplicas, 0)
-	tagged := slices.ContainsFunc(p.members, func(m PlanMember) bool { return len(m.Tags) > 0 })
-	for _, t := range p.tasks {
-		if !p.stateful(t) || want == 0 {
-			continue
-		}
-		for len(p.standby[t]) < want {
-			c, ok := p.standbyCandidate(t, tagged)
-			if !ok {
-				p.plan.Warnings = append(p.plan.Warnings, fmt.Sprintf(
-					"task %s: %d standby replicas requested, %d placed: no other instance has room",
-					t, want, len(p.standby[t])))
-				break
-			}
-			p.standby[t] = append(p.standby[t], c.ID)
-			p.load[c.ID]++
-		}
-	}
-}
-
-// standbyCandidate returns the best member for one more standby of t, or
-// false when every member already holds t.
-func (p *planner) standbyCandidate(t Task, tagged bool) (PlanMember, bool) {
-	holders := []PlanMember{p.member(p.owner[t])}
-	for _, id := range p.standby[t] {
-		holders = append(holders, p.member(id))
-	}
-	best := -1
-	for i, m := range p.members {
-		if p.holds(m.ID, t) {
-			continue
-		}
-		if best < 0 || p.compareStandby(t, m, p.members[best], holders, tagged) < 0 {
-			best = i
-		}
-	}
-	if best < 0 {
-		return PlanMember{}, false
-	}
-	return p.members[best], true
-}
-
-// compareStandby orders standby candidates: fewer tags shared with the
-// task's holders (a rack failure then takes fewer copies); caught up on
-// the task (the standby is hot at once); lower load, actives included, so
-// that a member that joins or returns gets its share of replicas; lower
-// lag (the standby reuses more local state). Equal candidates keep ID
-// order.
-func (p *planner) compareStandby(t Task, a, b PlanMember, holders []PlanMember, tagged bool) int {
-	c := 0
-	if tagged {
-		c = cmp.Compare(sharedTags(a, holders), sharedTags(b, holders))
-	}
-	behind := func(m PlanMember) bool { return !p.caughtUp(m, t) }
-	return cmp.Or(c,
-		compareBool(behind(a), behind(b)),
-		cmp.Compare(p.load[a.ID]+p.actives[a.ID], p.load[b.ID]+p.actives[b.ID]),
-		cmp.Compare(p.in.Lag(a, t), p.in.Lag(b, t)))
-}
-
-// compareBool orders false before true.
-func compareBool(a, b bool) int {
-	switch {
-	case a == b:
-		return 0
-	case !a:
-		return -1
-	}
-	return 1
-}
-
-// sharedTags counts the tag keys on which m has the value of one of the
-// holders.
-func sharedTags(m PlanMember, holders []PlanMember) int {
-	n := 0
-	for k, v := range m.Tags {
-		for _, h := range holders {
-			if hv, ok := h.Tags[k]; ok && hv == v {
-				n++
-				break
-			}
-		}
-	}
-	return n
-}
-
 // holds reports whether member id already has any role for t.
 func (p *planner) holds(id string, t Task) bool {
 	w, warm := p.warmup[t]
@@ -499,7 +435,6 @@ func (p *planner) placeWarmups(moves []move) {
 			continue
 		}
 		p.warmup[mv.task] = mv.dest
-		p.load[mv.dest]++
 		placed++
 	}
 }
