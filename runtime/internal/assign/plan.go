@@ -276,13 +276,16 @@ func (p *planner) unownedByStake() []Task {
 }
 
 // swapToReplicas is part of rule 1: a stateful active placed on a member
-// that lacks records of it trades places with a stateless active of the
-// member with the least lag on it, so that a task goes to its caught-up
-// standby even when balance filled that member's slots. A stateless task
-// carries no state, so its move costs nothing, and the counts stay
-// balanced. Without this, a changelog shorter than the acceptable lag
-// makes every member caught up, and rule 2 keeps the task where it
-// restores in full.
+// that lacks records of it trades places with an active of the member
+// with the least lag on it, so that a task goes to its caught-up standby
+// even when balance filled that member's slots. The active traded back is
+// a stateless one, which carries no state, else one the first member is
+// caught up on (it holds its standby), whose move costs no restore
+// either; the counts stay balanced. Without this, a changelog shorter
+// than the acceptable lag makes every member caught up, and rule 2 keeps
+// the task where it restores in full; and after a crash, when the members
+// holding a task's standbys are full, rule 2 would move it there and
+// unbalance them until a probing rebalance.
 func (p *planner) swapToReplicas() {
 	for _, t := range p.tasks {
 		if !p.stateful(t) {
@@ -293,19 +296,41 @@ func (p *planner) swapToReplicas() {
 		if lag == 0 {
 			continue
 		}
-		best, bestLag := "", lag
-		for _, m := range p.members {
-			if l := p.in.Lag(m, t); l < bestLag && p.statelessActive(m.ID) != nil {
-				best, bestLag = m.ID, l
+		best, bestLag, trade := "", lag, Task{}
+		// Only members that report state for t can lag less than from.
+		for _, i := range p.state[t] {
+			m := p.members[i]
+			if l := p.in.Lag(m, t); l < bestLag {
+				if u, ok := p.tradable(m.ID, from, t); ok {
+					best, bestLag, trade = m.ID, l, u
+				}
 			}
 		}
 		if best == "" {
 			continue
 		}
-		u := *p.statelessActive(best)
 		p.give(t, best)
-		p.give(u, from.ID)
+		p.give(trade, from.ID)
 	}
+}
+
+// tradable returns an active of member id that from can take in exchange
+// for t at no restore cost: the last stateless one in task order, else the
+// first in task order that from is caught up on.
+func (p *planner) tradable(id string, from PlanMember, t Task) (Task, bool) {
+	if u := p.statelessActive(id); u != nil {
+		return *u, true
+	}
+	var out []Task
+	for u := range from.Offsets {
+		if u != t && p.stateful(u) && p.owner[u] == id && p.caughtUp(from, u) {
+			out = append(out, u)
+		}
+	}
+	if len(out) == 0 {
+		return Task{}, false
+	}
+	return slices.MinFunc(out, compareTasks), true
 }
 
 // statelessActive returns the last stateless active of member id in task
