@@ -71,7 +71,9 @@ type planner struct {
 	members []PlanMember // sorted by ID, IDs unique
 	tasks   []Task       // sorted, unique
 	owner   map[Task]string
-	actives map[string]int // active tasks per member
+	actives []int // active tasks per member, by index in members
+	index   map[string]int
+	lagBuf  []int64 // see lags
 	standby map[Task][]string
 	warmup  map[Task]string
 	state   map[Task][]int // see stateIndex
@@ -121,13 +123,16 @@ func newPlanner(in PlanInput) *planner {
 		members: members,
 		tasks:   slices.Compact(tasks),
 		owner:   make(map[Task]string),
-		actives: make(map[string]int),
+		actives: make([]int, len(members)),
+		index:   make(map[string]int, len(members)),
+		lagBuf:  make([]int64, len(members)),
 		standby: make(map[Task][]string),
 		warmup:  make(map[Task]string),
 		plan:    Plan{Members: make(map[string]*MemberPlan, len(members))},
 	}
-	for _, m := range members {
+	for i, m := range members {
 		p.plan.Members[m.ID] = &MemberPlan{}
+		p.index[m.ID] = i
 	}
 	p.state = p.stateIndex()
 	return p
@@ -150,10 +155,10 @@ func (p *planner) caughtUp(m PlanMember, t Task) bool {
 
 func (p *planner) give(t Task, id string) {
 	if old, ok := p.owner[t]; ok {
-		p.actives[old]--
+		p.actives[p.index[old]]--
 	}
 	p.owner[t] = id
-	p.actives[id]++
+	p.actives[p.index[id]]++
 }
 
 // keepOrder is the order in which m keeps its previous actives when it
@@ -217,9 +222,10 @@ func (p *planner) placeBalanced() {
 	for _, m := range p.members {
 		keepOrder[m.ID] = p.keepOrder(m, caughtUp)
 	}
-	keep := func(m PlanMember, limit int) {
+	keep := func(i int, limit int) {
+		m := p.members[i]
 		for _, t := range keepOrder[m.ID] {
-			if p.actives[m.ID] >= limit {
+			if p.actives[i] >= limit {
 				return
 			}
 			if _, taken := p.owner[t]; exists[t] && !taken {
@@ -227,23 +233,23 @@ func (p *planner) placeBalanced() {
 			}
 		}
 	}
-	for _, m := range p.members {
-		keep(m, floor)
+	for i := range p.members {
+		keep(i, floor)
 	}
-	for _, m := range p.members {
-		if extra > 0 && p.actives[m.ID] == floor {
-			keep(m, floor+1)
-			if p.actives[m.ID] > floor {
+	for i := range p.members {
+		if extra > 0 && p.actives[i] == floor {
+			keep(i, floor+1)
+			if p.actives[i] > floor {
 				extra--
 			}
 		}
 	}
 	for _, t := range p.unownedByStake() {
 		best := p.roomiest(t, floor, extra > 0)
-		if p.actives[best.ID] == floor {
+		if p.actives[best] == floor {
 			extra--
 		}
-		p.give(t, best.ID)
+		p.give(t, p.members[best].ID)
 	}
 }
 
@@ -265,10 +271,8 @@ func (p *planner) unownedByStake() []Task {
 		if !p.stateful(t) {
 			continue
 		}
-		lo, hi := p.in.Lag(p.members[0], t), p.in.Lag(p.members[0], t)
-		for _, m := range p.members[1:] {
-			lo, hi = min(lo, p.in.Lag(m, t)), max(hi, p.in.Lag(m, t))
-		}
+		lags := p.lags(t)
+		lo, hi := slices.Min(lags), slices.Max(lags)
 		stake[t] = hi - lo
 	}
 	slices.SortStableFunc(out, func(a, b Task) int { return cmp.Compare(stake[b], stake[a]) })
@@ -350,21 +354,34 @@ func (p *planner) statelessActive(id string) *Task {
 // lag is at most the acceptable lag and every other lag is above it.
 // Tasks arrive in (sub-topology, partition) order, so with equal lags the
 // active count spreads each sub-topology over the members.
-func (p *planner) roomiest(t Task, floor int, extra bool) PlanMember {
+func (p *planner) roomiest(t Task, floor int, extra bool) int {
+	lags := p.lags(t)
 	best := -1
-	for i, m := range p.members {
-		n := p.actives[m.ID]
+	for i, n := range p.actives {
 		if n > floor || (n == floor && !extra) {
 			continue
 		}
-		if best < 0 || cmp.Or(
-			cmp.Compare(p.in.Lag(m, t), p.in.Lag(p.members[best], t)),
-			cmp.Compare(n, p.actives[p.members[best].ID]),
-		) < 0 {
+		if best < 0 || cmp.Or(cmp.Compare(lags[i], lags[best]), cmp.Compare(n, p.actives[best])) < 0 {
 			best = i
 		}
 	}
-	return p.members[best]
+	return best
+}
+
+// lags returns every member's lag on t, by index in members, in a buffer
+// the next call overwrites. Only the members that report state for t are
+// looked up (see stateIndex): every other one lacks the whole changelog.
+// Plans visit every member for every task to be placed, and at 1,000
+// members and 10,000 tasks a map lookup per visit took seconds.
+func (p *planner) lags(t Task) []int64 {
+	end := p.in.Ends[t] // 0 when stateless, and then no member has state
+	for i := range p.lagBuf {
+		p.lagBuf[i] = end
+	}
+	for _, i := range p.state[t] {
+		p.lagBuf[i] = p.in.Lag(p.members[i], t)
+	}
+	return p.lagBuf
 }
 
 // placeCaughtUp is rule 2: a stateful active whose balanced destination is
@@ -400,20 +417,19 @@ func (p *planner) member(id string) PlanMember {
 // previous owner, whose state is surely hot, else the caught-up member
 // with the fewest actives (then lower lag, then ID), to limit imbalance.
 func (p *planner) caughtUpOwner(t Task) (string, bool) {
-	for _, m := range p.members {
-		if slices.Contains(m.PrevActive, t) && p.caughtUp(m, t) {
+	lags := p.lags(t)
+	up := func(i int) bool { return lags[i] <= p.in.AcceptableRecoveryLag }
+	for i, m := range p.members {
+		if up(i) && slices.Contains(m.PrevActive, t) {
 			return m.ID, true
 		}
 	}
 	best := -1
-	for i, m := range p.members {
-		if !p.caughtUp(m, t) {
+	for i := range p.members {
+		if !up(i) {
 			continue
 		}
-		if best < 0 || cmp.Or(
-			cmp.Compare(p.actives[m.ID], p.actives[p.members[best].ID]),
-			cmp.Compare(p.in.Lag(m, t), p.in.Lag(p.members[best], t)),
-		) < 0 {
+		if best < 0 || cmp.Or(cmp.Compare(p.actives[i], p.actives[best]), cmp.Compare(lags[i], lags[best])) < 0 {
 			best = i
 		}
 	}
@@ -427,17 +443,19 @@ func (p *planner) caughtUpOwner(t Task) (string, bool) {
 // caught up: it restores the least before the task runs again. Ties keep
 // the balanced destination dest, then go to fewer actives, then ID.
 func (p *planner) mostState(t Task, dest string) string {
-	best := p.member(dest)
-	for _, m := range p.members {
-		c := cmp.Compare(p.in.Lag(m, t), p.in.Lag(best, t))
-		if c == 0 && best.ID != dest {
-			c = cmp.Compare(p.actives[m.ID], p.actives[best.ID])
+	lags := p.lags(t)
+	d := p.index[dest]
+	best := d
+	for i := range p.members {
+		c := cmp.Compare(lags[i], lags[best])
+		if c == 0 && best != d {
+			c = cmp.Compare(p.actives[i], p.actives[best])
 		}
 		if c < 0 {
-			best = m
+			best = i
 		}
 	}
-	return best.ID
+	return p.members[best].ID
 }
 
 // holds reports whether member id already has any role for t.
