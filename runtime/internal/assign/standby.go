@@ -26,9 +26,11 @@ import (
 // as it is on the next rebalance, while one that put more on one member
 // (an older plan, or a member that joined) moves the excess only.
 //
-// The balanced destination of an active that rule 2 kept elsewhere comes
-// first, past the cap: a standby there warms it up, and no warm-up is
-// needed.
+// Among members not caught up, the balanced destination of an active that
+// rule 2 kept elsewhere comes first, even past the cap: a standby there
+// warms it up, and no warm-up is needed. A caught-up member still comes
+// before it, so that the task keeps a hot standby while the destination
+// restores (with a warm-up, rule 4).
 func (p *planner) placeStandbys(moves []move) {
 	want := max(p.in.StandbyReplicas, 0)
 	if want == 0 || len(p.members) == 0 {
@@ -36,7 +38,7 @@ func (p *planner) placeStandbys(moves []move) {
 	}
 	s := p.newSpreader(want)
 	for _, mv := range moves {
-		s.dest[mv.task] = s.idx[mv.dest]
+		s.dest[mv.task] = p.index[mv.dest]
 	}
 	var short []Task
 	for oi := range p.members {
@@ -75,12 +77,11 @@ type spreader struct {
 	tagged    bool
 	activesOf [][]Task // stateful actives per owner, in task order
 	state     map[Task][]int
-	idx       map[string]int // member index by ID
-	dest      map[Task]int   // balanced destination of a moved active
-	load      []int          // actives, standbys and warm-ups per member
-	pairs     []int          // standbys of the current owner's actives per member
-	lag       []int64        // the current task's lag per member, -1 when no state
-	held      []bool         // members holding the current task
+	dest      map[Task]int // balanced destination of a moved active
+	load      []int        // actives, standbys and warm-ups per member
+	pairs     []int        // standbys of the current owner's actives per member
+	lag       []int64      // the current task's lag per member, -1 when no state
+	held      []bool       // members holding the current task
 }
 
 func (p *planner) newSpreader(want int) *spreader {
@@ -95,14 +96,12 @@ func (p *planner) newSpreader(want int) *spreader {
 		lag:       make([]int64, n),
 		held:      make([]bool, n),
 	}
-	s.idx, s.dest = make(map[string]int, n), make(map[Task]int)
-	idx := s.idx
-	for i, m := range p.members {
-		idx[m.ID] = i
+	s.dest = make(map[Task]int)
+	for i := range s.lag {
 		s.lag[i] = -1
 	}
 	for _, t := range p.tasks {
-		i := idx[p.owner[t]]
+		i := p.index[p.owner[t]]
 		s.load[i]++
 		if p.stateful(t) {
 			s.activesOf[i] = append(s.activesOf[i], t)
@@ -174,8 +173,9 @@ func (s *spreader) best(t Task, holders []int, limit int) int {
 		if s.held[i] {
 			continue
 		}
+		isDest := moved && i == dest
 		k := standbyKey{
-			elsewhere: !moved || i != dest, over: s.pairs[i] >= limit,
+			elsewhere: !isDest, over: s.pairs[i] >= limit && !isDest,
 			pairs: s.pairs[i], load: s.load[i], lag: end,
 		}
 		if s.lag[i] >= 0 {
@@ -193,10 +193,11 @@ func (s *spreader) best(t Task, holders []int, limit int) int {
 }
 
 // standbyKey ranks standby candidates, lowest first: fewer tags shared
-// with the task's holders (a rack failure then takes fewer copies); the
-// task's balanced destination if rule 2 moved it; below the owner's pair
-// cap; caught up on the task (the standby is hot at
-// once, and a caught-up standby stays); fewer of the owner's standbys
+// with the task's holders (a rack failure then takes fewer copies); below
+// the owner's pair cap (the balanced destination of a task rule 2 moved
+// is never above it); caught up on the task (the standby is hot at once,
+// and a caught-up standby stays); the task's balanced destination if rule
+// 2 moved it; fewer of the owner's standbys
 // (spread); lower load, actives included, so that a member that joins or
 // returns gets its share of replicas; lower lag (the standby reuses more
 // local state). Equal candidates keep ID order.
@@ -211,12 +212,12 @@ func (a standbyKey) less(b standbyKey) bool {
 	switch {
 	case a.shared != b.shared:
 		return a.shared < b.shared
-	case a.elsewhere != b.elsewhere:
-		return !a.elsewhere
 	case a.over != b.over:
 		return !a.over
 	case a.behind != b.behind:
 		return !a.behind
+	case a.elsewhere != b.elsewhere:
+		return !a.elsewhere
 	case a.pairs != b.pairs:
 		return a.pairs < b.pairs
 	case a.load != b.load:
