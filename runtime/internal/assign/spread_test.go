@@ -90,7 +90,16 @@ func loads(p Plan) (lo, hi int) {
 }
 
 // spreadSizes are the group sizes (members, tasks) the spread tests run.
-var spreadSizes = [][2]int{{3, 12}, {4, 40}, {10, 100}, {100, 1000}}
+// The largest plans in about 0.3 s, and takes a few seconds per case with
+// the checks; -short leaves it out.
+var spreadSizes = [][2]int{{3, 12}, {4, 40}, {10, 100}, {100, 1000}, {1000, 10000}}
+
+// skipLarge skips a group of 1,000 members under -short.
+func skipLarge(t *testing.T, n int) {
+	if n >= 1000 && testing.Short() {
+		t.Skip("1,000 members: runs without -short")
+	}
+}
 
 // TestStandbySpread pins down that a settled group spreads each member's
 // standbys: with a actives, s standbys each and n members, the standbys of
@@ -106,6 +115,7 @@ func TestStandbySpread(t *testing.T) {
 		for _, s := range []int{1, 2} {
 			n, tasks := sz[0], sz[1]
 			t.Run(fmt.Sprintf("%dx%d/standbys=%d", n, tasks, s), func(t *testing.T) {
+				skipLarge(t, n)
 				in, p := steady(n, tasks, s)
 				checkPlan(t, in, p)
 				pairs := pairsOf(p)
@@ -147,6 +157,7 @@ func TestFailoverSpread(t *testing.T) {
 		for _, s := range []int{1, 2} {
 			n, tasks := sz[0], sz[1]
 			t.Run(fmt.Sprintf("%dx%d/standbys=%d", n, tasks, s), func(t *testing.T) {
+				skipLarge(t, n)
 				in, p := steady(n, tasks, s)
 				in = settle(in, p)
 				dead := in.Members[n/2]
