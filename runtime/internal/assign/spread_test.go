@@ -250,3 +250,33 @@ func TestStandbySpreadKeepsCaughtUpStandbys(t *testing.T) {
 		})
 	}
 }
+
+// TestStandbySpreadWithinRacks pins down that rack tags come before
+// spreading: with two zones of three members, every standby sits in the
+// zone its active is not in, spread over that zone's three members (at
+// most ceil(4/3) = 2 of one member's 4 actives' standbys on one member).
+func TestStandbySpreadWithinRacks(t *testing.T) {
+	in := cluster(6, 24, 1)
+	for i := range in.Members {
+		in.Members[i].Tags = zone(fmt.Sprint(i % 2))
+	}
+	p := MakePlan(in)
+	checkPlan(t, in, p)
+	zoneOf := make(map[string]string)
+	for _, m := range in.Members {
+		zoneOf[m.ID] = m.Tags["zone"]
+	}
+	for id, holders := range pairsOf(p) {
+		if len(holders) != 3 {
+			t.Errorf("%s's standbys on %d members %v, want the 3 of the other zone", id, len(holders), holders)
+		}
+		for other, k := range holders {
+			if zoneOf[other] == zoneOf[id] {
+				t.Errorf("%s holds %d standbys of %s, in its own zone", other, k, id)
+			}
+			if k > 2 {
+				t.Errorf("%s holds %d of %s's standbys, want at most 2", other, k, id)
+			}
+		}
+	}
+}
