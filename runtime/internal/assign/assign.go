@@ -7,8 +7,9 @@
 // assignors guarantee. The leader plans with MakePlan, a pure function
 // modelled on Kafka Streams' high-availability assignor: balanced sticky
 // actives, placed on members that are caught up on their state, standbys
-// never beside their active and spread over rack tags, and warm-ups where
-// an active should move once they have caught up.
+// never beside their active, spread over rack tags and then over the
+// members (so that a crash spreads its actives over the survivors), and
+// warm-ups where an active should move once they have caught up.
 //
 // It speaks the classic consumer protocol, so that any Kafka broker runs
 // it: members send kmsg.ConsumerMemberMetadata whose user data says what

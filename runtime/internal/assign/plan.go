@@ -2,7 +2,6 @@ package assign
 
 import (
 	"cmp"
-	"fmt"
 	"slices"
 )
 
@@ -72,10 +71,12 @@ type planner struct {
 	members []PlanMember // sorted by ID, IDs unique
 	tasks   []Task       // sorted, unique
 	owner   map[Task]string
-	actives map[string]int // active tasks per member
-	load    map[string]int // standbys and warm-ups per member
+	actives []int // active tasks per member, by index in members
+	index   map[string]int
+	lagBuf  []int64 // see lags
 	standby map[Task][]string
 	warmup  map[Task]string
+	state   map[Task][]int // see stateIndex
 	plan    Plan
 }
 
@@ -105,7 +106,7 @@ func MakePlan(in PlanInput) Plan {
 	p.placeBalanced()
 	p.swapToReplicas()
 	moves := p.placeCaughtUp()
-	p.placeStandbys()
+	p.placeStandbys(moves)
 	p.placeWarmups(moves)
 	p.fill()
 	return p.plan
@@ -122,15 +123,18 @@ func newPlanner(in PlanInput) *planner {
 		members: members,
 		tasks:   slices.Compact(tasks),
 		owner:   make(map[Task]string),
-		actives: make(map[string]int),
-		load:    make(map[string]int),
+		actives: make([]int, len(members)),
+		index:   make(map[string]int, len(members)),
+		lagBuf:  make([]int64, len(members)),
 		standby: make(map[Task][]string),
 		warmup:  make(map[Task]string),
 		plan:    Plan{Members: make(map[string]*MemberPlan, len(members))},
 	}
-	for _, m := range members {
+	for i, m := range members {
 		p.plan.Members[m.ID] = &MemberPlan{}
+		p.index[m.ID] = i
 	}
+	p.state = p.stateIndex()
 	return p
 }
 
@@ -151,10 +155,10 @@ func (p *planner) caughtUp(m PlanMember, t Task) bool {
 
 func (p *planner) give(t Task, id string) {
 	if old, ok := p.owner[t]; ok {
-		p.actives[old]--
+		p.actives[p.index[old]]--
 	}
 	p.owner[t] = id
-	p.actives[id]++
+	p.actives[p.index[id]]++
 }
 
 // keepOrder is the order in which m keeps its previous actives when it
@@ -162,19 +166,45 @@ func (p *planner) give(t Task, id string) {
 // come first, so that a member sheds the tasks another can run at once.
 // This is what lets a probing rebalance converge: the tasks a warm-up has
 // caught up on are the ones their old owner gives away.
-func (p *planner) keepOrder(m PlanMember) []Task {
+func (p *planner) keepOrder(m PlanMember, caughtUp map[Task]int) []Task {
 	others := func(t Task) int {
-		n := 0
-		for _, o := range p.members {
-			if o.ID != m.ID && p.caughtUp(o, t) {
-				n++
-			}
+		n, ok := caughtUp[t]
+		if !ok {
+			n = p.caughtUpCount(t)
+			caughtUp[t] = n
+		}
+		if p.caughtUp(m, t) {
+			n--
 		}
 		return n
 	}
 	order := slices.Clone(m.PrevActive)
-	slices.SortStableFunc(order, func(a, b Task) int { return cmp.Compare(others(a), others(b)) })
+	rank := make(map[Task]int, len(order))
+	for _, t := range order {
+		rank[t] = others(t)
+	}
+	slices.SortStableFunc(order, func(a, b Task) int { return cmp.Compare(rank[a], rank[b]) })
 	return order
+}
+
+// caughtUpCount counts the members caught up on t. Only members that
+// report state for t are visited (see stateIndex): the others lack all of
+// it, and are caught up only when the whole changelog is within the
+// acceptable lag.
+func (p *planner) caughtUpCount(t Task) int {
+	if !p.stateful(t) {
+		return len(p.members)
+	}
+	n := 0
+	for _, i := range p.state[t] {
+		if p.caughtUp(p.members[i], t) {
+			n++
+		}
+	}
+	if p.in.Ends[t] <= p.in.AcceptableRecoveryLag {
+		n += len(p.members) - len(p.state[t])
+	}
+	return n
 }
 
 // placeBalanced is rule 1: the ideal assignment, ignoring catch-up. Active
@@ -188,12 +218,14 @@ func (p *planner) placeBalanced() {
 	}
 	floor, extra := len(p.tasks)/len(p.members), len(p.tasks)%len(p.members)
 	keepOrder := make(map[string][]Task, len(p.members))
+	caughtUp := make(map[Task]int)
 	for _, m := range p.members {
-		keepOrder[m.ID] = p.keepOrder(m)
+		keepOrder[m.ID] = p.keepOrder(m, caughtUp)
 	}
-	keep := func(m PlanMember, limit int) {
+	keep := func(i int, limit int) {
+		m := p.members[i]
 		for _, t := range keepOrder[m.ID] {
-			if p.actives[m.ID] >= limit {
+			if p.actives[i] >= limit {
 				return
 			}
 			if _, taken := p.owner[t]; exists[t] && !taken {
@@ -201,23 +233,23 @@ func (p *planner) placeBalanced() {
 			}
 		}
 	}
-	for _, m := range p.members {
-		keep(m, floor)
+	for i := range p.members {
+		keep(i, floor)
 	}
-	for _, m := range p.members {
-		if extra > 0 && p.actives[m.ID] == floor {
-			keep(m, floor+1)
-			if p.actives[m.ID] > floor {
+	for i := range p.members {
+		if extra > 0 && p.actives[i] == floor {
+			keep(i, floor+1)
+			if p.actives[i] > floor {
 				extra--
 			}
 		}
 	}
 	for _, t := range p.unownedByStake() {
 		best := p.roomiest(t, floor, extra > 0)
-		if p.actives[best.ID] == floor {
+		if p.actives[best] == floor {
 			extra--
 		}
-		p.give(t, best.ID)
+		p.give(t, p.members[best].ID)
 	}
 }
 
@@ -239,10 +271,8 @@ func (p *planner) unownedByStake() []Task {
 		if !p.stateful(t) {
 			continue
 		}
-		lo, hi := p.in.Lag(p.members[0], t), p.in.Lag(p.members[0], t)
-		for _, m := range p.members[1:] {
-			lo, hi = min(lo, p.in.Lag(m, t)), max(hi, p.in.Lag(m, t))
-		}
+		lags := p.lags(t)
+		lo, hi := slices.Min(lags), slices.Max(lags)
 		stake[t] = hi - lo
 	}
 	slices.SortStableFunc(out, func(a, b Task) int { return cmp.Compare(stake[b], stake[a]) })
@@ -250,13 +280,16 @@ func (p *planner) unownedByStake() []Task {
 }
 
 // swapToReplicas is part of rule 1: a stateful active placed on a member
-// that lacks records of it trades places with a stateless active of the
-// member with the least lag on it, so that a task goes to its caught-up
-// standby even when balance filled that member's slots. A stateless task
-// carries no state, so its move costs nothing, and the counts stay
-// balanced. Without this, a changelog shorter than the acceptable lag
-// makes every member caught up, and rule 2 keeps the task where it
-// restores in full.
+// that lacks records of it trades places with an active of the member
+// with the least lag on it, so that a task goes to its caught-up standby
+// even when balance filled that member's slots. The active traded back is
+// a stateless one, which carries no state, else one the first member is
+// caught up on (it holds its standby), whose move costs no restore
+// either; the counts stay balanced. Without this, a changelog shorter
+// than the acceptable lag makes every member caught up, and rule 2 keeps
+// the task where it restores in full; and after a crash, when the members
+// holding a task's standbys are full, rule 2 would move it there and
+// unbalance them until a probing rebalance.
 func (p *planner) swapToReplicas() {
 	for _, t := range p.tasks {
 		if !p.stateful(t) {
@@ -267,19 +300,41 @@ func (p *planner) swapToReplicas() {
 		if lag == 0 {
 			continue
 		}
-		best, bestLag := "", lag
-		for _, m := range p.members {
-			if l := p.in.Lag(m, t); l < bestLag && p.statelessActive(m.ID) != nil {
-				best, bestLag = m.ID, l
+		best, bestLag, trade := "", lag, Task{}
+		// Only members that report state for t can lag less than from.
+		for _, i := range p.state[t] {
+			m := p.members[i]
+			if l := p.in.Lag(m, t); l < bestLag {
+				if u, ok := p.tradable(m.ID, from, t); ok {
+					best, bestLag, trade = m.ID, l, u
+				}
 			}
 		}
 		if best == "" {
 			continue
 		}
-		u := *p.statelessActive(best)
 		p.give(t, best)
-		p.give(u, from.ID)
+		p.give(trade, from.ID)
 	}
+}
+
+// tradable returns an active of member id that from can take in exchange
+// for t at no restore cost: the last stateless one in task order, else the
+// first in task order that from is caught up on.
+func (p *planner) tradable(id string, from PlanMember, t Task) (Task, bool) {
+	if u := p.statelessActive(id); u != nil {
+		return *u, true
+	}
+	var out []Task
+	for u := range from.Offsets {
+		if u != t && p.stateful(u) && p.owner[u] == id && p.caughtUp(from, u) {
+			out = append(out, u)
+		}
+	}
+	if len(out) == 0 {
+		return Task{}, false
+	}
+	return slices.MinFunc(out, compareTasks), true
 }
 
 // statelessActive returns the last stateless active of member id in task
@@ -299,21 +354,34 @@ func (p *planner) statelessActive(id string) *Task {
 // lag is at most the acceptable lag and every other lag is above it.
 // Tasks arrive in (sub-topology, partition) order, so with equal lags the
 // active count spreads each sub-topology over the members.
-func (p *planner) roomiest(t Task, floor int, extra bool) PlanMember {
+func (p *planner) roomiest(t Task, floor int, extra bool) int {
+	lags := p.lags(t)
 	best := -1
-	for i, m := range p.members {
-		n := p.actives[m.ID]
+	for i, n := range p.actives {
 		if n > floor || (n == floor && !extra) {
 			continue
 		}
-		if best < 0 || cmp.Or(
-			cmp.Compare(p.in.Lag(m, t), p.in.Lag(p.members[best], t)),
-			cmp.Compare(n, p.actives[p.members[best].ID]),
-		) < 0 {
+		if best < 0 || cmp.Or(cmp.Compare(lags[i], lags[best]), cmp.Compare(n, p.actives[best])) < 0 {
 			best = i
 		}
 	}
-	return p.members[best]
+	return best
+}
+
+// lags returns every member's lag on t, by index in members, in a buffer
+// the next call overwrites. Only the members that report state for t are
+// looked up (see stateIndex): every other one lacks the whole changelog.
+// Plans visit every member for every task to be placed, and at 1,000
+// members and 10,000 tasks a map lookup per visit took seconds.
+func (p *planner) lags(t Task) []int64 {
+	end := p.in.Ends[t] // 0 when stateless, and then no member has state
+	for i := range p.lagBuf {
+		p.lagBuf[i] = end
+	}
+	for _, i := range p.state[t] {
+		p.lagBuf[i] = p.in.Lag(p.members[i], t)
+	}
+	return p.lagBuf
 }
 
 // placeCaughtUp is rule 2: a stateful active whose balanced destination is
@@ -349,20 +417,19 @@ func (p *planner) member(id string) PlanMember {
 // previous owner, whose state is surely hot, else the caught-up member
 // with the fewest actives (then lower lag, then ID), to limit imbalance.
 func (p *planner) caughtUpOwner(t Task) (string, bool) {
-	for _, m := range p.members {
-		if slices.Contains(m.PrevActive, t) && p.caughtUp(m, t) {
+	lags := p.lags(t)
+	up := func(i int) bool { return lags[i] <= p.in.AcceptableRecoveryLag }
+	for i, m := range p.members {
+		if up(i) && slices.Contains(m.PrevActive, t) {
 			return m.ID, true
 		}
 	}
 	best := -1
-	for i, m := range p.members {
-		if !p.caughtUp(m, t) {
+	for i := range p.members {
+		if !up(i) {
 			continue
 		}
-		if best < 0 || cmp.Or(
-			cmp.Compare(p.actives[m.ID], p.actives[p.members[best].ID]),
-			cmp.Compare(p.in.Lag(m, t), p.in.Lag(p.members[best], t)),
-		) < 0 {
+		if best < 0 || cmp.Or(cmp.Compare(p.actives[i], p.actives[best]), cmp.Compare(lags[i], lags[best])) < 0 {
 			best = i
 		}
 	}
@@ -376,107 +443,19 @@ func (p *planner) caughtUpOwner(t Task) (string, bool) {
 // caught up: it restores the least before the task runs again. Ties keep
 // the balanced destination dest, then go to fewer actives, then ID.
 func (p *planner) mostState(t Task, dest string) string {
-	best := p.member(dest)
-	for _, m := range p.members {
-		c := cmp.Compare(p.in.Lag(m, t), p.in.Lag(best, t))
-		if c == 0 && best.ID != dest {
-			c = cmp.Compare(p.actives[m.ID], p.actives[best.ID])
+	lags := p.lags(t)
+	d := p.index[dest]
+	best := d
+	for i := range p.members {
+		c := cmp.Compare(lags[i], lags[best])
+		if c == 0 && best != d {
+			c = cmp.Compare(p.actives[i], p.actives[best])
 		}
 		if c < 0 {
-			best = m
-		}
-	}
-	return best.ID
-}
-
-// placeStandbys is rule 3: StandbyReplicas standbys per stateful task on
-// distinct members other than the active owner, spread over racks first,
-// then on members that already have state, then by load.
-func (p *planner) placeStandbys() {
-	want := max(p.in.StandbyReplicas, 0)
-	tagged := slices.ContainsFunc(p.members, func(m PlanMember) bool { return len(m.Tags) > 0 })
-	for _, t := range p.tasks {
-		if !p.stateful(t) || want == 0 {
-			continue
-		}
-		for len(p.standby[t]) < want {
-			c, ok := p.standbyCandidate(t, tagged)
-			if !ok {
-				p.plan.Warnings = append(p.plan.Warnings, fmt.Sprintf(
-					"task %s: %d standby replicas requested, %d placed: no other instance has room",
-					t, want, len(p.standby[t])))
-				break
-			}
-			p.standby[t] = append(p.standby[t], c.ID)
-			p.load[c.ID]++
-		}
-	}
-}
-
-// standbyCandidate returns the best member for one more standby of t, or
-// false when every member already holds t.
-func (p *planner) standbyCandidate(t Task, tagged bool) (PlanMember, bool) {
-	holders := []PlanMember{p.member(p.owner[t])}
-	for _, id := range p.standby[t] {
-		holders = append(holders, p.member(id))
-	}
-	best := -1
-	for i, m := range p.members {
-		if p.holds(m.ID, t) {
-			continue
-		}
-		if best < 0 || p.compareStandby(t, m, p.members[best], holders, tagged) < 0 {
 			best = i
 		}
 	}
-	if best < 0 {
-		return PlanMember{}, false
-	}
-	return p.members[best], true
-}
-
-// compareStandby orders standby candidates: fewer tags shared with the
-// task's holders (a rack failure then takes fewer copies); caught up on
-// the task (the standby is hot at once); lower load, actives included, so
-// that a member that joins or returns gets its share of replicas; lower
-// lag (the standby reuses more local state). Equal candidates keep ID
-// order.
-func (p *planner) compareStandby(t Task, a, b PlanMember, holders []PlanMember, tagged bool) int {
-	c := 0
-	if tagged {
-		c = cmp.Compare(sharedTags(a, holders), sharedTags(b, holders))
-	}
-	behind := func(m PlanMember) bool { return !p.caughtUp(m, t) }
-	return cmp.Or(c,
-		compareBool(behind(a), behind(b)),
-		cmp.Compare(p.load[a.ID]+p.actives[a.ID], p.load[b.ID]+p.actives[b.ID]),
-		cmp.Compare(p.in.Lag(a, t), p.in.Lag(b, t)))
-}
-
-// compareBool orders false before true.
-func compareBool(a, b bool) int {
-	switch {
-	case a == b:
-		return 0
-	case !a:
-		return -1
-	}
-	return 1
-}
-
-// sharedTags counts the tag keys on which m has the value of one of the
-// holders.
-func sharedTags(m PlanMember, holders []PlanMember) int {
-	n := 0
-	for k, v := range m.Tags {
-		for _, h := range holders {
-			if hv, ok := h.Tags[k]; ok && hv == v {
-				n++
-				break
-			}
-		}
-	}
-	return n
+	return p.members[best].ID
 }
 
 // holds reports whether member id already has any role for t.
@@ -499,7 +478,6 @@ func (p *planner) placeWarmups(moves []move) {
 			continue
 		}
 		p.warmup[mv.task] = mv.dest
-		p.load[mv.dest]++
 		placed++
 	}
 }
