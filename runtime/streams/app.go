@@ -97,6 +97,8 @@ type App struct {
 	// lastPurge is when committed repartition records were last deleted;
 	// commit, which holds tasksMu, reads and sets it.
 	lastPurge time.Time
+	// tidy deletes the state of tasks that moved away (cleanup.go).
+	tidy cleaner
 
 	// balancer is the group balancer; standby follows the changelogs of
 	// this instance's standby and warm-up replicas.
@@ -164,9 +166,10 @@ type App struct {
 
 	// mu guards the lifecycle and the published stats, read by Stats and
 	// Close from other goroutines.
-	mu      sync.Mutex
-	state   State
-	stats   []TaskStats
+	mu               sync.Mutex
+	state            State
+	stats            []TaskStats
+	stateDirsCleaned int64
 	running bool
 	cancel  context.CancelFunc
 	done    chan struct{}
@@ -298,6 +301,7 @@ func (a *App) start(ctx context.Context) error {
 	if err := a.scanStateDir(); err != nil {
 		return err
 	}
+	a.startCleanup(time.Now())
 	if err := a.startStandbys(); err != nil {
 		return err
 	}
@@ -456,6 +460,9 @@ func (a *App) loop(ctx context.Context) error {
 		if w := a.idleWake; !w.IsZero() && w.Before(until) {
 			until = w
 		}
+		if w := a.cleanupWake(); !w.IsZero() && w.Before(until) {
+			until = w
+		}
 		pollCtx, cancel := context.WithDeadline(ctx, until)
 		a.waker.set(cancel)
 		fetches := a.kc().PollRecords(pollCtx, a.cfg.MaxPollRecords)
@@ -495,6 +502,7 @@ func (a *App) loop(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
+		a.maybeCleanStateDirs(time.Now())
 		if a.txn != nil {
 			// Under exactly-once the commit came first: a revocation
 			// could only abort (see eos.go).
