@@ -170,9 +170,9 @@ type App struct {
 	state            State
 	stats            []TaskStats
 	stateDirsCleaned int64
-	running bool
-	cancel  context.CancelFunc
-	done    chan struct{}
+	running          bool
+	cancel           context.CancelFunc
+	done             chan struct{}
 }
 
 // New checks cfg and returns an App for topo. It does not connect: Run
