@@ -5,7 +5,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"sync"
@@ -13,6 +15,7 @@ import (
 	"time"
 
 	"github.com/braidstream/braid/runtime/internal/assign"
+	"github.com/braidstream/braid/runtime/internal/state"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -99,6 +102,9 @@ type App struct {
 	lastPurge time.Time
 	// tidy deletes the state of tasks that moved away (cleanup.go).
 	tidy cleaner
+	// dirLock holds <StateDir>/<ApplicationID> from start to shutdown:
+	// only one App may open, and delete, the stores there.
+	dirLock io.Closer
 
 	// balancer is the group balancer; standby follows the changelogs of
 	// this instance's standby and warm-up replicas.
@@ -298,6 +304,9 @@ func (a *App) finalCommit(ctx context.Context, failed bool) error {
 // follower, the topics and the group client, waiting for the broker as
 // long as it takes (connect).
 func (a *App) start(ctx context.Context) error {
+	if err := a.lockStateDir(); err != nil {
+		return err
+	}
 	if err := a.scanStateDir(); err != nil {
 		return err
 	}
@@ -321,6 +330,27 @@ func (a *App) shutdown() {
 	}
 	a.tasksMu.Unlock()
 	a.clientCancel()
+	if a.dirLock != nil {
+		_ = a.dirLock.Close()
+		a.dirLock = nil
+	}
+}
+
+// lockStateDir takes the App's state dir, so that a second instance given
+// the same StateDir stops with a *StateDirInUseError before it opens a
+// store, rather than meeting the first's store locks one task at a time
+// (or deleting its stores as a task that moved away).
+func (a *App) lockStateDir() error {
+	dir := filepath.Join(a.cfg.StateDir, a.cfg.ApplicationID)
+	l, err := state.LockDir(dir)
+	if errors.Is(err, state.ErrLocked) {
+		return &StateDirInUseError{Dir: dir, ApplicationID: a.cfg.ApplicationID, InstanceID: a.cfg.InstanceID, Err: err}
+	}
+	if err != nil {
+		return fmt.Errorf("locking the state dir: %w", err)
+	}
+	a.dirLock = l
+	return nil
 }
 
 // crash stops the App the way a killed process stops: the connections of

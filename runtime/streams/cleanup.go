@@ -115,8 +115,8 @@ func (a *App) cleanStateDirs(now time.Time) {
 		last, seen := a.tidy.lastOwned[id]
 		if !seen {
 			// A directory made since the last check by something else
-			// than this instance's tasks (another App sharing the
-			// root): its delay starts now.
+			// than this instance's tasks (copied in by hand, say): its
+			// delay starts now.
 			a.tidy.lastOwned[id] = now
 			continue
 		}

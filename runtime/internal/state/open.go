@@ -415,9 +415,10 @@ func wipe(fsys vfs.FS, dir string) error {
 	return nil
 }
 
-// ErrLocked says a store's directory is locked: the store is open, in this
-// process or another one. Open and Destroy wrap it.
-var ErrLocked = errors.New("the store is open in this or another process (its directory is locked)")
+// ErrLocked says a directory is locked: a store in it is open, or an App
+// holds it (LockDir), in this process or another one. Open, Destroy and
+// LockDir wrap it.
+var ErrLocked = errors.New("in use in this or another process (its lock is held)")
 
 // lockError wraps a failure to lock a store's directory, with ErrLocked
 // when the lock is held: by this process (pebble keeps a list of the
@@ -431,6 +432,25 @@ func lockError(op, dir string, err error) error {
 		return fmt.Errorf("state: %s %s: %w: %w", op, dir, ErrLocked, err)
 	}
 	return fmt.Errorf("state: %s %s: %w", op, dir, err)
+}
+
+// dirLockFile is the lock file LockDir takes in a directory.
+const dirLockFile = ".lock"
+
+// LockDir creates dir if missing and takes a lock on it, held until the
+// returned Closer is closed or the process ends, so that two owners of
+// the directory, in one process or two, are told apart: the second gets
+// an error wrapping ErrLocked. An App locks its application's state dir
+// with it before it opens any store there.
+func LockDir(dir string) (io.Closer, error) {
+	if err := vfs.Default.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("state: create dir %s: %w", dir, err)
+	}
+	l, err := vfs.Default.Lock(vfs.Default.PathJoin(dir, dirLockFile))
+	if err != nil {
+		return nil, lockError("lock dir", dir, err)
+	}
+	return l, nil
 }
 
 // Destroy removes a store's directory. It fails with ErrLocked if the
