@@ -339,8 +339,13 @@ func (a *App) shutdown() {
 // lockStateDir takes the App's state dir, so that a second instance given
 // the same StateDir stops with a *StateDirInUseError before it opens a
 // store, rather than meeting the first's store locks one task at a time
-// (or deleting its stores as a task that moved away).
+// (or deleting its stores as a task that moved away). As in Kafka
+// Streams, a topology without stores keeps nothing there and takes no
+// lock: stateless instances may share the default StateDir.
 func (a *App) lockStateDir() error {
+	if len(a.topo.Stores()) == 0 {
+		return nil
+	}
 	dir := filepath.Join(a.cfg.StateDir, a.cfg.ApplicationID)
 	l, err := state.LockDir(dir)
 	if errors.Is(err, state.ErrLocked) {

@@ -67,8 +67,8 @@
 // Config.StateCleanupDelay (10 minutes, as Kafka Streams'
 // state.cleanup.delay.ms); Stats.StateDirsCleaned counts them.
 //
-// Each App locks <StateDir>/<ApplicationID>: a second instance given the
-// same StateDir stops with a *StateDirInUseError. Two instances with the
+// Each App with stores locks <StateDir>/<ApplicationID>: a second instance
+// given the same StateDir stops with a *StateDirInUseError. Two instances with the
 // same InstanceID but their own state dirs run side by side under
 // at-least-once (nothing static ties a member to its id); under
 // exactly-once they share a transactional id, fence each other, and one

@@ -110,7 +110,8 @@ func (e *FencedError) Error() string {
 		"(transactional id %q); give each process its own InstanceID: %v", e.InstanceID, e.ApplicationID, e.TransactionalID, e.Err)
 }
 
-// StateDirInUseError says another App holds this App's state directory,
+// StateDirInUseError says another App with stores holds this App's state
+// directory,
 // <StateDir>/<ApplicationID>: two instances, in this process or two, were
 // given one StateDir. Sharing it would let each open, and delete, the
 // other's stores, so the second stops before it joins the group.
