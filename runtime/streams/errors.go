@@ -111,9 +111,8 @@ func (e *FencedError) Error() string {
 }
 
 // StateDirInUseError says another App with stores holds this App's state
-// directory,
-// <StateDir>/<ApplicationID>: two instances, in this process or two, were
-// given one StateDir. Sharing it would let each open, and delete, the
+// directory, <StateDir>/<ApplicationID>: two instances, in this process or
+// two, were given one StateDir. Sharing it would let each open, and delete, the
 // other's stores, so the second stops before it joins the group.
 type StateDirInUseError struct {
 	Dir                       string
