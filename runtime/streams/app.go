@@ -5,7 +5,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"sync"
@@ -13,6 +15,7 @@ import (
 	"time"
 
 	"github.com/braidstream/braid/runtime/internal/assign"
+	"github.com/braidstream/braid/runtime/internal/state"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -97,6 +100,11 @@ type App struct {
 	// lastPurge is when committed repartition records were last deleted;
 	// commit, which holds tasksMu, reads and sets it.
 	lastPurge time.Time
+	// tidy deletes the state of tasks that moved away (cleanup.go).
+	tidy cleaner
+	// dirLock holds <StateDir>/<ApplicationID> from start to shutdown:
+	// only one App may open, and delete, the stores there.
+	dirLock io.Closer
 
 	// balancer is the group balancer; standby follows the changelogs of
 	// this instance's standby and warm-up replicas.
@@ -164,12 +172,13 @@ type App struct {
 
 	// mu guards the lifecycle and the published stats, read by Stats and
 	// Close from other goroutines.
-	mu      sync.Mutex
-	state   State
-	stats   []TaskStats
-	running bool
-	cancel  context.CancelFunc
-	done    chan struct{}
+	mu               sync.Mutex
+	state            State
+	stats            []TaskStats
+	stateDirsCleaned int64
+	running          bool
+	cancel           context.CancelFunc
+	done             chan struct{}
 }
 
 // New checks cfg and returns an App for topo. It does not connect: Run
@@ -295,9 +304,13 @@ func (a *App) finalCommit(ctx context.Context, failed bool) error {
 // follower, the topics and the group client, waiting for the broker as
 // long as it takes (connect).
 func (a *App) start(ctx context.Context) error {
+	if err := a.lockStateDir(); err != nil {
+		return err
+	}
 	if err := a.scanStateDir(); err != nil {
 		return err
 	}
+	a.startCleanup(time.Now())
 	if err := a.startStandbys(); err != nil {
 		return err
 	}
@@ -317,6 +330,32 @@ func (a *App) shutdown() {
 	}
 	a.tasksMu.Unlock()
 	a.clientCancel()
+	if a.dirLock != nil {
+		_ = a.dirLock.Close()
+		a.dirLock = nil
+	}
+}
+
+// lockStateDir takes the App's state dir, so that a second instance given
+// the same StateDir stops with a *StateDirInUseError before it opens a
+// store, rather than meeting the first's store locks one task at a time
+// (or deleting its stores as a task that moved away). As in Kafka
+// Streams, a topology without stores keeps nothing there and takes no
+// lock: stateless instances may share the default StateDir.
+func (a *App) lockStateDir() error {
+	if len(a.topo.Stores()) == 0 {
+		return nil
+	}
+	dir := filepath.Join(a.cfg.StateDir, a.cfg.ApplicationID)
+	l, err := state.LockDir(dir)
+	if errors.Is(err, state.ErrLocked) {
+		return &StateDirInUseError{Dir: dir, ApplicationID: a.cfg.ApplicationID, InstanceID: a.cfg.InstanceID, Err: err}
+	}
+	if err != nil {
+		return fmt.Errorf("locking the state dir: %w", err)
+	}
+	a.dirLock = l
+	return nil
 }
 
 // crash stops the App the way a killed process stops: the connections of
@@ -456,6 +495,9 @@ func (a *App) loop(ctx context.Context) error {
 		if w := a.idleWake; !w.IsZero() && w.Before(until) {
 			until = w
 		}
+		if w := a.cleanupWake(); !w.IsZero() && w.Before(until) {
+			until = w
+		}
 		pollCtx, cancel := context.WithDeadline(ctx, until)
 		a.waker.set(cancel)
 		fetches := a.kc().PollRecords(pollCtx, a.cfg.MaxPollRecords)
@@ -495,6 +537,7 @@ func (a *App) loop(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
+		a.maybeCleanStateDirs(time.Now())
 		if a.txn != nil {
 			// Under exactly-once the commit came first: a revocation
 			// could only abort (see eos.go).

@@ -3,6 +3,8 @@ package streams_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -167,6 +169,14 @@ func TestSameInstanceIDFails(t *testing.T) {
 				t.Fatalf("Run: %v, want a *FencedError", err)
 			}
 			t.Logf("Run: %v", err)
+			if fenced.InstanceID != "eos-1" || fenced.ApplicationID == "" {
+				t.Errorf("fenced instance %q of application %q, want eos-1 and the application", fenced.InstanceID, fenced.ApplicationID)
+			}
+			for _, want := range []string{`instance "eos-1"`, fmt.Sprintf("application %q", fenced.ApplicationID), "give each process its own InstanceID"} {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("error %q does not say %s", err, want)
+				}
+			}
 			return
 		case <-time.After(200 * time.Millisecond):
 		}

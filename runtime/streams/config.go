@@ -167,6 +167,15 @@ type Config struct {
 	// keeps every task's state open, so it costs little).
 	ProbingRebalanceInterval time.Duration
 
+	// StateCleanupDelay is how long the state directory of a task this
+	// instance neither runs nor keeps a replica of stays on disk after the
+	// task left, as Kafka Streams' state.cleanup.delay.ms: a task assigned
+	// back within it finds its state and restores only what it lacks;
+	// past it the directory is deleted, store by store, never one that is
+	// open. The App checks every half delay. Default 10 minutes;
+	// StateCleanupDisabled (-1) keeps every directory. See cleanup.go.
+	StateCleanupDelay time.Duration
+
 	// ApplicationServer is the host:port where this instance answers
 	// interactive queries; every member learns the others' in the group
 	// metadata. Optional.
@@ -257,6 +266,9 @@ func (c Config) withDefaults() Config {
 	if c.ReplicationFactor == 0 {
 		c.ReplicationFactor = -1
 	}
+	if c.StateCleanupDelay == 0 {
+		c.StateCleanupDelay = 10 * time.Minute
+	}
 	if c.RepartitionPurgeInterval == 0 {
 		c.RepartitionPurgeInterval = 30 * time.Second
 	}
@@ -345,6 +357,9 @@ func (c Config) Validate() error {
 	}
 	if c.ProbingRebalanceInterval < 0 {
 		bad("ProbingRebalanceInterval", "%v is negative", c.ProbingRebalanceInterval)
+	}
+	if c.StateCleanupDelay < 0 && c.StateCleanupDelay != StateCleanupDisabled {
+		bad("StateCleanupDelay", "%v is negative; StateCleanupDisabled (-1) turns cleanup off", c.StateCleanupDelay)
 	}
 	if c.ApplicationServer != "" {
 		if _, port, err := net.SplitHostPort(c.ApplicationServer); err != nil {

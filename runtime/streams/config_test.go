@@ -113,8 +113,10 @@ func TestConfigValidate(t *testing.T) {
 			modify: func(c *streams.Config) {
 				c.MaxPollRecords = -1
 				c.SessionTimeout = -time.Millisecond
+				c.StateCleanupDelay = -time.Second
 			},
-			want: []string{"MaxPollRecords: -1 is negative", "SessionTimeout: -1ms is negative"},
+			want: []string{"MaxPollRecords: -1 is negative", "SessionTimeout: -1ms is negative",
+				"StateCleanupDelay: -1s is negative; StateCleanupDisabled (-1) turns cleanup off"},
 		},
 		{
 			name: "high availability settings",

@@ -62,7 +62,17 @@
 // failover replays only what the standby had not applied yet. A rebalance
 // suspends tasks rather than closing them: a task that stays keeps its
 // open stores, and one that leaves becomes a standby when the plan says
-// so.
+// so. The state directory of a task that left for good (neither active
+// nor a replica here) is deleted once it has not been owned here for
+// Config.StateCleanupDelay (10 minutes, as Kafka Streams'
+// state.cleanup.delay.ms); Stats.StateDirsCleaned counts them.
+//
+// Each App with stores locks <StateDir>/<ApplicationID>: a second instance
+// given the same StateDir stops with a *StateDirInUseError. Two instances with the
+// same InstanceID but their own state dirs run side by side under
+// at-least-once (nothing static ties a member to its id); under
+// exactly-once they share a transactional id, fence each other, and one
+// stops with a *FencedError naming the instance.
 //
 // A Supervisor runs several instances in one process and can crash, stop,
 // start and add them; it measures each moved task's detection, recovery

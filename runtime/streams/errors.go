@@ -100,13 +100,32 @@ func (e *CopartitionError) Error() string {
 // App recovers from it by itself once, and fails with a FencedError only
 // when it is fenced again within a minute of the previous fence.
 type FencedError struct {
-	TransactionalID string
-	Err             error
+	ApplicationID, InstanceID string
+	TransactionalID           string
+	Err                       error
 }
 
 func (e *FencedError) Error() string {
-	return fmt.Sprintf("transactional id %q is in use by another instance with the same InstanceID: %v", e.TransactionalID, e.Err)
+	return fmt.Sprintf("instance %q of application %q was fenced: another process runs with the same InstanceID "+
+		"(transactional id %q); give each process its own InstanceID: %v", e.InstanceID, e.ApplicationID, e.TransactionalID, e.Err)
 }
+
+// StateDirInUseError says another App with stores holds this App's state
+// directory, <StateDir>/<ApplicationID>: two instances, in this process or
+// two, were given one StateDir. Sharing it would let each open, and delete, the
+// other's stores, so the second stops before it joins the group.
+type StateDirInUseError struct {
+	Dir                       string
+	ApplicationID, InstanceID string
+	Err                       error
+}
+
+func (e *StateDirInUseError) Error() string {
+	return fmt.Sprintf("instance %q of application %q cannot use state dir %s: another instance of the application uses it; "+
+		"give each instance its own Config.StateDir: %v", e.InstanceID, e.ApplicationID, e.Dir, e.Err)
+}
+
+func (e *StateDirInUseError) Unwrap() error { return e.Err }
 
 func (e *FencedError) Unwrap() error { return e.Err }
 

@@ -137,6 +137,7 @@ func (a *App) closeTask(t *task) {
 		a.onDisk[t.id] = offsetSum(t.storeList)
 	}
 	t.closeStores()
+	a.released(t.id, time.Now())
 }
 
 // placeReplicas makes this instance's replicas what the assignment says:
@@ -162,6 +163,7 @@ func (a *App) placeReplicas(plan assign.Assignment, left []*task) []*standbyTask
 			a.onDisk[id] = offsetSum(sb.stores)
 			closeTaskStores(sb.stores)
 		}
+		a.released(id, time.Now())
 	}
 	leaving := make(map[TaskID]*task)
 	for _, t := range left {

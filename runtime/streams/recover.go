@@ -176,7 +176,7 @@ func (a *App) fenced(err error) error {
 	last := a.lastFence
 	a.lastFence = now
 	if !last.IsZero() && now.Sub(last) < fenceWindow {
-		return &FencedError{TransactionalID: a.transactionalID(), Err: err}
+		return &FencedError{ApplicationID: a.cfg.ApplicationID, InstanceID: a.cfg.InstanceID, TransactionalID: a.transactionalID(), Err: err}
 	}
 	return nil
 }

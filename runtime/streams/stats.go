@@ -22,6 +22,10 @@ type Stats struct {
 	// UnreachableBrokers lists the brokers that do not answer this
 	// instance now (see BrokerHook), by address.
 	UnreachableBrokers []UnreachableBroker
+	// StateDirsCleaned counts the task state directories this App
+	// deleted because their tasks had moved away for longer than
+	// Config.StateCleanupDelay.
+	StateDirsCleaned int64
 }
 
 // TaskStats is a snapshot of one active task.
@@ -100,7 +104,7 @@ func (a *App) Stats() Stats {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	s := Stats{ApplicationID: a.cfg.ApplicationID, InstanceID: a.cfg.InstanceID, State: a.state, Standbys: standbys,
-		UnreachableBrokers: a.reach.unreachable()}
+		UnreachableBrokers: a.reach.unreachable(), StateDirsCleaned: a.stateDirsCleaned}
 	s.Tasks = make([]TaskStats, len(a.stats))
 	for i, ts := range a.stats {
 		ts.Partitions = slices.Clone(ts.Partitions)

@@ -7,6 +7,7 @@ import (
 	"io"
 	"io/fs"
 	"log/slog"
+	"strings"
 	"sync"
 	"syscall"
 
@@ -84,7 +85,7 @@ func Open(opts Options) (*Store, error) {
 	// cause a wipe), and the lock is held across a wipe and the reopen.
 	lock, err := pebble.LockDirectory(opts.Dir, opts.fs)
 	if err != nil {
-		return nil, fmt.Errorf("state: lock store dir %s: %w", opts.Dir, err)
+		return nil, lockError("lock store dir", opts.Dir, err)
 	}
 
 	s := &Store{
@@ -414,15 +415,54 @@ func wipe(fsys vfs.FS, dir string) error {
 	return nil
 }
 
-// Destroy removes a store's directory. It fails if the store is open (its
-// lock is held), and succeeds if the directory does not exist.
+// ErrLocked says a directory is locked: a store in it is open, or an App
+// holds it (LockDir), in this process or another one. Open, Destroy and
+// LockDir wrap it.
+var ErrLocked = errors.New("in use in this or another process (its lock is held)")
+
+// lockError wraps a failure to lock a store's directory, with ErrLocked
+// when the lock is held: by this process (pebble keeps a list of the
+// locks it holds) or by another (fcntl refuses with EAGAIN or EACCES). A
+// lock file that cannot be created (a *fs.PathError) is not that.
+func lockError(op, dir string, err error) error {
+	var pe *fs.PathError
+	held := !errors.As(err, &pe) && (errors.Is(err, syscall.EAGAIN) || errors.Is(err, syscall.EACCES) ||
+		strings.Contains(err.Error(), "lock held by current process"))
+	if held {
+		return fmt.Errorf("state: %s %s: %w: %w", op, dir, ErrLocked, err)
+	}
+	return fmt.Errorf("state: %s %s: %w", op, dir, err)
+}
+
+// dirLockFile is the lock file LockDir takes in a directory.
+const dirLockFile = ".lock"
+
+// LockDir creates dir if missing and takes a lock on it, held until the
+// returned Closer is closed or the process ends, so that two owners of
+// the directory, in one process or two, are told apart: the second gets
+// an error wrapping ErrLocked. An App locks its application's state dir
+// with it before it opens any store there.
+func LockDir(dir string) (io.Closer, error) {
+	if err := vfs.Default.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("state: create dir %s: %w", dir, err)
+	}
+	l, err := vfs.Default.Lock(vfs.Default.PathJoin(dir, dirLockFile))
+	if err != nil {
+		return nil, lockError("lock dir", dir, err)
+	}
+	return l, nil
+}
+
+// Destroy removes a store's directory. It fails with ErrLocked if the
+// store is open (its lock is held), and succeeds if the directory does
+// not exist.
 func Destroy(dir string) error {
 	if _, err := vfs.Default.Stat(dir); errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
 	lock, err := pebble.LockDirectory(dir, vfs.Default)
 	if err != nil {
-		return fmt.Errorf("state: destroy %s: %w", dir, err)
+		return lockError("destroy", dir, err)
 	}
 	// Remove the contents while holding the lock, then the directory.
 	err = wipe(vfs.Default, dir)
