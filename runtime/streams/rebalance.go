@@ -16,13 +16,17 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
-// The group protocol is eager: before every rebalance each member commits
-// and suspends all its tasks, and the new assignment arrives whole. A
-// suspended task keeps its stores open and its stream time, so a task
-// that stays resumes at once; a task that leaves becomes a standby when
-// the assignment says so, else it is closed; a task that arrives is taken
-// from a standby or warm-up replica when this instance has one, and then
-// replays only what the replica had not applied.
+// The group protocol is cooperative by default (Config.RebalanceProtocol;
+// see cooperative.go): a rebalance revokes only the tasks that move, which
+// their old owner commits and gives up, and hands them to their new owner
+// in the follow-up rebalance; the tasks that stay go on processing. Under
+// the eager protocol, before every rebalance each member commits and
+// suspends all its tasks, and the new assignment arrives whole. Either
+// way, a suspended task keeps its stores open and its stream time, so a
+// task that stays under eager resumes at once; a task that leaves becomes
+// a standby when the assignment says so, else it is closed; a task that
+// arrives is taken from a standby or warm-up replica when this instance
+// has one, and then replays only what the replica had not applied.
 
 // onAssigned takes up the tasks and replicas of a new assignment.
 func (a *App) onAssigned(ctx context.Context, cl *kgo.Client, assigned map[string][]int32) {
@@ -243,8 +247,12 @@ func (a *App) taskEvent(t *task, clean bool) TaskEvent {
 // new assignment says which stay. When the commit fails the tasks are
 // closed instead: their stores may hold writes whose inputs the next owner
 // processes again.
-func (a *App) onRevoked(ctx context.Context, cl *kgo.Client, _ map[string][]int32) {
+func (a *App) onRevoked(ctx context.Context, cl *kgo.Client, revoked map[string][]int32) {
 	a.client.Store(cl)
+	if a.cooperative() {
+		a.revokeCooperatively(ctx, revoked)
+		return
+	}
 	if a.txn != nil {
 		a.revokedExactlyOnce(false)
 		return
@@ -289,14 +297,8 @@ func (a *App) onLost(_ context.Context, _ *kgo.Client, _ map[string][]int32) {
 func (a *App) suspendTasks() {
 	a.tasksMu.Lock()
 	defer a.tasksMu.Unlock()
-	for id, t := range a.tasks {
-		if r := t.restoring; r != nil {
-			r.cancel()
-			<-r.done
-			t.restoring, t.interrupted = nil, true
-		}
-		t.queues = nil
-		a.suspended[id] = t
+	for _, t := range a.tasks {
+		a.suspend(t)
 	}
 	clear(a.tasks)
 	clear(a.byTP)

@@ -73,6 +73,10 @@ type Options struct {
 	// ProbingInterval is how long after an assignment with warm-ups the
 	// leader asks for the probing rebalance.
 	ProbingInterval time.Duration
+	// Cooperative makes the protocol cooperative (see cooperative.go):
+	// a task that moves between members is revoked in one rebalance and
+	// assigned in the next, and the tasks that stay are never revoked.
+	Cooperative bool
 
 	// Held is called when the member joins: the tasks it ran actively
 	// until now, and the changelog offset sum of every task whose state
@@ -181,14 +185,14 @@ type assignmentInfo struct {
 // ProtocolName implements kgo.GroupBalancer.
 func (*Balancer) ProtocolName() string { return ProtocolName }
 
-// IsCooperative implements kgo.GroupBalancer: the protocol is eager.
-// Every member commits and suspends its tasks before a rebalance, keeping
-// their stores open, so a task that stays put resumes at once and only
-// moved tasks pay for the move.
-func (*Balancer) IsCooperative() bool { return false }
+// IsCooperative implements kgo.GroupBalancer. Eager, every member
+// commits and suspends its tasks before a rebalance, keeping their stores
+// open, so a task that stays put resumes at once; cooperative, a member
+// gives up only the tasks that move, and keeps running the others.
+func (b *Balancer) IsCooperative() bool { return b.opts.Cooperative }
 
 // JoinGroupMetadata implements kgo.GroupBalancer.
-func (b *Balancer) JoinGroupMetadata(topics []string, _ map[string][]int32, generation int32) []byte {
+func (b *Balancer) JoinGroupMetadata(topics []string, owned map[string][]int32, generation int32) []byte {
 	b.mu.Lock()
 	b.probe = 0 // set again by Balance if this member leads this rebalance
 	b.mu.Unlock()
@@ -202,6 +206,15 @@ func (b *Balancer) JoinGroupMetadata(topics []string, _ map[string][]int32, gene
 	meta.Topics = topics
 	meta.Generation = generation
 	meta.UserData = data
+	if b.opts.Cooperative {
+		// The leader withholds a task from its new owner while another
+		// member still owns it; see cooperative.go.
+		for _, topic := range slices.Sorted(maps.Keys(owned)) {
+			op := kmsg.NewConsumerMemberMetadataOwnedPartition()
+			op.Topic, op.Partitions = topic, owned[topic]
+			meta.OwnedPartitions = append(meta.OwnedPartitions, op)
+		}
+	}
 	return meta.AppendTo(nil)
 }
 
@@ -250,7 +263,9 @@ func (b *Balancer) Balance(cb *kgo.ConsumerBalancer, partitions map[string]int32
 		MaxWarmupReplicas:     b.opts.MaxWarmupReplicas,
 	}
 	infos := make(map[string]memberInfo)
+	owned := make(map[string][]Task)
 	cb.EachMember(func(m *kmsg.JoinGroupResponseMember, meta *kmsg.ConsumerMemberMetadata) {
+		owned[m.MemberID] = b.ownedTasks(meta.OwnedPartitions)
 		var info memberInfo
 		if err := json.Unmarshal(meta.UserData, &info); err != nil || info.Version != infoVersion {
 			// A member of another Braid version: it still gets tasks,
@@ -269,6 +284,9 @@ func (b *Balancer) Balance(cb *kgo.ConsumerBalancer, partitions map[string]int32
 		for _, w := range plan.Warnings {
 			b.warn(w)
 		}
+	}
+	if b.opts.Cooperative {
+		b.withholdMoving(&plan, owned)
 	}
 	return b.syncPlan(cb, plan, infos, partitions)
 }
