@@ -194,9 +194,9 @@ func New(topo *Topology, cfg Config) (*App, error) {
 		sources:   make(map[string]*graphNode),
 		tasks:     make(map[TaskID]*task),
 		suspended: make(map[TaskID]*task), suspensions: make(map[TaskID]int),
-		onDisk:    make(map[TaskID]int64),
-		byTP:      make(map[TopicPartition]*partitionQueue),
-		taskOf:    make(map[TopicPartition]*task),
+		onDisk: make(map[TaskID]int64),
+		byTP:   make(map[TopicPartition]*partitionQueue),
+		taskOf: make(map[TopicPartition]*task),
 	}
 	if cfg.ProcessingGuarantee == ExactlyOnce {
 		a.txn = &transactions{}
