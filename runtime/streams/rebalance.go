@@ -243,8 +243,10 @@ func (a *App) taskEvent(t *task, clean bool) TaskEvent {
 		Clean: clean, FromReplica: t.replica, LastRecord: t.lastRecordAt}
 }
 
-// onRevoked commits what the tasks processed and suspends them until the
-// new assignment says which stay. When the commit fails the tasks are
+// onRevoked, under the cooperative protocol, gives up the revoked tasks
+// alone (see cooperative.go). Eager, or when the App leaves the group, it
+// commits what the tasks processed and suspends them until the new
+// assignment says which stay. When the commit fails the tasks are
 // closed instead: their stores may hold writes whose inputs the next owner
 // processes again.
 func (a *App) onRevoked(ctx context.Context, cl *kgo.Client, revoked map[string][]int32) {
