@@ -97,6 +97,12 @@ type App struct {
 	// so that tests can tell that a cooperative rebalance never stops
 	// a task that stays. Under tasksMu.
 	suspensions map[TaskID]int
+	// handedOver holds the tasks the last cooperative revocation gave up,
+	// which the follow-up join still reports as this member's (see
+	// heldState); revokedNow says the revocation came in the rebalance
+	// whose assignment is arriving. Under tasksMu.
+	handedOver map[TaskID]bool
+	revokedNow bool
 
 	// lastPurge is when committed repartition records were last deleted;
 	// commit, which holds tasksMu, reads and sets it.

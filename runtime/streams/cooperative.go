@@ -90,10 +90,12 @@ func (a *App) tasksOfPartitions(partitions map[string][]int32) map[TaskID]bool {
 	return ids
 }
 
-// suspendOnly sets the tasks in ids aside, as suspendTasks does all.
+// suspendOnly sets the tasks in ids aside, as suspendTasks does all, and
+// notes them as handed over.
 func (a *App) suspendOnly(ids map[TaskID]bool) {
 	a.tasksMu.Lock()
 	defer a.tasksMu.Unlock()
+	a.handedOver, a.revokedNow = ids, true
 	for _, id := range slices.SortedFunc(maps.Keys(ids), compareTaskIDs) {
 		t := a.tasks[id]
 		if t == nil {
@@ -123,6 +125,23 @@ func (a *App) suspend(t *task) {
 	a.suspensions[t.id]++
 }
 
+// noteAssigned forgets the tasks handed over before the rebalance whose
+// assignment arrives, unless it revoked them itself: once the follow-up
+// rebalance assigned them, this member no longer speaks for them. The
+// caller holds tasksMu.
+//
+// Until then the member reports them among its previous actives, so that
+// the leader plans the follow-up on the same view of the group as the
+// rebalance that moved them, and hands them to the member it chose then.
+// Reported as held state only, a task whose former owner is as caught up
+// as anyone could be planned back there: revoked, then assigned again.
+func (a *App) noteAssigned() {
+	if !a.revokedNow {
+		a.handedOver = nil
+	}
+	a.revokedNow = false
+}
+
 // dropBuffered drops the records the active tasks hold unprocessed, after
 // the consumer was rewound to the committed offsets with nothing to undo.
 // The caller holds tasksMu.
@@ -144,4 +163,20 @@ func (a *App) leavingGroup() bool {
 // cooperative reports whether a revocation takes only what moves.
 func (a *App) cooperative() bool {
 	return a.cfg.RebalanceProtocol == RebalanceCooperative && !a.crashing.Load() && !a.leavingGroup()
+}
+
+// stateful reports whether sub-topology sub has a logged store, which a
+// replica can follow.
+func (a *App) stateful(sub int) bool {
+	if sub < 0 || sub >= len(a.topo.subtopologies) {
+		return false
+	}
+	for _, n := range a.topo.subtopologies[sub].nodes {
+		for _, spec := range n.storeSpecs {
+			if spec.logged {
+				return true
+			}
+		}
+	}
+	return false
 }

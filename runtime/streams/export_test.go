@@ -33,3 +33,20 @@ func Suspensions(a *App) map[TaskID]int {
 	defer a.tasksMu.Unlock()
 	return maps.Clone(a.suspensions)
 }
+
+// SupervisedSuspensions returns Suspensions of the App that instance id of
+// s runs now, nil when it runs none.
+func SupervisedSuspensions(s *Supervisor, id string) map[TaskID]int {
+	s.mu.Lock()
+	var app *App
+	for _, in := range s.instances {
+		if in.id == id {
+			app = in.app
+		}
+	}
+	s.mu.Unlock()
+	if app == nil {
+		return nil
+	}
+	return Suspensions(app)
+}

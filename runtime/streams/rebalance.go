@@ -34,6 +34,7 @@ func (a *App) onAssigned(ctx context.Context, cl *kgo.Client, assigned map[strin
 	plan := a.balancer.Last()
 	now := time.Now()
 	a.tasksMu.Lock()
+	a.noteAssigned()
 	arrived, resumed := a.takeActives(assigned, now)
 	left := a.leaveSuspended(plan)
 	a.standby.queue(a.placeReplicas(plan, left))
@@ -156,15 +157,30 @@ func (a *App) placeReplicas(plan assign.Assignment, left []*task) []*standbyTask
 	for _, t := range plan.Warmup {
 		want[TaskID{t.Subtopology, t.Partition}] = true
 	}
+	pending := make(map[TaskID]bool)
+	for _, t := range plan.Pending {
+		pending[TaskID{t.Subtopology, t.Partition}] = true
+	}
 	for _, id := range a.standby.ids() {
 		if warmup, ok := want[id]; ok && a.tasks[id] == nil {
 			a.standby.setWarmup(id, warmup)
 			delete(want, id)
 			continue
 		}
+		if pending[id] && a.tasks[id] == nil {
+			delete(pending, id) // follows on in its role until it is promoted
+			continue
+		}
 		if sb := a.standby.release(id, "moved"); sb != nil && sb.stores != nil {
 			a.onDisk[id] = offsetSum(sb.stores)
 			closeTaskStores(sb.stores)
+		}
+	}
+	for id := range pending {
+		// A cooperative rebalance withheld it until its owner gives it
+		// up: warmed up meanwhile, it restores less when it arrives.
+		if _, planned := want[id]; !planned && a.stateful(id.Subtopology) {
+			want[id] = true
 		}
 	}
 	leaving := make(map[TaskID]*task)
@@ -417,6 +433,11 @@ func (a *App) heldState() (active []assign.Task, offsets map[assign.Task]int64) 
 			if t.hasChangelogs() {
 				held[id] = offsetSum(t.storeList)
 			}
+		}
+	}
+	for id := range a.handedOver {
+		if a.tasks[id] == nil && a.suspended[id] == nil {
+			active = append(active, assign.Task{Subtopology: id.Subtopology, Partition: id.Partition})
 		}
 	}
 	a.tasksMu.Unlock()

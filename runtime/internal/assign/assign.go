@@ -122,6 +122,10 @@ func New(opts Options) *Balancer {
 // Assignment is what one member received in the last rebalance.
 type Assignment struct {
 	Active, Standby, Warmup []Task
+	// Pending are the tasks planned active here that a cooperative
+	// rebalance withholds until their owner gave them up (see
+	// cooperative.go); they arrive in the follow-up rebalance.
+	Pending []Task
 	// ProbeAfter, when positive, asks this member (the leader) to trigger
 	// a probing rebalance after that long.
 	ProbeAfter time.Duration
@@ -179,6 +183,7 @@ type assignmentInfo struct {
 	Active  []Task             `json:"active,omitempty"`
 	Standby []Task             `json:"standby,omitempty"`
 	Warmup  []Task             `json:"warmup,omitempty"`
+	Pending []Task             `json:"pending,omitempty"`
 	Group   []MemberAssignment `json:"group,omitempty"`
 }
 
@@ -239,7 +244,7 @@ func (b *Balancer) ParseSyncAssignment(assignment []byte) (map[string][]int32, e
 		return nil, fmt.Errorf("reading assignment: user data version %d, want %d", info.Version, infoVersion)
 	}
 	b.mu.Lock()
-	b.last = Assignment{Active: info.Active, Standby: info.Standby, Warmup: info.Warmup, ProbeAfter: b.probe, Group: info.Group}
+	b.last = Assignment{Active: info.Active, Standby: info.Standby, Warmup: info.Warmup, Pending: info.Pending, ProbeAfter: b.probe, Group: info.Group}
 	b.mu.Unlock()
 	return parts, nil
 }
@@ -277,6 +282,9 @@ func (b *Balancer) Balance(cb *kgo.ConsumerBalancer, partitions map[string]int32
 		in.Members = append(in.Members, PlanMember{ID: m.MemberID, PrevActive: info.Active, Offsets: info.Offsets, Tags: info.Tags})
 	})
 	in.Ends = b.ends(in.Tasks, in.Members)
+	if b.opts.Cooperative {
+		runningCaughtUp(in.Members, owned, in.Ends)
+	}
 	plan := MakePlan(in)
 	// A lone member cannot hold standbys: nothing to warn about while the
 	// first instance of a group waits for the others.
@@ -285,10 +293,11 @@ func (b *Balancer) Balance(cb *kgo.ConsumerBalancer, partitions map[string]int32
 			b.warn(w)
 		}
 	}
+	var pending map[string][]Task
 	if b.opts.Cooperative {
-		b.withholdMoving(&plan, owned)
+		pending = withholdMoving(&plan, owned)
 	}
-	return b.syncPlan(cb, plan, infos, partitions)
+	return b.syncPlan(cb, plan, pending, infos, partitions)
 }
 
 // tasks lists the topology's tasks for the source partition counts: a
@@ -355,7 +364,7 @@ func (b *Balancer) warn(msg string) {
 
 // syncPlan turns the plan into each member's assignment: its active
 // tasks' partitions, and the plan itself in the user data.
-func (b *Balancer) syncPlan(cb *kgo.ConsumerBalancer, plan Plan, infos map[string]memberInfo, partitions map[string]int32) kgo.IntoSyncAssignment {
+func (b *Balancer) syncPlan(cb *kgo.ConsumerBalancer, plan Plan, pending map[string][]Task, infos map[string]memberInfo, partitions map[string]int32) kgo.IntoSyncAssignment {
 	var group []MemberAssignment
 	for _, id := range slices.Sorted(maps.Keys(plan.Members)) {
 		mp, info := plan.Members[id], infos[id]
@@ -392,7 +401,8 @@ func (b *Balancer) syncPlan(cb *kgo.ConsumerBalancer, plan Plan, infos map[strin
 				a.Topics = append(a.Topics, kmsg.ConsumerMemberAssignmentTopic{Topic: topic, Partitions: ps})
 			}
 		}
-		info := assignmentInfo{Version: infoVersion, Active: mp.Active, Standby: mp.Standby, Warmup: mp.Warmup, Group: group}
+		info := assignmentInfo{Version: infoVersion, Active: mp.Active, Standby: mp.Standby, Warmup: mp.Warmup,
+			Pending: pending[m.MemberID], Group: group}
 		a.UserData, _ = json.Marshal(info)
 		out[m.MemberID] = a.AppendTo(nil)
 	}
