@@ -335,6 +335,7 @@ func (a *App) dropTasks(clean bool) {
 	clear(a.suspended)
 	clear(a.byTP)
 	clear(a.taskOf)
+	a.handedOver, a.revokedNow = nil, false // it speaks for no task now
 	crashed := a.crashing.Load()
 	if !crashed {
 		// A crash leaves the last snapshot, which says what the
