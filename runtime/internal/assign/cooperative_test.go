@@ -60,5 +60,8 @@ func TestCooperativeWithholdsMovingTasks(t *testing.T) {
 		if !slices.Equal(second[id].Active, eager[id].Active) {
 			t.Errorf("follow-up: %s runs %v, want the eager plan's %v", id, second[id].Active, eager[id].Active)
 		}
+		if len(second[id].Pending) != 0 {
+			t.Errorf("follow-up: %s still has pending tasks %v", id, second[id].Pending)
+		}
 	}
 }
