@@ -459,9 +459,14 @@ func TestGracefulStopFailsOverFast(t *testing.T) {
 }
 
 // TestRestartedInstanceWarmsUpThenTakesTasksBack restarts a crashed
-// instance whose state fell behind: it gets warm-up replicas, not actives,
-// so no task waits for its restore; the probing rebalance then moves
-// actives to it once the warm-ups caught up, and they arrive from them.
+// instance whose state fell behind: it gets replicas, not actives, so no
+// task waits for its restore; the probing rebalance then moves actives to
+// it once those replicas caught up, and they arrive from them. A replica
+// is a warm-up, or a standby where the balanced plan wants the active:
+// the assignor places no warm-up beside a standby, which catches up the
+// same way (assign.placeWarmups), so which of the two the restarted
+// instance gets depends on where standbys landed; the warm-up rules
+// themselves are pinned by the assignor's table tests.
 //
 // Both conditions are made by events, not by timing: the victim is
 // restarted only once every changelog partition has grown past the
@@ -515,32 +520,26 @@ func TestRestartedInstanceWarmsUpThenTakesTasksBack(t *testing.T) {
 	})
 	_, replicas := g.events.on(victim)
 	replicas = replicas[len(replicasBefore):]
-	warmups := map[streams.TaskID]bool{}
+	started := map[streams.TaskID]string{} // task -> "warm-up" or "standby"
 	for _, ev := range replicas {
+		started[ev.Task] = "standby"
 		if ev.Warmup {
-			warmups[ev.Task] = true
+			started[ev.Task] = "warm-up"
 		}
 	}
-	t.Logf("%s after the restart: %d replica starts (warm-ups of %v), task assignments %+v", victim, len(replicas), warmups, assigned)
-	if len(warmups) == 0 {
-		t.Error("the restarted instance got no warm-up replica")
-	}
-	fromWarmup := 0
+	t.Logf("%s after the restart: %d replica starts (%v), task assignments %+v", victim, len(replicas), started, assigned)
 	for _, ev := range assigned {
-		switch ev.FromReplica {
-		case "warm-up":
-			fromWarmup++
-			if !warmups[ev.Task] {
-				t.Errorf("task %s arrived from a warm-up the restarted instance never started", ev.Task)
-			}
-		case "":
+		switch {
+		case ev.FromReplica == "":
 			// Behind on every task by more than the acceptable lag, the
 			// victim must not get an active it would have to restore.
 			t.Errorf("task %s was assigned to the restarted instance with no replica there: it had to wait for a restore", ev.Task)
+		case started[ev.Task] == "":
+			t.Errorf("task %s arrived from a %s the restarted instance never started after its restart", ev.Task, ev.FromReplica)
 		}
 	}
-	if fromWarmup == 0 {
-		t.Errorf("no task arrived on the restarted instance from a warm-up; assignments: %+v", assigned)
+	if len(assigned) == 0 {
+		t.Errorf("no task arrived on the restarted instance")
 	}
 	waitFor(t, 30*time.Second, "every task active once with one standby", func() bool { return g.settled(1) })
 	g.checkNoLoss()

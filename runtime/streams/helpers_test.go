@@ -63,14 +63,21 @@ func produce(t testing.TB, b *broker.Broker, recs ...*kgo.Record) {
 // consumeN reads n records from topic, failing after timeout.
 func consumeN(t testing.TB, b *broker.Broker, topic string, n int, timeout time.Duration) []*kgo.Record {
 	t.Helper()
+	return consumeUntil(t, b, topic, fmt.Sprintf("%d records", n), timeout, func(out []*kgo.Record) bool { return len(out) >= n })
+}
+
+// consumeUntil reads topic from the start until done holds for everything
+// read so far, failing the test with what was awaited after timeout.
+func consumeUntil(t testing.TB, b *broker.Broker, topic, what string, timeout time.Duration, done func([]*kgo.Record) bool) []*kgo.Record {
+	t.Helper()
 	cl := newClient(t, b, kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	var out []*kgo.Record
-	for len(out) < n {
+	for !done(out) {
 		fs := cl.PollFetches(ctx)
 		if ctx.Err() != nil {
-			t.Fatalf("consuming %s: got %d records of %d before the timeout", topic, len(out), n)
+			t.Fatalf("consuming %s: %d records read, not yet %s, before the timeout", topic, len(out), what)
 		}
 		fs.EachError(func(topic string, p int32, err error) { t.Fatalf("consuming %s/%d: %v", topic, p, err) })
 		out = append(out, fs.Records()...)
