@@ -96,6 +96,16 @@ type App struct {
 	suspended map[TaskID]*task
 	onDisk    map[TaskID]int64
 	probe     *time.Timer
+	// suspensions counts, per task, the rebalances that set it aside,
+	// so that tests can tell that a cooperative rebalance never stops
+	// a task that stays. Under tasksMu.
+	suspensions map[TaskID]int
+	// handedOver holds the tasks the last cooperative revocation gave up,
+	// which the follow-up join still reports as this member's (see
+	// heldState); revokedNow says the revocation came in the rebalance
+	// whose assignment is arriving. Under tasksMu.
+	handedOver map[TaskID]bool
+	revokedNow bool
 
 	// lastPurge is when committed repartition records were last deleted;
 	// commit, which holds tasksMu, reads and sets it.
@@ -198,10 +208,10 @@ func New(topo *Topology, cfg Config) (*App, error) {
 		hooks:     newHookSet(cfg.Hooks),
 		sources:   make(map[string]*graphNode),
 		tasks:     make(map[TaskID]*task),
-		suspended: make(map[TaskID]*task),
-		onDisk:    make(map[TaskID]int64),
-		byTP:      make(map[TopicPartition]*partitionQueue),
-		taskOf:    make(map[TopicPartition]*task),
+		suspended: make(map[TaskID]*task), suspensions: make(map[TaskID]int),
+		onDisk: make(map[TaskID]int64),
+		byTP:   make(map[TopicPartition]*partitionQueue),
+		taskOf: make(map[TopicPartition]*task),
 	}
 	if cfg.ProcessingGuarantee == ExactlyOnce {
 		a.txn = &transactions{}

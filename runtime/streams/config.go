@@ -30,6 +30,33 @@ const (
 	ExactlyOnce
 )
 
+// RebalanceProtocol is how the group hands tasks over in a rebalance.
+type RebalanceProtocol int
+
+const (
+	// RebalanceCooperative moves only the tasks that change owner, in two
+	// rebalances: the first revokes them from their old owners, which
+	// commit them alone and give them up, and the second, which the old
+	// owners ask for at once, assigns them to their new ones. Tasks that
+	// stay are never suspended: they keep processing, their stream time
+	// and their record caches through the rebalance. See rebalance.go.
+	RebalanceCooperative RebalanceProtocol = iota
+	// RebalanceEager commits and suspends every task of every member
+	// before each rebalance, and hands out the new assignment whole: one
+	// rebalance instead of two, but the whole group stops for it.
+	RebalanceEager
+)
+
+func (p RebalanceProtocol) String() string {
+	switch p {
+	case RebalanceCooperative:
+		return "cooperative"
+	case RebalanceEager:
+		return "eager"
+	}
+	return fmt.Sprintf("RebalanceProtocol(%d)", int(p))
+}
+
 func (g Guarantee) String() string {
 	switch g {
 	case AtLeastOnce:
@@ -176,6 +203,13 @@ type Config struct {
 	// StateCleanupDisabled (-1) keeps every directory. See cleanup.go.
 	StateCleanupDelay time.Duration
 
+	// RebalanceProtocol defaults to RebalanceCooperative. Every instance
+	// of an application must use the same one: a cooperative leader
+	// withholds a moving task until its eager owner has revoked it, but
+	// an eager leader hands a task out at once, and a cooperative owner
+	// would run it until it learns of the move.
+	RebalanceProtocol RebalanceProtocol
+
 	// ApplicationServer is the host:port where this instance answers
 	// interactive queries; every member learns the others' in the group
 	// metadata. Optional.
@@ -320,6 +354,9 @@ func (c Config) Validate() error {
 		}
 	default:
 		bad("ProcessingGuarantee", "unknown value %d", int(c.ProcessingGuarantee))
+	}
+	if c.RebalanceProtocol != RebalanceCooperative && c.RebalanceProtocol != RebalanceEager {
+		bad("RebalanceProtocol", "unknown value %d", int(c.RebalanceProtocol))
 	}
 	for _, h := range []struct {
 		field string

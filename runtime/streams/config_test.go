@@ -101,6 +101,11 @@ func TestConfigValidate(t *testing.T) {
 			want:   []string{"ProcessingGuarantee: unknown value 7"},
 		},
 		{
+			name:   "unknown rebalance protocol",
+			modify: func(c *streams.Config) { c.RebalanceProtocol = 3 },
+			want:   []string{"RebalanceProtocol: unknown value 3"},
+		},
+		{
 			name: "unknown error handling",
 			modify: func(c *streams.Config) {
 				c.DeserializationErrors = 5

@@ -59,13 +59,17 @@
 // Config.RackTags say so), and places warm-up replicas where an active
 // should move, moving it in a probing rebalance once the warm-up caught
 // up. A standby applies its task's changelogs as they are written, so a
-// failover replays only what the standby had not applied yet. A rebalance
-// suspends tasks rather than closing them: a task that stays keeps its
-// open stores, and one that leaves becomes a standby when the plan says
-// so. The state directory of a task that left for good (neither active
-// nor a replica here) is deleted once it has not been owned here for
-// Config.StateCleanupDelay (10 minutes, as Kafka Streams'
-// state.cleanup.delay.ms); Stats.StateDirsCleaned counts them.
+// failover replays only what the standby had not applied yet. Rebalances
+// are cooperative by default (Config.RebalanceProtocol): only the tasks
+// that move between instances stop, revoked in one rebalance and assigned
+// in a follow-up one, and the tasks that stay go on processing. Under the
+// eager protocol a rebalance suspends every task rather than closing it: a
+// task that stays keeps its open stores. Either way a task that leaves
+// becomes a standby when the plan says so. The state directory of a task
+// that left for good (neither active nor a replica here) is deleted once
+// it has not been owned here for Config.StateCleanupDelay (10 minutes, as
+// Kafka Streams' state.cleanup.delay.ms); Stats.StateDirsCleaned counts
+// them.
 //
 // Each App with stores locks <StateDir>/<ApplicationID>: a second instance
 // given the same StateDir stops with a *StateDirInUseError. Two instances with the

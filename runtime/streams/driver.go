@@ -242,7 +242,7 @@ func (d *TestDriver) Commit() error {
 			return err
 		}
 	}
-	a.markStreamTimes()
+	a.markStreamTimes(nil)
 	for _, t := range d.tasks() {
 		for _, st := range t.storeList {
 			if err := st.commit(t.streamTime); err != nil {

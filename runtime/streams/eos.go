@@ -164,7 +164,7 @@ func (a *App) commitTransaction(ctx context.Context) error {
 	defer cancel()
 	a.tasksMu.Lock()
 	defer a.tasksMu.Unlock()
-	offsets, queues := a.processedOffsets()
+	offsets, queues := a.processedOffsets(nil)
 	if !a.txn.dirty.Load() && len(queues) == 0 {
 		return nil
 	}
@@ -175,7 +175,7 @@ func (a *App) commitTransaction(ctx context.Context) error {
 			}
 		}
 	}
-	a.markStreamTimes()
+	a.markStreamTimes(nil)
 	start := time.Now()
 	if err := a.kc().Flush(ctx); err != nil {
 		a.txn.failed = brokerErr("flushing the transaction's records", err)
@@ -203,7 +203,7 @@ func (a *App) commitTransaction(ctx context.Context) error {
 	if err := a.reachCrashPoint(crashAfterCommit); err != nil {
 		return err
 	}
-	if err := a.applyStores(func() error { return a.reachCrashPoint(crashDuringApply) }); err != nil {
+	if err := a.applyStores(nil, func() error { return a.reachCrashPoint(crashDuringApply) }); err != nil {
 		return err
 	}
 	a.committed(ctx, queues, start)
@@ -266,6 +266,11 @@ func (a *App) abortTransaction(ctx context.Context) error {
 	a.txn.mustAbort.Store(false)
 	if a.txn.dirty.Swap(false) {
 		a.rollBackTasks()
+	} else {
+		// Nothing to undo, but the session rewound the consumer to the
+		// committed offsets: the records a task that stayed through a
+		// cooperative revocation holds unprocessed come again.
+		a.dropBuffered()
 	}
 	if err != nil {
 		a.txn.failed = brokerErr("aborting transaction", err)

@@ -1,5 +1,7 @@
 package streams
 
+import "maps"
+
 // Crash points of an exactly-once commit, for tests.
 const (
 	CrashBeforeCommit = crashBeforeCommit
@@ -23,4 +25,28 @@ func StoreBlockCaches(a *App, store string) map[TaskID]int64 {
 		}
 	}
 	return out
+}
+
+// Suspensions returns, per task, how many rebalances set it aside on a.
+func Suspensions(a *App) map[TaskID]int {
+	a.tasksMu.Lock()
+	defer a.tasksMu.Unlock()
+	return maps.Clone(a.suspensions)
+}
+
+// SupervisedSuspensions returns Suspensions of the App that instance id of
+// s runs now, nil when it runs none.
+func SupervisedSuspensions(s *Supervisor, id string) map[TaskID]int {
+	s.mu.Lock()
+	var app *App
+	for _, in := range s.instances {
+		if in.id == id {
+			app = in.app
+		}
+	}
+	s.mu.Unlock()
+	if app == nil {
+		return nil
+	}
+	return Suspensions(app)
 }

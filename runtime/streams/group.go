@@ -90,6 +90,7 @@ func (a *App) newBalancer() *assign.Balancer {
 		Tags:                  a.cfg.RackTags,
 		StandbyReplicas:       a.cfg.StandbyReplicas,
 		AcceptableRecoveryLag: a.cfg.AcceptableRecoveryLag,
+		Cooperative:           a.cfg.RebalanceProtocol == RebalanceCooperative,
 		MaxWarmupReplicas:     a.cfg.MaxWarmupReplicas,
 		ProbingInterval:       a.cfg.ProbingRebalanceInterval,
 		Held:                  a.heldState,
@@ -140,13 +141,24 @@ func (a *App) commit(ctx context.Context) error {
 	if a.txn != nil {
 		return a.commitTransaction(ctx)
 	}
+	return a.commitTasks(ctx, nil)
+}
+
+// commitTasks is the at-least-once commit of the tasks in only, or of
+// every task when only is nil: a cooperative revocation commits the
+// revoked tasks alone, so that the others commit when their interval is
+// due, as if no rebalance happened.
+func (a *App) commitTasks(ctx context.Context, only map[TaskID]bool) error {
 	ctx, cancel := context.WithTimeout(ctx, a.brokerTimeout())
 	defer cancel()
 	a.tasksMu.Lock()
 	defer a.tasksMu.Unlock()
-	offsets, queues := a.processedOffsets()
+	offsets, queues := a.processedOffsets(only)
 	stateful := false
 	for _, t := range a.tasks {
+		if only != nil && !only[t.id] {
+			continue
+		}
 		if t.restoring == nil && len(t.storeList) > 0 {
 			stateful = true
 			if err := t.flushStores(); err != nil {
@@ -164,7 +176,7 @@ func (a *App) commit(ctx context.Context) error {
 	if err := a.producedError(); err != nil {
 		return err
 	}
-	if a.markStreamTimes() {
+	if a.markStreamTimes(only) {
 		if err := a.kc().Flush(ctx); err != nil {
 			return brokerErr("flushing stream-time markers", err)
 		}
@@ -175,7 +187,7 @@ func (a *App) commit(ctx context.Context) error {
 	// Every changelog record is acknowledged now: the stores may apply
 	// their pending writes with the checkpoint that says so, and only
 	// then are the input offsets committed.
-	if err := a.applyStores(nil); err != nil {
+	if err := a.applyStores(only, nil); err != nil {
 		return err
 	}
 	if len(queues) == 0 {
@@ -215,12 +227,12 @@ func (a *App) listChangelogEnds(ctx context.Context, adm *kadm.Client, topics ..
 	return adm.ListEndOffsets(ctx, topics...)
 }
 
-// applyStores lets every store of the tasks that run apply its pending
-// writes with its checkpoint; afterFirst, when set, runs once the first
-// store applied. The caller holds tasksMu.
-func (a *App) applyStores(afterFirst func() error) error {
+// applyStores lets every store of the tasks that run (those in only, when
+// not nil) apply its pending writes with its checkpoint; afterFirst, when
+// set, runs once the first store applied. The caller holds tasksMu.
+func (a *App) applyStores(only map[TaskID]bool, afterFirst func() error) error {
 	for _, t := range a.tasks {
-		if t.restoring != nil {
+		if t.restoring != nil || (only != nil && !only[t.id]) {
 			continue
 		}
 		for _, st := range t.storeList {
@@ -240,11 +252,15 @@ func (a *App) applyStores(afterFirst func() error) error {
 
 // processedOffsets returns the offsets to commit: of each input partition
 // processed since the last commit, the offset after its last processed
-// record. The caller holds tasksMu.
-func (a *App) processedOffsets() (map[string]map[int32]kgo.EpochOffset, []*partitionQueue) {
+// record; only those of the tasks in only when it is not nil. The caller
+// holds tasksMu.
+func (a *App) processedOffsets(only map[TaskID]bool) (map[string]map[int32]kgo.EpochOffset, []*partitionQueue) {
 	offsets := make(map[string]map[int32]kgo.EpochOffset)
 	var queues []*partitionQueue
-	for _, q := range a.byTP {
+	for tp, q := range a.byTP {
+		if only != nil && !only[a.taskOf[tp].id] {
+			continue
+		}
 		if q.next.Offset > q.committed {
 			if offsets[q.tp.Topic] == nil {
 				offsets[q.tp.Topic] = make(map[int32]kgo.EpochOffset)
@@ -277,11 +293,11 @@ func (a *App) committed(ctx context.Context, queues []*partitionQueue, start tim
 // markStreamTimes writes the stream time of every task with windowed
 // stores to their changelogs, after the flush that acknowledged the
 // results emitted up to it (see taskStore.markStreamTime), and reports
-// whether it wrote any.
-func (a *App) markStreamTimes() bool {
+// whether it wrote any; only for the tasks in only when it is not nil.
+func (a *App) markStreamTimes(only map[TaskID]bool) bool {
 	wrote := false
 	for _, t := range a.tasks {
-		if t.restoring != nil {
+		if t.restoring != nil || (only != nil && !only[t.id]) {
 			continue
 		}
 		for _, st := range t.windowed {

@@ -16,13 +16,17 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
-// The group protocol is eager: before every rebalance each member commits
-// and suspends all its tasks, and the new assignment arrives whole. A
-// suspended task keeps its stores open and its stream time, so a task
-// that stays resumes at once; a task that leaves becomes a standby when
-// the assignment says so, else it is closed; a task that arrives is taken
-// from a standby or warm-up replica when this instance has one, and then
-// replays only what the replica had not applied.
+// The group protocol is cooperative by default (Config.RebalanceProtocol;
+// see cooperative.go): a rebalance revokes only the tasks that move, which
+// their old owner commits and gives up, and hands them to their new owner
+// in the follow-up rebalance; the tasks that stay go on processing. Under
+// the eager protocol, before every rebalance each member commits and
+// suspends all its tasks, and the new assignment arrives whole. Either
+// way, a suspended task keeps its stores open and its stream time, so a
+// task that stays under eager resumes at once; a task that leaves becomes
+// a standby when the assignment says so, else it is closed; a task that
+// arrives is taken from a standby or warm-up replica when this instance
+// has one, and then replays only what the replica had not applied.
 
 // onAssigned takes up the tasks and replicas of a new assignment.
 func (a *App) onAssigned(ctx context.Context, cl *kgo.Client, assigned map[string][]int32) {
@@ -30,6 +34,7 @@ func (a *App) onAssigned(ctx context.Context, cl *kgo.Client, assigned map[strin
 	plan := a.balancer.Last()
 	now := time.Now()
 	a.tasksMu.Lock()
+	a.noteAssigned()
 	arrived, resumed := a.takeActives(assigned, now)
 	left := a.leaveSuspended(plan)
 	a.standby.queue(a.placeReplicas(plan, left))
@@ -153,10 +158,18 @@ func (a *App) placeReplicas(plan assign.Assignment, left []*task) []*standbyTask
 	for _, t := range plan.Warmup {
 		want[TaskID{t.Subtopology, t.Partition}] = true
 	}
+	pending := make(map[TaskID]bool)
+	for _, t := range plan.Pending {
+		pending[TaskID{t.Subtopology, t.Partition}] = true
+	}
 	for _, id := range a.standby.ids() {
 		if warmup, ok := want[id]; ok && a.tasks[id] == nil {
 			a.standby.setWarmup(id, warmup)
 			delete(want, id)
+			continue
+		}
+		if pending[id] && a.tasks[id] == nil {
+			delete(pending, id) // follows on in its role until it is promoted
 			continue
 		}
 		if sb := a.standby.release(id, "moved"); sb != nil && sb.stores != nil {
@@ -164,6 +177,13 @@ func (a *App) placeReplicas(plan assign.Assignment, left []*task) []*standbyTask
 			closeTaskStores(sb.stores)
 		}
 		a.released(id, time.Now())
+	}
+	for id := range pending {
+		// A cooperative rebalance withheld it until its owner gives it
+		// up: warmed up meanwhile, it restores less when it arrives.
+		if _, planned := want[id]; !planned && a.stateful(id.Subtopology) {
+			want[id] = true
+		}
 	}
 	leaving := make(map[TaskID]*task)
 	for _, t := range left {
@@ -241,12 +261,18 @@ func (a *App) taskEvent(t *task, clean bool) TaskEvent {
 		Clean: clean, FromReplica: t.replica, LastRecord: t.lastRecordAt}
 }
 
-// onRevoked commits what the tasks processed and suspends them until the
-// new assignment says which stay. When the commit fails the tasks are
+// onRevoked, under the cooperative protocol, gives up the revoked tasks
+// alone (see cooperative.go). Eager, or when the App leaves the group, it
+// commits what the tasks processed and suspends them until the new
+// assignment says which stay. When the commit fails the tasks are
 // closed instead: their stores may hold writes whose inputs the next owner
 // processes again.
-func (a *App) onRevoked(ctx context.Context, cl *kgo.Client, _ map[string][]int32) {
+func (a *App) onRevoked(ctx context.Context, cl *kgo.Client, revoked map[string][]int32) {
 	a.client.Store(cl)
+	if a.cooperative() {
+		a.revokeCooperatively(ctx, revoked)
+		return
+	}
 	if a.txn != nil {
 		a.revokedExactlyOnce(false)
 		return
@@ -291,14 +317,8 @@ func (a *App) onLost(_ context.Context, _ *kgo.Client, _ map[string][]int32) {
 func (a *App) suspendTasks() {
 	a.tasksMu.Lock()
 	defer a.tasksMu.Unlock()
-	for id, t := range a.tasks {
-		if r := t.restoring; r != nil {
-			r.cancel()
-			<-r.done
-			t.restoring, t.interrupted = nil, true
-		}
-		t.queues = nil
-		a.suspended[id] = t
+	for _, t := range a.tasks {
+		a.suspend(t)
 	}
 	clear(a.tasks)
 	clear(a.byTP)
@@ -317,6 +337,7 @@ func (a *App) dropTasks(clean bool) {
 	clear(a.suspended)
 	clear(a.byTP)
 	clear(a.taskOf)
+	a.handedOver, a.revokedNow = nil, false // it speaks for no task now
 	crashed := a.crashing.Load()
 	if !crashed {
 		// A crash leaves the last snapshot, which says what the
@@ -415,6 +436,11 @@ func (a *App) heldState() (active []assign.Task, offsets map[assign.Task]int64) 
 			if t.hasChangelogs() {
 				held[id] = offsetSum(t.storeList)
 			}
+		}
+	}
+	for id := range a.handedOver {
+		if a.tasks[id] == nil && a.suspended[id] == nil {
+			active = append(active, assign.Task{Subtopology: id.Subtopology, Partition: id.Partition})
 		}
 	}
 	a.tasksMu.Unlock()

@@ -73,6 +73,10 @@ type Options struct {
 	// ProbingInterval is how long after an assignment with warm-ups the
 	// leader asks for the probing rebalance.
 	ProbingInterval time.Duration
+	// Cooperative makes the protocol cooperative (see cooperative.go):
+	// a task that moves between members is revoked in one rebalance and
+	// assigned in the next, and the tasks that stay are never revoked.
+	Cooperative bool
 
 	// Held is called when the member joins: the tasks it ran actively
 	// until now, and the changelog offset sum of every task whose state
@@ -118,6 +122,10 @@ func New(opts Options) *Balancer {
 // Assignment is what one member received in the last rebalance.
 type Assignment struct {
 	Active, Standby, Warmup []Task
+	// Pending are the tasks planned active here that a cooperative
+	// rebalance withholds until their owner gave them up (see
+	// cooperative.go); they arrive in the follow-up rebalance.
+	Pending []Task
 	// ProbeAfter, when positive, asks this member (the leader) to trigger
 	// a probing rebalance after that long.
 	ProbeAfter time.Duration
@@ -175,20 +183,21 @@ type assignmentInfo struct {
 	Active  []Task             `json:"active,omitempty"`
 	Standby []Task             `json:"standby,omitempty"`
 	Warmup  []Task             `json:"warmup,omitempty"`
+	Pending []Task             `json:"pending,omitempty"`
 	Group   []MemberAssignment `json:"group,omitempty"`
 }
 
 // ProtocolName implements kgo.GroupBalancer.
 func (*Balancer) ProtocolName() string { return ProtocolName }
 
-// IsCooperative implements kgo.GroupBalancer: the protocol is eager.
-// Every member commits and suspends its tasks before a rebalance, keeping
-// their stores open, so a task that stays put resumes at once and only
-// moved tasks pay for the move.
-func (*Balancer) IsCooperative() bool { return false }
+// IsCooperative implements kgo.GroupBalancer. Eager, every member
+// commits and suspends its tasks before a rebalance, keeping their stores
+// open, so a task that stays put resumes at once; cooperative, a member
+// gives up only the tasks that move, and keeps running the others.
+func (b *Balancer) IsCooperative() bool { return b.opts.Cooperative }
 
 // JoinGroupMetadata implements kgo.GroupBalancer.
-func (b *Balancer) JoinGroupMetadata(topics []string, _ map[string][]int32, generation int32) []byte {
+func (b *Balancer) JoinGroupMetadata(topics []string, owned map[string][]int32, generation int32) []byte {
 	b.mu.Lock()
 	b.probe = 0 // set again by Balance if this member leads this rebalance
 	b.mu.Unlock()
@@ -202,6 +211,15 @@ func (b *Balancer) JoinGroupMetadata(topics []string, _ map[string][]int32, gene
 	meta.Topics = topics
 	meta.Generation = generation
 	meta.UserData = data
+	if b.opts.Cooperative {
+		// The leader withholds a task from its new owner while another
+		// member still owns it; see cooperative.go.
+		for _, topic := range slices.Sorted(maps.Keys(owned)) {
+			op := kmsg.NewConsumerMemberMetadataOwnedPartition()
+			op.Topic, op.Partitions = topic, owned[topic]
+			meta.OwnedPartitions = append(meta.OwnedPartitions, op)
+		}
+	}
 	return meta.AppendTo(nil)
 }
 
@@ -226,7 +244,7 @@ func (b *Balancer) ParseSyncAssignment(assignment []byte) (map[string][]int32, e
 		return nil, fmt.Errorf("reading assignment: user data version %d, want %d", info.Version, infoVersion)
 	}
 	b.mu.Lock()
-	b.last = Assignment{Active: info.Active, Standby: info.Standby, Warmup: info.Warmup, ProbeAfter: b.probe, Group: info.Group}
+	b.last = Assignment{Active: info.Active, Standby: info.Standby, Warmup: info.Warmup, Pending: info.Pending, ProbeAfter: b.probe, Group: info.Group}
 	b.mu.Unlock()
 	return parts, nil
 }
@@ -250,7 +268,9 @@ func (b *Balancer) Balance(cb *kgo.ConsumerBalancer, partitions map[string]int32
 		MaxWarmupReplicas:     b.opts.MaxWarmupReplicas,
 	}
 	infos := make(map[string]memberInfo)
+	owned := make(map[string][]Task)
 	cb.EachMember(func(m *kmsg.JoinGroupResponseMember, meta *kmsg.ConsumerMemberMetadata) {
+		owned[m.MemberID] = b.ownedTasks(meta.OwnedPartitions)
 		var info memberInfo
 		if err := json.Unmarshal(meta.UserData, &info); err != nil || info.Version != infoVersion {
 			// A member of another Braid version: it still gets tasks,
@@ -262,6 +282,9 @@ func (b *Balancer) Balance(cb *kgo.ConsumerBalancer, partitions map[string]int32
 		in.Members = append(in.Members, PlanMember{ID: m.MemberID, PrevActive: info.Active, Offsets: info.Offsets, Tags: info.Tags})
 	})
 	in.Ends = b.ends(in.Tasks, in.Members)
+	if b.opts.Cooperative {
+		runningCaughtUp(in.Members, owned, in.Ends)
+	}
 	plan := MakePlan(in)
 	// A lone member cannot hold standbys: nothing to warn about while the
 	// first instance of a group waits for the others.
@@ -270,7 +293,11 @@ func (b *Balancer) Balance(cb *kgo.ConsumerBalancer, partitions map[string]int32
 			b.warn(w)
 		}
 	}
-	return b.syncPlan(cb, plan, infos, partitions)
+	var pending map[string][]Task
+	if b.opts.Cooperative {
+		pending = withholdMoving(&plan, owned)
+	}
+	return b.syncPlan(cb, plan, pending, infos, partitions)
 }
 
 // tasks lists the topology's tasks for the source partition counts: a
@@ -337,7 +364,7 @@ func (b *Balancer) warn(msg string) {
 
 // syncPlan turns the plan into each member's assignment: its active
 // tasks' partitions, and the plan itself in the user data.
-func (b *Balancer) syncPlan(cb *kgo.ConsumerBalancer, plan Plan, infos map[string]memberInfo, partitions map[string]int32) kgo.IntoSyncAssignment {
+func (b *Balancer) syncPlan(cb *kgo.ConsumerBalancer, plan Plan, pending map[string][]Task, infos map[string]memberInfo, partitions map[string]int32) kgo.IntoSyncAssignment {
 	var group []MemberAssignment
 	for _, id := range slices.Sorted(maps.Keys(plan.Members)) {
 		mp, info := plan.Members[id], infos[id]
@@ -374,7 +401,8 @@ func (b *Balancer) syncPlan(cb *kgo.ConsumerBalancer, plan Plan, infos map[strin
 				a.Topics = append(a.Topics, kmsg.ConsumerMemberAssignmentTopic{Topic: topic, Partitions: ps})
 			}
 		}
-		info := assignmentInfo{Version: infoVersion, Active: mp.Active, Standby: mp.Standby, Warmup: mp.Warmup, Group: group}
+		info := assignmentInfo{Version: infoVersion, Active: mp.Active, Standby: mp.Standby, Warmup: mp.Warmup,
+			Pending: pending[m.MemberID], Group: group}
 		a.UserData, _ = json.Marshal(info)
 		out[m.MemberID] = a.AppendTo(nil)
 	}

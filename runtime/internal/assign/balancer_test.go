@@ -31,6 +31,7 @@ type member struct {
 	active   []assign.Task
 	offsets  map[assign.Task]int64
 	tags     map[string]string
+	owned    map[string][]int32 // the partitions it owns, as franz-go passes them
 	balancer *assign.Balancer
 }
 
@@ -52,7 +53,7 @@ func rebalance(t *testing.T, members []*member) map[string]assign.Assignment {
 	for _, m := range members {
 		jm := kmsg.NewJoinGroupResponseMember()
 		jm.MemberID = m.id
-		jm.ProtocolMetadata = m.balancer.JoinGroupMetadata(topics, nil, 7)
+		jm.ProtocolMetadata = m.balancer.JoinGroupMetadata(topics, m.owned, 7)
 		join = append(join, jm)
 	}
 	leader := members[0].balancer
