@@ -45,8 +45,9 @@ type FailoverOptions struct {
 	Keys       int // distinct keys; default 100,000
 	Partitions int // partitions of every topic; default 8
 	Instances  int // instances the Supervisor runs; default 3
-	// SessionTimeout is the group session timeout: most of the time a
-	// crash takes to detect. Default 3 s.
+	// SessionTimeout is the group session timeout, which bounds how long
+	// a crash nobody sees takes to detect; the Supervisor sees its
+	// crashes and removes the member at once. Default 10 s.
 	SessionTimeout time.Duration
 	// Rate is the steady input, in records per second, produced from the
 	// start of each run to its end. Default 20,000.
@@ -81,7 +82,7 @@ func (o FailoverOptions) withDefaults() FailoverOptions {
 		o.Instances = 3
 	}
 	if o.SessionTimeout == 0 {
-		o.SessionTimeout = 3 * time.Second
+		o.SessionTimeout = 10 * time.Second
 	}
 	if o.Rate == 0 {
 		o.Rate = 20_000
@@ -117,9 +118,20 @@ func spreadOf(ds []time.Duration) Spread {
 	return Spread{Median: m, Max: s[len(s)-1]}
 }
 
+// FailoverSpec is what a failover run varies.
+type FailoverSpec struct {
+	Standbys  int
+	Protocol  streams.RebalanceProtocol
+	Guarantee streams.Guarantee
+}
+
+func (s FailoverSpec) String() string {
+	return fmt.Sprintf("%s, %s, %s", standbyLabel(s.Standbys), s.Protocol, s.Guarantee)
+}
+
 // FailoverRun is what one crash measured.
 type FailoverRun struct {
-	Standbys      int
+	FailoverSpec
 	ApplicationID string
 	// Changelog counts the count's changelog records just before the
 	// crash: at least Records.
@@ -131,6 +143,17 @@ type FailoverRun struct {
 	// Over the moved tasks.
 	Detection, Recovery, Downtime Spread
 	Restored                      int64
+	// Stayed are the tasks that did not move; StayedGap is the longest
+	// time one of them went without processing a record, from the crash
+	// until a second after the last moved task resumed, while its input
+	// kept arriving.
+	Stayed    []streams.TaskID
+	StayedGap time.Duration
+	// ReaderStall, under exactly-once only, is the longest time from the
+	// crash until a read-committed reader of the sink received a result
+	// of an input record produced after the crash, over the partitions
+	// the crashed instance wrote to.
+	ReaderStall time.Duration
 	// Produced counts the steady input records of the run.
 	Produced int64
 }
@@ -163,24 +186,38 @@ type FailoverReport struct {
 	SessionTimeout                       time.Duration
 	Rate                                 int
 	GOMAXPROCS                           int
-	Standby, NoStandby                   FailoverRun
+	// Standby is the main run: one standby, cooperative, at-least-once.
+	// Eager, NoStandby and ExactlyOnce each change one thing of it.
+	Standby, Eager, NoStandby, ExactlyOnce FailoverRun
 	// Ratio is NoStandby.Recovery.Max over Standby.Recovery.Max.
 	Ratio float64
 }
 
-// RunFailover runs `braid bench failover`: on an embedded broker, two
+// failoverSpecs are the runs of RunFailover, in order.
+var failoverSpecs = []FailoverSpec{
+	{Standbys: 1, Protocol: streams.RebalanceCooperative, Guarantee: streams.AtLeastOnce},
+	{Standbys: 1, Protocol: streams.RebalanceEager, Guarantee: streams.AtLeastOnce},
+	{Standbys: 0, Protocol: streams.RebalanceCooperative, Guarantee: streams.AtLeastOnce},
+	{Standbys: 1, Protocol: streams.RebalanceCooperative, Guarantee: streams.ExactlyOnce},
+}
+
+// RunFailover runs `braid bench failover`: on an embedded broker, four
 // runs of opts.Instances supervised instances of GroupByKey().Count()
-// (record cache off, so every input record writes one changelog record),
-// first with one standby replica per task, then with none. Each run seeds
+// (record cache off, so every input record writes one changelog record):
+// with one standby replica per task under the cooperative protocol and
+// at-least-once, then the same under the eager protocol, with no standby,
+// and under exactly-once. Each run seeds
 // its own input topic with opts.Records records over opts.Keys keys,
 // produces steady input at opts.Rate records per second for its whole
 // length, waits until the seeded backlog is committed and (with standbys)
 // every task's standby has caught up, crashes FailoverVictim and waits for
 // a streams.FailoverEvent for every task that instance ran. It prints each
-// task's move and the medians and maxima of detection, recovery and
-// downtime, and last
+// task's move, the medians and maxima of detection, recovery and
+// downtime, the longest processing gap of the tasks that stayed, and
+// under exactly-once how long a read-committed reader of the sink waited;
+// and last
 //
-//	RESULT failover ratio=<max recovery no-standby / max recovery standby> standby_recovery_max_ms=<..> nostandby_recovery_max_ms=<..> standby_downtime_max_ms=<..>
+//	RESULT failover ratio=<max recovery no-standby / max recovery standby> standby_recovery_max_ms=<..> nostandby_recovery_max_ms=<..> standby_downtime_max_ms=<..> stayed_gap_max_ms=<cooperative> eager_stayed_gap_max_ms=<eager> detection_max_ms=<..> session_timeout_ms=<..> eos_reader_stall_ms=<..>
 //
 // It returns an error if a run fails or a moved task's failover is not
 // reported within opts.Timeout; it does not judge the ratio (see
@@ -218,25 +255,25 @@ func RunFailover(ctx context.Context, opts FailoverOptions) (FailoverReport, err
 		"  = assign (its assignment callback) + restore (to the restore's end) + batch (fetching what it missed, to its first record);\n"+
 		"  downtime = its last record on %s to its first record on the new owner\n", FailoverVictim)
 
-	for i, standbys := range []int{1, 0} {
-		run, err := failoverRun(ctx, brokers, cl, opts, i+1, standbys)
+	runs := []*FailoverRun{&rep.Standby, &rep.Eager, &rep.NoStandby, &rep.ExactlyOnce}
+	for i, spec := range failoverSpecs {
+		run, err := failoverRun(ctx, brokers, cl, opts, i+1, spec)
 		if err != nil {
-			return rep, fmt.Errorf("bench failover: run %d (%s): %w", i+1, standbyLabel(standbys), err)
+			return rep, fmt.Errorf("bench failover: run %d (%s): %w", i+1, spec, err)
 		}
-		if standbys > 0 {
-			rep.Standby = run
-		} else {
-			rep.NoStandby = run
-		}
+		*runs[i] = run
 	}
 	rep.Ratio = float64(rep.NoStandby.Recovery.Max) / float64(rep.Standby.Recovery.Max)
 	fmt.Fprintln(w, "summary:")
-	for _, r := range []FailoverRun{rep.Standby, rep.NoStandby} {
-		fmt.Fprintf(w, "  %-11s  recovery median %6d ms  max %6d ms   downtime median %6d ms  max %6d ms   restored %d\n",
-			standbyLabel(r.Standbys), ms(r.Recovery.Median), ms(r.Recovery.Max), ms(r.Downtime.Median), ms(r.Downtime.Max), r.Restored)
+	for _, r := range runs {
+		fmt.Fprintf(w, "  %-40s  detection max %6d ms  recovery median %6d ms  max %6d ms   downtime median %6d ms  max %6d ms   stayed gap max %6d ms   restored %d\n",
+			r.FailoverSpec, ms(r.Detection.Max), ms(r.Recovery.Median), ms(r.Recovery.Max), ms(r.Downtime.Median), ms(r.Downtime.Max), ms(r.StayedGap), r.Restored)
 	}
-	fmt.Fprintf(w, "RESULT failover ratio=%.2f standby_recovery_max_ms=%d nostandby_recovery_max_ms=%d standby_downtime_max_ms=%d\n",
-		rep.Ratio, ms(rep.Standby.Recovery.Max), ms(rep.NoStandby.Recovery.Max), ms(rep.Standby.Downtime.Max))
+	fmt.Fprintf(w, "RESULT failover ratio=%.2f standby_recovery_max_ms=%d nostandby_recovery_max_ms=%d standby_downtime_max_ms=%d "+
+		"stayed_gap_max_ms=%d eager_stayed_gap_max_ms=%d detection_max_ms=%d session_timeout_ms=%d eos_reader_stall_ms=%d\n",
+		rep.Ratio, ms(rep.Standby.Recovery.Max), ms(rep.NoStandby.Recovery.Max), ms(rep.Standby.Downtime.Max),
+		ms(rep.Standby.StayedGap), ms(rep.Eager.StayedGap), ms(rep.Standby.Detection.Max), opts.SessionTimeout.Milliseconds(),
+		ms(rep.ExactlyOnce.ReaderStall))
 	return rep, nil
 }
 
@@ -256,20 +293,20 @@ func ms(d time.Duration) int64 { return d.Round(time.Millisecond).Milliseconds()
 // failoverRuns numbers failover runs for their application ids.
 var failoverRuns atomic.Int64
 
-// failoverRun is one run of RunFailover: number n, with standbys standby
-// replicas per task.
-func failoverRun(ctx context.Context, brokers []string, cl *kgo.Client, opts FailoverOptions, n, standbys int) (run FailoverRun, err error) {
+// failoverRun is run number n of RunFailover, as spec says.
+func failoverRun(ctx context.Context, brokers []string, cl *kgo.Client, opts FailoverOptions, n int, spec FailoverSpec) (run FailoverRun, err error) {
 	w := opts.Out
 	adm := kadm.NewClient(cl)
+	standbys := spec.Standbys
 	label := "standby"
 	if standbys == 0 {
 		label = "nostandby"
 	}
-	run.Standbys = standbys
-	run.ApplicationID = fmt.Sprintf("bench-failover-%s-%d", label, failoverRuns.Add(1))
+	run.FailoverSpec = spec
+	run.ApplicationID = fmt.Sprintf("bench-failover-%s-%s-%d", label, spec.Protocol, failoverRuns.Add(1))
 	in, out := fmt.Sprintf("%s-%d", FailoverInputTopic, n), fmt.Sprintf("%s-%d", FailoverOutputTopic, n)
 	changelog := run.ApplicationID + "-" + FailoverStore + "-changelog"
-	fmt.Fprintf(w, "run %d: %s per task (application %s)\n", n, standbyLabel(standbys), run.ApplicationID)
+	fmt.Fprintf(w, "run %d: %s (application %s)\n", n, spec, run.ApplicationID)
 	runStart := time.Now()
 	since := func() string { return fmt.Sprintf("[%6.1fs]", time.Since(runStart).Seconds()) }
 
@@ -291,8 +328,10 @@ func failoverRun(ctx context.Context, brokers []string, cl *kgo.Client, opts Fai
 	if err := EnsureTopic(ctx, adm, out, opts.Partitions); err != nil {
 		return run, err
 	}
+	gaps := newGapWatch(in, opts.Partitions)
 	bld := streams.NewBuilder()
 	bld.Stream([]string{in}, streams.WithSerdes(streams.String, streams.Bytes)).
+		Peek(gaps.note).
 		GroupByKey().
 		Count(streams.Materialized(streams.StoreOptions{Name: FailoverStore, CachingDisabled: true})).
 		To(out, streams.WithSerdes(streams.String, streams.Int64))
@@ -312,12 +351,14 @@ func failoverRun(ctx context.Context, brokers []string, cl *kgo.Client, opts Fai
 	watch := &failoverWatch{}
 	sup, err := streams.NewSupervisor(topo, streams.SupervisorConfig{
 		Config: streams.Config{
-			ApplicationID:   run.ApplicationID,
-			Brokers:         brokers,
-			StateDir:        stateDir,
-			CommitInterval:  opts.CommitInterval,
-			SessionTimeout:  opts.SessionTimeout,
-			StandbyReplicas: standbys,
+			ApplicationID:       run.ApplicationID,
+			Brokers:             brokers,
+			StateDir:            stateDir,
+			CommitInterval:      opts.CommitInterval,
+			SessionTimeout:      opts.SessionTimeout,
+			StandbyReplicas:     standbys,
+			RebalanceProtocol:   spec.Protocol,
+			ProcessingGuarantee: spec.Guarantee,
 			// Zero takes the App's default.
 			AcceptableRecoveryLag: opts.AcceptableRecoveryLag,
 			// No ClientOptions(): those match the App's clients to the
@@ -465,9 +506,25 @@ func failoverRun(ctx context.Context, brokers []string, cl *kgo.Client, opts Fai
 	if len(run.Moved) == 0 {
 		return run, fmt.Errorf("%s runs no task", FailoverVictim)
 	}
+	for p := range opts.Partitions {
+		if id := (streams.TaskID{Partition: int32(p)}); !slices.Contains(run.Moved, id) {
+			run.Stayed = append(run.Stayed, id)
+		}
+	}
+	var reader *readerWatch
+	if spec.Guarantee == streams.ExactlyOnce {
+		if reader, err = startReaderWatch(ctx, brokers, out); err != nil {
+			return run, err
+		}
+		defer reader.stop()
+	}
 	fmt.Fprintf(w, "  %s changelog %s holds %d records; crashing %s, which runs tasks %s\n",
 		since(), changelog, run.Changelog, FailoverVictim, taskList(run.Moved))
 	crashAt := time.Now()
+	gaps.start(crashAt)
+	if reader != nil {
+		reader.mark(crashAt)
+	}
 	if err := sup.Crash(FailoverVictim); err != nil {
 		return run, err
 	}
@@ -487,6 +544,9 @@ func failoverRun(ctx context.Context, brokers []string, cl *kgo.Client, opts Fai
 			opts.Timeout, FailoverVictim, taskList(missing), taskList(run.Moved), err)
 	}
 	fmt.Fprintf(w, "  %s every moved task resumed, %.1fs after the crash\n", since(), time.Since(crashAt).Seconds())
+	if err := run.measureAfter(ctx, opts, got, gaps, reader); err != nil {
+		return run, err
+	}
 
 	var det, rec, down []time.Duration
 	for _, id := range run.Moved {
@@ -541,8 +601,14 @@ func printFailoverRun(w io.Writer, run FailoverRun) {
 			ms(ft.Downtime), ft.Restored, ft.Changelog, lag)
 	}
 	fmt.Fprintf(w, "  %s: detection median %d ms, max %d ms; recovery median %d ms, max %d ms; downtime median %d ms, max %d ms; %d records restored in total\n",
-		standbyLabel(run.Standbys), ms(run.Detection.Median), ms(run.Detection.Max), ms(run.Recovery.Median), ms(run.Recovery.Max),
+		run.FailoverSpec, ms(run.Detection.Median), ms(run.Detection.Max), ms(run.Recovery.Median), ms(run.Recovery.Max),
 		ms(run.Downtime.Median), ms(run.Downtime.Max), run.Restored)
+	fmt.Fprintf(w, "  tasks that stayed (%s): longest gap between two processed records %d ms, from the crash to %v after the last moved task resumed\n",
+		taskList(run.Stayed), ms(run.StayedGap), stayedWindow)
+	if run.Guarantee == streams.ExactlyOnce {
+		fmt.Fprintf(w, "  a read-committed reader of the sink received the first result of a record produced after the crash, on every partition %s wrote to, %d ms after it\n",
+			FailoverVictim, ms(run.ReaderStall))
+	}
 }
 
 func taskList(ids []streams.TaskID) string {

@@ -6,12 +6,15 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/braidstream/braid/runtime/streams"
 )
 
-// TestRunFailover runs the failover benchmark at a tiny size: both runs
-// complete, every task the crashed instance ran is reported once, moved
-// to another instance, from its standby in the first run and from
-// nothing in the second, and the report ends with the RESULT line.
+// TestRunFailover runs the failover benchmark at a tiny size: every run
+// completes, every task the crashed instance ran is reported once, moved
+// to another instance, from its standby or, in the run without one, from
+// nothing; the tasks that stayed are measured, the exactly-once run's
+// reader received new results, and the report ends with the RESULT line.
 func TestRunFailover(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs two crashes with session timeouts")
@@ -36,7 +39,7 @@ func TestRunFailover(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, run := range []FailoverRun{rep.Standby, rep.NoStandby} {
+	for _, run := range []FailoverRun{rep.Standby, rep.Eager, rep.NoStandby, rep.ExactlyOnce} {
 		if len(run.Moved) == 0 || len(run.Tasks) != len(run.Moved) {
 			t.Fatalf("%s: %d tasks moved, %d failover events", standbyLabel(run.Standbys), len(run.Moved), len(run.Tasks))
 		}
@@ -61,6 +64,16 @@ func TestRunFailover(t *testing.T) {
 		if run.Recovery.Max < run.Recovery.Median || run.Downtime.Max < run.Downtime.Median {
 			t.Errorf("%s: max below median: %+v %+v", standbyLabel(run.Standbys), run.Recovery, run.Downtime)
 		}
+		if len(run.Stayed)+len(run.Moved) != 4 || run.StayedGap <= 0 {
+			t.Errorf("%s: %d tasks stayed and %d moved of 4, longest gap of those that stayed %v", run.FailoverSpec, len(run.Stayed), len(run.Moved), run.StayedGap)
+		}
+	}
+	if rep.ExactlyOnce.Guarantee != streams.ExactlyOnce || rep.ExactlyOnce.ReaderStall <= 0 || rep.Standby.ReaderStall != 0 {
+		t.Errorf("reader stall %v under %v, %v under %v: want it measured under exactly-once only",
+			rep.ExactlyOnce.ReaderStall, rep.ExactlyOnce.Guarantee, rep.Standby.ReaderStall, rep.Standby.Guarantee)
+	}
+	if rep.Eager.Protocol != streams.RebalanceEager || rep.Standby.Protocol != streams.RebalanceCooperative {
+		t.Errorf("protocols %v and %v, want eager and cooperative", rep.Eager.Protocol, rep.Standby.Protocol)
 	}
 	if rep.NoStandby.Restored <= rep.Standby.Restored {
 		t.Errorf("restored %d records without standbys, %d with: want more without", rep.NoStandby.Restored, rep.Standby.Restored)
@@ -68,7 +81,9 @@ func TestRunFailover(t *testing.T) {
 	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
 	if last := lines[len(lines)-1]; !strings.HasPrefix(last, "RESULT failover ratio=") ||
 		!strings.Contains(last, " standby_recovery_max_ms=") || !strings.Contains(last, " nostandby_recovery_max_ms=") ||
-		!strings.Contains(last, " standby_downtime_max_ms=") {
+		!strings.Contains(last, " standby_downtime_max_ms=") || !strings.Contains(last, " stayed_gap_max_ms=") ||
+		!strings.Contains(last, " eager_stayed_gap_max_ms=") || !strings.Contains(last, " detection_max_ms=") ||
+		!strings.Contains(last, " session_timeout_ms=1500 ") || !strings.Contains(last, " eos_reader_stall_ms=") {
 		t.Errorf("last line %q, want the RESULT line", last)
 	}
 }

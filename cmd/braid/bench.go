@@ -18,7 +18,7 @@ func runBench(ctx context.Context, args []string, stdout io.Writer) error {
 		"  count     a hand-written franz-go + pebble count against Braid's GroupByKey().Count()\n" +
 		"  restore   a plain consumer writing pebble batches against Braid restoring a store\n" +
 		"  windowed  Braid's tumbling-window count (emit final) against its plain Count()\n" +
-		"  failover  crash one of 3 instances of a count, with 1 standby and with none: per-task detection, recovery, downtime\n" +
+		"  failover  crash one of 3 instances of a count (standby or none, cooperative or eager, exactly-once): detection, recovery, downtime, stayed tasks' gaps\n" +
 		"  eos       Braid's Count() exactly-once (a transaction every 100ms) against at-least-once, both committing every 100ms\n" +
 		"  join      Braid's stream-stream inner join of two halves of the records (5s windows) against its Count() of all of them"
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" {
@@ -63,7 +63,7 @@ func runBench(ctx context.Context, args []string, stdout io.Writer) error {
 	var sessionTimeout time.Duration
 	if name == "failover" {
 		fs.IntVar(&instances, "instances", 3, "instances of the topology, one of which is crashed")
-		fs.DurationVar(&sessionTimeout, "session-timeout", 3*time.Second, "group session timeout: most of the time a crash takes to detect")
+		fs.DurationVar(&sessionTimeout, "session-timeout", 10*time.Second, "group session timeout: how long a crash nobody sees takes to detect")
 		fs.IntVar(&rate, "rate", 20_000, "steady input during each run, in records per second")
 	} else {
 		fs.IntVar(&rounds, "rounds", 0, "rounds of every side; each reports its median (default: 5 for pipe and eos, 3 otherwise)")
