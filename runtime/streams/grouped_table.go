@@ -67,16 +67,7 @@ func (g *GroupedTable) aggregate(op, processorPrefix string, opts []Option, defa
 		src = g.stream.repartitionThrough(base, sinkName, sourceName, operatorOptions{})
 		g.repartitioned = src
 	}
-	n := b.addNode(name, processorNode)
-	n.op = op
-	n.storeSpecs = []*storeSpec{spec}
-	n.stores = []string{spec.name}
-	n.makeProcessor = make(spec)
-	connect(src.node, n)
-	if spec.keySerde == nil {
-		spec.keySerde = src.keySerde
-	}
-	return &Table{b: b, node: n, store: spec.name, keySerde: spec.keySerde, valueSerde: spec.valueSerde}
+	return b.aggregationTable(op, name, spec, src, make)
 }
 
 // suffixed returns name+suffix, or "" when name is empty.

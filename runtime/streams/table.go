@@ -81,6 +81,13 @@ func (g *GroupedStream) aggregate(op, prefix string, opts []Option, defaultValue
 	spec := b.newStore(o.store, prefix, g.stream.keySerde, defaultValueSerde)
 	name := b.nameOrGenerate(o.name, prefix)
 	src := g.source(spec.name)
+	return b.aggregationTable(op, name, spec, src, make)
+}
+
+// aggregationTable adds the aggregation node name below src, with the
+// store spec, and returns its table: what grouped streams and grouped
+// tables share once each has found its source.
+func (b *Builder) aggregationTable(op, name string, spec *storeSpec, src *Stream, make func(spec *storeSpec) processorFactory) *Table {
 	n := b.addNode(name, processorNode)
 	n.op = op
 	n.storeSpecs = []*storeSpec{spec}
