@@ -411,8 +411,10 @@ func (a *App) end() {
 }
 
 // Close stops a running App the way ending Run's context does, and waits
-// until Run has committed, left the group and returned. It is safe to call
-// at any time and more than once.
+// until Run has committed, left the group and returned. A static member
+// (Config.StaticMembership) stays in the group, so that a restart within
+// the session timeout gets its tasks back; CloseAndLeave leaves. It is
+// safe to call at any time and more than once.
 func (a *App) Close() error {
 	a.mu.Lock()
 	cancel, done := a.cancel, a.done
