@@ -92,7 +92,8 @@ type App struct {
 	// suspended holds the tasks set aside by a rebalance until the new
 	// assignment says which stay (see rebalance.go); onDisk the changelog
 	// offset sums of task state left on disk but not open, for the
-	// assignor; probe is the pending probing rebalance. All under tasksMu.
+	// assignor; probe is the pending probing rebalance or rejoin
+	// (scheduleRebalance). All under tasksMu.
 	suspended map[TaskID]*task
 	onDisk    map[TaskID]int64
 	probe     *time.Timer
@@ -122,6 +123,8 @@ type App struct {
 	standby  *standbys
 	// reach tracks which brokers answer the App's clients.
 	reach *reachability
+	// static is what a static member replays after a restart (static.go).
+	static staticState
 
 	// clientCtx is the context of every Kafka client of the App; crash
 	// cancels it, which cuts their connections without a goodbye: no
@@ -321,6 +324,7 @@ func (a *App) start(ctx context.Context) error {
 		return err
 	}
 	a.startCleanup(time.Now())
+	a.loadStaticJoin()
 	if err := a.startStandbys(); err != nil {
 		return err
 	}
@@ -407,8 +411,10 @@ func (a *App) end() {
 }
 
 // Close stops a running App the way ending Run's context does, and waits
-// until Run has committed, left the group and returned. It is safe to call
-// at any time and more than once.
+// until Run has committed, left the group and returned. A static member
+// (Config.StaticMembership) stays in the group, so that a restart within
+// the session timeout gets its tasks back; CloseAndLeave leaves. It is
+// safe to call at any time and more than once.
 func (a *App) Close() error {
 	a.mu.Lock()
 	cancel, done := a.cancel, a.done

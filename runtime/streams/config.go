@@ -102,9 +102,26 @@ type Config struct {
 	// Brokers are the bootstrap addresses. Required.
 	Brokers []string
 
-	// InstanceID names this member in logs, hooks and Stats. Default: the
-	// host name and process id.
+	// InstanceID names this member in logs, hooks and Stats, and in the
+	// group when StaticMembership is set. Default: the host name and
+	// process id.
 	InstanceID string
+
+	// StaticMembership makes this instance a static member of the group
+	// (KIP-345): it joins with InstanceID as its group.instance.id, so
+	// that an instance restarted within SessionTimeout gets its tasks
+	// back without a rebalance, and finds their state in StateDir. Close
+	// keeps the membership, so that a rolling restart moves nothing; the
+	// group moves the tasks of a static member that does not come back
+	// once its session times out (CloseAndLeave moves them at once).
+	// Default false, as in Kafka Streams, which has no group.instance.id
+	// unless one is configured: the default InstanceID embeds the
+	// process id, which changes on every restart, so static membership
+	// needs an explicit InstanceID that stays the same across restarts
+	// (Validate reports one left to its default). Every instance with
+	// the same InstanceID must be the same one: a second instance that
+	// joins with it fences the first. See static.go.
+	StaticMembership bool
 
 	// StateDir is where tasks keep local state, under
 	// <StateDir>/<ApplicationID>. Default: <os.TempDir()>/braid-state.
@@ -322,10 +339,15 @@ func (c Config) withDefaults() Config {
 // errors.Join, after filling in defaults. It returns nil when the
 // configuration is usable.
 func (c Config) Validate() error {
+	// The default InstanceID is host-pid: checked before it is filled in.
+	defaultInstance := c.InstanceID == ""
 	c = c.withDefaults()
 	var errs []error
 	bad := func(field, format string, args ...any) {
 		errs = append(errs, fmt.Errorf("config %s: %s", field, fmt.Sprintf(format, args...)))
+	}
+	if c.StaticMembership && defaultInstance {
+		bad("StaticMembership", "needs an explicit InstanceID: the default (%q) names the process, and a restart as a new process would join as a new member", c.InstanceID)
 	}
 	switch {
 	case c.ApplicationID == "":

@@ -63,6 +63,28 @@ func TestConfigValidate(t *testing.T) {
 			},
 		},
 		{
+			name: "static membership with an explicit instance id",
+			modify: func(c *streams.Config) {
+				c.StaticMembership = true
+				c.InstanceID = "orders-1"
+			},
+		},
+		{
+			// The default InstanceID names the process: a restart
+			// would join as a new member.
+			name:   "static membership with the default instance id",
+			modify: func(c *streams.Config) { c.StaticMembership = true },
+			want:   []string{"StaticMembership: needs an explicit InstanceID"},
+		},
+		{
+			name: "static membership among other problems",
+			modify: func(c *streams.Config) {
+				c.StaticMembership = true
+				c.SessionTimeout = -time.Second
+			},
+			want: []string{"StaticMembership: needs an explicit InstanceID", "SessionTimeout: -1s is negative"},
+		},
+		{
 			name:   "exactly-once with its defaults",
 			modify: func(c *streams.Config) { c.ProcessingGuarantee = streams.ExactlyOnce },
 		},

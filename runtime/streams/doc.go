@@ -74,12 +74,19 @@
 // Each App with stores locks <StateDir>/<ApplicationID>: a second instance
 // given the same StateDir stops with a *StateDirInUseError. Two instances with the
 // same InstanceID but their own state dirs run side by side under
-// at-least-once (nothing static ties a member to its id); under
-// exactly-once they share a transactional id, fence each other, and one
-// stops with a *FencedError naming the instance.
+// at-least-once, unless Config.StaticMembership ties the member to its
+// id; under exactly-once they share a transactional id, fence each
+// other, and one stops with a *FencedError naming the instance.
 //
-// A Supervisor runs several instances in one process and can crash, stop,
-// start and add them; it measures each moved task's detection, recovery
+// With Config.StaticMembership and an explicit InstanceID an instance is
+// a static group member (KIP-345): Close keeps its membership, and the
+// instance started again within SessionTimeout, with the same InstanceID
+// and StateDir, gets its tasks back without a rebalance, restoring only
+// the changelog tail past its checkpoints; CloseAndLeave removes it from
+// the group at once (see static.go).
+//
+// A Supervisor runs several instances in one process and can crash, stop
+// (a static member leaves, as CloseAndLeave), start and add them; it measures each moved task's detection, recovery
 // and downtime (see FailoverHook).
 //
 // Everything the App does is observable through hooks (see Hook), and Stats

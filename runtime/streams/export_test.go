@@ -50,3 +50,14 @@ func SupervisedSuspensions(s *Supervisor, id string) map[TaskID]int {
 	}
 	return Suspensions(app)
 }
+
+// GroupGeneration returns the group generation a's client was last
+// assigned in, -1 when it has no client.
+func GroupGeneration(a *App) int32 {
+	cl := a.kc()
+	if cl == nil {
+		return -1
+	}
+	_, gen := cl.GroupMetadata()
+	return gen
+}

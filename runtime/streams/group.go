@@ -61,6 +61,9 @@ func (a *App) startClient() error {
 		// repartition topics agree with every other Kafka client.
 		kgo.RecordPartitioner(streamsPartitioner{changelogs: a.changelogTopics()}),
 	)
+	if a.cfg.StaticMembership {
+		opts = append(opts, kgo.InstanceID(a.cfg.InstanceID))
+	}
 	a.produceCtx = context.Background()
 	a.idling = a.cfg.MaxTaskIdle != MaxTaskIdleDisabled
 	if a.txn != nil {

@@ -417,8 +417,26 @@ func TestCrashWithoutStandbysRestoresInFull(t *testing.T) {
 // session timeout, replay only the standbys' tails, and no click is
 // counted twice. (How fast is measured by braid bench failover, not
 // asserted here.)
+//
+// A static member keeps its membership on Close, but Stop means the
+// instance is gone: it leaves by its instance id, and its tasks move as
+// fast as a dynamic member's. The session timeout is made far longer
+// than the test, so that only the leave can move them.
 func TestGracefulStopFailsOverFast(t *testing.T) {
-	g := startHAGroup(t, "ha-stop", 1)
+	for _, static := range []bool{false, true} {
+		t.Run(map[bool]string{false: "dynamic", true: "static"}[static], func(t *testing.T) {
+			testGracefulStop(t, static)
+		})
+	}
+}
+
+func testGracefulStop(t *testing.T, static bool) {
+	g := startHAGroup(t, "ha-stop", 1, func(c *streams.Config) {
+		if static {
+			c.StaticMembership = true
+			c.SessionTimeout = 5 * time.Minute
+		}
+	})
 	victim := "instance-3"
 	moved := g.activeOn(victim)
 	if len(moved) == 0 {

@@ -32,6 +32,7 @@ import (
 func (a *App) onAssigned(ctx context.Context, cl *kgo.Client, assigned map[string][]int32) {
 	a.client.Store(cl)
 	plan := a.balancer.Last()
+	rejoin := a.staticAssigned(cl)
 	now := time.Now()
 	a.tasksMu.Lock()
 	a.noteAssigned()
@@ -44,8 +45,11 @@ func (a *App) onAssigned(ctx context.Context, cl *kgo.Client, assigned map[strin
 	} else {
 		a.startRestores(ctx, cl, starting, ends)
 	}
-	if plan.ProbeAfter > 0 {
-		a.scheduleProbe(plan.ProbeAfter)
+	switch {
+	case rejoin:
+		a.scheduleRebalance(0, "static membership: joining again with fresh metadata")
+	case plan.ProbeAfter > 0:
+		a.scheduleRebalance(plan.ProbeAfter, "probing rebalance: moving caught-up warm-ups to active")
 	}
 	a.publishStats()
 	a.tasksMu.Unlock()
@@ -507,10 +511,11 @@ func parseTaskDir(name string) (TaskID, bool) {
 	return TaskID{Subtopology: t.Subtopology, Partition: t.Partition}, true
 }
 
-// scheduleProbe triggers the probing rebalance the leader was asked for,
-// which moves the actives whose warm-ups caught up. The caller holds
-// tasksMu.
-func (a *App) scheduleProbe(after time.Duration) {
+// scheduleRebalance triggers a rebalance after a while, logging why: the
+// probing rebalance the leader was asked for, which moves the actives
+// whose warm-ups caught up, or a static member's rejoin (static.go). A
+// later one replaces a pending one. The caller holds tasksMu.
+func (a *App) scheduleRebalance(after time.Duration, why string) {
 	if a.probe != nil {
 		a.probe.Stop()
 	}
@@ -518,8 +523,10 @@ func (a *App) scheduleProbe(after time.Duration) {
 		if a.crashing.Load() {
 			return
 		}
-		a.log.Info("probing rebalance: moving caught-up warm-ups to active")
-		a.kc().ForceRebalance()
+		a.log.Info(why)
+		if cl := a.kc(); cl != nil {
+			cl.ForceRebalance()
+		}
 	})
 }
 

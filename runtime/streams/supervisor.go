@@ -128,7 +128,13 @@ func NewSupervisor(topo *Topology, cfg SupervisorConfig) (*Supervisor, error) {
 	if cfg.Instances < 0 {
 		return nil, fmt.Errorf("creating supervisor: config Instances: %d is negative", cfg.Instances)
 	}
-	if err := cfg.Config.Validate(); err != nil {
+	// Every instance gets its own InstanceID: the config is checked
+	// with one, so that StaticMembership does not ask for it.
+	check := cfg.Config
+	if check.InstanceID == "" {
+		check.InstanceID = "instance-1"
+	}
+	if err := check.Validate(); err != nil {
 		return nil, fmt.Errorf("creating supervisor: %w", err)
 	}
 	if cfg.Instances == 0 {
@@ -224,7 +230,9 @@ func (s *Supervisor) Crash(id string) error {
 }
 
 // Stop shuts instance id down gracefully: it commits and leaves the group,
-// which rebalances at once. Stop returns once the instance has stopped.
+// which rebalances at once, a static member too (App.CloseAndLeave): a
+// stopped instance is gone until Start, and its tasks should not wait for
+// its session to time out. Stop returns once the instance has stopped.
 func (s *Supervisor) Stop(id string) error {
 	in, err := s.find(id, "stop", InstanceRunning)
 	if err != nil {
@@ -237,10 +245,10 @@ func (s *Supervisor) Stop(id string) error {
 	// Recorded before the leave: the group may move the tasks before
 	// Close returns.
 	s.tracker.departing(id, "stop", time.Now(), app.Stats(), s.otherStats(id))
-	app.Close()
+	err = app.CloseAndLeave()
 	<-in.done
 	s.release(in, InstanceStopped, nil)
-	return nil
+	return err
 }
 
 // Start starts a crashed, stopped or failed instance again, with the same

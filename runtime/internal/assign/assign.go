@@ -97,12 +97,17 @@ type Balancer struct {
 	byID     map[int]Subtopology
 	bySource map[string]int
 
-	// mu guards last and probe. franz-go's group goroutine writes them
-	// (probe when this member leads a rebalance, last when its SyncGroup
-	// response arrives); the App reads last in its assignment callback.
-	mu    sync.Mutex
-	last  Assignment
-	probe time.Duration
+	// mu guards everything below. franz-go's group goroutine writes
+	// them (lastJoin and replayed when this member joins, probe when it
+	// leads a rebalance, last when its SyncGroup response arrives); the
+	// App reads last and lastJoin in its assignment callback, and sets
+	// replay before it starts (see replay.go).
+	mu       sync.Mutex
+	last     Assignment
+	probe    time.Duration
+	replay   []byte
+	lastJoin []byte
+	replayed bool
 }
 
 var _ kgo.GroupBalancer = (*Balancer)(nil)
@@ -205,6 +210,10 @@ func (b *Balancer) JoinGroupMetadata(topics []string, owned map[string][]int32, 
 	if b.opts.Held != nil {
 		info.Active, info.Offsets = b.opts.Held()
 	}
+	if replay := b.takeReplay(topics, info.Offsets); replay != nil {
+		b.joined(replay, true)
+		return replay
+	}
 	data, _ := json.Marshal(info) // maps and slices of plain values: cannot fail
 	meta := kmsg.NewConsumerMemberMetadata()
 	meta.Version = 2
@@ -220,7 +229,16 @@ func (b *Balancer) JoinGroupMetadata(topics []string, owned map[string][]int32, 
 			meta.OwnedPartitions = append(meta.OwnedPartitions, op)
 		}
 	}
-	return meta.AppendTo(nil)
+	out := meta.AppendTo(nil)
+	b.joined(out, false)
+	return out
+}
+
+// joined records the metadata of this member's join.
+func (b *Balancer) joined(meta []byte, replayed bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.lastJoin, b.replayed = meta, replayed
 }
 
 // ParseSyncAssignment implements kgo.GroupBalancer, keeping the standby
