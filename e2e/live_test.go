@@ -254,7 +254,7 @@ func TestLiveFailover(t *testing.T) {
 		t.Errorf("no active task ran on an instance other than %s before the crash: the pause check watched nothing", victim)
 	}
 	for _, p := range pauses {
-		t.Errorf("task %s on %s, which %s did not share, paused in the failover: %s, %d ms after the crash", p.Task, p.Instance, victim, p.Seen, p.At)
+		t.Errorf("task %s on %s paused while the tasks of %s failed over: %s, %d ms after the crash", p.Task, p.Instance, victim, p.Seen, p.At)
 	}
 	t.Logf("%d active tasks of the other instances watched through the failover, %d pauses", watched, len(pauses))
 	var rows []struct {
