@@ -46,6 +46,11 @@ type Config struct {
 	// SessionTimeout of the deployments' instances. Default 3 s: short,
 	// so that a crash shows its failover within seconds.
 	SessionTimeout time.Duration
+	// RebalanceProtocol of the deployments' instances. Default
+	// cooperative: a crash or a new instance stops only the tasks that
+	// move. Eager stops every task of every instance for each rebalance,
+	// which the live view then shows.
+	RebalanceProtocol streams.RebalanceProtocol
 	// Logger gets the instances' logs. Default: slog.Default().
 	Logger *slog.Logger
 	// ClientOptions are added to every Kafka client of the deployments
@@ -492,16 +497,17 @@ func (m *Manager) start(req Request, d *designer.Design, revision int, compiled 
 	}, src)
 	commit := time.Duration(req.CommitIntervalMs) * time.Millisecond
 	cfg := streams.Config{
-		ApplicationID:   info.ApplicationID,
-		Brokers:         m.cfg.Brokers,
-		StateDir:        filepath.Join(m.cfg.StateDir, d.ID),
-		CommitInterval:  commit,
-		SessionTimeout:  m.cfg.SessionTimeout,
-		StandbyReplicas: *req.Standbys,
-		ClientOptions:   m.cfg.ClientOptions,
-		NodeMetrics:     true,
-		Hooks:           []streams.Hook{hook},
-		Logger:          m.log.With("deployment", d.ID),
+		ApplicationID:     info.ApplicationID,
+		Brokers:           m.cfg.Brokers,
+		StateDir:          filepath.Join(m.cfg.StateDir, d.ID),
+		CommitInterval:    commit,
+		SessionTimeout:    m.cfg.SessionTimeout,
+		RebalanceProtocol: m.cfg.RebalanceProtocol,
+		StandbyReplicas:   *req.Standbys,
+		ClientOptions:     m.cfg.ClientOptions,
+		NodeMetrics:       true,
+		Hooks:             []streams.Hook{hook},
+		Logger:            m.log.With("deployment", d.ID),
 	}
 	if req.Guarantee == streams.ExactlyOnce.String() {
 		cfg.ProcessingGuarantee = streams.ExactlyOnce

@@ -40,6 +40,56 @@ func settledJS(tasks []string) string {
 	return `(() => { const a = ` + liveActive + `; return ` + string(list) + `.every(t => (a[t] || []).length === 1 && /\/running\/running$/.test(a[t][0])); })()`
 }
 
+// watchPausesJS installs in the page a watch over the active cards running
+// on every instance but victim, and returns how many it watches. A pause
+// is what the page shows of a rebalance stopping such a task on its
+// instance: its active card leaves the instance's row (a task that stops
+// there, suspended or handed over), its data-state leaves "running" (the
+// monitor's "suspended" while a rebalance holds it, or "restoring"), or its
+// data-suspensions grows (a suspension between two snapshots, too short
+// for a card to show). A MutationObserver checks every watched card at
+// each change of the instance list, and window.braidPauses.stop() checks
+// once more, disconnects and returns what it saw, each pause with the ms
+// since the watch began.
+func watchPausesJS(victim string) string {
+	return fmt.Sprintf(`(() => {
+  const victim = %q, began = performance.now(), watched = new Map(), pauses = [];
+  for (const row of document.querySelectorAll('[data-testid^="instance-"][data-instance]')) {
+    if (row.dataset.instance === victim) continue;
+    for (const c of row.querySelectorAll('[data-role="active"][data-state="running"]')) {
+      watched.set(row.dataset.instance + '/' + c.dataset.task, {seen: 'running', suspensions: Number(c.dataset.suspensions || 0)});
+    }
+  }
+  const check = () => {
+    const at = Math.round(performance.now() - began);
+    for (const [key, w] of watched) {
+      const [instance, task] = key.split('/');
+      const row = document.querySelector('[data-testid="instance-' + instance + '"]');
+      const card = row && Array.from(row.querySelectorAll('[data-task="' + task + '"]')).find(c => c.dataset.role === 'active');
+      const seen = !card ? 'active card gone' : card.dataset.state !== 'running' ? 'state ' + card.dataset.state : 'running';
+      if (seen !== w.seen && seen !== 'running') pauses.push({task, instance, seen, at});
+      w.seen = seen;
+      const n = card ? Number(card.dataset.suspensions || 0) : w.suspensions;
+      if (n > w.suspensions) pauses.push({task, instance, seen: 'suspensions ' + w.suspensions + ' -> ' + n, at});
+      w.suspensions = n;
+    }
+  };
+  const observer = new MutationObserver(check);
+  observer.observe(document.querySelector('[data-testid="instance-list"]'),
+    {subtree: true, childList: true, attributes: true, attributeFilter: ['data-state', 'data-role', 'data-suspensions']});
+  window.braidPauses = {stop: () => { check(); observer.disconnect(); return pauses; }};
+  return watched.size;
+})()`, victim)
+}
+
+// pause is one pause the watch of watchPausesJS saw.
+type pause struct {
+	Task     string `json:"task"`
+	Instance string `json:"instance"`
+	Seen     string `json:"seen"`
+	At       int64  `json:"at"` // ms since the watch began, just before the crash
+}
+
 // demoPartitions is the partition count of the demo's topics (orders and
 // the repartition topic): the demo deployment has tasks 0_0..0_3 and
 // 1_0..1_3.
@@ -100,7 +150,8 @@ func saveSuccessShot(t *testing.T, b *browser, name string) {
 
 // TestLiveFailover opens the demo deployment's live view, sees stream time
 // advance and a window close, crashes an instance with active tasks, sees
-// its tasks fail over (cards, failover table, none stuck), starts it again
+// its tasks fail over (cards, failover table, none stuck) while the other
+// instances' tasks never pause (see watchPausesJS), starts it again
 // to see it take tasks, and redeploys the design from the editor's dialog.
 func TestLiveFailover(t *testing.T) {
 	url := startServe(t)
@@ -183,9 +234,13 @@ func TestLiveFailover(t *testing.T) {
 			victim = inst
 		}
 	}
-	var failoversBefore int
+	// From the crash until the failover is over, the tasks of the other
+	// instances run on: a cooperative rebalance stops only the tasks that
+	// move, and the victim's tasks move to instances that keep theirs.
+	var failoversBefore, watched int
 	b.step("crash "+victim,
 		eval(`document.querySelectorAll('[data-testid^="failover-"][data-task]').length`, &failoversBefore),
+		eval(watchPausesJS(victim), &watched),
 		chromedp.Click(tid("crash-"+victim)),
 		until(fmt.Sprintf(`document.querySelector('[data-testid="instance-%s"]').dataset.state === "crashed"`, victim)))
 
@@ -193,6 +248,15 @@ func TestLiveFailover(t *testing.T) {
 		waitJS(fmt.Sprintf(`(() => { const a = %s; const row = document.querySelector('[data-testid="instance-%s"]');
 			return %s && row.querySelectorAll('[data-role="active"]').length === 0; })()`, liveActive, victim, settledJS(tasks)), 40*time.Second),
 		waitJS(fmt.Sprintf(`Array.from(document.querySelectorAll('[data-testid^="failover-"][data-task]')).filter(r => /^\d+$/.test(r.dataset.downtime)).length > %d`, failoversBefore), 20*time.Second))
+	var pauses []pause
+	b.step("read the pauses of the other instances' tasks", eval(`window.braidPauses.stop()`, &pauses))
+	if watched == 0 {
+		t.Errorf("no active task ran on an instance other than %s before the crash: the pause check watched nothing", victim)
+	}
+	for _, p := range pauses {
+		t.Errorf("task %s on %s paused while the tasks of %s failed over: %s, %d ms after the crash", p.Task, p.Instance, victim, p.Seen, p.At)
+	}
+	t.Logf("%d active tasks of the other instances watched through the failover, %d pauses", watched, len(pauses))
 	var rows []struct {
 		Task     string `json:"task"`
 		Downtime string `json:"downtime"`

@@ -286,3 +286,34 @@ func TestLateDropsRateLimited(t *testing.T) {
 		t.Errorf("event %+v names the wrong task", e)
 	}
 }
+
+// TestSuspendedTasks: a task a rebalance suspended stays on its instance's
+// list, active and "suspended", and the task that keeps running while its
+// instance rebalances (cooperatively) is "running", with its suspensions.
+func TestSuspendedTasks(t *testing.T) {
+	m := New(Options{})
+	src := &fakeSource{}
+	m.AddDeployment(DeploymentInfo{ID: "d"}, src)
+	staying, revoked := streams.TaskID{Subtopology: 0, Partition: 1}, streams.TaskID{Subtopology: 0, Partition: 2}
+	src.set([]streams.InstanceInfo{{ID: "instance-1", State: streams.InstanceRunning, Stats: streams.Stats{State: streams.Rebalancing,
+		Tasks:     []streams.TaskStats{{ID: staying, StreamTime: t0, Processed: 10, Suspensions: 1}},
+		Suspended: []streams.TaskStats{{ID: revoked, StreamTime: t0 - 5, Processed: 7, Suspensions: 2}}}}})
+	m.publish()
+	in := m.Snapshot().Deployments[0].Instances[0]
+	if in.State != "rebalancing" {
+		t.Errorf("instance state %q, want rebalancing", in.State)
+	}
+	want := []Task{
+		{ID: "0_1", Role: "active", State: "running", StreamTime: t0, Processed: 10, Lag: -1, Suspensions: 1},
+		{ID: "0_2", Role: "active", State: "suspended", StreamTime: t0 - 5, Processed: 7, Lag: -1, Suspensions: 2},
+	}
+	if len(in.Tasks) != len(want) {
+		t.Fatalf("tasks %+v, want %+v", in.Tasks, want)
+	}
+	for i, got := range in.Tasks {
+		got.InPerSec, got.OutPerSec = 0, 0
+		if fmt.Sprint(got) != fmt.Sprint(want[i]) {
+			t.Errorf("task %d: %+v, want %+v", i, got, want[i])
+		}
+	}
+}

@@ -306,6 +306,16 @@ func (d *deployment) apply(now time.Time, s sample) {
 			}
 			t.active = true
 		}
+		for _, ts := range info.Stats.Suspended {
+			// Still this instance's, it processes nothing meanwhile; its
+			// counts go on from where they stopped if it resumes.
+			active[ts.ID] = true
+			t := in.task(ts.ID)
+			t.inRate, t.outRate = 0, 0
+			for _, n := range t.nodes {
+				n.in, n.out = 0, 0
+			}
+		}
 		for id, t := range in.tasks {
 			if !active[id] {
 				t.active, t.inRate, t.outRate, t.nodes = false, 0, 0, nil
@@ -428,20 +438,19 @@ func (d *deployment) buildInstance(in *instanceState, nodes map[string]NodeRate)
 	for _, b := range info.Stats.UnreachableBrokers {
 		out.UnreachableBrokers = append(out.UnreachableBrokers, UnreachableBroker{Broker: b.Broker, Since: b.Since.UnixMilli(), Error: b.Err})
 	}
-	rebalancing := out.State == "rebalancing"
+	// An active task runs while its instance rebalances unless the
+	// rebalance suspended it: the cooperative protocol suspends only the
+	// tasks it takes away, the eager one all of them.
 	for _, ts := range info.Stats.Tasks {
 		t := in.task(ts.ID)
 		task := Task{ID: ts.ID.String(), Role: "active", State: "running", StreamTime: max(ts.StreamTime, t.streamTime),
 			InPerSec: t.inRate, OutPerSec: t.outRate, Processed: ts.Processed, Lag: taskLag(ts), LateDrops: t.lateDrops,
-			Windows: in.windows[ts.ID]}
+			Windows: in.windows[ts.ID], Suspensions: ts.Suspensions}
 		if !ts.LastRecord.IsZero() {
 			task.LastRecord = ts.LastRecord.UnixMilli()
 		}
 		if ts.Restoring {
 			task.State = "restoring"
-		}
-		if rebalancing {
-			task.State = "rebalancing"
 		}
 		if r := t.restore(); r != nil {
 			task.Restore = r
@@ -451,6 +460,17 @@ func (d *deployment) buildInstance(in *instanceState, nodes map[string]NodeRate)
 			nr.In += n.in
 			nr.Out += n.out
 			nodes[name] = nr
+		}
+		out.Tasks = append(out.Tasks, task)
+	}
+	for _, ts := range info.Stats.Suspended {
+		task := Task{ID: ts.ID.String(), Role: "active", State: "suspended", StreamTime: ts.StreamTime, Processed: ts.Processed,
+			Lag: -1, Windows: in.windows[ts.ID], Suspensions: ts.Suspensions}
+		if t := in.tasks[ts.ID]; t != nil {
+			task.StreamTime, task.LateDrops = max(ts.StreamTime, t.streamTime), t.lateDrops
+		}
+		if !ts.LastRecord.IsZero() {
+			task.LastRecord = ts.LastRecord.UnixMilli()
 		}
 		out.Tasks = append(out.Tasks, task)
 	}

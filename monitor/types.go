@@ -120,7 +120,8 @@ type Instance struct {
 	State string `json:"state"` // running, rebalancing, crashed, stopped, failed
 	Since int64  `json:"since"` // unix ms
 	Error string `json:"error,omitempty"`
-	// Tasks lists the active tasks, then the replicas, each by task id.
+	// Tasks lists the active tasks, then the suspended ones, then the
+	// replicas, each by task id.
 	Tasks      []Task  `json:"tasks"`
 	LastCommit int64   `json:"lastCommit"` // unix ms, 0 none
 	CommitMs   float64 `json:"commitMs"`   // last commit's duration
@@ -139,9 +140,12 @@ type UnreachableBroker struct {
 
 // Task is one task (or replica) on an instance.
 type Task struct {
-	ID         string  `json:"id"`    // "0_1"
-	Role       string  `json:"role"`  // "active", "standby", "warmup"
-	State      string  `json:"state"` // "running", "restoring", "standby", "warmup", "rebalancing"
+	ID   string `json:"id"`   // "0_1"
+	Role string `json:"role"` // "active", "standby", "warmup"
+	// State is "running" or "restoring" for an active task, "suspended"
+	// for one a rebalance set aside (it processes nothing until the
+	// assignment says whether it stays), and the role for a replica.
+	State      string  `json:"state"`
 	StreamTime int64   `json:"streamTime"`
 	InPerSec   float64 `json:"inPerSec"`
 	// OutPerSec is the rate of records reaching the task's sink nodes
@@ -161,6 +165,10 @@ type Task struct {
 	// StandbyLag is set for the standby and warmup roles.
 	StandbyLag *StandbyLag `json:"standbyLag,omitempty"`
 	LastRecord int64       `json:"lastRecord"` // unix ms, 0 never
+	// Suspensions counts, for an active task, the rebalances that
+	// suspended it on the instance (streams.TaskStats.Suspensions):
+	// a suspension shorter than a snapshot's interval shows in it.
+	Suspensions int `json:"suspensions,omitempty"`
 }
 
 // Window is an open window of a windowed store. ClosesAt is the stream

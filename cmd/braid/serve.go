@@ -17,6 +17,7 @@ import (
 	"github.com/braidstream/braid/designer"
 	"github.com/braidstream/braid/monitor"
 	"github.com/braidstream/braid/runtime/broker"
+	"github.com/braidstream/braid/runtime/streams"
 	"github.com/braidstream/braid/web"
 )
 
@@ -31,13 +32,14 @@ var demoDesign []byte
 // runServe runs the designer's web server with the embedded broker beside
 // it, until ctx ends.
 func runServe(ctx context.Context, args []string, stdout io.Writer) error {
-	fs := newFlagSet("serve", "braid serve [--listen 127.0.0.1:8080] [--data-dir DIR] [--auth-token TOKEN] [--broker-listen 127.0.0.1:9092] [--sync] [--retention 15m] [--sasl-user USER --sasl-password PASS] [--insecure-broker] [--brokers ADDRS] [--no-demo]", stdout)
+	fs := newFlagSet("serve", "braid serve [--listen 127.0.0.1:8080] [--data-dir DIR] [--auth-token TOKEN] [--broker-listen 127.0.0.1:9092] [--sync] [--retention 15m] [--sasl-user USER --sasl-password PASS] [--insecure-broker] [--brokers ADDRS] [--no-demo] [--rebalance-protocol cooperative|eager]", stdout)
 	listen := fs.String("listen", web.DefaultListen, "host:port of the web UI; a non-loopback address needs --auth-token")
 	dataDir := fs.String("data-dir", "braid-data", "directory of the designs (DIR/designs) and the broker's data (DIR/broker)")
 	token := fs.String("auth-token", os.Getenv("BRAID_AUTH_TOKEN"), "token every request must carry (default $BRAID_AUTH_TOKEN); required off loopback")
 	brokerListen := fs.String("broker-listen", "127.0.0.1:9092", "host:port of the embedded Kafka-compatible broker (a non-loopback address needs --sasl-user or --insecure-broker); empty: run none")
 	brokers := fs.String("brokers", "", "comma-separated Kafka bootstrap addresses for deployments (default: the embedded broker); --sasl-user and --sasl-password apply to them too")
 	noDemo := fs.Bool("no-demo", false, "do not deploy the demo design (orders-demo) with its generator on a new data directory")
+	protocol := fs.String("rebalance-protocol", "cooperative", "how the deployments' instances hand tasks over: cooperative stops only the tasks that move, eager every task of every instance for each rebalance")
 	auth := brokerAuthFlags(fs)
 	syncWrites := syncFlag(fs)
 	retention := fs.Duration("retention", serveRetention, "how long the embedded broker keeps records of delete-policy topics (sources, sinks, repartition topics); it holds them in memory")
@@ -49,6 +51,15 @@ func runServe(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 	if *dataDir == "" {
 		return errors.New("serve: --data-dir must not be empty")
+	}
+	var rebalance streams.RebalanceProtocol
+	switch *protocol {
+	case streams.RebalanceCooperative.String():
+		rebalance = streams.RebalanceCooperative
+	case streams.RebalanceEager.String():
+		rebalance = streams.RebalanceEager
+	default:
+		return fmt.Errorf("serve: --rebalance-protocol %q: want cooperative or eager", *protocol)
 	}
 	if err := os.MkdirAll(*dataDir, 0o755); err != nil {
 		return fmt.Errorf("serve: %w", err)
@@ -86,8 +97,9 @@ func runServe(ctx context.Context, args []string, stdout io.Writer) error {
 	if len(bootstrap) > 0 {
 		deployments, err = deploy.NewManager(deploy.Config{
 			Brokers: bootstrap, StateDir: filepath.Join(*dataDir, "state"), Designs: store, Monitor: mon, Logger: quietLogger(),
-			RecordFile:    filepath.Join(*dataDir, "deployments.json"),
-			ClientOptions: broker.SASLClientOptions(*auth.user, *auth.password),
+			RebalanceProtocol: rebalance,
+			RecordFile:        filepath.Join(*dataDir, "deployments.json"),
+			ClientOptions:     broker.SASLClientOptions(*auth.user, *auth.password),
 		})
 		if err != nil {
 			return fmt.Errorf("serve: %w", err)

@@ -98,8 +98,8 @@ type App struct {
 	onDisk    map[TaskID]int64
 	probe     *time.Timer
 	// suspensions counts, per task, the rebalances that set it aside,
-	// so that tests can tell that a cooperative rebalance never stops
-	// a task that stays. Under tasksMu.
+	// so that tests and the live view can tell that a cooperative
+	// rebalance never stops a task that stays. Under tasksMu.
 	suspensions map[TaskID]int
 	// handedOver holds the tasks the last cooperative revocation gave up,
 	// which the follow-up join still reports as this member's (see
@@ -188,6 +188,7 @@ type App struct {
 	mu               sync.Mutex
 	state            State
 	stats            []TaskStats
+	suspendedStats   []TaskStats
 	stateDirsCleaned int64
 	running          bool
 	cancel           context.CancelFunc

@@ -185,7 +185,7 @@ func (a *App) eachLocalStore(store string, fn func(*task, *taskStore) (bool, err
 		return &StoreBusyError{Store: store, Waited: queryWait}
 	}
 	defer a.tasksMu.Unlock()
-	for _, s := range a.snapshotTasks() {
+	for _, s := range a.snapshotTasks(a.tasks) {
 		t := a.tasks[s.ID]
 		st, ok := t.stores[store]
 		if !ok {

@@ -17,6 +17,12 @@ type Stats struct {
 	InstanceID    string
 	State         State
 	Tasks         []TaskStats
+	// Suspended are the active tasks a rebalance set aside, stores open:
+	// they process nothing until the new assignment says whether they
+	// stay. The eager protocol suspends every task for every rebalance,
+	// the cooperative one only the tasks it revokes, until they leave.
+	// Their counters are as at the suspension; they have no partitions.
+	Suspended []TaskStats
 	// Standbys are the standby and warm-up replicas kept here.
 	Standbys []StandbyStats
 	// UnreachableBrokers lists the brokers that do not answer this
@@ -52,6 +58,10 @@ type TaskStats struct {
 	// of its partitions was empty and its idle time had passed, as Kafka
 	// Streams' enforced-processing-total.
 	EnforcedProcessing int64
+	// Suspensions counts the rebalances that suspended the task on this
+	// App since it started, here or in an earlier stay: a suspension
+	// shorter than a look at Stats still shows in it.
+	Suspensions int
 
 	Partitions []PartitionStats
 	Stores     []StoreStats
@@ -105,31 +115,36 @@ func (a *App) Stats() Stats {
 	defer a.mu.Unlock()
 	s := Stats{ApplicationID: a.cfg.ApplicationID, InstanceID: a.cfg.InstanceID, State: a.state, Standbys: standbys,
 		UnreachableBrokers: a.reach.unreachable(), StateDirsCleaned: a.stateDirsCleaned}
-	s.Tasks = make([]TaskStats, len(a.stats))
-	for i, ts := range a.stats {
+	s.Tasks, s.Suspended = cloneTaskStats(a.stats), cloneTaskStats(a.suspendedStats)
+	return s
+}
+
+func cloneTaskStats(stats []TaskStats) []TaskStats {
+	out := make([]TaskStats, len(stats))
+	for i, ts := range stats {
 		ts.Partitions = slices.Clone(ts.Partitions)
 		ts.Stores = slices.Clone(ts.Stores)
 		ts.Nodes = slices.Clone(ts.Nodes)
 		ts.WaitingOn = slices.Clone(ts.WaitingOn)
-		s.Tasks[i] = ts
+		out[i] = ts
 	}
-	return s
+	return out
 }
 
 // publishStats copies the tasks' counters into the snapshot Stats reads.
 // The caller holds tasksMu.
 func (a *App) publishStats() {
-	snap := a.snapshotTasks()
+	snap, suspended := a.snapshotTasks(a.tasks), a.snapshotTasks(a.suspended)
 	a.mu.Lock()
-	a.stats = snap
+	a.stats, a.suspendedStats = snap, suspended
 	a.mu.Unlock()
 }
 
-func (a *App) snapshotTasks() []TaskStats {
-	out := make([]TaskStats, 0, len(a.tasks))
-	for _, t := range a.tasks {
+func (a *App) snapshotTasks(tasks map[TaskID]*task) []TaskStats {
+	out := make([]TaskStats, 0, len(tasks))
+	for _, t := range tasks {
 		ts := TaskStats{ID: t.id, StreamTime: t.streamTime, Processed: t.processed, Skipped: t.skipped, Restoring: t.restoring != nil,
-			LastRecord: t.lastRecordAt, IdlingSince: t.idle.since, EnforcedProcessing: t.idle.enforced}
+			LastRecord: t.lastRecordAt, IdlingSince: t.idle.since, EnforcedProcessing: t.idle.enforced, Suspensions: a.suspensions[t.id]}
 		if !t.idle.since.IsZero() {
 			ts.WaitingOn = slices.Clone(t.idle.waitingOn)
 		}

@@ -2,12 +2,19 @@
 // commit, and crash / stop / start buttons enabled by its state), and in
 // it one card per task: filled for an active task, outlined for a standby,
 // striped for a warm-up replica; with its stream time, rates, a restore
-// progress bar while it restores and a lag bar for replicas.
+// progress bar while it restores and a lag bar for replicas. A rebalance
+// that suspends an active task (the eager protocol suspends all, the
+// cooperative one only those it takes away) leaves its card in place,
+// marked "suspended" and paled, until the task resumes or leaves.
 //
 // Test ids: instance-<id> (data-state, data-broker-down), broker-<id> (the
 // line naming the brokers it cannot reach), crash-<id>, stop-<id>, start-<id>,
-// add-instance; task-<instance>-<task> (data-task, data-role, data-state,
-// data-stream-time, data-instance) and stream-time-<instance>-<task>.
+// add-instance; task-<instance>-<task> (data-task, data-role, data-state:
+// running, restoring or suspended for an active task, the role for a
+// replica; data-stream-time, data-instance, and data-suspensions: how many
+// rebalances suspended the active task on the instance, which shows even a
+// suspension shorter than a snapshot's interval) and
+// stream-time-<instance>-<task>.
 
 import { h } from '../editor/dom.js'
 import { clock, rate, count, millis, since, byInstance, byTask } from './format.js'
@@ -185,6 +192,7 @@ function fillCard(card, inst, t) {
   el.dataset.role = t.role
   el.dataset.state = t.state
   el.dataset.streamTime = String(t.streamTime ?? -1)
+  el.dataset.suspensions = String(t.suspensions || 0)
   card.role.textContent = t.role === t.state || (t.role === 'active' && t.state === 'running') ? t.role : `${t.role} · ${t.state}`
   card.time.textContent = clock(t.streamTime)
   const parts = []
@@ -217,5 +225,7 @@ function fillCard(card, inst, t) {
   } else {
     card.bar.hidden = true
   }
-  el.title = `task ${t.id} on ${inst.id}: ${t.role}, ${t.state}; ${count(t.processed || 0)} records processed`
+  const paused = t.state === 'suspended' ? ' (a rebalance suspended it: it processes nothing until the assignment says whether it stays)' : ''
+  const suspensions = t.suspensions ? `; suspended by ${count(t.suspensions)} rebalance(s) here` : ''
+  el.title = `task ${t.id} on ${inst.id}: ${t.role}, ${t.state}${paused}; ${count(t.processed || 0)} records processed${suspensions}`
 }
