@@ -31,6 +31,7 @@ import (
 // onAssigned takes up the tasks and replicas of a new assignment.
 func (a *App) onAssigned(ctx context.Context, cl *kgo.Client, assigned map[string][]int32) {
 	a.client.Store(cl)
+	a.noteMember(cl)
 	plan := a.balancer.Last()
 	now := time.Now()
 	a.tasksMu.Lock()
