@@ -45,8 +45,10 @@ type FailoverOptions struct {
 	Keys       int // distinct keys; default 100,000
 	Partitions int // partitions of every topic; default 8
 	Instances  int // instances the Supervisor runs; default 3
-	// SessionTimeout is the group session timeout: most of the time a
-	// crash takes to detect. Default 3 s.
+	// SessionTimeout is the group session timeout. The Supervisor removes
+	// a crashed member at once, so the crash is detected within a
+	// heartbeat interval (SessionTimeout/5, at most 3 s), not at the
+	// session timeout. Default 3 s.
 	SessionTimeout time.Duration
 	// Rate is the steady input, in records per second, produced from the
 	// start of each run to its end. Default 20,000.

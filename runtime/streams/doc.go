@@ -80,7 +80,12 @@
 //
 // A Supervisor runs several instances in one process and can crash, stop,
 // start and add them; it measures each moved task's detection, recovery
-// and downtime (see FailoverHook).
+// and downtime (see FailoverHook). An instance it sees die (crashed, or
+// failed) it removes from the group at once, and under exactly-once it
+// fences the instance's transactional id, aborting its open transaction:
+// the group rebalances without waiting for the session timeout, and
+// read-committed readers of the sinks without waiting for the transaction
+// timeout (see FailoverEvent.DetectedBy).
 //
 // Everything the App does is observable through hooks (see Hook), and Stats
 // returns a copy of its current state. The runtime imports franz-go and the
