@@ -106,6 +106,9 @@ type App struct {
 	// whose assignment is arriving. Under tasksMu.
 	handedOver map[TaskID]bool
 	revokedNow bool
+	// lastHeld is what heldState answers while tasksMu is busy, published
+	// under tasksMu (publishHeld).
+	lastHeld atomic.Pointer[heldTasks]
 
 	// lastPurge is when committed repartition records were last deleted;
 	// commit, which holds tasksMu, reads and sets it.

@@ -119,6 +119,9 @@ func (a *App) Stats() Stats {
 // publishStats copies the tasks' counters into the snapshot Stats reads.
 // The caller holds tasksMu.
 func (a *App) publishStats() {
+	// Wherever the tasks' stats may have changed, so may what heldState
+	// answers while tasksMu is busy.
+	a.publishHeld()
 	snap := a.snapshotTasks()
 	a.mu.Lock()
 	a.stats = snap
