@@ -47,7 +47,8 @@ type FailoverOptions struct {
 	Instances  int // instances the Supervisor runs; default 3
 	// SessionTimeout is the group session timeout, which bounds how long
 	// a crash nobody sees takes to detect; the Supervisor sees its
-	// crashes and removes the member at once. Default 10 s.
+	// crashes and removes the member at once, and the others learn of the
+	// rebalance at their next heartbeat. Default 10 s.
 	SessionTimeout time.Duration
 	// Rate is the steady input, in records per second, produced from the
 	// start of each run to its end. Default 20,000.

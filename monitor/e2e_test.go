@@ -184,8 +184,10 @@ func TestSupervisorEndToEnd(t *testing.T) {
 		return late == readingKeys
 	}, state)
 	t.Logf("failover %+v", f)
-	if f.Task != moved || f.From != victim || f.To == victim || f.Cause != "crash" || f.Replica != "standby" || f.At == 0 {
-		t.Errorf("failover %+v, want task %s from %s to the other instance, caused by a crash, onto its standby", f, moved, victim)
+	if f.Task != moved || f.From != victim || f.To == victim || f.Cause != "crash" || f.Replica != "standby" || f.At == 0 ||
+		f.DetectedBy != streams.DetectedBySupervisor {
+		t.Errorf("failover %+v, want task %s from %s to the other instance, caused by a crash the supervisor detected, onto its standby",
+			f, moved, victim)
 	}
 	if in := findInstance(d, victim); in == nil || in.State != "crashed" || len(in.Tasks) != 0 {
 		t.Errorf("crashed instance %+v", in)

@@ -319,7 +319,7 @@ func (h *hook) OnTaskFailedOver(ev streams.FailoverEvent) {
 	defer h.m.mu.Unlock()
 	task := ev.Task.String()
 	f := Failover{Task: task, From: ev.From, To: ev.To, Cause: ev.Cause, Replica: ev.FromReplica,
-		DetectionMs: ev.Detection.Milliseconds(), RecoveryMs: ev.Recovery.Milliseconds(), DowntimeMs: ev.Downtime.Milliseconds(),
+		DetectionMs: ev.Detection.Milliseconds(), DetectedBy: ev.DetectedBy, RecoveryMs: ev.Recovery.Milliseconds(), DowntimeMs: ev.Downtime.Milliseconds(),
 		Restored: ev.Restored, At: ev.ResumedAt.UnixMilli()}
 	if ev.ResumedAt.IsZero() {
 		f.At = time.Now().UnixMilli()
@@ -335,14 +335,14 @@ func (h *hook) OnTaskFailedOver(ev streams.FailoverEvent) {
 	if ev.Cause == "stop" {
 		cause = "a graceful stop"
 	}
-	msg := fmt.Sprintf("task %s failed over from %s to %s after %s: detected in %v, recovered in %v, down %v; restored %d records",
-		task, ev.From, ev.To, cause, ev.Detection.Round(time.Millisecond), ev.Recovery.Round(time.Millisecond),
+	msg := fmt.Sprintf("task %s failed over from %s to %s after %s: detected in %v%s, recovered in %v, down %v; restored %d records",
+		task, ev.From, ev.To, cause, ev.Detection.Round(time.Millisecond), detectedBy(ev.DetectedBy), ev.Recovery.Round(time.Millisecond),
 		ev.Downtime.Round(time.Millisecond), ev.Restored)
 	if ev.FromReplica != "" {
 		msg += " onto its " + ev.FromReplica + " replica"
 	}
 	detail := map[string]any{"from": ev.From, "to": ev.To, "cause": ev.Cause, "replica": ev.FromReplica,
-		"detectionMs": f.DetectionMs, "recoveryMs": f.RecoveryMs, "downtimeMs": f.DowntimeMs, "restored": ev.Restored}
+		"detectionMs": f.DetectionMs, "detectedBy": ev.DetectedBy, "recoveryMs": f.RecoveryMs, "downtimeMs": f.DowntimeMs, "restored": ev.Restored}
 	if ev.StandbyLag >= 0 {
 		detail["standbyLag"] = ev.StandbyLag
 	}
@@ -367,4 +367,20 @@ func (h *hook) OnBrokerReachability(ev streams.BrokerReachabilityEvent) {
 	h.m.emitLocked(ev.At, entry{ev: Event{Deployment: h.d.info.ID, Instance: ev.InstanceID, Kind: kindBrokerUnreachable,
 		Message: fmt.Sprintf("%s cannot reach broker %s (no answer since %s): %v", ev.InstanceID, ev.Broker, ev.Since.Format("15:04:05"), ev.Err),
 		Detail:  detail}})
+}
+
+// detectedBy phrases how a failover's failure was noticed, for the event
+// log.
+func detectedBy(how string) string {
+	switch how {
+	case streams.DetectedBySupervisor:
+		return " (the supervisor removed the dead member)"
+	case streams.DetectedBySessionTimeout:
+		return " (at the session timeout)"
+	case streams.DetectedByLeave:
+		return " (the instance left the group)"
+	case "":
+		return ""
+	}
+	return " (" + how + ")"
 }

@@ -206,6 +206,7 @@ type Failover struct {
 	Cause       string `json:"cause"`   // "crash" or "stop"
 	Replica     string `json:"replica"` // what the new owner held: "standby", "warm-up" or ""
 	DetectionMs int64  `json:"detectionMs"`
+	DetectedBy  string `json:"detectedBy"` // how the group noticed: "supervisor", "session-timeout" or "leave"
 	RecoveryMs  int64  `json:"recoveryMs"`
 	DowntimeMs  int64  `json:"downtimeMs"`
 	Restored    int64  `json:"restored"`

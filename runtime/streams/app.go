@@ -107,6 +107,9 @@ type App struct {
 	// whose assignment is arriving. Under tasksMu.
 	handedOver map[TaskID]bool
 	revokedNow bool
+	// lastHeld is what heldState answers while tasksMu is busy, published
+	// under tasksMu (publishHeld).
+	lastHeld atomic.Pointer[heldTasks]
 
 	// lastPurge is when committed repartition records were last deleted;
 	// commit, which holds tasksMu, reads and sets it.
@@ -132,6 +135,14 @@ type App struct {
 	clientCtx    context.Context
 	clientCancel context.CancelFunc
 	crashing     atomic.Bool
+
+	// memberID and generation are this instance's group membership as it
+	// last joined, kept after the client is closed so that a Supervisor
+	// can remove the member of an instance that died (detect.go). Set by
+	// the group callbacks and by crash.
+	memberMu   sync.Mutex
+	memberID   string
+	generation int32
 
 	// sessionCtx is the group client's own context, under clientCtx:
 	// closeClient cancels it to cut the connections of a client whose
@@ -374,11 +385,15 @@ func (a *App) lockStateDir() error {
 }
 
 // crash stops the App the way a killed process stops: the connections of
-// its clients are cut (no leave-group, so the group notices only when the
-// session times out), nothing is flushed or committed, pending store
+// its clients are cut (no leave-group: the group notices when the
+// session times out, unless a Supervisor removes the member), nothing is flushed or committed, pending store
 // writes are dropped and the state dir is kept. It returns once Run has
 // returned.
 func (a *App) crash() {
+	// A member that rejoined since its last assignment has a new id.
+	if cl := a.kc(); cl != nil {
+		a.noteMember(cl)
+	}
 	a.crashing.Store(true)
 	a.clientCancel()
 	a.mu.Lock()

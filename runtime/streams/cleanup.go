@@ -130,6 +130,7 @@ func (a *App) cleanStateDirs(now time.Time) {
 		}
 	}
 	if len(cleaned) > 0 {
+		a.publishHeld() // the assignor no longer hears of them
 		a.mu.Lock()
 		a.stateDirsCleaned += int64(len(cleaned))
 		a.mu.Unlock()

@@ -180,7 +180,9 @@ type Config struct {
 
 	// SessionTimeout is the group session timeout: how long the group
 	// waits for a silent member before moving its tasks, and so most of
-	// the time a crash takes to detect. Default 10 s (Kafka Streams' is
+	// the time a crash takes to detect when nobody reports it (a
+	// Supervisor removes the members of the instances it crashes at once;
+	// see Supervisor.Crash). Default 10 s (Kafka Streams' is
 	// 45 s); the embedded broker accepts values down to 500 ms. Members
 	// heartbeat every SessionTimeout/5, at most every 3 s, so that they
 	// also learn of a rebalance quickly. The larger of SessionTimeout and

@@ -86,8 +86,14 @@
 // the group at once (see static.go).
 //
 // A Supervisor runs several instances in one process and can crash, stop
-// (a static member leaves, as CloseAndLeave), start and add them; it measures each moved task's detection, recovery
-// and downtime (see FailoverHook).
+// (a static member leaves, as CloseAndLeave), start and add them; it
+// measures each moved task's detection, recovery and downtime (see
+// FailoverHook). An instance it sees die (crashed, or failed) it removes
+// from the group at once, and under exactly-once it fences the instance's
+// transactional id, aborting its open transaction: the group rebalances
+// without waiting for the session timeout, and read-committed readers of
+// the sinks without waiting for the transaction timeout (see
+// FailoverEvent.DetectedBy).
 //
 // Everything the App does is observable through hooks (see Hook), and Stats
 // returns a copy of its current state. The runtime imports franz-go and the

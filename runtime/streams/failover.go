@@ -22,6 +22,7 @@ type failoverTracker struct {
 // departure is a task whose instance failed, on its way to a new owner.
 type departure struct {
 	from, cause          string
+	detectedBy           string
 	failedAt, lastRecord time.Time
 	// replicas holds the lag and offset sums, at the failure, of the
 	// task's replica on each other instance.
@@ -39,12 +40,14 @@ func newFailoverTracker(cfg Config) *failoverTracker {
 }
 
 // departing records the active tasks of instance from, which failed at
-// at; last is its final stats, others those of the instances still up.
-func (f *failoverTracker) departing(from, cause string, at time.Time, last Stats, others []Stats) {
+// at and whose failure the group is to notice as detectedBy says; last is
+// its final stats, others those of the instances still up.
+func (f *failoverTracker) departing(from, cause, detectedBy string, at time.Time, last Stats, others []Stats) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for _, ts := range last.Tasks {
-		d := &departure{from: from, cause: cause, failedAt: at, lastRecord: ts.LastRecord, replicas: make(map[string]replicaAt)}
+		d := &departure{from: from, cause: cause, detectedBy: detectedBy, failedAt: at, lastRecord: ts.LastRecord,
+			replicas: make(map[string]replicaAt)}
 		for _, o := range others {
 			for _, sb := range o.Standbys {
 				if sb.ID != ts.ID {
@@ -59,6 +62,19 @@ func (f *failoverTracker) departing(from, cause string, at time.Time, last Stats
 			}
 		}
 		f.pending[ts.ID] = d
+	}
+}
+
+// detected changes how the failure of instance from is said to have been
+// noticed, for its tasks not reported yet: a removal the Supervisor
+// announced before sending it (see Supervisor.Crash) that failed.
+func (f *failoverTracker) detected(from, detectedBy string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, d := range f.pending {
+		if d.from == from {
+			d.detectedBy = detectedBy
+		}
 	}
 }
 
@@ -92,7 +108,7 @@ func (f *failoverTracker) OnTaskResumed(ev TaskResumedEvent) {
 	delete(f.pending, ev.Task)
 	f.mu.Unlock()
 	out := FailoverEvent{
-		ApplicationID: f.appID, Task: ev.Task, From: d.from, To: d.to, Cause: d.cause,
+		ApplicationID: f.appID, Task: ev.Task, From: d.from, To: d.to, Cause: d.cause, DetectedBy: d.detectedBy,
 		FailedAt: d.failedAt, LastRecordAt: d.lastRecord, AssignedAt: ev.AssignedAt, ResumedAt: ev.FirstRecordAt,
 		Detection: ev.AssignedAt.Sub(d.failedAt), Recovery: ev.FirstRecordAt.Sub(ev.AssignedAt),
 		Restored: ev.Restored, FromReplica: ev.FromReplica, StandbyLag: -1, StandbyOffset: -1,

@@ -328,15 +328,16 @@ func (h *haEvents) restoreOf(instance string, task streams.TaskID) (streams.Rest
 }
 
 func logFailover(t *testing.T, ev streams.FailoverEvent) {
-	t.Logf("task %s %s -> %s (%s, from %q): detection %v, recovery %v, downtime %v, restored %d, standby lag at failure %d",
-		ev.Task, ev.From, ev.To, ev.Cause, ev.FromReplica, ev.Detection.Round(time.Millisecond), ev.Recovery.Round(time.Millisecond),
+	t.Logf("task %s %s -> %s (%s, from %q): detection %v by %s, recovery %v, downtime %v, restored %d, standby lag at failure %d",
+		ev.Task, ev.From, ev.To, ev.Cause, ev.FromReplica, ev.Detection.Round(time.Millisecond), ev.DetectedBy, ev.Recovery.Round(time.Millisecond),
 		ev.Downtime.Round(time.Millisecond), ev.Restored, ev.StandbyLag)
 }
 
 // TestCrashFailsOverToStandbys crashes one of three instances with one
-// standby per task: every task it ran resumes on the instance that held
-// its standby, replaying only the standby's lag and what arrived since,
-// and no click is lost.
+// standby per task, as a crash nobody saw (the Supervisor does not remove
+// the member, so the group waits for the session timeout): every task it
+// ran resumes on the instance that held its standby, replaying only the
+// standby's lag and what arrived since, and no click is lost.
 func TestCrashFailsOverToStandbys(t *testing.T) {
 	g := startHAGroup(t, "ha-standby", 1)
 	victim := "instance-1"
@@ -345,7 +346,7 @@ func TestCrashFailsOverToStandbys(t *testing.T) {
 		t.Fatalf("%s runs no task", victim)
 	}
 	changelogEnd := sum(endOffsets(t, g.b, "ha-standby-clicks-per-user-changelog"))
-	if err := g.sup.Crash(victim); err != nil {
+	if err := streams.CrashUnseen(g.sup, victim); err != nil {
 		t.Fatal(err)
 	}
 	events := g.failovers(moved, 60*time.Second)
@@ -359,7 +360,10 @@ func TestCrashFailsOverToStandbys(t *testing.T) {
 			t.Errorf("task %s resumed on %s from replica %q (standby lag %d), want the instance holding its standby",
 				id, ev.To, ev.FromReplica, ev.StandbyLag)
 		}
-		// A crash leaves the group to notice the silence: no leave.
+		// An unseen crash leaves the group to notice the silence.
+		if ev.DetectedBy != streams.DetectedBySessionTimeout {
+			t.Errorf("task %s: detected by %q, want %q", id, ev.DetectedBy, streams.DetectedBySessionTimeout)
+		}
 		if ev.Detection < g.session*8/10 {
 			t.Errorf("task %s: detected after %v, less than the session timeout %v: the crash left the group", id, ev.Detection, g.session)
 		}
@@ -395,6 +399,9 @@ func TestCrashWithoutStandbysRestoresInFull(t *testing.T) {
 	for _, id := range moved {
 		ev := events[id]
 		logFailover(t, ev)
+		if ev.DetectedBy != streams.DetectedBySupervisor {
+			t.Errorf("task %s: detected by %q, want %q", id, ev.DetectedBy, streams.DetectedBySupervisor)
+		}
 		if ev.FromReplica != "" || ev.StandbyLag != -1 {
 			t.Errorf("task %s resumed from replica %q with standby lag %d, want none", id, ev.FromReplica, ev.StandbyLag)
 		}
@@ -449,8 +456,9 @@ func testGracefulStop(t *testing.T, static bool) {
 	for _, id := range moved {
 		ev := events[id]
 		logFailover(t, ev)
-		if ev.Cause != "stop" || ev.To == victim {
-			t.Errorf("task %s moved %s -> %s for %q, want a stop moving it off %s", id, ev.From, ev.To, ev.Cause, victim)
+		if ev.Cause != "stop" || ev.To == victim || ev.DetectedBy != streams.DetectedByLeave {
+			t.Errorf("task %s moved %s -> %s for %q (detected by %q), want a stop moving it off %s, detected by its leave",
+				id, ev.From, ev.To, ev.Cause, ev.DetectedBy, victim)
 		}
 		revs := g.events.revocationsOf(victim, id)
 		if len(revs) == 0 || !revs[len(revs)-1].Clean {

@@ -165,13 +165,20 @@ type FailoverEvent struct {
 	From, To string
 	// Cause is "crash" or "stop".
 	Cause string
+	// DetectedBy says how the group noticed that From was gone:
+	// DetectedBySupervisor ("supervisor": the Supervisor saw the crash
+	// and removed the member at once), DetectedBySessionTimeout
+	// ("session-timeout": nobody removed it, and the group waited for its
+	// session to time out) or DetectedByLeave ("leave": a graceful stop,
+	// whose member left the group itself).
+	DetectedBy string
 	// FailedAt is when the instance was crashed or asked to stop;
 	// LastRecordAt when it last processed a record of the task;
 	// AssignedAt when the new owner received the task; ResumedAt when
 	// it processed its first record.
 	FailedAt, LastRecordAt, AssignedAt, ResumedAt time.Time
 	// Detection is FailedAt to AssignedAt: the time the group took to
-	// notice and rebalance. Recovery is AssignedAt to ResumedAt: the new
+	// notice (see DetectedBy) and rebalance. Recovery is AssignedAt to ResumedAt: the new
 	// owner's restore and first fetch. Downtime is LastRecordAt to
 	// ResumedAt: how long no instance processed the task.
 	Detection, Recovery, Downtime time.Duration

@@ -31,6 +31,7 @@ import (
 // onAssigned takes up the tasks and replicas of a new assignment.
 func (a *App) onAssigned(ctx context.Context, cl *kgo.Client, assigned map[string][]int32) {
 	a.client.Store(cl)
+	a.noteMember(cl)
 	plan := a.balancer.Last()
 	rejoin := a.staticAssigned(cl)
 	now := time.Now()
@@ -430,30 +431,65 @@ func (a *App) newTask(st *subtopology, id TaskID, stores []*taskStore) (*task, e
 // heldState is what this member tells the assignor when it joins: the
 // tasks it ran until now, and the changelog offset sum of every stateful
 // task whose state it holds, open or on disk.
+//
+// franz-go asks while it joins, on its group goroutine, which under the
+// cooperative protocol need not wait for the processing goroutine to poll.
+// That goroutine may hold tasksMu through an exactly-once commit, whose
+// End waits for a heartbeat that only the group goroutine, stuck here,
+// would send: waiting for the lock stalls both until TransactionTimeout,
+// and the whole group with them. So a busy lock is answered with what was
+// published at the last processed batch or rebalance (publishHeld), which
+// differs from the present only by the offsets of commits since.
 func (a *App) heldState() (active []assign.Task, offsets map[assign.Task]int64) {
-	held := make(map[TaskID]int64)
-	a.tasksMu.Lock()
-	maps.Copy(held, a.onDisk)
-	for _, group := range []map[TaskID]*task{a.tasks, a.suspended} {
-		for id, t := range group {
-			active = append(active, assign.Task{Subtopology: id.Subtopology, Partition: id.Partition})
-			if t.hasChangelogs() {
-				held[id] = offsetSum(t.storeList)
-			}
-		}
+	var snap *heldTasks
+	if a.tasksMu.TryLock() {
+		snap = a.publishHeld()
+		a.tasksMu.Unlock()
+	} else if snap = a.lastHeld.Load(); snap == nil {
+		// Nothing published yet: no task ran, so no commit holds the
+		// lock for long.
+		a.tasksMu.Lock()
+		snap = a.publishHeld()
+		a.tasksMu.Unlock()
 	}
-	for id := range a.handedOver {
-		if a.tasks[id] == nil && a.suspended[id] == nil {
-			active = append(active, assign.Task{Subtopology: id.Subtopology, Partition: id.Partition})
-		}
-	}
-	a.tasksMu.Unlock()
+	held := maps.Clone(snap.offsets)
 	a.standby.offsets(held)
 	offsets = make(map[assign.Task]int64, len(held))
 	for id, off := range held {
 		offsets[assign.Task{Subtopology: id.Subtopology, Partition: id.Partition}] = off
 	}
-	return active, offsets
+	return slices.Clone(snap.active), offsets
+}
+
+// heldTasks is the tasks part of heldState: the active tasks and the
+// offset sums of the state held open or on disk.
+type heldTasks struct {
+	active  []assign.Task
+	offsets map[TaskID]int64
+}
+
+// publishHeld computes heldTasks and publishes it for heldState. The
+// caller holds tasksMu.
+func (a *App) publishHeld() *heldTasks {
+	snap := &heldTasks{offsets: maps.Clone(a.onDisk)}
+	if snap.offsets == nil {
+		snap.offsets = make(map[TaskID]int64)
+	}
+	for _, group := range []map[TaskID]*task{a.tasks, a.suspended} {
+		for id, t := range group {
+			snap.active = append(snap.active, assign.Task{Subtopology: id.Subtopology, Partition: id.Partition})
+			if t.hasChangelogs() {
+				snap.offsets[id] = offsetSum(t.storeList)
+			}
+		}
+	}
+	for id := range a.handedOver {
+		if a.tasks[id] == nil && a.suspended[id] == nil {
+			snap.active = append(snap.active, assign.Task{Subtopology: id.Subtopology, Partition: id.Partition})
+		}
+	}
+	a.lastHeld.Store(snap)
+	return snap
 }
 
 // hasChangelogs reports whether any of the task's stores is logged.

@@ -134,6 +134,9 @@ func cloneTaskStats(stats []TaskStats) []TaskStats {
 // publishStats copies the tasks' counters into the snapshot Stats reads.
 // The caller holds tasksMu.
 func (a *App) publishStats() {
+	// Wherever the tasks' stats may have changed, so may what heldState
+	// answers while tasksMu is busy.
+	a.publishHeld()
 	snap, suspended := a.snapshotTasks(a.tasks), a.snapshotTasks(a.suspended)
 	a.mu.Lock()
 	a.stats, a.suspendedStats = snap, suspended

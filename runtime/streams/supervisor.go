@@ -101,6 +101,7 @@ type Supervisor struct {
 	// and the other instances stay responsive.
 	mu        sync.Mutex
 	ctx       context.Context
+	detect    *detector // set by Run; see detect.go
 	instances []*instance
 	next      int
 	wg        sync.WaitGroup
@@ -157,8 +158,16 @@ func (s *Supervisor) Run(ctx context.Context) error {
 		s.mu.Unlock()
 		return errors.New("running supervisor: Run was already called")
 	}
-	s.ctx = ctx
+	detect, err := newDetector(s.cfg.Config)
+	if err != nil {
+		s.mu.Unlock()
+		return fmt.Errorf("running supervisor: %w", err)
+	}
+	s.ctx, s.detect = ctx, detect
 	s.mu.Unlock()
+	// Closed once no instance and no Crash can use it any more: the
+	// removals under way finish first.
+	defer detect.close()
 	var errs []error
 	for range s.cfg.Instances {
 		if _, err := s.Add(); err != nil {
@@ -207,10 +216,20 @@ func (s *Supervisor) Add() (string, error) {
 
 // Crash kills instance id as a crashed process dies: its connections are
 // cut without leaving the group, nothing is flushed or committed, and its
-// state dir is kept. The group notices when the session times out; each
-// of its tasks is then measured as it fails over. Crash returns once the
-// instance has stopped.
-func (s *Supervisor) Crash(id string) error {
+// state dir is kept. Then the Supervisor, which saw it die, does what a
+// cluster manager that watches its processes would: under exactly-once it
+// fences the instance's transactional id, which aborts its open
+// transaction, and it removes the dead member from the group, which
+// rebalances at once instead of waiting for the session to time out (see
+// detect.go). Each of its tasks is then measured as it fails over. Crash
+// returns once the instance has stopped and the removal was answered,
+// within the session timeout; a removal that fails is logged and leaves
+// the group to notice at the session timeout.
+func (s *Supervisor) Crash(id string) error { return s.crash(id, true) }
+
+// crash is Crash; seen false skips the removal, for a crash that nobody
+// saw: the group notices it at the session timeout.
+func (s *Supervisor) crash(id string, seen bool) error {
 	in, err := s.find(id, "crash", InstanceRunning)
 	if err != nil {
 		return err
@@ -223,10 +242,40 @@ func (s *Supervisor) Crash(id string) error {
 	app.crash()
 	<-in.done
 	// The crashed App keeps its last published stats: what it had
-	// processed when it died.
-	s.tracker.departing(id, "crash", at, app.Stats(), s.otherStats(id))
+	// processed when it died. Recorded before the removal, which moves
+	// the tasks at once, and so labelled before it is sent.
+	how := DetectedBySessionTimeout
+	if seen {
+		how = DetectedBySupervisor
+	}
+	s.tracker.departing(id, "crash", how, at, app.Stats(), s.otherStats(id))
+	if seen {
+		if err := s.removeDead(app); err != nil {
+			s.tracker.detected(id, DetectedBySessionTimeout)
+		}
+	}
+	// Released only now: a Start before the fence would have its new
+	// producer fenced.
 	s.release(in, InstanceCrashed, nil)
 	return nil
+}
+
+// removeDead removes the member of app, which died, and logs how that
+// went: a failure leaves the group to the session timeout.
+func (s *Supervisor) removeDead(app *App) error {
+	s.mu.Lock()
+	detect := s.detect
+	s.mu.Unlock()
+	err := detect.removeDead(app)
+	switch {
+	case errors.Is(err, errMemberGone):
+		s.cfg.Config.Logger.Info("no member to remove for a dead instance", "app", s.cfg.Config.ApplicationID,
+			"instance", app.cfg.InstanceID, "err", err)
+	case err != nil:
+		s.cfg.Config.Logger.Warn("removing a dead instance from the group failed; the group notices at the session timeout",
+			"app", s.cfg.Config.ApplicationID, "instance", app.cfg.InstanceID, "err", err)
+	}
+	return err
 }
 
 // Stop shuts instance id down gracefully: it commits and leaves the group,
@@ -244,7 +293,7 @@ func (s *Supervisor) Stop(id string) error {
 	}
 	// Recorded before the leave: the group may move the tasks before
 	// Close returns.
-	s.tracker.departing(id, "stop", time.Now(), app.Stats(), s.otherStats(id))
+	s.tracker.departing(id, "stop", DetectedByLeave, time.Now(), app.Stats(), s.otherStats(id))
 	err = app.CloseAndLeave()
 	<-in.done
 	s.release(in, InstanceStopped, nil)
@@ -355,19 +404,26 @@ func (s *Supervisor) launch(in *instance) error {
 }
 
 // exited records an App that returned on its own: failed, or ended with
-// the Supervisor's context. Crash and Stop record their own outcome.
+// the Supervisor's context. Crash and Stop record their own outcome. A
+// failed App is removed from the group as a crashed one is, in case its
+// own leave did not reach the broker: usually it did, and the group
+// answers that the member is gone.
 func (s *Supervisor) exited(in *instance, app *App, err error) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	if in.app != app || in.busy {
+		s.mu.Unlock()
 		return
 	}
-	in.app, in.since = nil, time.Now()
-	if err != nil {
-		in.state, in.err = InstanceFailed, err
-	} else {
-		in.state = InstanceStopped
+	if err == nil {
+		in.app, in.since, in.state = nil, time.Now(), InstanceStopped
+		s.mu.Unlock()
+		return
 	}
+	// Busy until the removal is done, so that no Start races its fence.
+	in.busy = true
+	s.mu.Unlock()
+	_ = s.removeDead(app)
+	s.release(in, InstanceFailed, err)
 }
 
 // otherStats snapshots every running instance but id.

@@ -1,11 +1,13 @@
 // The failover timeline: the deployment's events, newest on top and
 // filterable by kind, and the table of failovers (task, from -> to, cause,
-// replica, detection, recovery and downtime in ms, restored records).
+// replica, detection in ms and how the failure was noticed, recovery and
+// downtime in ms, restored records).
 //
 // Test ids: event-filter, events-list, events-count, event-<seq> (data-kind;
 // a group of repeated events has data-group="true" and data-count, and its
 // text in event-group-text);
-// failover-table, failover-<n> (data-task, data-downtime).
+// failover-table, failover-<n> (data-task, data-downtime), detection-<n>
+// (data-detected-by).
 
 import { h, clear } from '../editor/dom.js'
 import { clock, count, toMillis } from './format.js'
@@ -203,7 +205,7 @@ export class FailoverTable {
           h('td', { text: `${f.from || '?'} → ${f.to || '?'}` }),
           h('td', { text: f.cause || '' }),
           h('td', { text: f.replica || '' }),
-          h('td', { class: 'lv-num', text: ms(f.detectionMs) }),
+          h('td', { class: 'lv-num', testid: `detection-${i}`, dataset: { detectedBy: f.detectedBy || '' }, text: detection(f, ms) }),
           h('td', { class: 'lv-num', text: ms(f.recoveryMs) }),
           h('td', { class: 'lv-num lv-strong', testid: `downtime-${i}`, text: ms(f.downtimeMs) }),
           h('td', { class: 'lv-num', text: typeof f.restored === 'number' ? count(f.restored) : '—' }),
@@ -214,9 +216,17 @@ export class FailoverTable {
   }
 }
 
+// detection is the detection time and, when known, how the failure was
+// noticed: "12 · supervisor".
+function detection(f, ms) {
+  const t = ms(f.detectionMs)
+  return f.detectedBy ? `${t} · ${f.detectedBy}` : t
+}
+
 const HELP = {
   replica: 'what the new instance had of the task: a hot standby, a warm-up replica, or nothing (restored from the changelog)',
-  detection: 'ms from the old instance going away to the group noticing (rebalance)',
+  detection:
+    'ms from the old instance going away to the group noticing (rebalance), and how it noticed: supervisor (the supervisor saw the crash and removed the member), session-timeout (nobody removed it: the group waited for its session to time out) or leave (a graceful stop)',
   recovery: 'ms from the assignment to the first record processed on the new instance',
   downtime: 'ms the task processed nothing: from its last record on the old instance to its first on the new',
   restored: 'changelog records restored before processing again',
