@@ -183,13 +183,22 @@ type Config struct {
 	// the time a crash takes to detect when nobody reports it (a
 	// Supervisor removes the members of the instances it crashes at once;
 	// see Supervisor.Crash). Default 10 s (Kafka Streams' is
-	// 45 s); the embedded broker accepts values down to 500 ms. Members
-	// heartbeat every SessionTimeout/5, at most every 3 s, so that they
-	// also learn of a rebalance quickly. The larger of SessionTimeout and
+	// 45 s); the embedded broker accepts values down to 500 ms. The
+	// larger of SessionTimeout and
 	// TransactionTimeout bounds every other wait on the broker (an
 	// at-least-once commit, a restore that receives nothing, leaving the
 	// group): when it passes the App gives its tasks up and joins again.
 	SessionTimeout time.Duration
+
+	// HeartbeatInterval is how often a member tells the group it is
+	// alive, and so how late it learns that a rebalance began: a member
+	// removed by a Supervisor rebalances the group at once, but the
+	// others join only at their next heartbeat. Default
+	// min(SessionTimeout/5, 250 ms) where Kafka Streams heartbeats every
+	// 3 s: four small requests a second per member buy a failover that
+	// starts within a quarter of a second. It must be below
+	// SessionTimeout.
+	HeartbeatInterval time.Duration
 
 	// StandbyReplicas is how many hot standby copies of each stateful
 	// task other instances keep, following its changelogs, so that a
@@ -307,6 +316,9 @@ func (c Config) withDefaults() Config {
 	if c.SessionTimeout == 0 {
 		c.SessionTimeout = 10 * time.Second
 	}
+	if c.HeartbeatInterval == 0 && c.SessionTimeout > 0 {
+		c.HeartbeatInterval = min(c.SessionTimeout/5, 250*time.Millisecond)
+	}
 	if c.AcceptableRecoveryLag == 0 {
 		c.AcceptableRecoveryLag = 10_000
 	}
@@ -403,6 +415,11 @@ func (c Config) Validate() error {
 	}
 	if c.TransactionTimeout < 0 {
 		bad("TransactionTimeout", "%v is negative", c.TransactionTimeout)
+	}
+	if c.HeartbeatInterval < 0 {
+		bad("HeartbeatInterval", "%v is negative", c.HeartbeatInterval)
+	} else if c.HeartbeatInterval > 0 && c.SessionTimeout > 0 && c.HeartbeatInterval >= c.SessionTimeout {
+		bad("HeartbeatInterval", "%v is not below SessionTimeout %v", c.HeartbeatInterval, c.SessionTimeout)
 	}
 	if c.SessionTimeout < 0 {
 		bad("SessionTimeout", "%v is negative", c.SessionTimeout)

@@ -85,6 +85,19 @@ func TestConfigValidate(t *testing.T) {
 			want: []string{"StaticMembership: needs an explicit InstanceID", "SessionTimeout: -1s is negative"},
 		},
 		{
+			name: "a heartbeat interval not below the session timeout",
+			modify: func(c *streams.Config) {
+				c.SessionTimeout = time.Second
+				c.HeartbeatInterval = time.Second
+			},
+			want: []string{"HeartbeatInterval: 1s is not below SessionTimeout 1s"},
+		},
+		{
+			name:   "a negative heartbeat interval",
+			modify: func(c *streams.Config) { c.HeartbeatInterval = -time.Second },
+			want:   []string{"HeartbeatInterval: -1s is negative"},
+		},
+		{
 			name:   "exactly-once with its defaults",
 			modify: func(c *streams.Config) { c.ProcessingGuarantee = streams.ExactlyOnce },
 		},

@@ -52,7 +52,7 @@ func (a *App) startClient() error {
 		// know the consumer's position past them (see idle.go).
 		kgo.KeepControlRecords(),
 		kgo.SessionTimeout(a.cfg.SessionTimeout),
-		kgo.HeartbeatInterval(min(3*time.Second, a.cfg.SessionTimeout/5)),
+		kgo.HeartbeatInterval(a.cfg.HeartbeatInterval),
 		kgo.WithContext(a.newSessionContext()),
 		kgo.OnPartitionsAssigned(a.onAssigned),
 		kgo.OnPartitionsRevoked(a.onRevoked),
