@@ -57,10 +57,6 @@ const (
 	DetectedByLeave = "leave"
 )
 
-// errMemberGone says the group no longer had the member to remove: its
-// session had timed out, or it had left on its own.
-var errMemberGone = errors.New("the group has no such member")
-
 // errDetectorClosed is what a removal attempted after Run returned fails
 // with.
 var errDetectorClosed = errors.New("the supervisor's client is closed")
@@ -159,35 +155,13 @@ func (d *detector) fence(ctx context.Context, txnID string, timeout time.Duratio
 	return nil
 }
 
-// leave removes a member from the application's group.
+// leave removes a member from the application's group, retrying what
+// the coordinator answers as retriable.
 func (d *detector) leave(ctx context.Context, memberID string, instanceID *string) error {
 	group := d.cfg.ApplicationID
-	req := kmsg.NewPtrLeaveGroupRequest()
-	req.Group = group
-	req.MemberID = memberID // for brokers older than v3, which take one member
-	m := kmsg.NewLeaveGroupRequestMember()
-	m.MemberID, m.InstanceID = memberID, instanceID
-	reason := "the supervisor saw the instance die"
-	m.Reason = &reason
-	req.Members = append(req.Members, m)
 	err := retryRetriable(ctx, func() error {
-		resp, err := req.RequestWith(ctx, d.cl)
-		if err != nil {
-			return err
-		}
-		if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
-			return err
-		}
-		for _, rm := range resp.Members {
-			if err := kerr.ErrorForCode(rm.ErrorCode); err != nil {
-				return err
-			}
-		}
-		return nil
+		return removeMember(ctx, d.cl, group, memberID, instanceID, "the supervisor saw the instance die")
 	})
-	if errors.Is(err, kerr.UnknownMemberID) {
-		err = fmt.Errorf("%w: %w", errMemberGone, err)
-	}
 	if err != nil {
 		return fmt.Errorf("removing member %q from group %q: %w", memberID, group, err)
 	}
