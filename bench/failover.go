@@ -150,6 +150,10 @@ type FailoverRun struct {
 	// kept arriving.
 	Stayed    []streams.TaskID
 	StayedGap time.Duration
+	// QuietGap is the same measure over the same tasks for quietWindow
+	// just before the crash, with no rebalance: what processing pauses
+	// on its own.
+	QuietGap time.Duration
 	// ReaderStall, under exactly-once only, is the longest time from the
 	// crash until a read-committed reader of the sink received a result
 	// of an input record produced after the crash, over the partitions
@@ -267,14 +271,14 @@ func RunFailover(ctx context.Context, opts FailoverOptions) (FailoverReport, err
 	rep.Ratio = float64(rep.NoStandby.Recovery.Max) / float64(rep.Standby.Recovery.Max)
 	fmt.Fprintln(w, "summary:")
 	for _, r := range runs {
-		fmt.Fprintf(w, "  %-40s  detection max %6d ms  recovery median %6d ms  max %6d ms   downtime median %6d ms  max %6d ms   stayed gap max %6d ms   restored %d\n",
-			r.FailoverSpec, ms(r.Detection.Max), ms(r.Recovery.Median), ms(r.Recovery.Max), ms(r.Downtime.Median), ms(r.Downtime.Max), ms(r.StayedGap), r.Restored)
+		fmt.Fprintf(w, "  %-40s  detection max %6d ms  recovery median %6d ms  max %6d ms   downtime median %6d ms  max %6d ms   stayed gap max %6d ms (quiet %d ms)   restored %d\n",
+			r.FailoverSpec, ms(r.Detection.Max), ms(r.Recovery.Median), ms(r.Recovery.Max), ms(r.Downtime.Median), ms(r.Downtime.Max), ms(r.StayedGap), ms(r.QuietGap), r.Restored)
 	}
 	fmt.Fprintf(w, "RESULT failover ratio=%.2f standby_recovery_max_ms=%d nostandby_recovery_max_ms=%d standby_downtime_max_ms=%d "+
-		"stayed_gap_max_ms=%d eager_stayed_gap_max_ms=%d detection_max_ms=%d session_timeout_ms=%d eos_reader_stall_ms=%d\n",
+		"stayed_gap_max_ms=%d eager_stayed_gap_max_ms=%d detection_max_ms=%d session_timeout_ms=%d eos_reader_stall_ms=%d quiet_gap_max_ms=%d\n",
 		rep.Ratio, ms(rep.Standby.Recovery.Max), ms(rep.NoStandby.Recovery.Max), ms(rep.Standby.Downtime.Max),
 		ms(rep.Standby.StayedGap), ms(rep.Eager.StayedGap), ms(rep.Standby.Detection.Max), opts.SessionTimeout.Milliseconds(),
-		ms(rep.ExactlyOnce.ReaderStall))
+		ms(rep.ExactlyOnce.ReaderStall), ms(rep.Standby.QuietGap))
 	return rep, nil
 }
 
@@ -512,6 +516,9 @@ func failoverRun(ctx context.Context, brokers []string, cl *kgo.Client, opts Fai
 			run.Stayed = append(run.Stayed, id)
 		}
 	}
+	if err := run.measureQuiet(ctx, gaps); err != nil {
+		return run, err
+	}
 	var reader *readerWatch
 	if spec.Guarantee == streams.ExactlyOnce {
 		if reader, err = startReaderWatch(ctx, brokers, out); err != nil {
@@ -604,8 +611,8 @@ func printFailoverRun(w io.Writer, run FailoverRun) {
 	fmt.Fprintf(w, "  %s: detection median %d ms, max %d ms; recovery median %d ms, max %d ms; downtime median %d ms, max %d ms; %d records restored in total\n",
 		run.FailoverSpec, ms(run.Detection.Median), ms(run.Detection.Max), ms(run.Recovery.Median), ms(run.Recovery.Max),
 		ms(run.Downtime.Median), ms(run.Downtime.Max), run.Restored)
-	fmt.Fprintf(w, "  tasks that stayed (%s): longest gap between two processed records %d ms, from the crash to %v after the last moved task resumed\n",
-		taskList(run.Stayed), ms(run.StayedGap), stayedWindow)
+	fmt.Fprintf(w, "  tasks that stayed (%s): longest gap between two processed records %d ms, from the crash to %v after the last moved task resumed (%d ms in the %v before the crash)\n",
+		taskList(run.Stayed), ms(run.StayedGap), stayedWindow, ms(run.QuietGap), quietWindow)
 	if run.Guarantee == streams.ExactlyOnce {
 		fmt.Fprintf(w, "  a read-committed reader of the sink received the first result of a record produced after the crash, on every partition %s wrote to, %d ms after it\n",
 			FailoverVictim, ms(run.ReaderStall))

@@ -60,12 +60,13 @@ func (g *gapWatch) note(key, _ any) {
 	g.last[p] = now
 }
 
-// start opens the window at; gaps before it do not count, a gap that
-// spans it counts from at.
+// start opens a window at, forgetting any earlier one; gaps before it do
+// not count, a gap that spans it counts from at.
 func (g *gapWatch) start(at time.Time) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	g.from = at
+	g.from, g.until = at, time.Time{}
+	clear(g.gaps)
 }
 
 // stop closes the window at and returns each partition's longest gap in
@@ -173,6 +174,28 @@ func (r *readerWatch) received(partitions []int32) bool {
 		}
 	}
 	return true
+}
+
+// quietWindow is how long the gaps of the tasks that will stay are
+// measured before the crash, with no rebalance: the processing's own
+// pauses (commits, flushes, the scheduler of a busy machine) that the
+// failover's gaps are to be read against.
+const quietWindow = 2 * time.Second
+
+// measureQuiet measures run's QuietGap over quietWindow, before the
+// crash.
+func (run *FailoverRun) measureQuiet(ctx context.Context, gaps *gapWatch) error {
+	gaps.start(time.Now())
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(quietWindow):
+	}
+	perPartition := gaps.stop(time.Now())
+	for _, id := range run.Stayed {
+		run.QuietGap = max(run.QuietGap, perPartition[id.Partition])
+	}
+	return nil
 }
 
 // stayedWindow is how long after the last moved task resumed the gaps of

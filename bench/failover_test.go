@@ -64,8 +64,8 @@ func TestRunFailover(t *testing.T) {
 		if run.Recovery.Max < run.Recovery.Median || run.Downtime.Max < run.Downtime.Median {
 			t.Errorf("%s: max below median: %+v %+v", standbyLabel(run.Standbys), run.Recovery, run.Downtime)
 		}
-		if len(run.Stayed)+len(run.Moved) != 4 || run.StayedGap <= 0 {
-			t.Errorf("%s: %d tasks stayed and %d moved of 4, longest gap of those that stayed %v", run.FailoverSpec, len(run.Stayed), len(run.Moved), run.StayedGap)
+		if len(run.Stayed)+len(run.Moved) != 4 || run.StayedGap <= 0 || run.QuietGap <= 0 {
+			t.Errorf("%s: %d tasks stayed and %d moved of 4, longest gap of those that stayed %v (before the crash %v)", run.FailoverSpec, len(run.Stayed), len(run.Moved), run.StayedGap, run.QuietGap)
 		}
 	}
 	if rep.ExactlyOnce.Guarantee != streams.ExactlyOnce || rep.ExactlyOnce.ReaderStall <= 0 || rep.Standby.ReaderStall != 0 {
@@ -83,7 +83,7 @@ func TestRunFailover(t *testing.T) {
 		!strings.Contains(last, " standby_recovery_max_ms=") || !strings.Contains(last, " nostandby_recovery_max_ms=") ||
 		!strings.Contains(last, " standby_downtime_max_ms=") || !strings.Contains(last, " stayed_gap_max_ms=") ||
 		!strings.Contains(last, " eager_stayed_gap_max_ms=") || !strings.Contains(last, " detection_max_ms=") ||
-		!strings.Contains(last, " session_timeout_ms=1500 ") || !strings.Contains(last, " eos_reader_stall_ms=") {
+		!strings.Contains(last, " session_timeout_ms=1500 ") || !strings.Contains(last, " eos_reader_stall_ms=") || !strings.Contains(last, " quiet_gap_max_ms=") {
 		t.Errorf("last line %q, want the RESULT line", last)
 	}
 }
