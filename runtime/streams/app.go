@@ -564,6 +564,9 @@ func (a *App) loop(ctx context.Context) error {
 		if err == nil && a.commitDue(lastCommit) {
 			if err = a.commit(a.clientCtx); err == nil {
 				lastCommit = time.Now()
+				a.tasksMu.Lock()
+				a.publishHeld()
+				a.tasksMu.Unlock()
 			}
 		}
 		if err != nil {
@@ -641,7 +644,7 @@ func (a *App) processFetches(fetches kgo.Fetches) error {
 	}
 	err := a.processRoundRobin(a.tasksToRecheck(touched))
 	a.afterIdling()
-	a.publishStats()
+	a.publishCounters()
 	if err != nil {
 		return err
 	}

@@ -438,8 +438,9 @@ func (a *App) newTask(st *subtopology, id TaskID, stores []*taskStore) (*task, e
 // End waits for a heartbeat that only the group goroutine, stuck here,
 // would send: waiting for the lock stalls both until TransactionTimeout,
 // and the whole group with them. So a busy lock is answered with what was
-// published at the last processed batch or rebalance (publishHeld), which
-// differs from the present only by the offsets of commits since.
+// published at the last commit or rebalance step (publishHeld), which
+// differs from the present only by the offsets written since: less state
+// than held, the safe error.
 func (a *App) heldState() (active []assign.Task, offsets map[assign.Task]int64) {
 	var snap *heldTasks
 	if a.tasksMu.TryLock() {

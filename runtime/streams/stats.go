@@ -131,12 +131,20 @@ func cloneTaskStats(stats []TaskStats) []TaskStats {
 	return out
 }
 
-// publishStats copies the tasks' counters into the snapshot Stats reads.
-// The caller holds tasksMu.
+// publishStats copies the tasks' counters into the snapshot Stats reads,
+// and the tasks held into the one heldState answers from while tasksMu is
+// busy. The caller holds tasksMu.
 func (a *App) publishStats() {
-	// Wherever the tasks' stats may have changed, so may what heldState
-	// answers while tasksMu is busy.
 	a.publishHeld()
+	a.publishCounters()
+}
+
+// publishCounters is publishStats after a processed batch, which changes
+// the counters but not which tasks run. It leaves heldState's snapshot to
+// the commit that follows (see loop): an offset sum behind by one commit
+// interval understates the state held, the safe error, and cloning every
+// store's offsets on every batch would cost the hot path for a rebalance.
+func (a *App) publishCounters() {
 	snap, suspended := a.snapshotTasks(a.tasks), a.snapshotTasks(a.suspended)
 	a.mu.Lock()
 	a.stats, a.suspendedStats = snap, suspended
