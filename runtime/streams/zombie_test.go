@@ -14,9 +14,10 @@ import (
 
 // TestSameInstanceIDAtLeastOnceRunsSideBySide starts two at-least-once
 // Apps with one InstanceID, as two processes started with the same id
-// would. Braid uses no static membership, and its at-least-once producer
-// is idempotent only, so nothing fences either: the group gives them two
-// member ids and splits the tasks, and every record is processed. What
+// would. Without Config.StaticMembership (the default) the group gives
+// them two member ids, and an at-least-once producer is idempotent only,
+// so nothing fences either: the group splits the tasks between them, and
+// every record is processed. What
 // they must not share is a state dir: a third App with the same id and
 // the first's StateDir stops at once with a *StateDirInUseError naming the
 // directory, before it opens (or deletes) a store of the first's.
