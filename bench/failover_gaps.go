@@ -207,7 +207,9 @@ const stayedWindow = time.Second
 // their failover events): the longest gap of the tasks that stayed, up to
 // stayedWindow after the last resumption, and under exactly-once, once
 // the reader received results on every moved partition, its stall.
-func (run *FailoverRun) measureAfter(ctx context.Context, opts FailoverOptions, got map[streams.TaskID]streams.FailoverEvent, gaps *gapWatch, reader *readerWatch) error {
+// moved returns the tasks some instance took up since the crash: those of
+// run.Stayed among them were traded between survivors.
+func (run *FailoverRun) measureAfter(ctx context.Context, opts FailoverOptions, got map[streams.TaskID]streams.FailoverEvent, gaps *gapWatch, reader *readerWatch, moved func() map[streams.TaskID]bool) error {
 	var last time.Time
 	for _, ev := range got {
 		last = later(last, ev.ResumedAt)
@@ -218,20 +220,29 @@ func (run *FailoverRun) measureAfter(ctx context.Context, opts FailoverOptions, 
 	case <-time.After(time.Until(last.Add(stayedWindow))):
 	}
 	perPartition := gaps.stop(time.Now())
+	took := moved()
+	stayed := run.Stayed[:0]
 	for _, id := range run.Stayed {
+		if took[id] {
+			run.Traded = append(run.Traded, id)
+			run.TradedGap = max(run.TradedGap, perPartition[id.Partition])
+			continue
+		}
+		stayed = append(stayed, id)
 		run.StayedGap = max(run.StayedGap, perPartition[id.Partition])
 	}
+	run.Stayed = stayed
 	if reader == nil {
 		return nil
 	}
-	moved := make([]int32, len(run.Moved))
+	partitions := make([]int32, len(run.Moved))
 	for i, id := range run.Moved {
-		moved[i] = id.Partition
+		partitions[i] = id.Partition
 	}
-	if err := waitUntil(ctx, opts.Timeout, 20*time.Millisecond, func() (bool, error) { return reader.received(moved), nil }); err != nil {
-		return fmt.Errorf("waiting for a read-committed reader of the sink to receive new results on partitions %v: %w", moved, err)
+	if err := waitUntil(ctx, opts.Timeout, 20*time.Millisecond, func() (bool, error) { return reader.received(partitions), nil }); err != nil {
+		return fmt.Errorf("waiting for a read-committed reader of the sink to receive new results on partitions %v: %w", partitions, err)
 	}
-	run.ReaderStall = reader.stall(moved)
+	run.ReaderStall = reader.stall(partitions)
 	return nil
 }
 

@@ -107,6 +107,9 @@ type App struct {
 	// whose assignment is arriving. Under tasksMu.
 	handedOver map[TaskID]bool
 	revokedNow bool
+	// joins holds the periodic commit while a cooperative join is under
+	// way (join_gate.go).
+	joins joinGate
 	// lastHeld is what heldState answers while tasksMu is busy, published
 	// under tasksMu (publishHeld).
 	lastHeld atomic.Pointer[heldTasks]
@@ -562,11 +565,13 @@ func (a *App) loop(ctx context.Context) error {
 			err = a.producedError()
 		}
 		if err == nil && a.commitDue(lastCommit) {
-			if err = a.commit(a.clientCtx); err == nil {
+			if err = a.intervalCommit(a.clientCtx); err == nil {
 				lastCommit = time.Now()
 				a.tasksMu.Lock()
 				a.publishHeld()
 				a.tasksMu.Unlock()
+			} else if errors.Is(err, errCommitDeferred) {
+				err = nil // the next iteration after the join commits
 			}
 		}
 		if err != nil {
@@ -593,15 +598,26 @@ func (a *App) processPoll(fetches kgo.Fetches) error {
 	return a.processFetches(fetches)
 }
 
-// commitDue reports whether to commit now: the commit interval passed, or,
-// under exactly-once, a rebalance waits for this instance, which commits
-// first so that the revocation finds nothing to abort.
+// commitDue reports whether to commit now: under exactly-once, when a
+// rebalance waits for this instance, which commits first so that the
+// revocation finds nothing to abort (no join is under way while a
+// rebalance waits); else when the commit interval passed, unless a
+// cooperative join is under way (join_gate.go). Under exactly-once the
+// interval waits for a join no longer than half the transaction timeout,
+// past which the broker would abort the open transaction.
 func (a *App) commitDue(lastCommit time.Time) bool {
-	due := time.Since(lastCommit) >= a.cfg.CommitInterval
 	if a.txn != nil && a.txn.rebalanceWaiting.Swap(false) {
-		due = true
+		return true
 	}
-	return due
+	now := time.Now()
+	if now.Sub(lastCommit) < a.cfg.CommitInterval {
+		return false
+	}
+	joining, ok := a.joins.joiningFor(now)
+	if !ok {
+		return true
+	}
+	return a.txn != nil && joining >= a.cfg.TransactionTimeout/2
 }
 
 func fetchError(fetches kgo.Fetches) error {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"time"
 )
 
 // Cooperative rebalancing (Config.RebalanceProtocol).
@@ -49,7 +50,10 @@ func (a *App) revokeCooperatively(ctx context.Context, revoked map[string][]int3
 	a.enterRebalancing()
 	ids := a.tasksOfPartitions(revoked)
 	if len(ids) == 0 {
-		return // the start of a rebalance: every task keeps running
+		// The start of a rebalance: every task keeps running, and the
+		// join begins.
+		a.joins.begin(time.Now())
+		return
 	}
 	if a.txn != nil {
 		// The session aborts the open transaction at its next end; the
@@ -63,7 +67,7 @@ func (a *App) revokeCooperatively(ctx context.Context, revoked map[string][]int3
 		a.suspendOnly(ids)
 		return
 	}
-	if err := a.commitTasks(ctx, ids); err != nil {
+	if err := a.commitTasks(ctx, ids, false); err != nil {
 		// Their next owner reprocesses from the last commit:
 		// duplicates, never loss.
 		a.log.Warn("committing revoked tasks failed", "err", err)

@@ -144,14 +144,27 @@ func (a *App) commit(ctx context.Context) error {
 	if a.txn != nil {
 		return a.commitTransaction(ctx)
 	}
-	return a.commitTasks(ctx, nil)
+	return a.commitTasks(ctx, nil, false)
+}
+
+// intervalCommit is the commit the commit interval calls for. Under
+// at-least-once its offset commit gives way to a join that begins
+// meanwhile, with errCommitDeferred (join_gate.go).
+func (a *App) intervalCommit(ctx context.Context) error {
+	if a.txn != nil {
+		return a.commitTransaction(ctx)
+	}
+	return a.commitTasks(ctx, nil, true)
 }
 
 // commitTasks is the at-least-once commit of the tasks in only, or of
 // every task when only is nil: a cooperative revocation commits the
 // revoked tasks alone, so that the others commit when their interval is
-// due, as if no rebalance happened.
-func (a *App) commitTasks(ctx context.Context, only map[TaskID]bool) error {
+// due, as if no rebalance happened. A yielding commit leaves its offsets
+// uncommitted if a join begins before they are (errCommitDeferred); its
+// outputs are flushed and its stores applied by then, which a later
+// commit of the same offsets finds done.
+func (a *App) commitTasks(ctx context.Context, only map[TaskID]bool, yielding bool) error {
 	ctx, cancel := context.WithTimeout(ctx, a.brokerTimeout())
 	defer cancel()
 	a.tasksMu.Lock()
@@ -196,8 +209,17 @@ func (a *App) commitTasks(ctx context.Context, only map[TaskID]bool) error {
 	if len(queues) == 0 {
 		return nil
 	}
+	commitCtx := ctx
+	if yielding {
+		var done func()
+		var ok bool
+		if commitCtx, done, ok = a.joins.commitContext(ctx); !ok {
+			return errCommitDeferred
+		}
+		defer done()
+	}
 	var commitErr error
-	a.kc().CommitOffsetsSync(ctx, offsets, func(_ *kgo.Client, _ *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse, err error) {
+	a.kc().CommitOffsetsSync(commitCtx, offsets, func(_ *kgo.Client, _ *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse, err error) {
 		if err != nil {
 			commitErr = err
 			return
@@ -213,6 +235,9 @@ func (a *App) commitTasks(ctx context.Context, only map[TaskID]bool) error {
 		commitErr = errors.Join(errs...)
 	})
 	if commitErr != nil {
+		if commitCtx.Err() != nil && ctx.Err() == nil {
+			return errCommitDeferred
+		}
 		return brokerErr("committing offsets", commitErr)
 	}
 	a.committed(ctx, queues, start)
