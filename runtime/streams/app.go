@@ -527,6 +527,13 @@ func (a *App) loop(ctx context.Context) error {
 		// idle App still commits what it processed, nor than until a
 		// waiting task's idle time passes.
 		until := lastCommit.Add(a.cfg.CommitInterval)
+		if now := time.Now(); until.Before(now) {
+			// A commit is due but gave way to a join (join_gate.go).
+			// The poll must still wait for records: with its deadline
+			// passed, it would return nothing, at once, until the
+			// join ended.
+			until = now.Add(a.cfg.CommitInterval)
+		}
 		if w := a.idleWake; !w.IsZero() && w.Before(until) {
 			until = w
 		}
