@@ -163,8 +163,9 @@ type App struct {
 	lastFence time.Time
 	// unassignedSince is when the group client began to join (unix ns),
 	// 0 once the group assigned this instance: a join that takes longer
-	// than joinTimeout is given up (recover.go). The processing goroutine
-	// and the group callbacks set it.
+	// than joinTimeout is given up (recover.go), and while it is set the
+	// commit interval does not commit (join_gate.go). The processing
+	// goroutine and the group callbacks set it.
 	unassignedSince atomic.Int64
 
 	// txn is set under ExactlyOnce (see eos.go). crashAt, set by tests
@@ -620,7 +621,7 @@ func (a *App) commitDue(lastCommit time.Time) bool {
 	if now.Sub(lastCommit) < a.cfg.CommitInterval {
 		return false
 	}
-	joining, ok := a.joins.joiningFor(now)
+	joining, ok := a.joiningFor(now)
 	if !ok {
 		return true
 	}

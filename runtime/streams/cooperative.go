@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"time"
 )
 
 // Cooperative rebalancing (Config.RebalanceProtocol).
@@ -50,10 +49,7 @@ func (a *App) revokeCooperatively(ctx context.Context, revoked map[string][]int3
 	a.enterRebalancing()
 	ids := a.tasksOfPartitions(revoked)
 	if len(ids) == 0 {
-		// The start of a rebalance: every task keeps running, and the
-		// join begins.
-		a.joins.begin(time.Now())
-		return
+		return // the start of a rebalance: every task keeps running
 	}
 	if a.txn != nil {
 		// The session aborts the open transaction at its next end; the

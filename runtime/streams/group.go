@@ -213,7 +213,7 @@ func (a *App) commitTasks(ctx context.Context, only map[TaskID]bool, yielding bo
 	if yielding {
 		var done func()
 		var ok bool
-		if commitCtx, done, ok = a.joins.commitContext(ctx); !ok {
+		if commitCtx, done, ok = a.joins.commitContext(ctx, a.joining); !ok {
 			return errCommitDeferred
 		}
 		defer done()
@@ -370,6 +370,7 @@ func (a *App) enterRebalancing() (leaving bool) {
 	a.mu.Unlock()
 	if !leaving {
 		a.unassignedSince.CompareAndSwap(0, time.Now().UnixNano())
+		a.joins.cutShort()
 		a.setState(Rebalancing)
 	}
 	return leaving

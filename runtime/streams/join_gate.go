@@ -18,14 +18,15 @@ import (
 // would stop for as long: the pause cooperative rebalancing exists to
 // avoid (measured by braid bench failover: commits held 100 to 600 ms).
 //
-// So while a cooperative join is under way the commit interval does not
-// commit; the tasks go on processing, and the commit comes once the
-// assignment arrived. Kafka Streams does the same after the fact: a
-// commit that meets a rebalance fails with RebalanceInProgressException
-// and is retried at the next interval. A join begins with the revocation
-// franz-go calls at the end of every session (revokeCooperatively) and
-// ends with the assignment (onAssigned). The commits a rebalance itself
-// needs are not held: a revocation commits after the sync, and under
+// So while a join is under way the commit interval does not commit; the
+// tasks go on processing, and the commit comes once the assignment
+// arrived. Kafka Streams does the same after the fact: a commit that
+// meets a rebalance fails with RebalanceInProgressException and is
+// retried at the next interval. A join is under way from the revocation
+// franz-go calls at the end of every session until the assignment, while
+// App.unassignedSince is set (an eager member has suspended its tasks
+// then, and has nothing to commit). The commits a rebalance itself needs
+// are not held: a revocation commits after the sync, and under
 // exactly-once the commit before a rebalance that waits for this member
 // comes while no join is under way (commitDue).
 //
@@ -37,8 +38,9 @@ import (
 // transaction. Its interval waits for the join instead, as long as the
 // open transaction has time to spare (commitDue).
 type joinGate struct {
+	// mu orders cutShort against commitContext: a commit either sees the
+	// join begun, or registers its cancel before cutShort runs.
 	mu     sync.Mutex
-	since  time.Time          // when the join under way began; zero when none is
 	cancel context.CancelFunc // of the offset commit under way, if any
 }
 
@@ -46,45 +48,23 @@ type joinGate struct {
 // failed, and the offsets are committed at the next interval.
 var errCommitDeferred = errors.New("commit deferred: the group is rebalancing")
 
-// begin notes that a join begins and cuts short the offset commit under
-// way.
-func (g *joinGate) begin(now time.Time) {
+// cutShort cancels the offset commit under way; enterRebalancing calls it
+// once the join is noted as begun.
+func (g *joinGate) cutShort() {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if g.since.IsZero() {
-		g.since = now
-	}
 	if g.cancel != nil {
 		g.cancel()
 	}
 }
 
-// end notes that the join ended: the assignment arrived, or the member
-// left or lost the group.
-func (g *joinGate) end() {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	g.since = time.Time{}
-}
-
-// joiningFor reports how long the join under way has lasted, if there is
-// one.
-func (g *joinGate) joiningFor(now time.Time) (time.Duration, bool) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if g.since.IsZero() {
-		return 0, false
-	}
-	return now.Sub(g.since), true
-}
-
 // commitContext returns the context of an offset commit that a join
 // cuts short, and the func that ends it; ok is false while a join is
-// under way.
-func (g *joinGate) commitContext(parent context.Context) (ctx context.Context, done func(), ok bool) {
+// under way (joining reports it).
+func (g *joinGate) commitContext(parent context.Context, joining func() bool) (ctx context.Context, done func(), ok bool) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if !g.since.IsZero() {
+	if joining() {
 		return nil, nil, false
 	}
 	ctx, cancel := context.WithCancel(parent)
@@ -96,3 +76,16 @@ func (g *joinGate) commitContext(parent context.Context) (ctx context.Context, d
 		cancel()
 	}, true
 }
+
+// joiningFor reports how long the group client has been joining, if it
+// is.
+func (a *App) joiningFor(now time.Time) (time.Duration, bool) {
+	since := a.unassignedSince.Load()
+	if since == 0 {
+		return 0, false
+	}
+	return now.Sub(time.Unix(0, since)), true
+}
+
+// joining reports whether the group client is joining.
+func (a *App) joining() bool { return a.unassignedSince.Load() != 0 }

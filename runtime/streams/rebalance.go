@@ -54,7 +54,6 @@ func (a *App) onAssigned(ctx context.Context, cl *kgo.Client, assigned map[strin
 	}
 	a.publishStats()
 	a.tasksMu.Unlock()
-	a.joins.end()
 	a.reportMoves(arrived, left)
 	a.unassignedSince.Store(0)
 	a.setState(Running)
@@ -306,7 +305,6 @@ func (a *App) onRevoked(ctx context.Context, cl *kgo.Client, revoked map[string]
 // onLost drops the tasks without committing: another member may own them
 // already, and its commits must not be overwritten.
 func (a *App) onLost(_ context.Context, _ *kgo.Client, _ map[string][]int32) {
-	a.joins.end() // no task is left to commit
 	if !a.crashing.Load() {
 		a.outageBegan(errSessionLost)
 	}
