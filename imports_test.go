@@ -55,11 +55,16 @@ var rules = []rule{
 		// carry; x/mod writes their go.mod.
 		allowed:   []string{std, module, module + "/designer/...", module + "/runtime/...", module + "/compiler/...", "github.com/expr-lang/expr/...", "golang.org/x/mod/..."},
 		forbidden: []string{module + "/web/...", module + "/monitor/..."}},
-	// monitor's tests produce to an embedded broker with franz-go; the
-	// metrics topic workers publish to will need it too.
+	// monitor's tests produce to an embedded broker with franz-go.
 	{pkg: module + "/monitor/...",
 		allowed:   []string{std, module + "/runtime/...", module + "/monitor/...", "github.com/prometheus/...", "github.com/twmb/franz-go/..."},
 		forbidden: []string{module + "/web/...", module + "/designer/...", module + "/compiler/..."}},
+	// telemetry carries the monitor's inputs through Kafka: the runtime's
+	// events and stats out of an application's process, and back into a
+	// monitor elsewhere.
+	{pkg: module + "/telemetry/...",
+		allowed:   []string{std, module + "/telemetry/...", module + "/runtime/...", module + "/monitor/...", "github.com/twmb/franz-go/..."},
+		forbidden: []string{module + "/web/...", module + "/designer/...", module + "/compiler/...", module + "/deploy/..."}},
 	// deploy runs designs: it compiles them, runs them on the runtime's
 	// Supervisor, feeds the monitor and drives the data generators.
 	{pkg: module + "/deploy/...",

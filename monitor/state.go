@@ -1,12 +1,10 @@
 package monitor
 
 import (
-	"bufio"
 	"cmp"
 	"errors"
 	"math"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -136,21 +134,15 @@ func newDeployment(info DeploymentInfo, src Source) *deployment {
 	d := &deployment{info: info, src: src, storeNode: map[string]string{}, sessions: map[string]bool{}, sinks: map[string]bool{},
 		instances: map[string]*instanceState{}, failoverCounts: map[failoverKey]int64{}, lastDowntime: map[string]int64{},
 		late: map[storeKey]*lateStat{}}
-	if t := info.Topology; t != nil {
-		for _, st := range t.Stores() {
-			d.storeNode[st.Name] = st.Processor
-			if st.Type == "window" || st.Type == "session" {
-				d.windowed = append(d.windowed, st.Name)
-			}
-			d.sessions[st.Name] = st.Type == "session"
+	for _, st := range info.Stores {
+		d.storeNode[st.Name] = st.Processor
+		if st.Type == "window" || st.Type == "session" {
+			d.windowed = append(d.windowed, st.Name)
 		}
-		sc := bufio.NewScanner(strings.NewReader(t.Describe()))
-		for sc.Scan() {
-			if rest, ok := strings.CutPrefix(strings.TrimSpace(sc.Text()), "Sink: "); ok {
-				name, _, _ := strings.Cut(rest, " ")
-				d.sinks[name] = true
-			}
-		}
+		d.sessions[st.Name] = st.Type == "session"
+	}
+	for _, name := range info.SinkNodes {
+		d.sinks[name] = true
 	}
 	return d
 }

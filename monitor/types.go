@@ -61,10 +61,15 @@ type DeploymentInfo struct {
 	// fills from it when zero.
 	CommitInterval   time.Duration `json:"-"`
 	CommitIntervalMs int64         `json:"commitIntervalMs"`
-	// Topology, when set, tells which stores are windowed (their open
-	// windows are sampled), which store each node writes and which nodes
-	// are sinks.
+	// Topology, when set, fills Stores and SinkNodes.
 	Topology *streams.Topology `json:"-"`
+	// Stores tell which stores are windowed (their open windows are
+	// sampled) and which node writes each; SinkNodes name the nodes whose
+	// records leave a task (a task's out rate). A deployment whose
+	// topology is not in this process (see package telemetry) gives them
+	// instead of Topology.
+	Stores    []streams.StoreInfo `json:"-"`
+	SinkNodes []string            `json:"-"`
 	Started  time.Time         `json:"started"`
 }
 

@@ -173,6 +173,19 @@ func (t *Topology) SinkTopics() []string {
 	return out
 }
 
+// SinkNodes returns the names of every sink node, the internal ones that
+// write repartition topics included: the nodes whose records leave a
+// task, as Describe lists them.
+func (t *Topology) SinkNodes() []string {
+	var out []string
+	for _, n := range t.nodes {
+		if n.kind == sinkNode {
+			out = append(out, n.name)
+		}
+	}
+	return out
+}
+
 // RepartitionTopics returns the names of the internal repartition topics
 // for the given application id, "<app-id>-<name>-repartition".
 func (t *Topology) RepartitionTopics(applicationID string) []string {
