@@ -48,6 +48,8 @@ type handoff struct {
 	replica    *replicaLag
 	resumed    *streams.TaskResumedEvent
 	interval   time.Duration
+	// observed is when the Reader saw the task resume, by its own clock.
+	observed time.Time
 }
 
 func newHandoffs() handoffs {
@@ -70,9 +72,16 @@ func (h *handoffs) observe(rep report, ev eventWire) {
 		}
 		from, ok := h.owner[te.Task]
 		to := life{rep.Process, rep.Started}
-		if !ok || from.life == to {
-			// New, or within one life of one process, whose Supervisor
-			// reports its own failovers.
+		switch {
+		case !ok:
+			return
+		case from.life == to && from.instance == te.InstanceID:
+			// Assigned again where it was: a rebalance that followed the
+			// one that brought it leaves a handoff under way as it is.
+			return
+		case from.life == to:
+			// Between two instances of one life of one process, whose
+			// Supervisor reports its own failovers.
 			delete(h.pending, te.Task)
 			return
 		}
@@ -88,7 +97,7 @@ func (h *handoffs) observe(rep report, ev eventWire) {
 			return
 		}
 		if hf := h.pending[re.Task]; hf != nil && hf.to == re.InstanceID {
-			hf.resumed = &re
+			hf.resumed, hf.observed = &re, time.Now()
 		}
 	}
 }
@@ -162,11 +171,6 @@ func (a *remoteApp) departure(hf *handoff, now time.Time) (cause, detectedBy str
 		}
 		return "crash", streams.DetectedBySessionTimeout, at, true
 	}
-	if p.seen.Before(hf.assignedAt.Add(-2 * hf.interval)) {
-		// Silent since before the task moved: the process died, and the
-		// group noticed when its session timed out.
-		return "crash", streams.DetectedBySessionTimeout, p.seen, true
-	}
 	for _, in := range p.last.Instances {
 		if in.ID != hf.from.instance {
 			continue
@@ -182,7 +186,14 @@ func (a *remoteApp) departure(hf *handoff, now time.Time) (cause, detectedBy str
 	if p.last.Final {
 		return "stop", streams.DetectedByLeave, p.seen, true
 	}
-	// The owner still runs: a move between live instances, unless a last
-	// report still to come says otherwise.
-	return "", "", time.Time{}, now.Sub(hf.assignedAt) > a.cfg.GoneAfter
+	if p.seen.Before(hf.assignedAt.Add(-2 * hf.interval)) {
+		// Silent since before the task moved: the process died, and the
+		// group noticed when its session timed out.
+		return "crash", streams.DetectedBySessionTimeout, p.seen, true
+	}
+	// The owner still runs: a move between live instances, unless a
+	// report still to come says it stopped (a stopping instance leaves
+	// the group before its state says so). Its reports tell once they
+	// go on for GoneAfter past the move; the wall clock, if they end.
+	return "", "", time.Time{}, p.seen.Sub(hf.assignedAt) > a.cfg.GoneAfter || now.Sub(hf.observed) > 2*a.cfg.GoneAfter
 }
