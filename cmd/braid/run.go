@@ -132,7 +132,7 @@ func newRunner(opts runOptions) (*runner, error) {
 	r.sources, r.sinks = r.topo.SourceTopics(), r.topo.SinkTopics()
 	if opts.stateDir == "" {
 		opts.stateDir = filepath.Join("braid-state", r.appID)
-		r.opts.stateDir = opts.stateDir
+		r.opts.stateDir = opts.stateDir // for the line run prints
 	}
 	r.hooks = append(r.hooks, stateLogHook{r.log}, failHook{r.failed})
 
