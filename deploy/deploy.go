@@ -363,14 +363,16 @@ func (m *Manager) check(req Request) (Request, error) {
 	if n := *req.Standbys; n < 0 || n >= max(req.Instances, 2) {
 		return req, &RequestError{Field: "standbys", Problem: fmt.Sprintf("%d is not from 0 to %d (instances - 1)", n, max(req.Instances-1, 0))}
 	}
-	commitMs := int64(AtLeastOnceCommitIntervalMs)
-	switch req.Guarantee {
-	case "", streams.AtLeastOnce.String():
+	if req.Guarantee == "" {
 		req.Guarantee = streams.AtLeastOnce.String()
-	case streams.ExactlyOnce.String():
+	}
+	g, err := streams.ParseGuarantee(req.Guarantee)
+	if err != nil {
+		return req, &RequestError{Field: "guarantee", Problem: err.Error()}
+	}
+	commitMs := int64(AtLeastOnceCommitIntervalMs)
+	if g == streams.ExactlyOnce {
 		commitMs = ExactlyOnceCommitIntervalMs
-	default:
-		return req, &RequestError{Field: "guarantee", Problem: fmt.Sprintf("%q is not at-least-once or exactly-once", req.Guarantee)}
 	}
 	if req.CommitIntervalMs == 0 {
 		req.CommitIntervalMs = commitMs
@@ -511,13 +513,7 @@ func (m *Manager) start(req Request, d *designer.Design, revision int, compiled 
 	}
 	if req.Guarantee == streams.ExactlyOnce.String() {
 		cfg.ProcessingGuarantee = streams.ExactlyOnce
-		// A transaction stays open for a commit interval, and the
-		// runtime wants its timeout (10 s by default: how long a crashed
-		// instance's transaction holds read-committed readers up) above
-		// that. A long interval gets twice its length.
-		if commit >= 5*time.Second {
-			cfg.TransactionTimeout = 2 * commit
-		}
+		cfg.TransactionTimeout = TransactionTimeout(commit)
 	}
 	sup, err := streams.NewSupervisor(topo, streams.SupervisorConfig{Config: cfg, Instances: req.Instances})
 	if err != nil {
@@ -537,6 +533,19 @@ func (m *Manager) start(req Request, d *designer.Design, revision int, compiled 
 	m.mu.Unlock()
 	m.log.Info("deployed", "deployment", d.ID, "revision", revision, "instances", req.Instances, "standbys", *req.Standbys, "guarantee", req.Guarantee)
 	return dep, nil
+}
+
+// TransactionTimeout is the exactly-once TransactionTimeout for a commit
+// interval: 0 (the runtime's default, 10 s: how long a crashed
+// instance's transaction holds read-committed readers up) for intervals
+// under 5 s, and twice the interval for longer ones, since a transaction
+// stays open for a commit interval and the runtime wants its timeout
+// above that. Deployments and braid run both take it from here.
+func TransactionTimeout(commitInterval time.Duration) time.Duration {
+	if commitInterval >= 5*time.Second {
+		return 2 * commitInterval
+	}
+	return 0
 }
 
 // lazySource is the monitor's Source of a deployment: the Supervisor,

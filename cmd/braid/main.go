@@ -30,6 +30,7 @@ func commands() []command {
 		{"gen", "produce generated JSON records to a topic (rate, keys, jitter, late records)", runGen},
 		{"bench", "measure Braid against baselines (braid bench pipe)", runBench},
 		{"serve", "serve the designer web UI with the embedded broker, and run deployments live", runServe},
+		{"run", "run a design as instances of its application; processes with the same app id share its group", runRun},
 		{"watch", "tail a deployment's live events and tasks in the terminal", runWatch},
 		{"compile", "compile a design and print its topology, internal topics and stores", runCompile},
 		{"import", "turn a Kafka Streams describe() text into a design", runImport},

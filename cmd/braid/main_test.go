@@ -22,6 +22,7 @@ func TestHelp(t *testing.T) {
 		{"broker", "--help"},
 		{"demo", "--help"},
 		{"serve", "--help"},
+		{"run", "--help"},
 		{"compile", "--help"},
 		{"import", "--help"},
 		{"export", "--help"},

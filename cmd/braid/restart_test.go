@@ -28,8 +28,23 @@ type process struct {
 	lines chan string
 }
 
-// startProcess runs `braid args...` and waits for serve's URL.
+// startProcess runs `braid args...` and waits for the line that says
+// how to stop it, reading serve's URL on the way.
 func startProcess(t *testing.T, args ...string) *process {
+	t.Helper()
+	p := launchProcess(t, args...)
+	urlRE := regexp.MustCompile(`the designer is at (\S+)`)
+	p.waitLine(t, func(line string) bool {
+		if m := urlRE.FindStringSubmatch(line); m != nil {
+			p.url = strings.TrimSuffix(m[1], "/")
+		}
+		return strings.Contains(line, "stop with Ctrl-C")
+	})
+	return p
+}
+
+// launchProcess runs `braid args...` and returns at once.
+func launchProcess(t *testing.T, args ...string) *process {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], args...)
 	cmd.Env = append(os.Environ(), "BRAID_TEST_MAIN=1")
@@ -56,13 +71,6 @@ func startProcess(t *testing.T, args ...string) *process {
 			p.cmd.Process.Kill()
 			<-p.done
 		}
-	})
-	urlRE := regexp.MustCompile(`the designer is at (\S+)`)
-	p.waitLine(t, func(line string) bool {
-		if m := urlRE.FindStringSubmatch(line); m != nil {
-			p.url = strings.TrimSuffix(m[1], "/")
-		}
-		return strings.Contains(line, "stop with Ctrl-C")
 	})
 	return p
 }

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/braidstream/braid/runtime/internal/state"
@@ -65,6 +66,23 @@ func (g Guarantee) String() string {
 		return "exactly-once"
 	}
 	return "Guarantee(" + strconv.Itoa(int(g)) + ")"
+}
+
+// guarantees are the Guarantees, in the order ParseGuarantee names them.
+var guarantees = []Guarantee{AtLeastOnce, ExactlyOnce}
+
+// ParseGuarantee returns the Guarantee whose String is s
+// ("at-least-once" or "exactly-once"), so that flags and APIs that take
+// a guarantee by name share one list of names.
+func ParseGuarantee(s string) (Guarantee, error) {
+	names := make([]string, len(guarantees))
+	for i, g := range guarantees {
+		if g.String() == s {
+			return g, nil
+		}
+		names[i] = g.String()
+	}
+	return 0, fmt.Errorf("%q is not %s", s, strings.Join(names, " or "))
 }
 
 // ErrorHandling says what happens to a record the App cannot decode or

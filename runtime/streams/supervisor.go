@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 )
@@ -14,14 +15,24 @@ import (
 // SupervisorConfig configures a Supervisor.
 type SupervisorConfig struct {
 	// Config is what every instance starts from. Each instance gets its
-	// own InstanceID, "<InstancePrefix>-<n>", and its own state directory,
-	// <Config.StateDir>/<InstanceID>. Config.Hooks receive the events of
-	// every instance, and the Supervisor's FailoverEvents.
+	// own InstanceID, "<InstancePrefix>-<n>" or one of InstanceIDs, and
+	// its own state directory, <Config.StateDir>/<InstanceID>.
+	// Config.Hooks receive the events of every instance, and the
+	// Supervisor's FailoverEvents.
 	Config Config
-	// Instances is how many instances Run starts. Default 1.
+	// Instances is how many instances Run starts. Default 1, or
+	// len(InstanceIDs).
 	Instances int
 	// InstancePrefix names the instances. Default "instance".
 	InstancePrefix string
+	// InstanceIDs, when set, are the ids of the instances Run starts, one
+	// each, in order, instead of "<InstancePrefix>-<n>": a process that
+	// runs one instance of a group can name it exactly (braid run names
+	// it after the host, for a StatefulSet pod). Instances must then be 0
+	// or len(InstanceIDs); the ids must be distinct, non-empty and free
+	// of path separators (each names a state directory). Add names the
+	// instances it adds later "<InstancePrefix>-<n>", skipping ids taken.
+	InstanceIDs []string
 }
 
 // InstanceState is what a Supervisor's instance is doing.
@@ -126,8 +137,43 @@ func NewSupervisor(topo *Topology, cfg SupervisorConfig) (*Supervisor, error) {
 	if topo == nil {
 		return nil, errors.New("creating supervisor: topology is nil")
 	}
+	if err := cfg.validate(); err != nil {
+		return nil, fmt.Errorf("creating supervisor: %w", err)
+	}
+	cfg.InstanceIDs = slices.Clone(cfg.InstanceIDs)
+	if cfg.Instances == 0 {
+		cfg.Instances = max(1, len(cfg.InstanceIDs))
+	}
+	if cfg.InstancePrefix == "" {
+		cfg.InstancePrefix = "instance"
+	}
+	cfg.Config = cfg.Config.withDefaults()
+	return &Supervisor{topo: topo, cfg: cfg, tracker: newFailoverTracker(cfg.Config)}, nil
+}
+
+// validate reports every problem of cfg at once, joined with
+// errors.Join, as Config.Validate does.
+func (cfg SupervisorConfig) validate() error {
+	var errs []error
+	bad := func(field, format string, args ...any) {
+		errs = append(errs, fmt.Errorf("config %s: %s", field, fmt.Sprintf(format, args...)))
+	}
 	if cfg.Instances < 0 {
-		return nil, fmt.Errorf("creating supervisor: config Instances: %d is negative", cfg.Instances)
+		bad("Instances", "%d is negative", cfg.Instances)
+	} else if len(cfg.InstanceIDs) > 0 && cfg.Instances != 0 && cfg.Instances != len(cfg.InstanceIDs) {
+		bad("Instances", "%d does not match the %d InstanceIDs", cfg.Instances, len(cfg.InstanceIDs))
+	}
+	seen := map[string]bool{}
+	for i, id := range cfg.InstanceIDs {
+		switch {
+		case id == "":
+			bad("InstanceIDs", "id %d is empty", i)
+		case strings.ContainsAny(id, `/\`) || id == "." || id == "..":
+			bad("InstanceIDs", "id %q names no directory of its own (it holds a path separator or is . or ..)", id)
+		case seen[id]:
+			bad("InstanceIDs", "id %q is given twice", id)
+		}
+		seen[id] = true
 	}
 	// Every instance gets its own InstanceID: the config is checked
 	// with one, so that StaticMembership does not ask for it.
@@ -136,16 +182,9 @@ func NewSupervisor(topo *Topology, cfg SupervisorConfig) (*Supervisor, error) {
 		check.InstanceID = "instance-1"
 	}
 	if err := check.Validate(); err != nil {
-		return nil, fmt.Errorf("creating supervisor: %w", err)
+		errs = append(errs, err)
 	}
-	if cfg.Instances == 0 {
-		cfg.Instances = 1
-	}
-	if cfg.InstancePrefix == "" {
-		cfg.InstancePrefix = "instance"
-	}
-	cfg.Config = cfg.Config.withDefaults()
-	return &Supervisor{topo: topo, cfg: cfg, tracker: newFailoverTracker(cfg.Config)}, nil
+	return errors.Join(errs...)
 }
 
 // Run starts the configured instances and blocks until ctx ends; then it
@@ -169,8 +208,12 @@ func (s *Supervisor) Run(ctx context.Context) error {
 	// removals under way finish first.
 	defer detect.close()
 	var errs []error
-	for range s.cfg.Instances {
-		if _, err := s.Add(); err != nil {
+	for i := range s.cfg.Instances {
+		id := ""
+		if i < len(s.cfg.InstanceIDs) {
+			id = s.cfg.InstanceIDs[i]
+		}
+		if _, err := s.add(id); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -198,20 +241,36 @@ func (s *Supervisor) Run(ctx context.Context) error {
 }
 
 // Add starts a new instance and returns its id.
-func (s *Supervisor) Add() (string, error) {
+func (s *Supervisor) Add() (string, error) { return s.add("") }
+
+// add is Add; a non-empty id names the new instance, and an empty one
+// names it "<InstancePrefix>-<n>" with the next n whose id is not taken.
+func (s *Supervisor) add(id string) (string, error) {
 	s.mu.Lock()
 	if s.ctx == nil || s.ctx.Err() != nil {
 		s.mu.Unlock()
 		return "", ErrSupervisorNotRunning
 	}
-	s.next++
-	in := &instance{id: s.cfg.InstancePrefix + "-" + strconv.Itoa(s.next), busy: true}
+	for id == "" {
+		s.next++
+		if next := s.cfg.InstancePrefix + "-" + strconv.Itoa(s.next); !s.taken(next) {
+			id = next
+		}
+	}
+	in := &instance{id: id, busy: true}
 	s.instances = append(s.instances, in)
 	s.mu.Unlock()
 	if err := s.launch(in); err != nil {
 		return in.id, err
 	}
 	return in.id, nil
+}
+
+// taken says an instance has id, or one of InstanceIDs is id. The caller
+// holds mu.
+func (s *Supervisor) taken(id string) bool {
+	return slices.Contains(s.cfg.InstanceIDs, id) ||
+		slices.ContainsFunc(s.instances, func(in *instance) bool { return in.id == id })
 }
 
 // Crash kills instance id as a crashed process dies: its connections are

@@ -25,6 +25,57 @@ func TestSupervisorConfigErrors(t *testing.T) {
 			t.Errorf("bad config: %v, want it to name %s", err, want)
 		}
 	}
+	// Every problem at once: the supervisor's own and the Config's.
+	_, err = streams.NewSupervisor(topo, streams.SupervisorConfig{Instances: 2, InstanceIDs: []string{"a", "", "a/b", "a"}})
+	for _, want := range []string{
+		"Instances: 2 does not match the 4 InstanceIDs", "InstanceIDs: id 1 is empty",
+		`InstanceIDs: id "a/b" names no directory`, `InstanceIDs: id "a" is given twice`, "ApplicationID",
+	} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("bad instance ids: %v, want it to say %s", err, want)
+		}
+	}
+}
+
+// TestSupervisorInstanceIDs: InstanceIDs name the instances Run starts,
+// and Add names the next ones after InstancePrefix, skipping ids taken.
+func TestSupervisorInstanceIDs(t *testing.T) {
+	b := startBroker(t)
+	createTopic(t, b, "clicks", 2)
+	createTopic(t, b, "click-counts", 2)
+	cfg := testConfig(b, "named")
+	cfg.StateDir = t.TempDir()
+	sup, err := streams.NewSupervisor(countTopology(t, true), streams.SupervisorConfig{Config: cfg, InstancePrefix: "node", InstanceIDs: []string{"node-2"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- sup.Run(ctx) }()
+	waitFor(t, 30*time.Second, "node-2 running both tasks", func() bool {
+		in := sup.Instances()
+		return len(in) == 1 && in[0].ID == "node-2" && len(in[0].Stats.Tasks) == 2
+	})
+	for _, want := range []string{"node-1", "node-3"} {
+		if id, err := sup.Add(); err != nil || id != want {
+			t.Errorf("Add = %q, %v; want %s", id, err, want)
+		}
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+}
+
+func TestParseGuarantee(t *testing.T) {
+	for _, g := range []streams.Guarantee{streams.AtLeastOnce, streams.ExactlyOnce} {
+		if got, err := streams.ParseGuarantee(g.String()); err != nil || got != g {
+			t.Errorf("ParseGuarantee(%q) = %v, %v", g.String(), got, err)
+		}
+	}
+	if _, err := streams.ParseGuarantee("at-most-once"); err == nil || err.Error() != `"at-most-once" is not at-least-once or exactly-once` {
+		t.Errorf("ParseGuarantee(at-most-once) = %v", err)
+	}
 }
 
 // TestSupervisorOperations walks one instance through every operation and
