@@ -30,6 +30,23 @@ func (m *Manager) List() []Info {
 	return out
 }
 
+// RunsApplication reports whether one of the deployments runs the
+// application appID here: its instances report through the monitor's
+// hooks, not through telemetry.
+func (m *Manager) RunsApplication(appID string) bool {
+	if m == nil {
+		return false
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, dep := range m.deps {
+		if dep.info.ApplicationID == appID {
+			return true
+		}
+	}
+	return false
+}
+
 // Get describes one deployment.
 func (m *Manager) Get(id string) (Info, error) {
 	dep, err := m.find(id)

@@ -27,7 +27,7 @@ func runGen(ctx context.Context, args []string, stdout io.Writer) error {
 		"(--jitter) and with a fraction of records far in the past (--late-fraction, --late-by).\n"+
 		"Field generators: key, sequence, sequence(start), random(min, max), randfloat(min, max),\n"+
 		"choice(a, b, ...), timestamp, bool, 'quoted text' or a JSON number. Without --field:\n"+
-		"key=key seq=sequence value=random(1, 100).\n"+
+		"the demo's orders, id=sequence customer=key amount=random(1, 500) ts=timestamp, which orders-demo.json reads.\n"+
 		"A missing topic is created (--partitions, --replication-factor) and gen says so; an existing one is\n"+
 		"used as it is. With --create=false a missing topic is an error.", stdout)
 	topic := fs.String("topic", "", "topic to produce to (required)")
@@ -65,6 +65,9 @@ func runGen(ctx context.Context, args []string, stdout io.Writer) error {
 		return fmt.Errorf("gen: --partitions %d: must be positive, or -1 for the broker's default", *partitions)
 	case *replication == 0 || *replication < -1 || *replication > math.MaxInt16:
 		return fmt.Errorf("gen: --replication-factor %d: must be positive, or -1 for the broker's default", *replication)
+	}
+	if len(fields) == 0 {
+		fields = demoOrder()
 	}
 	spec := datagen.Spec{
 		Topic: *topic, Rate: *rate, Keys: *keys, KeyPrefix: *keyPrefix, Template: fields,

@@ -17,7 +17,9 @@ import (
 	"github.com/braidstream/braid/compiler"
 	"github.com/braidstream/braid/deploy"
 	"github.com/braidstream/braid/designer"
+	"github.com/braidstream/braid/monitor"
 	"github.com/braidstream/braid/runtime/streams"
+	"github.com/braidstream/braid/telemetry"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -42,6 +44,9 @@ type runOptions struct {
 	standbys  int
 	// sessionTimeout and commitInterval are the runtime's defaults at 0.
 	sessionTimeout, commitInterval time.Duration
+	// telemetryTopic is where the instances report, for braid serve to
+	// show them; "" for nowhere.
+	telemetryTopic string
 	// stdout gets the lines meant for the user: what runs, which source
 	// topics are waited for, which sink topics were created.
 	stdout io.Writer
@@ -65,6 +70,8 @@ type runner struct {
 	// failed gets the first fatal error of an instance (see failHook).
 	failed chan error
 	sup    *streams.Supervisor
+	// pub reports the instances on the telemetry topic; nil without one.
+	pub *telemetry.Publisher
 }
 
 func runRun(ctx context.Context, args []string, stdout io.Writer) error {
@@ -84,6 +91,7 @@ func runRun(ctx context.Context, args []string, stdout io.Writer) error {
 	standbys := fs.Int("standbys", 0, "standby replicas of each stateful task, kept by other instances")
 	sessionTimeout := fs.Duration("session-timeout", 0, "group session timeout (0: the runtime's default)")
 	commitInterval := fs.Duration("commit-interval", 0, "how often offsets are committed (0: the runtime's default for the guarantee)")
+	telemetryTopic := fs.String("telemetry-topic", telemetry.DefaultTopic, "topic the instances report their state and events on, four times a second, for braid serve to show; empty: report nowhere")
 	files, err := parseFiles(fs, args)
 	if err != nil {
 		return err
@@ -110,7 +118,7 @@ func runRun(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 	r, err := newRunner(runOptions{
 		path: files[0], brokers: seeds, appID: *appID, instanceID: id, instances: *instances, stateDir: *stateDir,
-		guarantee: g, standbys: *standbys, sessionTimeout: *sessionTimeout, commitInterval: *commitInterval, stdout: stdout,
+		guarantee: g, standbys: *standbys, sessionTimeout: *sessionTimeout, commitInterval: *commitInterval, telemetryTopic: *telemetryTopic, stdout: stdout,
 	})
 	if err != nil {
 		return err
@@ -135,6 +143,17 @@ func newRunner(opts runOptions) (*runner, error) {
 		r.opts.stateDir = opts.stateDir // for the line run prints
 	}
 	r.hooks = append(r.hooks, stateLogHook{r.log}, failHook{r.failed})
+	if opts.telemetryTopic != "" {
+		r.pub, err = telemetry.NewPublisher(telemetry.PublisherConfig{Brokers: opts.brokers, Topic: opts.telemetryTopic,
+			Process: opts.instanceID, Logger: r.log, Deployment: monitor.DeploymentInfo{
+				ID: r.appID, Design: d.ID, DesignName: d.Name, ApplicationID: r.appID, Instances: opts.instances,
+				Standbys: opts.standbys, Guarantee: opts.guarantee.String(), CommitInterval: opts.commitInterval, Topology: r.topo,
+			}})
+		if err != nil {
+			return nil, fmt.Errorf("run: %w", err)
+		}
+		r.hooks = append(r.hooks, r.pub.Hook())
+	}
 
 	cfg := streams.Config{
 		ApplicationID:       r.appID,
@@ -165,6 +184,9 @@ func newRunner(opts runOptions) (*runner, error) {
 	}
 	if r.sup, err = streams.NewSupervisor(r.topo, sc); err != nil {
 		return nil, fmt.Errorf("run: %s: %w", opts.path, err)
+	}
+	if r.pub != nil {
+		r.pub.Attach(r.sup)
 	}
 	return r, nil
 }
@@ -238,8 +260,15 @@ func (r *runner) run(ctx context.Context) error {
 		case <-ctx.Done():
 		}
 	})
+	// The reports outlive the instances, so that the last one, final,
+	// shows them stopped.
+	reportCtx, stopReports := context.WithCancel(context.Background())
+	if r.pub != nil {
+		wg.Go(func() { _ = r.pub.Run(reportCtx) })
+	}
 	err = r.sup.Run(ctx)
 	cancel()
+	stopReports()
 	wg.Wait()
 	if failure != nil {
 		return fmt.Errorf("run: an instance failed, stopping the others: %w", failure)

@@ -18,6 +18,7 @@ import (
 	"github.com/braidstream/braid/monitor"
 	"github.com/braidstream/braid/runtime/broker"
 	"github.com/braidstream/braid/runtime/streams"
+	"github.com/braidstream/braid/telemetry"
 	"github.com/braidstream/braid/web"
 )
 
@@ -39,6 +40,7 @@ func runServe(ctx context.Context, args []string, stdout io.Writer) error {
 	brokerListen := fs.String("broker-listen", "127.0.0.1:9092", "host:port of the embedded Kafka-compatible broker (a non-loopback address needs --sasl-user or --insecure-broker); empty: run none")
 	brokers := fs.String("brokers", "", "comma-separated Kafka bootstrap addresses for deployments (default: the embedded broker); --sasl-user and --sasl-password apply to them too")
 	noDemo := fs.Bool("no-demo", false, "do not deploy the demo design (orders-demo) with its generator on a new data directory")
+	telemetryTopic := fs.String("telemetry-topic", telemetry.DefaultTopic, "topic the instances of applications run elsewhere (braid run, exported programs) report on; the server shows each application it finds there; empty: read none")
 	protocol := fs.String("rebalance-protocol", "cooperative", "how the deployments' instances hand tasks over: cooperative stops only the tasks that move, eager every task of every instance for each rebalance")
 	auth := brokerAuthFlags(fs)
 	syncWrites := syncFlag(fs)
@@ -124,12 +126,22 @@ func runServe(ctx context.Context, args []string, stdout io.Writer) error {
 	// The broker is closed by the deferred Close once all of these have
 	// returned: the deployments commit on their way out.
 	var wg sync.WaitGroup
-	errs := make([]error, 3)
+	errs := make([]error, 4)
 	wg.Go(func() {
 		defer cancel()
 		errs[0] = srv.Listen(ctx)
 	})
 	wg.Go(func() { errs[1] = mon.Run(ctx) })
+	if len(bootstrap) > 0 && *telemetryTopic != "" {
+		reader, err := telemetry.NewReader(telemetry.ReaderConfig{Brokers: bootstrap, Topic: *telemetryTopic, Monitor: mon,
+			ClientOptions: broker.SASLClientOptions(*auth.user, *auth.password), Local: deployments.RunsApplication, Logger: slog.Default()})
+		if err != nil {
+			cancel()
+			wg.Wait()
+			return fmt.Errorf("serve: %w", err)
+		}
+		wg.Go(func() { errs[3] = reader.Run(ctx) })
+	}
 	if deployments != nil {
 		wg.Go(func() { errs[2] = deployments.Run(ctx) })
 		// Run redeploys the deployments of DIR/deployments.json first,
@@ -186,11 +198,17 @@ func deployDemo(m *deploy.Manager) error {
 	}
 	return m.StartGenerator(demoID, deploy.GeneratorSpec{
 		Topic: "orders", Rate: 50, Keys: 20, KeyPrefix: "customer",
-		Template:     map[string]string{"id": "sequence", "customer": "key", "amount": "random(1, 500)", "ts": "timestamp"},
+		Template:     demoOrder(),
 		JitterMs:     2000,
 		LateFraction: 0.02,
 		LateByMs:     20_000,
 	})
+}
+
+// demoOrder is the template of the demo's orders, which orders-demo.json
+// reads: braid gen makes them too when given no --field.
+func demoOrder() map[string]string {
+	return map[string]string{"id": "sequence", "customer": "key", "amount": "random(1, 500)", "ts": "timestamp"}
 }
 
 // quietLogger is the deployments' logger: warnings and errors only, so

@@ -27,6 +27,12 @@ func (a *App) startClient() error {
 		// polls are large and round trips few.
 		kgo.FetchMaxBytes(64 << 20),
 		kgo.FetchMaxPartitionBytes(16 << 20),
+		// Kafka's fetch.max.wait.ms, not franz-go's 5 s: partitions
+		// assigned while a fetch waits for data join the next fetch
+		// only, so a task taken over from a crashed instance, whose
+		// other inputs are quiet (a repartition topic the dead instance
+		// fed), waited up to 5 s for its first record.
+		kgo.FetchMaxWait(500 * time.Millisecond),
 		// No linger: while a produce request is in flight the next batch
 		// fills anyway, and lingering only delays the flush of a commit.
 		kgo.ProducerLinger(0),
