@@ -4,6 +4,7 @@ import (
 	"context"
 	_ "embed"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -38,7 +39,7 @@ func runServe(ctx context.Context, args []string, stdout io.Writer) error {
 	dataDir := fs.String("data-dir", "braid-data", "directory of the designs (DIR/designs) and the broker's data (DIR/broker)")
 	token := fs.String("auth-token", os.Getenv("BRAID_AUTH_TOKEN"), "token every request must carry (default $BRAID_AUTH_TOKEN); required off loopback")
 	brokerListen := fs.String("broker-listen", "127.0.0.1:9092", "host:port of the embedded Kafka-compatible broker (a non-loopback address needs --sasl-user or --insecure-broker); empty: run none")
-	brokers := fs.String("brokers", "", "comma-separated Kafka bootstrap addresses for deployments (default: the embedded broker); --sasl-user and --sasl-password apply to them too")
+	brokers := fs.String("brokers", "", "comma-separated Kafka bootstrap addresses for deployments and telemetry (default: the embedded broker, which --brokers turns off unless --broker-listen is given); --sasl-user and --sasl-password apply to them too")
 	noDemo := fs.Bool("no-demo", false, "do not deploy the demo design (orders-demo) with its generator on a new data directory")
 	telemetryTopic := fs.String("telemetry-topic", telemetry.DefaultTopic, "topic the instances of applications run elsewhere (braid run, exported programs) report on; the server shows each application it finds there; empty: read none")
 	protocol := fs.String("rebalance-protocol", "cooperative", "how the deployments' instances hand tasks over: cooperative stops only the tasks that move, eager every task of every instance for each rebalance")
@@ -53,6 +54,12 @@ func runServe(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 	if *dataDir == "" {
 		return errors.New("serve: --data-dir must not be empty")
+	}
+	if *brokers != "" && !flagSet(fs, "broker-listen") {
+		// Deployments go to the cluster given: an embedded broker beside
+		// it would hold nothing, and would take the port of a `braid
+		// broker` started on the same machine.
+		*brokerListen = ""
 	}
 	var rebalance streams.RebalanceProtocol
 	switch *protocol {
@@ -229,4 +236,11 @@ func loadDemo(store *designer.Store) error {
 	}
 	_, _, err = store.Import(demoDesign)
 	return err
+}
+
+// flagSet reports whether the command line set the flag name.
+func flagSet(fs *flag.FlagSet, name string) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
 }

@@ -21,7 +21,7 @@ import (
 func TestServeShowsRunProcesses(t *testing.T) {
 	demo := readDemoTopics(t)
 	_, addr := startBrokerProcess(t, "--listen", "127.0.0.1:0", "--data-dir", t.TempDir())
-	serve := startProcess(t, "serve", "--listen", "127.0.0.1:0", "--broker-listen", "", "--brokers", addr, "--no-demo",
+	serve := startProcess(t, "serve", "--listen", "127.0.0.1:0", "--brokers", addr, "--no-demo",
 		"--data-dir", t.TempDir())
 	gen := launchProcess(t, "gen", "--topic", demo.source, "--brokers", addr)
 	defer gen.terminate(t)
@@ -71,7 +71,7 @@ func TestServeFindsApplicationsStartedBefore(t *testing.T) {
 		p.waitLine(t, func(line string) bool { return strings.HasPrefix(line, "running ") })
 		defer p.terminate(t)
 	}
-	serve := startProcess(t, "serve", "--listen", "127.0.0.1:0", "--broker-listen", "", "--brokers", addr, "--no-demo",
+	serve := startProcess(t, "serve", "--listen", "127.0.0.1:0", "--brokers", addr, "--no-demo",
 		"--data-dir", t.TempDir())
 	tasks := func(instance string) map[string]bool {
 		out := map[string]bool{}
