@@ -70,7 +70,7 @@ type DeploymentInfo struct {
 	// instead of Topology.
 	Stores    []streams.StoreInfo `json:"-"`
 	SinkNodes []string            `json:"-"`
-	Started  time.Time         `json:"started"`
+	Started   time.Time           `json:"started"`
 }
 
 // Message is what a Subscriber receives: a snapshot or an event.
