@@ -12,6 +12,7 @@ package deploy
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -119,6 +120,13 @@ type Info struct {
 	Stores           []StoreInfo       `json:"stores"`
 	Operators        map[string]string `json:"operators"`
 	Started          time.Time         `json:"started"`
+	// Remote marks an application that runs in other processes (braid
+	// run, an exported program) and that this server only watches
+	// (Manager.Watch): it has no generators, and its instances are not
+	// the server's to crash, stop or start. DesignDoc is its design
+	// file, which the server's design store does not hold.
+	Remote    bool            `json:"remote,omitempty"`
+	DesignDoc json.RawMessage `json:"designDoc,omitempty"`
 }
 
 // StoreInfo is one state store of a deployment.
@@ -180,6 +188,8 @@ type Manager struct {
 	ready chan struct{}
 	// saveMu orders the writes of Config.RecordFile.
 	saveMu sync.Mutex
+	// watched describes the applications other processes run.
+	watched watchedApps
 }
 
 // deployment is one running design.
@@ -477,16 +487,9 @@ func (m *Manager) shutdown(dep *deployment) {
 // compiled design, and runs it.
 func (m *Manager) start(req Request, d *designer.Design, revision int, compiled *compiler.Compiled) (*deployment, error) {
 	topo := compiled.Topology
-	info := Info{
-		ID: d.ID, Design: d.ID, DesignName: d.Name, Revision: revision, ApplicationID: designer.ApplicationID(d),
-		Instances: req.Instances, Standbys: *req.Standbys, Guarantee: req.Guarantee, CommitIntervalMs: req.CommitIntervalMs,
-		SourceTopics: nonNil(topo.SourceTopics()), SinkTopics: nonNil(topo.SinkTopics()),
-		Operators: compiled.Operators, Started: time.Now(),
-	}
-	storeNode := compiled.StoreNodes
-	for _, st := range topo.Stores() {
-		info.Stores = append(info.Stores, StoreInfo{Name: st.Name, Type: st.Type, GraceMs: st.Grace.Milliseconds(), Node: storeNode[st.Name]})
-	}
+	info := describeCompiled(d, compiled)
+	info.Revision, info.Instances, info.Standbys = revision, req.Instances, *req.Standbys
+	info.Guarantee, info.CommitIntervalMs, info.Started = req.Guarantee, req.CommitIntervalMs, time.Now()
 	if err := m.ensureTopics(slices.Concat(info.SourceTopics, info.SinkTopics)); err != nil {
 		return nil, err
 	}
@@ -546,6 +549,20 @@ func TransactionTimeout(commitInterval time.Duration) time.Duration {
 		return 2 * commitInterval
 	}
 	return 0
+}
+
+// describeCompiled is what a deployment's Info says of its design: its
+// topics, stores and operators.
+func describeCompiled(d *designer.Design, compiled *compiler.Compiled) Info {
+	topo := compiled.Topology
+	info := Info{
+		ID: d.ID, Design: d.ID, DesignName: d.Name, ApplicationID: designer.ApplicationID(d),
+		SourceTopics: nonNil(topo.SourceTopics()), SinkTopics: nonNil(topo.SinkTopics()), Operators: compiled.Operators,
+	}
+	for _, st := range topo.Stores() {
+		info.Stores = append(info.Stores, StoreInfo{Name: st.Name, Type: st.Type, GraceMs: st.Grace.Milliseconds(), Node: compiled.StoreNodes[st.Name]})
+	}
+	return info
 }
 
 // lazySource is the monitor's Source of a deployment: the Supervisor,

@@ -48,8 +48,15 @@ func (m *Manager) RunsApplication(appID string) bool {
 }
 
 // Get describes one deployment.
+// An application other processes run, which Watch described, comes
+// marked Remote.
 func (m *Manager) Get(id string) (Info, error) {
 	dep, err := m.find(id)
+	var remote *RemoteError
+	if errors.As(err, &remote) {
+		info, _ := m.watchedInfo(id)
+		return info, nil
+	}
 	if err != nil {
 		return Info{}, err
 	}
@@ -64,6 +71,9 @@ func (m *Manager) find(id string) (*deployment, error) {
 	}
 	if dep := m.deps[id]; dep != nil {
 		return dep, nil
+	}
+	if _, ok := m.watchedInfo(id); ok {
+		return nil, &RemoteError{ID: id, Op: "operating on a deployment"}
 	}
 	return nil, &NotDeployedError{ID: id}
 }

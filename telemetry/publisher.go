@@ -47,6 +47,9 @@ type PublisherConfig struct {
 	// required, and its Topology fills what the Reader learns of the
 	// stores and sinks.
 	Deployment monitor.DeploymentInfo
+	// Design is the design file the application runs, if any: a server
+	// draws its live page from it.
+	Design []byte
 	// Process names this process among the application's; default
 	// "<hostname>-<pid>".
 	Process string
@@ -211,6 +214,9 @@ func (p *Publisher) report(src Source, final bool) report {
 	now := time.Now()
 	r := report{Version: reportVersion, App: p.info.ApplicationID, Process: p.cfg.Process, Started: p.started.UnixMilli(),
 		Seq: p.seq, Time: now.UnixMilli(), IntervalMs: p.cfg.Interval.Milliseconds(), Final: final, Deployment: p.info}
+	if p.seq%designEvery == 1 && json.Valid(p.cfg.Design) {
+		r.Deployment.Design = p.cfg.Design
+	}
 	for _, info := range src.Instances() {
 		w := instanceToWire(info)
 		if info.State == streams.InstanceRunning {

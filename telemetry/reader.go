@@ -1,6 +1,7 @@
 package telemetry
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -38,6 +39,12 @@ type ReaderConfig struct {
 	// Lookback is how far back in the topic the Reader starts; default a
 	// minute.
 	Lookback time.Duration
+	// OnDesign, when set, receives an application's description and
+	// design file when the first report with its design arrives, and
+	// again when the design changes; OnRemoved when the application is
+	// removed. Both run on Run's goroutine.
+	OnDesign  func(info monitor.DeploymentInfo, design []byte)
+	OnRemoved func(applicationID string)
 	// Local reports the applications the caller runs itself and shows
 	// through their own hooks: their reports are skipped.
 	Local  func(applicationID string) bool
@@ -122,7 +129,7 @@ func (r *Reader) Run(ctx context.Context) error {
 	defer r.cl.Close()
 	defer func() {
 		for id := range r.apps {
-			r.cfg.Monitor.RemoveDeployment(id)
+			r.remove(id)
 		}
 	}()
 	if err := EnsureTopic(ctx, r.cl, r.cfg.Topic); err != nil && ctx.Err() == nil {
@@ -164,6 +171,12 @@ func (r *Reader) handle(rec *kgo.Record) {
 		r.apps[rep.App] = app
 	}
 	app.apply(rep, r.cfg.Logger.With("app", rep.App, "process", rep.Process, "offset", rec.Offset))
+	if d := rep.Deployment.Design; len(d) > 0 && !bytes.Equal(d, app.design) {
+		app.design = d
+		if r.cfg.OnDesign != nil {
+			r.cfg.OnDesign(app.info, d)
+		}
+	}
 }
 
 // expire shows the processes that stopped reporting as gone, forgets
@@ -171,9 +184,17 @@ func (r *Reader) handle(rec *kgo.Record) {
 func (r *Reader) expire(now time.Time) {
 	for id, app := range r.apps {
 		if app.expire(now) {
-			delete(r.apps, id)
-			r.cfg.Monitor.RemoveDeployment(id)
+			r.remove(id)
 		}
+	}
+}
+
+// remove forgets an application.
+func (r *Reader) remove(id string) {
+	delete(r.apps, id)
+	r.cfg.Monitor.RemoveDeployment(id)
+	if r.cfg.OnRemoved != nil {
+		r.cfg.OnRemoved(id)
 	}
 }
 
@@ -181,6 +202,8 @@ func (r *Reader) expire(now time.Time) {
 // deployment, fed by the reports of each of its processes.
 type remoteApp struct {
 	id      string
+	info    monitor.DeploymentInfo
+	design  []byte // the design last reported, nil before any
 	cfg     ReaderConfig
 	hook    streams.Hook
 	src     *remoteSource
@@ -200,7 +223,7 @@ func newRemoteApp(first report, cfg ReaderConfig) *remoteApp {
 	info.ID, info.ApplicationID = first.App, first.App
 	info.Topology, info.Stores, info.SinkNodes = nil, first.Deployment.Stores, first.Deployment.SinkNodes
 	src := &remoteSource{}
-	app := &remoteApp{id: first.App, cfg: cfg, src: src, procs: make(map[string]*process), handoff: newHandoffs()}
+	app := &remoteApp{id: first.App, info: info, cfg: cfg, src: src, procs: make(map[string]*process), handoff: newHandoffs()}
 	app.hook = cfg.Monitor.AddDeployment(info, src)
 	return app
 }

@@ -45,7 +45,14 @@ type deploymentWire struct {
 	monitor.DeploymentInfo
 	Stores    []streams.StoreInfo `json:"stores,omitempty"`
 	SinkNodes []string            `json:"sinkNodes,omitempty"`
+	// Design is the design file the application runs, when it runs
+	// one, in the first report and every designEvery-th after it.
+	Design json.RawMessage `json:"design,omitempty"`
 }
+
+// designEvery is how often a report carries the design: a Reader that
+// starts later has it within designEvery reports (10 s).
+const designEvery = 40
 
 // instanceWire is a streams.InstanceInfo that JSON can carry, with the
 // instance's open windows per windowed store.

@@ -56,11 +56,12 @@ func deployError(err error) error {
 		ps  designer.Problems
 		snr *streams.StoreNotReadyError
 		sbe *streams.StoreBusyError
+		rem *deploy.RemoteError
 	)
 	switch {
 	case errors.As(err, &nd), errors.As(err, &ng), errors.As(err, &ui):
 		return errorf(fiber.StatusNotFound, err.Error())
-	case errors.As(err, &ise):
+	case errors.As(err, &ise), errors.As(err, &rem):
 		return errorf(fiber.StatusConflict, err.Error())
 	case errors.As(err, &re):
 		return errorf(fiber.StatusUnprocessableEntity, err.Error())

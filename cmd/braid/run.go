@@ -144,10 +144,14 @@ func newRunner(opts runOptions) (*runner, error) {
 	}
 	r.hooks = append(r.hooks, stateLogHook{r.log}, failHook{r.failed})
 	if opts.telemetryTopic != "" {
-		r.pub, err = telemetry.NewPublisher(telemetry.PublisherConfig{Brokers: opts.brokers, Topic: opts.telemetryTopic,
+		design, err := designer.Encode(d)
+		if err != nil {
+			return nil, fmt.Errorf("run: encoding the design for telemetry: %w", err)
+		}
+		r.pub, err = telemetry.NewPublisher(telemetry.PublisherConfig{Brokers: opts.brokers, Topic: opts.telemetryTopic, Design: design,
 			Process: opts.instanceID, Logger: r.log, Deployment: monitor.DeploymentInfo{
 				ID: r.appID, Design: d.ID, DesignName: d.Name, ApplicationID: r.appID, Instances: opts.instances,
-				Standbys: opts.standbys, Guarantee: opts.guarantee.String(), CommitInterval: opts.commitInterval, Topology: r.topo,
+				Standbys: opts.standbys, Guarantee: opts.guarantee.String(), CommitInterval: r.commitInterval(), Topology: r.topo,
 			}})
 		if err != nil {
 			return nil, fmt.Errorf("run: %w", err)
@@ -189,6 +193,12 @@ func newRunner(opts runOptions) (*runner, error) {
 		r.pub.Attach(r.sup)
 	}
 	return r, nil
+}
+
+// commitInterval is the instances' commit interval, the runtime's
+// default for the guarantee unless --commit-interval set one.
+func (r *runner) commitInterval() time.Duration {
+	return streams.Config{CommitInterval: r.opts.commitInterval, ProcessingGuarantee: r.opts.guarantee}.WithDefaults().CommitInterval
 }
 
 // loadDesign reads, decodes and compiles a design file, as braid compile

@@ -141,7 +141,16 @@ func runServe(ctx context.Context, args []string, stdout io.Writer) error {
 	wg.Go(func() { errs[1] = mon.Run(ctx) })
 	if len(bootstrap) > 0 && *telemetryTopic != "" {
 		reader, err := telemetry.NewReader(telemetry.ReaderConfig{Brokers: bootstrap, Topic: *telemetryTopic, Monitor: mon,
-			ClientOptions: broker.SASLClientOptions(*auth.user, *auth.password), Local: deployments.RunsApplication, Logger: slog.Default()})
+			ClientOptions: broker.SASLClientOptions(*auth.user, *auth.password), Local: deployments.RunsApplication, Logger: slog.Default(),
+			// An application whose processes report its design gets a
+			// live page, drawn from that design.
+			OnDesign: func(info monitor.DeploymentInfo, design []byte) {
+				if err := deployments.Watch(info, design); err != nil {
+					slog.Warn("serve: the live page of an application found in telemetry cannot be drawn", "app", info.ID, "err", err)
+				}
+			},
+			OnRemoved: deployments.Unwatch,
+		})
 		if err != nil {
 			cancel()
 			wg.Wait()

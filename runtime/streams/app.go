@@ -219,7 +219,7 @@ func New(topo *Topology, cfg Config) (*App, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("creating app: %w", err)
 	}
-	cfg = cfg.withDefaults()
+	cfg = cfg.WithDefaults()
 	a := &App{
 		topo:      topo,
 		cfg:       cfg,

@@ -307,8 +307,9 @@ type Config struct {
 
 var applicationIDPattern = regexp.MustCompile(`^[a-zA-Z0-9._-]+$`)
 
-// withDefaults returns a copy of c with every unset field at its default.
-func (c Config) withDefaults() Config {
+// WithDefaults returns a copy of c with every unset field at its default:
+// the settings an App made from c runs with.
+func (c Config) WithDefaults() Config {
 	if c.InstanceID == "" {
 		host, _ := os.Hostname()
 		c.InstanceID = fmt.Sprintf("%s-%d", host, os.Getpid())
@@ -373,7 +374,7 @@ func (c Config) withDefaults() Config {
 func (c Config) Validate() error {
 	// The default InstanceID is host-pid: checked before it is filled in.
 	defaultInstance := c.InstanceID == ""
-	c = c.withDefaults()
+	c = c.WithDefaults()
 	var errs []error
 	bad := func(field, format string, args ...any) {
 		errs = append(errs, fmt.Errorf("config %s: %s", field, fmt.Sprintf(format, args...)))

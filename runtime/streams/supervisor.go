@@ -147,7 +147,7 @@ func NewSupervisor(topo *Topology, cfg SupervisorConfig) (*Supervisor, error) {
 	if cfg.InstancePrefix == "" {
 		cfg.InstancePrefix = "instance"
 	}
-	cfg.Config = cfg.Config.withDefaults()
+	cfg.Config = cfg.Config.WithDefaults()
 	return &Supervisor{topo: topo, cfg: cfg, tracker: newFailoverTracker(cfg.Config)}, nil
 }
 

@@ -38,7 +38,7 @@ func mergeTask(t *testing.T, handling ErrorHandling, valueSerde Serde) (*task, *
 	if len(topo.subtopologies) != 1 {
 		t.Fatalf("%d sub-topologies, want 1", len(topo.subtopologies))
 	}
-	cfg := Config{ApplicationID: "white-box", Brokers: []string{"unused:9092"}, DeserializationErrors: handling, Hooks: []Hook{skipLog{log}}}.withDefaults()
+	cfg := Config{ApplicationID: "white-box", Brokers: []string{"unused:9092"}, DeserializationErrors: handling, Hooks: []Hook{skipLog{log}}}.WithDefaults()
 	a := &App{cfg: cfg, log: slog.New(slog.NewTextHandler(io.Discard, nil)), hooks: newHookSet(cfg.Hooks)}
 	st := topo.subtopologies[0]
 	tk, err := a.newTask(st, TaskID{0, 0}, nil)

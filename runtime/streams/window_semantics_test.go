@@ -72,7 +72,7 @@ func newAggregateHarness(t *testing.T, w Windows, emit EmitStrategy, logCloses b
 	if logCloses {
 		hooks = []Hook{h}
 	}
-	cfg := Config{ApplicationID: "windows", Brokers: []string{"unused:9092"}, StateDir: t.TempDir(), Hooks: hooks}.withDefaults()
+	cfg := Config{ApplicationID: "windows", Brokers: []string{"unused:9092"}, StateDir: t.TempDir(), Hooks: hooks}.WithDefaults()
 	a := &App{cfg: cfg, log: slog.New(slog.NewTextHandler(io.Discard, nil)), hooks: newHookSet(cfg.Hooks)}
 	st := topo.subtopologies[0]
 	if h.tk, err = a.newTask(st, TaskID{0, 0}, nil); err != nil {

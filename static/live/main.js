@@ -99,10 +99,13 @@ class LivePage {
   showInfo() {
     const i = this.info
     const gen = (i.generators || []).length
+    // A remote application runs in processes of its own, which report
+    // through Kafka: the page watches it and drives nothing.
+    document.body.dataset.remote = i.remote ? 'true' : 'false'
     this.summary.textContent = [
       `app ${i.applicationId}`,
-      `revision ${i.revision}`,
-      `deployed on ${i.instances} instance(s)`,
+      i.remote ? 'runs in other processes, watched through the telemetry topic' : `revision ${i.revision}`,
+      i.remote ? '' : `deployed on ${i.instances} instance(s)`,
       `${i.standbys} standby`,
       i.guarantee,
       `commit every ${i.commitIntervalMs} ms`,
@@ -121,9 +124,15 @@ class LivePage {
     const i = this.info
     this.design = { nodes: [], edges: [] }
     try {
-      const path = `/api/designs/${encodeURIComponent(i.design)}`
-      const res = await api('GET', i.revision ? `${path}/revisions/${i.revision}` : path)
-      this.design = res.design
+      if (i.designDoc) {
+        // Reported by the application's processes: the design store
+        // does not hold it.
+        this.design = i.designDoc
+      } else {
+        const path = `/api/designs/${encodeURIComponent(i.design)}`
+        const res = await api('GET', i.revision ? `${path}/revisions/${i.revision}` : path)
+        this.design = res.design
+      }
     } catch (err) {
       this.status(`reading the design: ${err.message}`, 'error')
       return
