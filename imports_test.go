@@ -59,6 +59,11 @@ var rules = []rule{
 	{pkg: module + "/monitor/...",
 		allowed:   []string{std, module + "/runtime/...", module + "/monitor/...", "github.com/prometheus/...", "github.com/twmb/franz-go/..."},
 		forbidden: []string{module + "/web/...", module + "/designer/...", module + "/compiler/..."}},
+	// control signs and carries commands to other processes through
+	// Kafka; its tests run the embedded broker.
+	{pkg: module + "/control/...",
+		allowed:   []string{std, module + "/control/...", module + "/runtime/broker", "github.com/twmb/franz-go/..."},
+		forbidden: []string{module + "/web/...", module + "/deploy/...", module + "/monitor/...", module + "/designer/...", module + "/compiler/..."}},
 	// telemetry carries the monitor's inputs through Kafka: the runtime's
 	// events and stats out of an application's process, and back into a
 	// monitor elsewhere.

@@ -66,6 +66,10 @@ type Config struct {
 	// redeployed by Run when it starts. An undeploy removes its record;
 	// Run's own undeploy on shutdown keeps them. Empty keeps nothing.
 	RecordFile string
+	// Commands, when set, sends crash, stop and start to the instances
+	// of applications other processes run (Watch); without it those
+	// operations fail with a RemoteError.
+	Commands CommandSender
 }
 
 // MaxInstances is the most instances a deployment may run. It is the one
@@ -127,6 +131,9 @@ type Info struct {
 	// file, which the server's design store does not hold.
 	Remote    bool            `json:"remote,omitempty"`
 	DesignDoc json.RawMessage `json:"designDoc,omitempty"`
+	// Commands says a Remote application's instances can be crashed,
+	// stopped and started from here (Config.Commands is set).
+	Commands bool `json:"commands,omitempty"`
 }
 
 // StoreInfo is one state store of a deployment.

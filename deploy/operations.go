@@ -73,7 +73,7 @@ func (m *Manager) find(id string) (*deployment, error) {
 		return dep, nil
 	}
 	if _, ok := m.watchedInfo(id); ok {
-		return nil, &RemoteError{ID: id, Op: "operating on a deployment"}
+		return nil, &RemoteError{ID: id, Op: "operating on a deployment", Reason: "store queries and generators do not reach them"}
 	}
 	return nil, &NotDeployedError{ID: id}
 }
@@ -137,6 +137,10 @@ func (d *deployment) startInstance(instance string) error { return d.sup.Start(i
 // hears of a crash first: the instance reports nothing once dead.
 func (m *Manager) instanceOp(id, instance, kind string, op func(*deployment, string) error) error {
 	dep, err := m.find(id)
+	var remote *RemoteError
+	if errors.As(err, &remote) {
+		return m.command(id, instance, kind)
+	}
 	if err != nil {
 		return err
 	}

@@ -1,8 +1,10 @@
 package deploy
 
 import (
+	"context"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/braidstream/braid/compiler"
 	"github.com/braidstream/braid/designer"
@@ -18,12 +20,42 @@ import (
 // id is an application other processes run: its instances are driven by
 // whoever started them.
 type RemoteError struct {
-	ID string
-	Op string
+	ID, Op string
+	// Reason says what this server lacks to do Op.
+	Reason string
 }
 
 func (e *RemoteError) Error() string {
-	return fmt.Sprintf("%s: %q runs in other processes, which report to this server but take no commands from it", e.Op, e.ID)
+	return fmt.Sprintf("%s: %q runs in other processes, which report to this server: %s", e.Op, e.ID, e.Reason)
+}
+
+// CommandSender sends a command, "crash", "stop" or "start", to an
+// instance of an application other processes run; a control.Sender is
+// one.
+type CommandSender interface {
+	Send(ctx context.Context, app, instance, verb string) error
+}
+
+// verbs are the commands of the instance operations, by the kind the
+// monitor logs.
+var verbs = map[string]string{"crashed": "crash", "stopped": "stop", "started": "start"}
+
+// command sends an instance operation on a watched application to its
+// processes, when the Manager has a Config.Commands; the instance itself
+// reports what became of it.
+func (m *Manager) command(id, instance, kind string) error {
+	verb := verbs[kind]
+	if m.cfg.Commands == nil {
+		return &RemoteError{ID: id, Op: verb + " " + instance, Reason: "this server has no control secret to sign commands to them with"}
+	}
+	info, _ := m.watchedInfo(id)
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	if err := m.cfg.Commands.Send(ctx, info.ApplicationID, instance, verb); err != nil {
+		return fmt.Errorf("%s %s of %q: %w", verb, instance, id, err)
+	}
+	m.cfg.Monitor.InstanceEvent(id, instance, kind)
+	return nil
 }
 
 // watchedApps holds the Infos of the applications Watch was given.
@@ -49,6 +81,7 @@ func (m *Manager) Watch(info monitor.DeploymentInfo, design []byte) error {
 	in.ID, in.ApplicationID, in.Revision = info.ID, info.ApplicationID, info.Revision
 	in.Instances, in.Standbys, in.Guarantee, in.CommitIntervalMs = info.Instances, info.Standbys, info.Guarantee, info.CommitIntervalMs
 	in.Started, in.Generators, in.Remote, in.DesignDoc = info.Started, []GeneratorInfo{}, true, design
+	in.Commands = m.cfg.Commands != nil
 	m.watched.mu.Lock()
 	defer m.watched.mu.Unlock()
 	if m.watched.infos == nil {

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/braidstream/braid/compiler"
+	"github.com/braidstream/braid/control"
 	"github.com/braidstream/braid/deploy"
 	"github.com/braidstream/braid/designer"
 	"github.com/braidstream/braid/monitor"
@@ -47,6 +48,9 @@ type runOptions struct {
 	// telemetryTopic is where the instances report, for braid serve to
 	// show them; "" for nowhere.
 	telemetryTopic string
+	// control is where commands from a server come from, and the
+	// secret that verifies them.
+	control controlSettings
 	// stdout gets the lines meant for the user: what runs, which source
 	// topics are waited for, which sink topics were created.
 	stdout io.Writer
@@ -72,6 +76,10 @@ type runner struct {
 	sup    *streams.Supervisor
 	// pub reports the instances on the telemetry topic; nil without one.
 	pub *telemetry.Publisher
+	// commands carries out the server's crash, stop and start.
+	commands *control.Listener
+	// exit ends the process at once, for a crash command.
+	exit func(code int)
 }
 
 func runRun(ctx context.Context, args []string, stdout io.Writer) error {
@@ -91,6 +99,7 @@ func runRun(ctx context.Context, args []string, stdout io.Writer) error {
 	standbys := fs.Int("standbys", 0, "standby replicas of each stateful task, kept by other instances")
 	sessionTimeout := fs.Duration("session-timeout", 0, "group session timeout (0: the runtime's default)")
 	commitInterval := fs.Duration("commit-interval", 0, "how often offsets are committed (0: the runtime's default for the guarantee)")
+	ctl := controlFlags(fs)
 	telemetryTopic := fs.String("telemetry-topic", telemetry.DefaultTopic, "topic the instances report their state and events on, four times a second, for braid serve to show; empty: report nowhere")
 	files, err := parseFiles(fs, args)
 	if err != nil {
@@ -98,6 +107,9 @@ func runRun(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 	if len(files) != 1 {
 		return fmt.Errorf("run: want one design file, got %d (%q)", len(files), files)
+	}
+	if err := ctl.load(); err != nil {
+		return fmt.Errorf("run: %w", err)
 	}
 	g, err := streams.ParseGuarantee(*guarantee)
 	if err != nil {
@@ -118,7 +130,7 @@ func runRun(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 	r, err := newRunner(runOptions{
 		path: files[0], brokers: seeds, appID: *appID, instanceID: id, instances: *instances, stateDir: *stateDir,
-		guarantee: g, standbys: *standbys, sessionTimeout: *sessionTimeout, commitInterval: *commitInterval, telemetryTopic: *telemetryTopic, stdout: stdout,
+		guarantee: g, standbys: *standbys, sessionTimeout: *sessionTimeout, commitInterval: *commitInterval, telemetryTopic: *telemetryTopic, control: *ctl, stdout: stdout,
 	})
 	if err != nil {
 		return err
@@ -191,6 +203,12 @@ func newRunner(opts runOptions) (*runner, error) {
 	}
 	if r.pub != nil {
 		r.pub.Attach(r.sup)
+	}
+	r.exit = os.Exit
+	if r.commands, err = control.NewListener(control.ListenerConfig{Brokers: opts.brokers, Topic: opts.control.topic,
+		Secret: opts.control.secret, App: r.appID, Instances: func() []string { return r.instances }, Handle: r.command,
+		Logger: r.log}); err != nil {
+		return nil, fmt.Errorf("run: %w", err)
 	}
 	return r, nil
 }
@@ -276,6 +294,7 @@ func (r *runner) run(ctx context.Context) error {
 	if r.pub != nil {
 		wg.Go(func() { _ = r.pub.Run(reportCtx) })
 	}
+	wg.Go(func() { _ = r.commands.Run(ctx) })
 	err = r.sup.Run(ctx)
 	cancel()
 	stopReports()
@@ -399,6 +418,28 @@ func missingTopics(ctx context.Context, adm *kadm.Client, topics []string) ([]st
 		}
 	}
 	return missing, nil
+}
+
+// command carries out a verified command from the server. A crash of
+// the process's only instance ends the process at once, without a word
+// to the group, a flush or a commit: a real failure, which the group
+// notices at the session timeout and the orchestrator restarts. With
+// several instances the one crashes under the process's Supervisor,
+// which sees it and removes it from the group.
+func (r *runner) command(c control.Command) error {
+	switch c.Verb {
+	case control.Crash:
+		if len(r.instances) == 1 {
+			fmt.Fprintf(os.Stderr, "braid: run: instance %s crashed by a command from the server\n", c.Instance)
+			r.exit(3)
+			return nil
+		}
+		return r.sup.Crash(c.Instance)
+	case control.Stop:
+		return r.sup.Stop(c.Instance)
+	default:
+		return r.sup.Start(c.Instance)
+	}
 }
 
 // stateLogHook logs every state change of every instance.

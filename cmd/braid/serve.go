@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	controlpkg "github.com/braidstream/braid/control"
 	"github.com/braidstream/braid/deploy"
 	"github.com/braidstream/braid/designer"
 	"github.com/braidstream/braid/monitor"
@@ -41,6 +42,7 @@ func runServe(ctx context.Context, args []string, stdout io.Writer) error {
 	brokerListen := fs.String("broker-listen", "127.0.0.1:9092", "host:port of the embedded Kafka-compatible broker (a non-loopback address needs --sasl-user or --insecure-broker); empty: run none")
 	brokers := fs.String("brokers", "", "comma-separated Kafka bootstrap addresses for deployments and telemetry (default: the embedded broker, which --brokers turns off unless --broker-listen is given); --sasl-user and --sasl-password apply to them too")
 	noDemo := fs.Bool("no-demo", false, "do not deploy the demo design (orders-demo) with its generator on a new data directory")
+	control := controlFlags(fs)
 	telemetryTopic := fs.String("telemetry-topic", telemetry.DefaultTopic, "topic the instances of applications run elsewhere (braid run, exported programs) report on; the server shows each application it finds there; empty: read none")
 	protocol := fs.String("rebalance-protocol", "cooperative", "how the deployments' instances hand tasks over: cooperative stops only the tasks that move, eager every task of every instance for each rebalance")
 	auth := brokerAuthFlags(fs)
@@ -54,6 +56,9 @@ func runServe(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 	if *dataDir == "" {
 		return errors.New("serve: --data-dir must not be empty")
+	}
+	if err := control.load(); err != nil {
+		return fmt.Errorf("serve: %w", err)
 	}
 	if *brokers != "" && !flagSet(fs, "broker-listen") {
 		// Deployments go to the cluster given: an embedded broker beside
@@ -103,12 +108,23 @@ func runServe(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 	mon := monitor.New(monitor.Options{})
 	var deployments *deploy.Manager
+	var commands deploy.CommandSender
+	if len(bootstrap) > 0 && len(control.secret) > 0 {
+		sender, err := controlpkg.NewSender(controlpkg.SenderConfig{Brokers: bootstrap, Topic: control.topic, Secret: control.secret,
+			ClientOptions: broker.SASLClientOptions(*auth.user, *auth.password)})
+		if err != nil {
+			return fmt.Errorf("serve: %w", err)
+		}
+		defer sender.Close()
+		commands = sender
+	}
 	if len(bootstrap) > 0 {
 		deployments, err = deploy.NewManager(deploy.Config{
 			Brokers: bootstrap, StateDir: filepath.Join(*dataDir, "state"), Designs: store, Monitor: mon, Logger: quietLogger(),
 			RebalanceProtocol: rebalance,
 			RecordFile:        filepath.Join(*dataDir, "deployments.json"),
 			ClientOptions:     broker.SASLClientOptions(*auth.user, *auth.password),
+			Commands:          commands,
 		})
 		if err != nil {
 			return fmt.Errorf("serve: %w", err)

@@ -102,6 +102,7 @@ class LivePage {
     // A remote application runs in processes of its own, which report
     // through Kafka: the page watches it and drives nothing.
     document.body.dataset.remote = i.remote ? 'true' : 'false'
+    document.body.dataset.commands = i.commands ? 'true' : 'false'
     this.summary.textContent = [
       `app ${i.applicationId}`,
       i.remote ? 'runs in other processes, watched through the telemetry topic' : `revision ${i.revision}`,

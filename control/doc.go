@@ -1,0 +1,15 @@
+// Package control carries commands from a server to the processes of an
+// application it does not run (braid run, exported programs) through a
+// control topic: crash, stop or start one instance. It owns the topic's
+// records, their signature, the Sender a server writes them with and the
+// Listener a process reads them with.
+//
+// A command is signed with HMAC-SHA256 under a secret the server and the
+// processes share; a Listener acts only on commands whose signature
+// verifies, that name its application and one of its instances, that were
+// issued less than MaxAge ago by the sender's clock and whose nonce it has
+// not seen. It reports every other command addressed to it, with the
+// reason, and ignores those for other applications. Listeners read the
+// topic from its end: a command sent while a process was down is not
+// carried out when it comes back.
+package control
