@@ -321,6 +321,8 @@ func TestRunBadInput(t *testing.T) {
 		{"no instances", []string{"orders-demo.json", "--instances", "0"}, []string{"--instances 0"}},
 		{"no brokers", []string{"orders-demo.json", "--brokers", ","}, []string{"--brokers is empty"}},
 		{"bad app id", []string{"orders-demo.json", "--app-id", "a b"}, []string{"orders-demo.json", "ApplicationID", `"a b"`}},
+		{"missing control secret file", []string{"orders-demo.json", "--control-secret-file", missing}, []string{"--control-secret-file", missing}},
+		{"empty control secret file", []string{"orders-demo.json", "--control-secret-file", write("empty-secret", "\n")}, []string{"--control-secret-file", "empty"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := run(context.Background(), append([]string{"run"}, tc.args...), io.Discard, io.Discard)
