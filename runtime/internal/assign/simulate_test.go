@@ -140,8 +140,10 @@ func TestPlanSimulation(t *testing.T) {
 					}
 					before := p.Members["new"]
 					in = caughtUp(in, p)
+					// checkPlan replans every plan it checks; under -race
+					// that doubled this phase at 1,000 members, so only
+					// the last round's plan gets it (checkBalanced, below).
 					p = MakePlan(in)
-					checkPlan(t, in, p)
 					n := moved(in, p)
 					total += n
 					// Every active that moved went to the joiner, which
