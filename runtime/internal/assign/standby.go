@@ -82,6 +82,12 @@ type spreader struct {
 	pairs     []int        // standbys of the current owner's actives per member
 	lag       []int64      // the current task's lag per member, -1 when no state
 	held      []bool       // members holding the current task
+	// tags holds each member's rack tags as ids of (key, value) pairs, and
+	// holderTag marks the pairs the current task's holders carry, so that
+	// comparing a candidate's tags is a few slice reads. Comparing the tag
+	// maps themselves took 10 s at 1,000 tagged members and 10,000 tasks.
+	tags      [][]int
+	holderTag []bool
 }
 
 func (p *planner) newSpreader(want int) *spreader {
@@ -97,6 +103,9 @@ func (p *planner) newSpreader(want int) *spreader {
 		held:      make([]bool, n),
 	}
 	s.dest = make(map[Task]int)
+	if s.tagged {
+		s.internTags()
+	}
 	for i := range s.lag {
 		s.lag[i] = -1
 	}
@@ -108,6 +117,26 @@ func (p *planner) newSpreader(want int) *spreader {
 		}
 	}
 	return s
+}
+
+// internTags numbers every distinct (key, value) tag pair and lists each
+// member's pairs. Two members share a tag key's value exactly when they
+// carry the same pair, since a member has one value per key.
+func (s *spreader) internTags() {
+	type pair struct{ k, v string }
+	ids := make(map[pair]int)
+	s.tags = make([][]int, len(s.p.members))
+	for i, m := range s.p.members {
+		for k, v := range m.Tags {
+			id, ok := ids[pair{k, v}]
+			if !ok {
+				id = len(ids)
+				ids[pair{k, v}] = id
+			}
+			s.tags[i] = append(s.tags[i], id)
+		}
+	}
+	s.holderTag = make([]bool, len(ids))
 }
 
 // stateIndex lists, per task, the indexes of the members that report
@@ -160,11 +189,19 @@ func (s *spreader) place(t Task, oi int) bool {
 // best returns the index of the best member for one more standby of t, or
 // -1 when every member holds t already.
 func (s *spreader) best(t Task, holders []int, limit int) int {
-	var hm []PlanMember
 	if s.tagged {
 		for _, h := range holders {
-			hm = append(hm, s.p.members[h])
+			for _, id := range s.tags[h] {
+				s.holderTag[id] = true
+			}
 		}
+		defer func() {
+			for _, h := range holders {
+				for _, id := range s.tags[h] {
+					s.holderTag[id] = false
+				}
+			}
+		}()
 	}
 	end := s.p.in.Ends[t]
 	dest, moved := s.dest[t]
@@ -183,7 +220,7 @@ func (s *spreader) best(t Task, holders []int, limit int) int {
 		}
 		k.behind = k.lag > s.p.in.AcceptableRecoveryLag
 		if s.tagged {
-			k.shared = sharedTags(s.p.members[i], hm)
+			k.shared = s.sharedTags(i)
 		}
 		if best < 0 || k.less(bestKey) {
 			best, bestKey = i, k
@@ -226,16 +263,13 @@ func (a standbyKey) less(b standbyKey) bool {
 	return a.lag < b.lag
 }
 
-// sharedTags counts the tag keys on which m has the value of one of the
-// holders.
-func sharedTags(m PlanMember, holders []PlanMember) int {
+// sharedTags counts the tag keys on which member i has the value of one of
+// the current task's holders (those marked in holderTag).
+func (s *spreader) sharedTags(i int) int {
 	n := 0
-	for k, v := range m.Tags {
-		for _, h := range holders {
-			if hv, ok := h.Tags[k]; ok && hv == v {
-				n++
-				break
-			}
+	for _, id := range s.tags[i] {
+		if s.holderTag[id] {
+			n++
 		}
 	}
 	return n
