@@ -48,6 +48,8 @@ type runOptions struct {
 	// telemetryTopic is where the instances report, for braid serve to
 	// show them; "" for nowhere.
 	telemetryTopic string
+	// static makes the instances static members of the group.
+	static bool
 	// control is where commands from a server come from, and the
 	// secret that verifies them.
 	control controlSettings
@@ -99,6 +101,7 @@ func runRun(ctx context.Context, args []string, stdout io.Writer) error {
 	standbys := fs.Int("standbys", 0, "standby replicas of each stateful task, kept by other instances")
 	sessionTimeout := fs.Duration("session-timeout", 0, "group session timeout (0: the runtime's default)")
 	commitInterval := fs.Duration("commit-interval", 0, "how often offsets are committed (0: the runtime's default for the guarantee)")
+	static := fs.Bool("static-membership", false, "join as a static member (group.instance.id = the instance id): a restart within the session timeout gets the same tasks back without a rebalance; give a stable --instance-id, such as a StatefulSet pod's name")
 	ctl := controlFlags(fs)
 	telemetryTopic := fs.String("telemetry-topic", telemetry.DefaultTopic, "topic the instances report their state and events on, four times a second, for braid serve to show; empty: report nowhere")
 	files, err := parseFiles(fs, args)
@@ -130,7 +133,7 @@ func runRun(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 	r, err := newRunner(runOptions{
 		path: files[0], brokers: seeds, appID: *appID, instanceID: id, instances: *instances, stateDir: *stateDir,
-		guarantee: g, standbys: *standbys, sessionTimeout: *sessionTimeout, commitInterval: *commitInterval, telemetryTopic: *telemetryTopic, control: *ctl, stdout: stdout,
+		guarantee: g, standbys: *standbys, sessionTimeout: *sessionTimeout, commitInterval: *commitInterval, telemetryTopic: *telemetryTopic, control: *ctl, static: *static, stdout: stdout,
 	})
 	if err != nil {
 		return err
@@ -179,6 +182,7 @@ func newRunner(opts runOptions) (*runner, error) {
 		SessionTimeout:      opts.sessionTimeout,
 		ProcessingGuarantee: opts.guarantee,
 		StandbyReplicas:     opts.standbys,
+		StaticMembership:    opts.static,
 		NodeMetrics:         true,
 		Hooks:               r.hooks,
 		Logger:              r.log,

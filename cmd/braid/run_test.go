@@ -337,3 +337,26 @@ func TestRunBadInput(t *testing.T) {
 		})
 	}
 }
+
+// TestRunStaticMembership: with --static-membership each instance joins
+// under its instance id as group.instance.id, which is what lets a
+// StatefulSet's restarted pod take its tasks back without a rebalance.
+func TestRunStaticMembership(t *testing.T) {
+	demo := readDemoTopics(t)
+	addr, _, adm := startRunBroker(t)
+	createRunTopic(t, adm, demo.source, 4)
+	p := startProcess(t, "run", "orders-demo.json", "--brokers", addr, "--instance-id", "pod-0", "--state-dir", t.TempDir(), "--static-membership")
+	defer p.terminate(t)
+	waitUntil(t, time.Minute, "a static member pod-0 in the group", func() bool {
+		groups, err := adm.DescribeGroups(context.Background(), demo.appID)
+		if err != nil {
+			return false
+		}
+		for _, m := range groups[demo.appID].Members {
+			if m.InstanceID != nil && *m.InstanceID == "pod-0" {
+				return true
+			}
+		}
+		return false
+	})
+}
