@@ -523,7 +523,7 @@ func (m *Manager) start(req Request, d *designer.Design, revision int, compiled 
 	}
 	if req.Guarantee == streams.ExactlyOnce.String() {
 		cfg.ProcessingGuarantee = streams.ExactlyOnce
-		cfg.TransactionTimeout = TransactionTimeout(commit)
+		cfg.TransactionTimeout = streams.ExactlyOnceTransactionTimeout(commit)
 	}
 	sup, err := streams.NewSupervisor(topo, streams.SupervisorConfig{Config: cfg, Instances: req.Instances})
 	if err != nil {
@@ -543,19 +543,6 @@ func (m *Manager) start(req Request, d *designer.Design, revision int, compiled 
 	m.mu.Unlock()
 	m.log.Info("deployed", "deployment", d.ID, "revision", revision, "instances", req.Instances, "standbys", *req.Standbys, "guarantee", req.Guarantee)
 	return dep, nil
-}
-
-// TransactionTimeout is the exactly-once TransactionTimeout for a commit
-// interval: 0 (the runtime's default, 10 s: how long a crashed
-// instance's transaction holds read-committed readers up) for intervals
-// under 5 s, and twice the interval for longer ones, since a transaction
-// stays open for a commit interval and the runtime wants its timeout
-// above that. Deployments and braid run both take it from here.
-func TransactionTimeout(commitInterval time.Duration) time.Duration {
-	if commitInterval >= 5*time.Second {
-		return 2 * commitInterval
-	}
-	return 0
 }
 
 // describeCompiled is what a deployment's Info says of its design: its

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/braidstream/braid/datagen"
+	"github.com/braidstream/braid/runtime/streams"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -77,7 +78,7 @@ func runGen(ctx context.Context, args []string, stdout io.Writer) error {
 		return fmt.Errorf("gen: %w", err)
 	}
 
-	seeds := splitBrokers(*brokers)
+	seeds := streams.SplitBrokers(*brokers)
 	if len(seeds) == 0 {
 		return errors.New("gen: --brokers is empty")
 	}
@@ -184,18 +185,6 @@ func topicCount(n int32, what string) string {
 		return "the broker's default " + what
 	}
 	return fmt.Sprintf("%s %d", what, n)
-}
-
-// splitBrokers splits a comma-separated address list, dropping empty
-// items (gen's and serve's --brokers).
-func splitBrokers(s string) []string {
-	var out []string
-	for b := range strings.SplitSeq(s, ",") {
-		if b = strings.TrimSpace(b); b != "" {
-			out = append(out, b)
-		}
-	}
-	return out
 }
 
 // genFields collects repeated --field name=generator flags into a

@@ -7,23 +7,16 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"path/filepath"
-	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/braidstream/braid/compiler"
 	"github.com/braidstream/braid/control"
-	"github.com/braidstream/braid/deploy"
 	"github.com/braidstream/braid/designer"
 	"github.com/braidstream/braid/monitor"
 	"github.com/braidstream/braid/runtime/streams"
 	"github.com/braidstream/braid/telemetry"
-	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kerr"
-	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // runOptions are what `braid run` runs: a design file and how.
@@ -35,7 +28,7 @@ type runOptions struct {
 	// (designer.ApplicationID).
 	appID string
 	// instanceID names the single instance, or prefixes the names of
-	// several ("<instanceID>-<n>").
+	// several ("<instanceID>-<n>"); "" for the host name.
 	instanceID string
 	instances  int
 	// stateDir holds the instances' state; "" for
@@ -58,24 +51,22 @@ type runOptions struct {
 	stdout io.Writer
 }
 
-// runner is one `braid run`: a compiled design and the Supervisor that
-// runs its instances in this process, as members of the application's
-// group with whatever other processes run it.
+// runner is one `braid run`: a compiled design and the streams.Runner
+// that runs its instances in this process, as members of the
+// application's group with whatever other processes run it (programs
+// braid export wrote among them, which run a streams.Runner too), with
+// what only braid run adds: telemetry and the server's commands.
 type runner struct {
 	opts      runOptions
 	appID     string
 	instances []string
-	topo      *streams.Topology
-	sources   []string
-	sinks     []string
 	log       *slog.Logger
 	// hooks are added to every instance's Config.Hooks. newRunner puts
-	// its own in before it builds the Supervisor; one more (telemetry,
-	// say) is one more append there.
+	// its own in before it builds the Runner; one more is one more
+	// append there.
 	hooks []streams.Hook
-	// failed gets the first fatal error of an instance (see failHook).
-	failed chan error
-	sup    *streams.Supervisor
+	proc  *streams.Runner
+	sup   *streams.Supervisor
 	// pub reports the instances on the telemetry topic; nil without one.
 	pub *telemetry.Publisher
 	// commands carries out the server's crash, stop and start.
@@ -121,18 +112,12 @@ func runRun(ctx context.Context, args []string, stdout io.Writer) error {
 	if *instances < 1 {
 		return fmt.Errorf("run: --instances %d: must be at least 1", *instances)
 	}
-	seeds := splitBrokers(*brokers)
+	seeds := streams.SplitBrokers(*brokers)
 	if len(seeds) == 0 {
 		return errors.New("run: --brokers is empty")
 	}
-	id := *instanceID
-	if id == "" {
-		if id, err = os.Hostname(); err != nil || id == "" {
-			return fmt.Errorf("run: no --instance-id given and the host name is unknown (%v): give --instance-id", err)
-		}
-	}
 	r, err := newRunner(runOptions{
-		path: files[0], brokers: seeds, appID: *appID, instanceID: id, instances: *instances, stateDir: *stateDir,
+		path: files[0], brokers: seeds, appID: *appID, instanceID: *instanceID, instances: *instances, stateDir: *stateDir,
 		guarantee: g, standbys: *standbys, sessionTimeout: *sessionTimeout, commitInterval: *commitInterval, telemetryTopic: *telemetryTopic, control: *ctl, static: *static, stdout: stdout,
 	})
 	if err != nil {
@@ -141,70 +126,55 @@ func runRun(ctx context.Context, args []string, stdout io.Writer) error {
 	return r.run(ctx)
 }
 
-// newRunner reads and compiles the design and makes the Supervisor of
-// its instances. Nothing talks to Kafka before run.
+// newRunner reads and compiles the design and makes the Runner of its
+// instances. Nothing talks to Kafka before run.
 func newRunner(opts runOptions) (*runner, error) {
 	d, compiled, err := loadDesign(opts.path)
 	if err != nil {
 		return nil, fmt.Errorf("run: %w", err)
 	}
-	r := &runner{opts: opts, appID: opts.appID, topo: compiled.Topology, log: slog.Default(), failed: make(chan error, 1)}
+	r := &runner{opts: opts, appID: opts.appID, log: slog.Default()}
 	if r.appID == "" {
 		r.appID = designer.ApplicationID(d)
 	}
-	r.sources, r.sinks = r.topo.SourceTopics(), r.topo.SinkTopics()
-	if opts.stateDir == "" {
-		opts.stateDir = filepath.Join("braid-state", r.appID)
-		r.opts.stateDir = opts.stateDir // for the line run prints
-	}
-	r.hooks = append(r.hooks, stateLogHook{r.log}, failHook{r.failed})
+	rc := streams.RunnerConfig{
+		Config: streams.Config{
+			ApplicationID:       r.appID,
+			Brokers:             opts.brokers,
+			StateDir:            opts.stateDir,
+			CommitInterval:      opts.commitInterval,
+			SessionTimeout:      opts.sessionTimeout,
+			ProcessingGuarantee: opts.guarantee,
+			StandbyReplicas:     opts.standbys,
+			StaticMembership:    opts.static,
+			NodeMetrics:         true,
+			Logger:              r.log,
+		},
+		InstanceID: opts.instanceID,
+		Instances:  opts.instances,
+		Out:        opts.stdout,
+	}.WithDefaults()
+	r.opts.instanceID = rc.InstanceID
 	if opts.telemetryTopic != "" {
 		design, err := designer.Encode(d)
 		if err != nil {
 			return nil, fmt.Errorf("run: encoding the design for telemetry: %w", err)
 		}
 		r.pub, err = telemetry.NewPublisher(telemetry.PublisherConfig{Brokers: opts.brokers, Topic: opts.telemetryTopic, Design: design,
-			Process: opts.instanceID, Logger: r.log, Deployment: monitor.DeploymentInfo{
+			Process: rc.InstanceID, Logger: r.log, Deployment: monitor.DeploymentInfo{
 				ID: r.appID, Design: d.ID, DesignName: d.Name, ApplicationID: r.appID, Instances: opts.instances,
-				Standbys: opts.standbys, Guarantee: opts.guarantee.String(), CommitInterval: r.commitInterval(), Topology: r.topo,
+				Standbys: opts.standbys, Guarantee: opts.guarantee.String(), CommitInterval: r.commitInterval(), Topology: compiled.Topology,
 			}})
 		if err != nil {
 			return nil, fmt.Errorf("run: %w", err)
 		}
 		r.hooks = append(r.hooks, r.pub.Hook())
 	}
-
-	cfg := streams.Config{
-		ApplicationID:       r.appID,
-		Brokers:             opts.brokers,
-		StateDir:            opts.stateDir,
-		CommitInterval:      opts.commitInterval,
-		SessionTimeout:      opts.sessionTimeout,
-		ProcessingGuarantee: opts.guarantee,
-		StandbyReplicas:     opts.standbys,
-		StaticMembership:    opts.static,
-		NodeMetrics:         true,
-		Hooks:               r.hooks,
-		Logger:              r.log,
-	}
-	if opts.guarantee == streams.ExactlyOnce {
-		cfg.TransactionTimeout = deploy.TransactionTimeout(opts.commitInterval)
-	}
-	sc := streams.SupervisorConfig{Config: cfg, Instances: opts.instances}
-	if opts.instances == 1 {
-		// Named exactly --instance-id, so that a StatefulSet's pod name
-		// is the instance's name.
-		sc.InstanceIDs = []string{opts.instanceID}
-		r.instances = sc.InstanceIDs
-	} else {
-		sc.InstancePrefix = opts.instanceID
-		for i := range opts.instances {
-			r.instances = append(r.instances, opts.instanceID+"-"+strconv.Itoa(i+1))
-		}
-	}
-	if r.sup, err = streams.NewSupervisor(r.topo, sc); err != nil {
+	rc.Config.Hooks = r.hooks
+	if r.proc, err = streams.NewRunner(compiled.Topology, rc); err != nil {
 		return nil, fmt.Errorf("run: %s: %w", opts.path, err)
 	}
+	r.sup, r.instances = r.proc.Supervisor(), r.proc.InstanceIDs()
 	if r.pub != nil {
 		r.pub.Attach(r.sup)
 	}
@@ -249,49 +219,21 @@ func loadDesign(path string) (*designer.Design, *compiler.Compiled, error) {
 	return d, c, nil
 }
 
-// run creates the missing sink topics, waits for the source topics and
-// runs the instances until ctx ends, or until one fails: nothing in this
-// process would start it again, so run ends with its error and leaves
-// the restart to whoever started the process. The goroutines run starts
-// it stops and waits for before it returns.
+// run runs the instances with the streams.Runner (which creates the
+// missing sink topics, waits for the source topics, and ends with the
+// error of an instance that fails), the telemetry reports and the
+// server's commands starting once the topics are there. The goroutines
+// run starts it stops and waits for before it returns.
 func (r *runner) run(ctx context.Context) error {
-	// The topic checks are metadata requests, which the client answers
-	// from a cache of MetadataMinAge (5 s by default): half a second,
-	// below the checks' interval, makes each one ask the broker.
-	cl, err := kgo.NewClient(kgo.SeedBrokers(r.opts.brokers...), kgo.MetadataMinAge(500*time.Millisecond))
-	if err != nil {
+	if err := r.proc.Prepare(ctx); err != nil {
 		return fmt.Errorf("run: %w", err)
 	}
-	adm := kadm.NewClient(cl)
-	err = r.createSinks(ctx, adm)
-	if err == nil {
-		err = r.waitForSources(ctx, adm)
-	}
-	cl.Close()
 	if ctx.Err() != nil {
 		return nil // stopped while waiting
 	}
-	if err != nil {
-		return err
-	}
-
-	noun := "instances"
-	if len(r.instances) == 1 {
-		noun = "instance"
-	}
-	fmt.Fprintf(r.opts.stdout, "running %s: %s %s on %s (state dir %s); stop with Ctrl-C\n",
-		r.appID, noun, strings.Join(r.instances, ", "), strings.Join(r.opts.brokers, ","), r.opts.stateDir)
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var wg sync.WaitGroup
-	var failure error
-	wg.Go(func() {
-		select {
-		case failure = <-r.failed:
-			cancel()
-		case <-ctx.Done():
-		}
-	})
 	// The reports outlive the instances, so that the last one, final,
 	// shows them stopped.
 	reportCtx, stopReports := context.WithCancel(context.Background())
@@ -299,129 +241,14 @@ func (r *runner) run(ctx context.Context) error {
 		wg.Go(func() { _ = r.pub.Run(reportCtx) })
 	}
 	wg.Go(func() { _ = r.commands.Run(ctx) })
-	err = r.sup.Run(ctx)
+	err := r.proc.Run(ctx)
 	cancel()
 	stopReports()
 	wg.Wait()
-	if failure != nil {
-		return fmt.Errorf("run: an instance failed, stopping the others: %w", failure)
-	}
 	if err != nil {
 		return fmt.Errorf("run: %w", err)
 	}
 	return nil
-}
-
-// createSinks creates the sink topics that are missing (and are not
-// source topics, which are waited for), with the broker's default
-// partitions and replication factor, as a deployment does with its
-// own. Internal topics are the runtime's to create.
-func (r *runner) createSinks(ctx context.Context, adm *kadm.Client) error {
-	var sinks []string
-	for _, t := range r.sinks {
-		if !slices.Contains(r.sources, t) {
-			sinks = append(sinks, t)
-		}
-	}
-	if len(sinks) == 0 {
-		return nil
-	}
-	var missing []string
-	if err := r.retry(ctx, "reading the metadata of the sink topics", func(ctx context.Context) (err error) {
-		missing, err = missingTopics(ctx, adm, sinks)
-		return err
-	}); err != nil || len(missing) == 0 {
-		return err
-	}
-	cctx, cancel := context.WithTimeout(ctx, 15*time.Second)
-	defer cancel()
-	resp, err := adm.CreateTopics(cctx, -1, -1, nil, missing...)
-	if err != nil {
-		return fmt.Errorf("run: creating sink topics %q: %w", missing, err)
-	}
-	var errs []error
-	for _, t := range resp.Sorted() {
-		switch {
-		case errors.Is(t.Err, kerr.TopicAlreadyExists):
-		case t.Err != nil:
-			errs = append(errs, fmt.Errorf("run: creating sink topic %q: %w", t.Topic, t.Err))
-		default:
-			fmt.Fprintf(r.opts.stdout, "created sink topic %q with %s, replication factor %d\n", t.Topic, countNoun(int(t.NumPartitions), "partition"), t.ReplicationFactor)
-		}
-	}
-	return errors.Join(errs...)
-}
-
-// waitForSources returns once every source topic exists, checking every
-// second, or when ctx ends. Kafka Streams does not create source topics
-// either: a missing one is most likely another's to create, or a typo.
-// Each missing topic is named once.
-func (r *runner) waitForSources(ctx context.Context, adm *kadm.Client) error {
-	named := map[string]bool{}
-	return r.retry(ctx, "reading the metadata of the source topics", func(ctx context.Context) error {
-		missing, err := missingTopics(ctx, adm, r.sources)
-		if err != nil {
-			return err
-		}
-		for _, t := range missing {
-			if !named[t] {
-				named[t] = true
-				fmt.Fprintf(r.opts.stdout, "waiting for source topic %q to be created\n", t)
-			}
-		}
-		if len(missing) > 0 {
-			return errMissing
-		}
-		return nil
-	})
-}
-
-// errMissing is waitForSources' "not yet", which retry does not log.
-var errMissing = errors.New("source topics are missing")
-
-// retry calls try every second until it returns nil or ctx ends. A
-// failure other than errMissing (the broker unreachable, say) is logged
-// when it differs from the one before.
-func (r *runner) retry(ctx context.Context, what string, try func(context.Context) error) error {
-	tick := time.NewTicker(time.Second)
-	defer tick.Stop()
-	last := ""
-	for {
-		tctx, cancel := context.WithTimeout(ctx, 15*time.Second)
-		err := try(tctx)
-		cancel()
-		if err == nil || ctx.Err() != nil {
-			return ctx.Err()
-		}
-		if msg := err.Error(); !errors.Is(err, errMissing) && msg != last {
-			r.log.Warn(what+" failed; trying again every second", "brokers", strings.Join(r.opts.brokers, ","), "err", err)
-			last = msg
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-tick.C:
-		}
-	}
-}
-
-// missingTopics returns those of topics the cluster does not have.
-func missingTopics(ctx context.Context, adm *kadm.Client, topics []string) ([]string, error) {
-	details, err := adm.ListTopics(ctx, topics...)
-	if err != nil {
-		return nil, err
-	}
-	var missing []string
-	for _, t := range topics {
-		d, ok := details[t]
-		switch {
-		case !ok || errors.Is(d.Err, kerr.UnknownTopicOrPartition) || d.Err == nil && len(d.Partitions) == 0:
-			missing = append(missing, t)
-		case d.Err != nil:
-			return nil, fmt.Errorf("topic %q: %w", t, d.Err)
-		}
-	}
-	return missing, nil
 }
 
 // command carries out a verified command from the server. A crash of
@@ -443,26 +270,5 @@ func (r *runner) command(c control.Command) error {
 		return r.sup.Stop(c.Instance)
 	default:
 		return r.sup.Start(c.Instance)
-	}
-}
-
-// stateLogHook logs every state change of every instance.
-type stateLogHook struct{ log *slog.Logger }
-
-func (h stateLogHook) OnStateChange(c streams.StateChange) {
-	h.log.Info("instance state changed", "app", c.ApplicationID, "instance", c.InstanceID, "from", c.From, "to", c.To)
-}
-
-// failHook hands the first fatal error of any instance to runner.run,
-// without blocking the instance.
-type failHook struct{ failed chan<- error }
-
-func (h failHook) OnError(e streams.ErrorEvent) {
-	if !e.Fatal {
-		return
-	}
-	select {
-	case h.failed <- fmt.Errorf("instance %s: %w", e.InstanceID, e.Err):
-	default:
 	}
 }

@@ -102,7 +102,7 @@ func runServe(ctx context.Context, args []string, stdout io.Writer) error {
 		}
 		defer b.Close()
 	}
-	bootstrap := splitBrokers(*brokers)
+	bootstrap := streams.SplitBrokers(*brokers)
 	if len(bootstrap) == 0 && b != nil {
 		bootstrap = b.Addrs()
 	}
