@@ -228,7 +228,8 @@ func TestExportHostile(t *testing.T) {
 		}
 		return true
 	})
-	want := []string{"in", "out-1", "out-2", "hostile", "big_1", "rest.2", "peek */ \""}
+	// The default --app-id is braid run's, designer.ApplicationID.
+	want := []string{"in", "out-1", "out-2", designer.ApplicationID(d), "big_1", "rest.2", "peek */ \""}
 	for _, n := range d.Nodes {
 		if n.Name != "" {
 			want = append(want, n.Name)
