@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"flag"
+	"fmt"
 	"go/ast"
 	"go/parser"
 	"go/printer"
@@ -123,7 +124,9 @@ func TestExportModuleBuilds(t *testing.T) {
 		t.Fatalf("go build in the exported module: %v\n%s", err, b)
 	}
 	help, err := exec.Command(filepath.Join(dir, "program"), "--help").CombinedOutput()
-	if err != nil || !strings.Contains(string(help), "-brokers") || !strings.Contains(string(help), `(default "orders-demo")`) {
+	// The default --app-id is braid run's, so that both join one group.
+	if err != nil || !strings.Contains(string(help), "-brokers") || !strings.Contains(string(help), "-instances") ||
+		!strings.Contains(string(help), fmt.Sprintf("(default %q)", readDemoTopics(t).appID)) {
 		t.Errorf("the exported program's --help: %v\n%s", err, help)
 	}
 
