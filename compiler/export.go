@@ -847,21 +847,13 @@ func (x *exporter) header(b *strings.Builder) {
 	b.WriteString("//\t\t[--session-timeout D] [--commit-interval D] [--static-membership] [--describe]\n")
 }
 
-// mainFunc writes main: braid run's flags (cmd/braid/run.go; its
-// TestExportFlagsMatchRun holds the two together) and a streams.Runner,
-// which does what braid run does with them.
+// mainFunc writes main: braid run's flags, which the runtime defines for
+// both (streams.DefineRunnerFlags), and a streams.Runner, which does what
+// braid run does with them.
 func (x *exporter) mainFunc(b *strings.Builder) {
 	fmt.Fprintf(b, `func main() {
-brokers := flag.String("brokers", "127.0.0.1:9092", "Kafka bootstrap addresses, comma-separated")
-appID := flag.String("app-id", %s, "application id, the consumer group's id and internal topics' prefix (default: the design's, braid-<design id>, as with braid run)")
-instanceID := flag.String("instance-id", "", "id of this process's instance, or prefix of its instances' ids with --instances N > 1 (<id>-1 ... <id>-N); default: the host name")
-instances := flag.Int("instances", 1, "instances to run in this process")
-stateDir := flag.String("state-dir", "", "directory of the instances' state (default: ./braid-state/<app-id>)")
-guarantee := flag.String("guarantee", streams.AtLeastOnce.String(), "processing guarantee: "+streams.AtLeastOnce.String()+" or "+streams.ExactlyOnce.String())
-standbys := flag.Int("standbys", 0, "standby replicas of each stateful task, kept by other instances")
-sessionTimeout := flag.Duration("session-timeout", 0, "group session timeout (0: the runtime's default)")
-commitInterval := flag.Duration("commit-interval", 0, "how often offsets are committed (0: the runtime's default for the guarantee)")
-static := flag.Bool("static-membership", false, "join as a static member (group.instance.id = the instance id): a restart within the session timeout gets the same tasks back without a rebalance; give a stable --instance-id, such as a StatefulSet pod's name")
+// braid run's flags, from the runtime, which defines them for both.
+flags := streams.DefineRunnerFlags(flag.CommandLine, %s, "application id, the consumer group's id and internal topics' prefix (default: the design's, braid-<design id>, as with braid run)")
 describe := flag.Bool("describe", false, "print the topology as Kafka Streams' describe() does, and exit")
 flag.Parse()
 
@@ -873,32 +865,12 @@ if *describe {
 fmt.Print(topology.Describe())
 return
 }
-g, err := streams.ParseGuarantee(*guarantee)
+cfg, err := flags.Config()
 if err != nil {
-log.Fatalf("--guarantee %%v", err)
+log.Fatal(err)
 }
-if *instances < 1 {
-log.Fatalf("--instances %%d: must be at least 1", *instances)
-}
-seeds := streams.SplitBrokers(*brokers)
-if len(seeds) == 0 {
-log.Fatal("--brokers is empty")
-}
-runner, err := streams.NewRunner(topology, streams.RunnerConfig{
-Config: streams.Config{
-ApplicationID:       *appID,
-Brokers:             seeds,
-StateDir:            *stateDir,
-CommitInterval:      *commitInterval,
-SessionTimeout:      *sessionTimeout,
-ProcessingGuarantee: g,
-StandbyReplicas:     *standbys,
-StaticMembership:    *static,
-},
-InstanceID: *instanceID,
-Instances:  *instances,
-Out:        os.Stdout,
-})
+cfg.Out = os.Stdout
+runner, err := streams.NewRunner(topology, cfg)
 if err != nil {
 log.Fatal(err)
 }

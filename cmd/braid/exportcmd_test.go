@@ -6,14 +6,11 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"go/ast"
 	"go/parser"
-	"go/printer"
 	"go/token"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 
@@ -140,99 +137,3 @@ func TestExportModuleBuilds(t *testing.T) {
 // sourceFlag is a flag as a flag.Kind(name, default, usage) call in
 // source defines it.
 type sourceFlag struct{ kind, def, usage string }
-
-// sourceFlags returns the flags the function fn of src defines with
-// calls of recv.Kind(name, default, usage), by name, each default and
-// usage as written.
-func sourceFlags(t *testing.T, src []byte, fn, recv string) map[string]sourceFlag {
-	t.Helper()
-	fset := token.NewFileSet()
-	f, err := parser.ParseFile(fset, "", src, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	text := func(e ast.Expr) string {
-		var b bytes.Buffer
-		if err := printer.Fprint(&b, fset, e); err != nil {
-			t.Fatal(err)
-		}
-		return b.String()
-	}
-	flags := map[string]sourceFlag{}
-	for _, d := range f.Decls {
-		if d, ok := d.(*ast.FuncDecl); ok && d.Name.Name == fn {
-			ast.Inspect(d.Body, func(n ast.Node) bool {
-				c, ok := n.(*ast.CallExpr)
-				if !ok || len(c.Args) != 3 {
-					return true
-				}
-				sel, ok := c.Fun.(*ast.SelectorExpr)
-				if !ok || text(sel.X) != recv {
-					return true
-				}
-				lit, ok := c.Args[0].(*ast.BasicLit)
-				if !ok || lit.Kind != token.STRING {
-					return true
-				}
-				name, err := strconv.Unquote(lit.Value)
-				if err != nil {
-					t.Fatal(err)
-				}
-				flags[name] = sourceFlag{kind: sel.Sel.Name, def: text(c.Args[1]), usage: text(c.Args[2])}
-				return true
-			})
-		}
-	}
-	if len(flags) == 0 {
-		t.Fatalf("no %s.Kind(name, default, usage) calls in func %s", recv, fn)
-	}
-	return flags
-}
-
-// TestExportFlagsMatchRun: an exported program takes braid run's flags,
-// of the same kinds, with the same defaults and usage, but for
-// --telemetry-topic (the control flags are defined outside runRun), and
-// --describe of its own. Its default --app-id is the one braid run
-// computes, designer.ApplicationID, so that both join one group.
-func TestExportFlagsMatchRun(t *testing.T) {
-	runSrc, err := os.ReadFile("run.go")
-	if err != nil {
-		t.Fatal(err)
-	}
-	d, _, err := loadDesign("orders-demo.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	exported, err := compiler.ExportGo(d, compiler.ExportOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	run := sourceFlags(t, runSrc, "runRun", "fs")
-	exp := sourceFlags(t, exported, "main", "flag")
-	if f, ok := exp["describe"]; !ok || f.kind != "Bool" {
-		t.Errorf("the exported program has no --describe: %+v", f)
-	}
-	if got, want := exp["app-id"].def, strconv.Quote(designer.ApplicationID(d)); got != want {
-		t.Errorf("the exported program's --app-id defaults to %s, want braid run's, %s", got, want)
-	}
-	for name, r := range run {
-		e, ok := exp[name]
-		switch {
-		case name == "telemetry-topic":
-			if ok {
-				t.Errorf("the exported program has --%s, which needs braid's telemetry package", name)
-			}
-		case !ok:
-			t.Errorf("the exported program has no --%s", name)
-		case e.kind != r.kind:
-			t.Errorf("--%s is a %s in the exported program, a %s in braid run", name, e.kind, r.kind)
-		case name != "app-id" && (e.def != r.def || e.usage != r.usage):
-			t.Errorf("--%s: the exported program has default %s and usage %s, braid run %s and %s", name, e.def, e.usage, r.def, r.usage)
-		}
-	}
-	for name := range exp {
-		if _, ok := run[name]; !ok && name != "describe" {
-			t.Errorf("the exported program has --%s, which braid run does not", name)
-		}
-	}
-}

@@ -83,16 +83,7 @@ func runRun(ctx context.Context, args []string, stdout io.Writer) error {
 		"runs the same design with the same --app-id joins one consumer group, which spreads the tasks over\n"+
 		"all their instances. Source topics must exist: run waits for missing ones, checking every second.\n"+
 		"Missing sink topics are created with the broker's default partitions and replication factor.", stdout)
-	brokers := fs.String("brokers", "127.0.0.1:9092", "Kafka bootstrap addresses, comma-separated")
-	appID := fs.String("app-id", "", "application id, the consumer group's id and internal topics' prefix (default: the design's, braid-<design id>)")
-	instanceID := fs.String("instance-id", "", "id of this process's instance, or prefix of its instances' ids with --instances N > 1 (<id>-1 ... <id>-N); default: the host name")
-	instances := fs.Int("instances", 1, "instances to run in this process")
-	stateDir := fs.String("state-dir", "", "directory of the instances' state (default: ./braid-state/<app-id>)")
-	guarantee := fs.String("guarantee", streams.AtLeastOnce.String(), "processing guarantee: "+streams.AtLeastOnce.String()+" or "+streams.ExactlyOnce.String())
-	standbys := fs.Int("standbys", 0, "standby replicas of each stateful task, kept by other instances")
-	sessionTimeout := fs.Duration("session-timeout", 0, "group session timeout (0: the runtime's default)")
-	commitInterval := fs.Duration("commit-interval", 0, "how often offsets are committed (0: the runtime's default for the guarantee)")
-	static := fs.Bool("static-membership", false, "join as a static member (group.instance.id = the instance id): a restart within the session timeout gets the same tasks back without a rebalance; give a stable --instance-id, such as a StatefulSet pod's name")
+	flags := streams.DefineRunnerFlags(fs, "", "application id, the consumer group's id and internal topics' prefix (default: the design's, braid-<design id>)")
 	ctl := controlFlags(fs)
 	telemetryTopic := fs.String("telemetry-topic", telemetry.DefaultTopic, "topic the instances report their state and events on, four times a second, for braid serve to show; empty: report nowhere")
 	files, err := parseFiles(fs, args)
@@ -105,20 +96,15 @@ func runRun(ctx context.Context, args []string, stdout io.Writer) error {
 	if err := ctl.load(); err != nil {
 		return fmt.Errorf("run: %w", err)
 	}
-	g, err := streams.ParseGuarantee(*guarantee)
+	rc, err := flags.Config()
 	if err != nil {
-		return fmt.Errorf("run: --guarantee %w", err)
+		return fmt.Errorf("run: %w", err)
 	}
-	if *instances < 1 {
-		return fmt.Errorf("run: --instances %d: must be at least 1", *instances)
-	}
-	seeds := streams.SplitBrokers(*brokers)
-	if len(seeds) == 0 {
-		return errors.New("run: --brokers is empty")
-	}
+	c := rc.Config
 	r, err := newRunner(runOptions{
-		path: files[0], brokers: seeds, appID: *appID, instanceID: *instanceID, instances: *instances, stateDir: *stateDir,
-		guarantee: g, standbys: *standbys, sessionTimeout: *sessionTimeout, commitInterval: *commitInterval, telemetryTopic: *telemetryTopic, control: *ctl, static: *static, stdout: stdout,
+		path: files[0], brokers: c.Brokers, appID: c.ApplicationID, instanceID: rc.InstanceID, instances: rc.Instances, stateDir: c.StateDir,
+		guarantee: c.ProcessingGuarantee, standbys: c.StandbyReplicas, sessionTimeout: c.SessionTimeout, commitInterval: c.CommitInterval,
+		telemetryTopic: *telemetryTopic, control: *ctl, static: c.StaticMembership, stdout: stdout,
 	})
 	if err != nil {
 		return err

@@ -3,6 +3,7 @@ package streams_test
 import (
 	"bytes"
 	"context"
+	"flag"
 	"fmt"
 	"log"
 	"os"
@@ -150,4 +151,32 @@ func ExampleRunnerConfig_Validate() {
 	// config Config.InstanceID: "x" is set: InstanceID names a Runner's instances
 	// config InstanceIDs: id "a/b" names no directory of its own (it holds a path separator or is . or ..)
 	// config Brokers: at least one bootstrap address is required
+}
+
+// The flags braid run and exported programs share: defined once, read
+// into a RunnerConfig after parsing, with every wrong value named.
+func ExampleDefineRunnerFlags() {
+	fs := flag.NewFlagSet("shop", flag.ContinueOnError)
+	flags := streams.DefineRunnerFlags(fs, "shop", "application id")
+	if err := fs.Parse([]string{"--brokers", "k1:9092,k2:9092", "--instance-id", "pod-0", "--guarantee", "exactly-once", "--standbys", "1"}); err != nil {
+		log.Fatal(err)
+	}
+	cfg, err := flags.Config()
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(cfg.Config.ApplicationID, cfg.Config.Brokers, cfg.InstanceID, cfg.Instances, cfg.Config.ProcessingGuarantee, cfg.Config.StandbyReplicas)
+
+	bad := flag.NewFlagSet("shop", flag.ContinueOnError)
+	flags = streams.DefineRunnerFlags(bad, "shop", "application id")
+	if err := bad.Parse([]string{"--brokers", ",", "--instances", "0", "--guarantee", "at-most-once"}); err != nil {
+		log.Fatal(err)
+	}
+	_, err = flags.Config()
+	fmt.Println(err)
+	// Output:
+	// shop [k1:9092 k2:9092] pod-0 1 exactly-once 1
+	// --guarantee "at-most-once" is not at-least-once or exactly-once
+	// --instances 0: must be at least 1
+	// --brokers is empty
 }

@@ -1,0 +1,69 @@
+package streams
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"time"
+)
+
+// RunnerFlags are the command-line flags of a process that runs a
+// topology with a Runner: `braid run` and the programs `braid export`
+// writes define them here, so that both take the same flags, with the
+// same defaults and meaning.
+type RunnerFlags struct {
+	brokers, appID, instanceID, stateDir, guarantee *string
+	instances, standbys                             *int
+	sessionTimeout, commitInterval                  *time.Duration
+	static                                          *bool
+}
+
+// DefineRunnerFlags defines the Runner's flags on fs: --brokers,
+// --app-id (default appID, described by appIDUsage), --instance-id,
+// --instances, --state-dir, --guarantee, --standbys, --session-timeout,
+// --commit-interval and --static-membership. Config reads them once fs is
+// parsed.
+func DefineRunnerFlags(fs *flag.FlagSet, appID, appIDUsage string) *RunnerFlags {
+	f := &RunnerFlags{}
+	f.brokers = fs.String("brokers", "127.0.0.1:9092", "Kafka bootstrap addresses, comma-separated")
+	f.appID = fs.String("app-id", appID, appIDUsage)
+	f.instanceID = fs.String("instance-id", "", "id of this process's instance, or prefix of its instances' ids with --instances N > 1 (<id>-1 ... <id>-N); default: the host name")
+	f.instances = fs.Int("instances", 1, "instances to run in this process")
+	f.stateDir = fs.String("state-dir", "", "directory of the instances' state (default: ./braid-state/<app-id>)")
+	f.guarantee = fs.String("guarantee", AtLeastOnce.String(), "processing guarantee: "+AtLeastOnce.String()+" or "+ExactlyOnce.String())
+	f.standbys = fs.Int("standbys", 0, "standby replicas of each stateful task, kept by other instances")
+	f.sessionTimeout = fs.Duration("session-timeout", 0, "group session timeout (0: the runtime's default)")
+	f.commitInterval = fs.Duration("commit-interval", 0, "how often offsets are committed (0: the runtime's default for the guarantee)")
+	f.static = fs.Bool("static-membership", false, "join as a static member (group.instance.id = the instance id): a restart within the session timeout gets the same tasks back without a rebalance; give a stable --instance-id, such as a StatefulSet pod's name")
+	return f
+}
+
+// Config returns the RunnerConfig the parsed flags give, or every flag
+// whose value is wrong, each named. Fields no flag sets (Out, Hooks,
+// Logger, ...) are the caller's to fill.
+func (f *RunnerFlags) Config() (RunnerConfig, error) {
+	var errs []error
+	g, err := ParseGuarantee(*f.guarantee)
+	if err != nil {
+		errs = append(errs, fmt.Errorf("--guarantee %w", err))
+	}
+	if *f.instances < 1 {
+		errs = append(errs, fmt.Errorf("--instances %d: must be at least 1", *f.instances))
+	}
+	seeds := SplitBrokers(*f.brokers)
+	if len(seeds) == 0 {
+		errs = append(errs, errors.New("--brokers is empty"))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return RunnerConfig{}, err
+	}
+	return RunnerConfig{
+		Config: Config{
+			ApplicationID: *f.appID, Brokers: seeds, StateDir: *f.stateDir,
+			CommitInterval: *f.commitInterval, SessionTimeout: *f.sessionTimeout,
+			ProcessingGuarantee: g, StandbyReplicas: *f.standbys, StaticMembership: *f.static,
+		},
+		InstanceID: *f.instanceID,
+		Instances:  *f.instances,
+	}, nil
+}
