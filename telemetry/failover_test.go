@@ -2,6 +2,7 @@ package telemetry
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 
@@ -134,5 +135,46 @@ func TestReaderMeasuresFailoversBetweenProcesses(t *testing.T) {
 				t.Errorf("failover\n  %+v\nwant\n  %+v", f, *tc.want)
 			}
 		})
+	}
+}
+
+// TestReaderShowsSilentProcessesGone: a process that sent no report for
+// GoneAfter has its running instances shown crashed since its last
+// report, with nothing assigned; one that said goodbye (a final report)
+// is shown as it said; after ForgetAfter the application is removed.
+func TestReaderShowsSilentProcessesGone(t *testing.T) {
+	m := monitor.New(monitor.Options{})
+	cfg := ReaderConfig{Monitor: m, GoneAfter: time.Second, ForgetAfter: time.Minute}.withDefaults()
+	now := time.Now()
+	at := func(ago time.Duration) int64 { return now.Add(-ago).UnixMilli() }
+	quiet := report{Version: reportVersion, App: "app", Process: "px", Started: 1, Seq: 1, Time: at(5 * time.Second), IntervalMs: 250,
+		Instances: []instanceWire{running("x1", task00)}}
+	final := report{Version: reportVersion, App: "app", Process: "py", Started: 1, Seq: 1, Time: at(5 * time.Second), IntervalMs: 250,
+		Final: true, Instances: []instanceWire{in(streams.InstanceStopped, "y1", 0)}}
+	live := report{Version: reportVersion, App: "app", Process: "pz", Started: 1, Seq: 1, Time: at(0), IntervalMs: 250,
+		Instances: []instanceWire{running("z1")}}
+	app := newRemoteApp(quiet, cfg)
+	for _, rep := range []report{quiet, final, live} {
+		app.apply(rep, cfg.Logger)
+	}
+	if app.expire(now) {
+		t.Fatal("the application was removed while its processes are within ForgetAfter")
+	}
+	got := map[string]streams.InstanceInfo{}
+	for _, info := range app.src.Instances() {
+		got[info.ID] = info
+	}
+	if x := got["x1"]; x.State != streams.InstanceCrashed || len(x.Stats.Tasks) != 0 || x.Err == nil ||
+		!strings.Contains(x.Err.Error(), "no report since") || !x.Since.Equal(time.UnixMilli(quiet.Time)) {
+		t.Errorf("silent x1 shown as %+v; want crashed since its last report, no tasks, saying why", x)
+	}
+	if y := got["y1"]; y.State != streams.InstanceStopped {
+		t.Errorf("y1, whose process said goodbye, shown as %v, want stopped", y.State)
+	}
+	if z := got["z1"]; z.State != streams.InstanceRunning {
+		t.Errorf("z1, reporting, shown as %v, want running", z.State)
+	}
+	if !app.expire(now.Add(2 * time.Minute)) {
+		t.Error("the application was kept with every process silent for over ForgetAfter")
 	}
 }
