@@ -46,9 +46,7 @@ func (m *Monitor) AddDeployment(info DeploymentInfo, src Source) streams.Hook {
 	if info.Started.IsZero() {
 		info.Started = time.Now()
 	}
-	if t := info.Topology; t != nil {
-		info.Stores, info.SinkNodes = t.Stores(), t.SinkNodes()
-	}
+	info = info.WithTopology()
 	d := newDeployment(info, src)
 	m.mu.Lock()
 	defer m.mu.Unlock()

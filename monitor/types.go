@@ -73,6 +73,15 @@ type DeploymentInfo struct {
 	Started   time.Time           `json:"started"`
 }
 
+// WithTopology returns i with Stores and SinkNodes taken from its
+// Topology, when it has one.
+func (i DeploymentInfo) WithTopology() DeploymentInfo {
+	if t := i.Topology; t != nil {
+		i.Stores, i.SinkNodes = t.Stores(), t.SinkNodes()
+	}
+	return i
+}
+
 // Message is what a Subscriber receives: a snapshot or an event.
 type Message struct {
 	Type     string    `json:"type"` // "snapshot" or "event"

@@ -26,14 +26,6 @@ const MinInterval = 250 * time.Millisecond
 // store, the newest; the live page shows 30.
 const windowsPerStore = 30
 
-// Source is what a Publisher reports: a *streams.Supervisor.
-type Source interface {
-	Instances() []streams.InstanceInfo
-	OpenWindows(instance, store string) ([]streams.OpenWindow, error)
-}
-
-var _ Source = (*streams.Supervisor)(nil)
-
 // PublisherConfig configures a Publisher. Zero fields take the defaults
 // their comments give.
 type PublisherConfig struct {
@@ -101,7 +93,7 @@ type Publisher struct {
 	info    deploymentWire
 	started time.Time
 	queue   *queue
-	source  atomic.Pointer[Source]
+	source  atomic.Pointer[monitor.Source]
 	cl      *kgo.Client
 	// failed counts the reports the producer could not send, or had no
 	// room for; Run's goroutine alone touches the rest.
@@ -127,13 +119,8 @@ func NewPublisher(cfg PublisherConfig) (*Publisher, error) {
 	if err != nil {
 		return nil, fmt.Errorf("creating the telemetry client: %w", err)
 	}
-	info := cfg.Deployment
-	w := deploymentWire{DeploymentInfo: info}
-	if t := info.Topology; t != nil {
-		w.Stores, w.SinkNodes = t.Stores(), t.SinkNodes()
-	} else {
-		w.Stores, w.SinkNodes = info.Stores, info.SinkNodes
-	}
+	info := cfg.Deployment.WithTopology()
+	w := deploymentWire{DeploymentInfo: info, Stores: info.Stores, SinkNodes: info.SinkNodes}
 	w.CommitIntervalMs = info.CommitInterval.Milliseconds()
 	return &Publisher{cfg: cfg, info: w, started: time.Now(), queue: newQueue(), cl: cl}, nil
 }
@@ -142,9 +129,10 @@ func NewPublisher(cfg PublisherConfig) (*Publisher, error) {
 // process runs: it queues their events for the next report.
 func (p *Publisher) Hook() streams.Hook { return p.queue }
 
-// Attach sets what the reports describe; until it is called, Run reports
-// nothing.
-func (p *Publisher) Attach(src Source) { p.source.Store(&src) }
+// Attach sets what the reports describe, the process's Supervisor (a
+// monitor.Source, as the monitor samples it); until it is called, Run
+// reports nothing.
+func (p *Publisher) Attach(src monitor.Source) { p.source.Store(&src) }
 
 // Run reports every Interval until ctx ends, then sends a last report
 // marked final (the instances have stopped by then when the caller stops
@@ -175,7 +163,7 @@ func (p *Publisher) publishFinal() {
 	}
 }
 
-// publish sends one report, unless no Source is attached yet.
+// publish sends one report, unless no source is attached yet.
 func (p *Publisher) publish(ctx context.Context, final bool) {
 	src := p.source.Load()
 	if src == nil {
@@ -209,7 +197,7 @@ func (p *Publisher) publish(ctx context.Context, final bool) {
 }
 
 // report builds the next report: every instance and what was queued.
-func (p *Publisher) report(src Source, final bool) report {
+func (p *Publisher) report(src monitor.Source, final bool) report {
 	p.seq++
 	now := time.Now()
 	r := report{Version: reportVersion, App: p.info.ApplicationID, Process: p.cfg.Process, Started: p.started.UnixMilli(),
@@ -239,7 +227,7 @@ func (p *Publisher) report(src Source, final bool) report {
 
 // windows reads the open windows of an instance's windowed stores, the
 // newest windowsPerStore of each task's store.
-func (p *Publisher) windows(src Source, instance string) map[string][]streams.OpenWindow {
+func (p *Publisher) windows(src monitor.Source, instance string) map[string][]streams.OpenWindow {
 	var out map[string][]streams.OpenWindow
 	for _, st := range p.info.Stores {
 		if st.Type != "window" && st.Type != "session" {

@@ -9,7 +9,6 @@ import (
 	"os"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/braidstream/braid/compiler"
 	"github.com/braidstream/braid/control"
@@ -22,27 +21,14 @@ import (
 // runOptions are what `braid run` runs: a design file and how.
 type runOptions struct {
 	// path is the design file.
-	path    string
-	brokers []string
-	// appID is the application and group id; "" for the design's
+	path string
+	// runner is what the runtime's flags say (streams.DefineRunnerFlags);
+	// an empty ApplicationID stands for the design's
 	// (designer.ApplicationID).
-	appID string
-	// instanceID names the single instance, or prefixes the names of
-	// several ("<instanceID>-<n>"); "" for the host name.
-	instanceID string
-	instances  int
-	// stateDir holds the instances' state; "" for
-	// ./braid-state/<application id>.
-	stateDir  string
-	guarantee streams.Guarantee
-	standbys  int
-	// sessionTimeout and commitInterval are the runtime's defaults at 0.
-	sessionTimeout, commitInterval time.Duration
+	runner streams.RunnerConfig
 	// telemetryTopic is where the instances report, for braid serve to
 	// show them; "" for nowhere.
 	telemetryTopic string
-	// static makes the instances static members of the group.
-	static bool
 	// control is where commands from a server come from, and the
 	// secret that verifies them.
 	control controlSettings
@@ -100,12 +86,7 @@ func runRun(ctx context.Context, args []string, stdout io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("run: %w", err)
 	}
-	c := rc.Config
-	r, err := newRunner(runOptions{
-		path: files[0], brokers: c.Brokers, appID: c.ApplicationID, instanceID: rc.InstanceID, instances: rc.Instances, stateDir: c.StateDir,
-		guarantee: c.ProcessingGuarantee, standbys: c.StandbyReplicas, sessionTimeout: c.SessionTimeout, commitInterval: c.CommitInterval,
-		telemetryTopic: *telemetryTopic, control: *ctl, static: c.StaticMembership, stdout: stdout,
-	})
+	r, err := newRunner(runOptions{path: files[0], runner: rc, telemetryTopic: *telemetryTopic, control: *ctl, stdout: stdout})
 	if err != nil {
 		return err
 	}
@@ -119,37 +100,27 @@ func newRunner(opts runOptions) (*runner, error) {
 	if err != nil {
 		return nil, fmt.Errorf("run: %w", err)
 	}
-	r := &runner{opts: opts, appID: opts.appID, log: slog.Default()}
-	if r.appID == "" {
-		r.appID = designer.ApplicationID(d)
+	r := &runner{opts: opts, log: slog.Default()}
+	rc := opts.runner
+	if rc.Config.ApplicationID == "" {
+		rc.Config.ApplicationID = designer.ApplicationID(d)
 	}
-	rc := streams.RunnerConfig{
-		Config: streams.Config{
-			ApplicationID:       r.appID,
-			Brokers:             opts.brokers,
-			StateDir:            opts.stateDir,
-			CommitInterval:      opts.commitInterval,
-			SessionTimeout:      opts.sessionTimeout,
-			ProcessingGuarantee: opts.guarantee,
-			StandbyReplicas:     opts.standbys,
-			StaticMembership:    opts.static,
-			NodeMetrics:         true,
-			Logger:              r.log,
-		},
-		InstanceID: opts.instanceID,
-		Instances:  opts.instances,
-		Out:        opts.stdout,
-	}.WithDefaults()
-	r.opts.instanceID = rc.InstanceID
+	rc.Config.NodeMetrics, rc.Config.Logger, rc.Out = true, r.log, opts.stdout
+	rc = rc.WithDefaults()
+	r.appID = rc.Config.ApplicationID
+	c := rc.Config
 	if opts.telemetryTopic != "" {
 		design, err := designer.Encode(d)
 		if err != nil {
 			return nil, fmt.Errorf("run: encoding the design for telemetry: %w", err)
 		}
-		r.pub, err = telemetry.NewPublisher(telemetry.PublisherConfig{Brokers: opts.brokers, Topic: opts.telemetryTopic, Design: design,
+		r.pub, err = telemetry.NewPublisher(telemetry.PublisherConfig{Brokers: c.Brokers, Topic: opts.telemetryTopic, Design: design,
 			Process: rc.InstanceID, Logger: r.log, Deployment: monitor.DeploymentInfo{
-				ID: r.appID, Design: d.ID, DesignName: d.Name, ApplicationID: r.appID, Instances: opts.instances,
-				Standbys: opts.standbys, Guarantee: opts.guarantee.String(), CommitInterval: r.commitInterval(), Topology: compiled.Topology,
+				ID: r.appID, Design: d.ID, DesignName: d.Name, ApplicationID: r.appID, Instances: rc.Instances,
+				Standbys: c.StandbyReplicas, Guarantee: c.ProcessingGuarantee.String(),
+				// The instances' interval: the runtime's default for the
+				// guarantee unless --commit-interval set one.
+				CommitInterval: c.WithDefaults().CommitInterval, Topology: compiled.Topology,
 			}})
 		if err != nil {
 			return nil, fmt.Errorf("run: %w", err)
@@ -165,18 +136,12 @@ func newRunner(opts runOptions) (*runner, error) {
 		r.pub.Attach(r.sup)
 	}
 	r.exit = os.Exit
-	if r.commands, err = control.NewListener(control.ListenerConfig{Brokers: opts.brokers, Topic: opts.control.topic,
+	if r.commands, err = control.NewListener(control.ListenerConfig{Brokers: c.Brokers, Topic: opts.control.topic,
 		Secret: opts.control.secret, App: r.appID, Instances: func() []string { return r.instances }, Handle: r.command,
 		Logger: r.log}); err != nil {
 		return nil, fmt.Errorf("run: %w", err)
 	}
 	return r, nil
-}
-
-// commitInterval is the instances' commit interval, the runtime's
-// default for the guarantee unless --commit-interval set one.
-func (r *runner) commitInterval() time.Duration {
-	return streams.Config{CommitInterval: r.opts.commitInterval, ProcessingGuarantee: r.opts.guarantee}.WithDefaults().CommitInterval
 }
 
 // loadDesign reads, decodes and compiles a design file, as braid compile
