@@ -46,7 +46,7 @@ var rules = []rule{
 		allowed: []string{std, module + "/runtime/...", "github.com/twmb/franz-go/...", "github.com/cockroachdb/pebble/..."},
 		forbidden: []string{"github.com/gofiber/...", "github.com/a-h/templ/...",
 			module + "/designer/...", module + "/compiler/...", module + "/web/...",
-			module + "/templates/...", module + "/static/...", module + "/monitor/..."}},
+			module + "/templates/...", module + "/static/...", module + "/monitor/...", module + "/telemetry/...", module + "/deploy/..."}},
 	{pkg: module + "/designer/...",
 		allowed:   []string{std, module + "/designer/...", "github.com/cockroachdb/pebble/..."},
 		forbidden: []string{module + "/runtime/...", module + "/compiler/...", module + "/web/..."}},
@@ -59,14 +59,9 @@ var rules = []rule{
 	{pkg: module + "/monitor/...",
 		allowed:   []string{std, module + "/runtime/...", module + "/monitor/...", "github.com/prometheus/...", "github.com/twmb/franz-go/..."},
 		forbidden: []string{module + "/web/...", module + "/designer/...", module + "/compiler/..."}},
-	// control signs and carries commands to other processes through
-	// Kafka; its tests run the embedded broker.
-	{pkg: module + "/control/...",
-		allowed:   []string{std, module + "/control/...", module + "/runtime/broker", "github.com/twmb/franz-go/..."},
-		forbidden: []string{module + "/web/...", module + "/deploy/...", module + "/monitor/...", module + "/designer/...", module + "/compiler/..."}},
-	// telemetry carries the monitor's inputs through Kafka: the runtime's
-	// events and stats out of an application's process, and back into a
-	// monitor elsewhere.
+	// telemetry turns the reports of processes elsewhere, in the
+	// runtime's format (runtime/telemetry), back into the monitor's
+	// deployments.
 	{pkg: module + "/telemetry/...",
 		allowed:   []string{std, module + "/telemetry/...", module + "/runtime/...", module + "/monitor/...", "github.com/twmb/franz-go/..."},
 		forbidden: []string{module + "/web/...", module + "/designer/...", module + "/compiler/...", module + "/deploy/..."}},

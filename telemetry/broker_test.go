@@ -13,6 +13,7 @@ import (
 	"github.com/braidstream/braid/monitor"
 	"github.com/braidstream/braid/runtime/broker"
 	"github.com/braidstream/braid/runtime/streams"
+	rtelemetry "github.com/braidstream/braid/runtime/telemetry"
 )
 
 // process is one process of the application under test: a Supervisor
@@ -24,8 +25,8 @@ type testProcess struct {
 
 func startProcess(t *testing.T, b *broker.Broker, topo *streams.Topology, name string) *testProcess {
 	t.Helper()
-	pub, err := NewPublisher(PublisherConfig{Brokers: b.Addrs(), Process: name,
-		Deployment: monitor.DeploymentInfo{ApplicationID: "counts-app", Topology: topo, Instances: 1}})
+	pub, err := rtelemetry.NewPublisher(rtelemetry.PublisherConfig{Brokers: b.Addrs(), Process: name, Topology: topo,
+		Deployment: rtelemetry.Deployment{ApplicationID: "counts-app", Instances: 1}})
 	if err != nil {
 		t.Fatal(err)
 	}

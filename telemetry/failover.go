@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/braidstream/braid/runtime/streams"
+	rtelemetry "github.com/braidstream/braid/runtime/telemetry"
 )
 
 // handoffs follows each task of a remote application from owner to
@@ -58,14 +59,14 @@ func newHandoffs() handoffs {
 }
 
 // ended records that a life of a process ended at its last report.
-func (h *handoffs) ended(last report) {
+func (h *handoffs) ended(last rtelemetry.Report) {
 	h.endedAt[life{last.Process, last.Started}] = time.UnixMilli(last.Time)
 }
 
 // observe notes the assignments and resumptions among a report's events.
-func (h *handoffs) observe(rep report, ev eventWire) {
+func (h *handoffs) observe(rep rtelemetry.Report, ev rtelemetry.Event) {
 	switch ev.Kind {
-	case kindAssigned:
+	case rtelemetry.KindAssigned:
 		var te streams.TaskEvent
 		if json.Unmarshal(ev.Body, &te) != nil {
 			return
@@ -91,7 +92,7 @@ func (h *handoffs) observe(rep report, ev eventWire) {
 			hf.replica = &r
 		}
 		h.pending[te.Task] = hf
-	case kindResumed:
+	case rtelemetry.KindResumed:
 		var re streams.TaskResumedEvent
 		if json.Unmarshal(ev.Body, &re) != nil {
 			return
@@ -103,7 +104,7 @@ func (h *handoffs) observe(rep report, ev eventWire) {
 }
 
 // owners takes the active tasks and replicas of a report's instances.
-func (h *handoffs) owners(rep report) {
+func (h *handoffs) owners(rep rtelemetry.Report) {
 	for _, in := range rep.Instances {
 		if in.State != streams.InstanceRunning {
 			continue

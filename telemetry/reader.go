@@ -16,6 +16,7 @@ import (
 
 	"github.com/braidstream/braid/monitor"
 	"github.com/braidstream/braid/runtime/streams"
+	rtelemetry "github.com/braidstream/braid/runtime/telemetry"
 )
 
 // ReaderConfig configures a Reader. Zero fields take the defaults their
@@ -65,8 +66,8 @@ func (c ReaderConfig) Validate() error {
 			errs = append(errs, fmt.Errorf("%s: %v is negative", name, d))
 		}
 	}
-	if c.GoneAfter != 0 && c.GoneAfter < 2*MinInterval {
-		errs = append(errs, fmt.Errorf("GoneAfter: %v is below two report intervals (%v)", c.GoneAfter, 2*MinInterval))
+	if c.GoneAfter != 0 && c.GoneAfter < 2*rtelemetry.MinInterval {
+		errs = append(errs, fmt.Errorf("GoneAfter: %v is below two report intervals (%v)", c.GoneAfter, 2*rtelemetry.MinInterval))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("telemetry reader config: %w", err)
@@ -76,7 +77,7 @@ func (c ReaderConfig) Validate() error {
 
 func (c ReaderConfig) withDefaults() ReaderConfig {
 	if c.Topic == "" {
-		c.Topic = DefaultTopic
+		c.Topic = rtelemetry.DefaultTopic
 	}
 	if c.GoneAfter == 0 {
 		c.GoneAfter = 3 * time.Second
@@ -132,7 +133,7 @@ func (r *Reader) Run(ctx context.Context) error {
 			r.remove(id)
 		}
 	}()
-	if err := EnsureTopic(ctx, r.cl, r.cfg.Topic); err != nil && ctx.Err() == nil {
+	if err := rtelemetry.EnsureTopic(ctx, r.cl, r.cfg.Topic); err != nil && ctx.Err() == nil {
 		r.cfg.Logger.Warn("telemetry: the topic could not be created; reading it once it exists", "err", err)
 	}
 	for {
@@ -156,13 +157,13 @@ func (r *Reader) Run(ctx context.Context) error {
 
 // handle applies one record of the topic.
 func (r *Reader) handle(rec *kgo.Record) {
-	var rep report
+	var rep rtelemetry.Report
 	if err := json.Unmarshal(rec.Value, &rep); err != nil {
 		r.cfg.Logger.Warn("telemetry: skipping a record that is no report", "topic", rec.Topic, "partition", rec.Partition,
 			"offset", rec.Offset, "err", err)
 		return
 	}
-	if rep.Version != reportVersion || rep.App == "" || rep.Process == "" || r.cfg.Local(rep.App) {
+	if rep.Version != rtelemetry.ReportVersion || rep.App == "" || rep.Process == "" || r.cfg.Local(rep.App) {
 		return
 	}
 	app := r.apps[rep.App]
@@ -213,23 +214,31 @@ type remoteApp struct {
 
 // process is the latest report of one process of an application.
 type process struct {
-	last report
+	last rtelemetry.Report
 	// seen is when last was written, by the process's clock.
 	seen time.Time
 }
 
-func newRemoteApp(first report, cfg ReaderConfig) *remoteApp {
-	info := first.Deployment.DeploymentInfo
-	info.ID, info.ApplicationID = first.App, first.App
-	info.Topology, info.Stores, info.SinkNodes = nil, first.Deployment.Stores, first.Deployment.SinkNodes
+func newRemoteApp(first rtelemetry.Report, cfg ReaderConfig) *remoteApp {
+	info := deploymentInfo(first)
 	src := &remoteSource{}
 	app := &remoteApp{id: first.App, info: info, cfg: cfg, src: src, procs: make(map[string]*process), handoff: newHandoffs()}
 	app.hook = cfg.Monitor.AddDeployment(info, src)
 	return app
 }
 
+// deploymentInfo is the monitor's description of the application a
+// report comes from, named by its application id.
+func deploymentInfo(rep rtelemetry.Report) monitor.DeploymentInfo {
+	d := rep.Deployment
+	return monitor.DeploymentInfo{ID: rep.App, ApplicationID: rep.App, Design: d.DesignID, DesignName: d.DesignName,
+		Revision: d.Revision, Instances: d.Instances, Standbys: d.Standbys, Guarantee: d.Guarantee,
+		CommitInterval: d.CommitInterval, CommitIntervalMs: d.CommitInterval.Milliseconds(),
+		Stores: d.Stores, SinkNodes: d.SinkNodes}
+}
+
 // apply takes a report of one of the application's processes.
-func (a *remoteApp) apply(rep report, log *slog.Logger) {
+func (a *remoteApp) apply(rep rtelemetry.Report, log *slog.Logger) {
 	prev := a.procs[rep.Process]
 	if prev != nil && prev.last.Started == rep.Started && rep.Seq <= prev.last.Seq {
 		return // read again: the Reader started in the middle of a retried batch
@@ -243,7 +252,7 @@ func (a *remoteApp) apply(rep report, log *slog.Logger) {
 	a.procs[rep.Process] = &process{last: rep, seen: seen}
 	for _, ev := range rep.Events {
 		a.handoff.observe(rep, ev)
-		if err := replay(a.hook, ev); err != nil {
+		if err := ev.Replay(a.hook); err != nil {
 			log.Warn("telemetry: skipping an event", "err", err)
 		}
 	}
@@ -278,7 +287,7 @@ func (a *remoteApp) publish(now time.Time) {
 	for _, p := range a.procs {
 		gone := a.gone(p, now)
 		for _, w := range p.last.Instances {
-			info := w.info()
+			info := w.Info()
 			if gone {
 				info = goneInstance(info, p)
 			} else {

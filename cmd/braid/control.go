@@ -1,45 +1,26 @@
 package main
 
 import (
-	"bytes"
 	"flag"
-	"fmt"
-	"os"
 
-	"github.com/braidstream/braid/control"
+	"github.com/braidstream/braid/runtime/control"
 )
 
-// controlEnv holds the control secret when no --control-secret-file is
-// given.
-const controlEnv = "BRAID_CONTROL_SECRET"
-
-// controlSettings are the flags of the control topic, which serve sends
-// commands on and run listens to.
+// controlSettings are the flags of the control topic (the runtime's,
+// control.DefineFlags), which serve sends commands on and run listens
+// to.
 type controlSettings struct {
-	topic, secretFile string
-	secret            []byte
+	topic  string
+	secret []byte
+	flags  *control.Flags
 }
 
 func controlFlags(fs *flag.FlagSet) *controlSettings {
-	c := &controlSettings{}
-	fs.StringVar(&c.topic, "control-topic", control.DefaultTopic, "topic of the crash, stop and start commands to instances of braid run processes")
-	fs.StringVar(&c.secretFile, "control-secret-file", "", "file holding the secret that signs (serve) and verifies (run) those commands (default $"+controlEnv+"); without one, none is sent or carried out")
-	return c
+	return &controlSettings{flags: control.DefineFlags(fs)}
 }
 
-// load reads the secret.
-func (c *controlSettings) load() error {
-	if c.secretFile == "" {
-		c.secret = []byte(os.Getenv(controlEnv))
-		return nil
-	}
-	data, err := os.ReadFile(c.secretFile)
-	if err != nil {
-		return fmt.Errorf("--control-secret-file: %w", err)
-	}
-	c.secret = bytes.TrimSpace(data)
-	if len(c.secret) == 0 {
-		return fmt.Errorf("--control-secret-file %s: the file is empty", c.secretFile)
-	}
-	return nil
+// load reads the topic and the secret.
+func (c *controlSettings) load() (err error) {
+	c.topic, c.secret, err = c.flags.Values()
+	return err
 }

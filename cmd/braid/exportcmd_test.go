@@ -101,6 +101,34 @@ func TestExportModuleBuilds(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds a Go program; skipped with -short")
 	}
+	dir := buildExportedDemo(t)
+	help, err := exec.Command(filepath.Join(dir, "program"), "--help").CombinedOutput()
+	// The default --app-id is braid run's, so that both join one group.
+	if err != nil || !strings.Contains(string(help), "-brokers") || !strings.Contains(string(help), "-instances") ||
+		!strings.Contains(string(help), fmt.Sprintf("(default %q)", readDemoTopics(t).appID)) {
+		t.Errorf("the exported program's --help: %v\n%s", err, help)
+	}
+
+	// The flags of telemetry and control are there too, from the runtime.
+	for _, f := range []string{"-telemetry-topic", "-control-topic", "-control-secret-file"} {
+		if !strings.Contains(string(help), f) {
+			t.Errorf("the exported program's --help lacks %s:\n%s", f, help)
+		}
+	}
+
+	// A second export into the same folder is refused: it would overwrite the program.
+	var out bytes.Buffer
+	if err := runExport(context.Background(), []string{"-o", dir, "orders-demo.json"}, &out); err == nil || !strings.Contains(err.Error(), "already there") {
+		t.Errorf("export -o into an exported module: %v, want a refusal", err)
+	}
+}
+
+// buildExportedDemo exports orders-demo.json with `braid export -o` and
+// builds the module outside this repository with the go command as it
+// is (modules from the cache or the proxy, no -mod=mod), as a user does.
+// It returns the module's folder, where the program is, named program.
+func buildExportedDemo(t *testing.T) string {
+	t.Helper()
 	dir := filepath.Join(t.TempDir(), "orders")
 	var out bytes.Buffer
 	if err := runExport(context.Background(), []string{"-o", dir, "orders-demo.json"}, &out); err != nil {
@@ -109,7 +137,7 @@ func TestExportModuleBuilds(t *testing.T) {
 	if !strings.Contains(out.String(), "wrote module orders-demo to "+dir) {
 		t.Errorf("export -o said %q", out.String())
 	}
-	for _, f := range []string{"main.go", "go.mod", "go.sum", "braid/go.mod", "braid/runtime/streams/app.go"} {
+	for _, f := range []string{"main.go", "go.mod", "go.sum", "braid/go.mod", "braid/runtime/streams/app.go", "braid/runtime/process/process.go"} {
 		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
 			t.Errorf("the module lacks %s: %v", f, err)
 		}
@@ -120,18 +148,7 @@ func TestExportModuleBuilds(t *testing.T) {
 	if b, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("go build in the exported module: %v\n%s", err, b)
 	}
-	help, err := exec.Command(filepath.Join(dir, "program"), "--help").CombinedOutput()
-	// The default --app-id is braid run's, so that both join one group.
-	if err != nil || !strings.Contains(string(help), "-brokers") || !strings.Contains(string(help), "-instances") ||
-		!strings.Contains(string(help), fmt.Sprintf("(default %q)", readDemoTopics(t).appID)) {
-		t.Errorf("the exported program's --help: %v\n%s", err, help)
-	}
-
-	// A second export into the same folder is refused: it would overwrite the program.
-	out.Reset()
-	if err := runExport(context.Background(), []string{"-o", dir, "orders-demo.json"}, &out); err == nil || !strings.Contains(err.Error(), "already there") {
-		t.Errorf("export -o into an exported module: %v, want a refusal", err)
-	}
+	return dir
 }
 
 // sourceFlag is a flag as a flag.Kind(name, default, usage) call in

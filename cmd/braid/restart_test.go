@@ -48,6 +48,13 @@ func launchProcess(t *testing.T, args ...string) *process {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], args...)
 	cmd.Env = append(os.Environ(), "BRAID_TEST_MAIN=1")
+	return launchCommand(t, cmd)
+}
+
+// launchCommand starts cmd, a braid command or another program, and
+// returns at once.
+func launchCommand(t *testing.T, cmd *exec.Cmd) *process {
+	t.Helper()
 	p := &process{cmd: cmd, out: &syncBuffer{}, done: make(chan error, 1), lines: make(chan string, 1024)}
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {

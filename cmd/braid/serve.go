@@ -14,12 +14,13 @@ import (
 	"sync"
 	"time"
 
-	controlpkg "github.com/braidstream/braid/control"
 	"github.com/braidstream/braid/deploy"
 	"github.com/braidstream/braid/designer"
 	"github.com/braidstream/braid/monitor"
 	"github.com/braidstream/braid/runtime/broker"
+	controlpkg "github.com/braidstream/braid/runtime/control"
 	"github.com/braidstream/braid/runtime/streams"
+	rtelemetry "github.com/braidstream/braid/runtime/telemetry"
 	"github.com/braidstream/braid/telemetry"
 	"github.com/braidstream/braid/web"
 )
@@ -43,7 +44,7 @@ func runServe(ctx context.Context, args []string, stdout io.Writer) error {
 	brokers := fs.String("brokers", "", "comma-separated Kafka bootstrap addresses for deployments and telemetry (default: the embedded broker, which --brokers turns off unless --broker-listen is given); --sasl-user and --sasl-password apply to them too")
 	noDemo := fs.Bool("no-demo", false, "do not deploy the demo design (orders-demo) with its generator on a new data directory")
 	control := controlFlags(fs)
-	telemetryTopic := fs.String("telemetry-topic", telemetry.DefaultTopic, "topic the instances of applications run elsewhere (braid run, exported programs) report on; the server shows each application it finds there; empty: read none")
+	telemetryTopic := fs.String("telemetry-topic", rtelemetry.DefaultTopic, "topic the instances of applications run elsewhere (braid run, exported programs) report on; the server shows each application it finds there; empty: read none")
 	protocol := fs.String("rebalance-protocol", "cooperative", "how the deployments' instances hand tasks over: cooperative stops only the tasks that move, eager every task of every instance for each rebalance")
 	auth := brokerAuthFlags(fs)
 	syncWrites := syncFlag(fs)

@@ -1,8 +1,10 @@
 // Package control carries commands from a server to the processes of an
 // application it does not run (braid run, exported programs) through a
 // control topic: crash, stop or start one instance. It owns the topic's
-// records, their signature, the Sender a server writes them with and the
-// Listener a process reads them with.
+// records, their signature, the Sender a server writes them with, the
+// Listener a process reads them with, and the command-line flags both
+// take (DefineFlags: --control-topic, --control-secret-file, and
+// $BRAID_CONTROL_SECRET).
 //
 // A command is signed with HMAC-SHA256 under a secret the server and the
 // processes share; a Listener acts only on commands whose signature
@@ -12,4 +14,8 @@
 // reason, and ignores those for other applications. Listeners read the
 // topic from its end: a command sent while a process was down is not
 // carried out when it comes back.
+//
+// What a command does is the Listener's caller's to decide (its Handle);
+// package github.com/braidstream/braid/runtime/process carries them out
+// as braid run does.
 package control

@@ -96,17 +96,17 @@ var _ interface {
 	streams.BrokerHook
 } = (*queue)(nil)
 
-func (q *queue) OnTaskAssigned(ev streams.TaskEvent)            { q.add(kindAssigned, ev) }
-func (q *queue) OnTaskRevoked(ev streams.TaskEvent)             { q.add(kindRevoked, ev) }
-func (q *queue) OnTaskResumed(ev streams.TaskResumedEvent)      { q.add(kindResumed, ev) }
-func (q *queue) OnTaskFailedOver(ev streams.FailoverEvent)      { q.add(kindFailover, ev) }
-func (q *queue) OnStateChange(ev streams.StateChange)           { q.add(kindState, ev) }
-func (q *queue) OnWindowClosed(ev streams.WindowClosedEvent)    { q.add(kindWindowClosed, ev) }
-func (q *queue) OnLateRecordDropped(ev streams.LateRecordEvent) { q.add(kindLate, ev) }
-func (q *queue) OnRestoreStart(ev streams.RestoreEvent)         { q.add(kindRestoreStart, ev) }
-func (q *queue) OnRestoreEnd(ev streams.RestoreEvent)           { q.add(kindRestoreEnd, ev) }
-func (q *queue) OnStandbyStarted(ev streams.StandbyEvent)       { q.add(kindStandbyStarted, ev) }
-func (q *queue) OnStandbySuspended(ev streams.StandbyEvent)     { q.add(kindStandbySuspended, ev) }
+func (q *queue) OnTaskAssigned(ev streams.TaskEvent)            { q.add(KindAssigned, ev) }
+func (q *queue) OnTaskRevoked(ev streams.TaskEvent)             { q.add(KindRevoked, ev) }
+func (q *queue) OnTaskResumed(ev streams.TaskResumedEvent)      { q.add(KindResumed, ev) }
+func (q *queue) OnTaskFailedOver(ev streams.FailoverEvent)      { q.add(KindFailover, ev) }
+func (q *queue) OnStateChange(ev streams.StateChange)           { q.add(KindState, ev) }
+func (q *queue) OnWindowClosed(ev streams.WindowClosedEvent)    { q.add(KindWindowClosed, ev) }
+func (q *queue) OnLateRecordDropped(ev streams.LateRecordEvent) { q.add(KindLate, ev) }
+func (q *queue) OnRestoreStart(ev streams.RestoreEvent)         { q.add(KindRestoreStart, ev) }
+func (q *queue) OnRestoreEnd(ev streams.RestoreEvent)           { q.add(KindRestoreEnd, ev) }
+func (q *queue) OnStandbyStarted(ev streams.StandbyEvent)       { q.add(KindStandbyStarted, ev) }
+func (q *queue) OnStandbySuspended(ev streams.StandbyEvent)     { q.add(KindStandbySuspended, ev) }
 
 func (q *queue) OnCommit(ev streams.CommitEvent) {
 	// Only the instance's last commit is shown, so only it is sent.
@@ -114,30 +114,30 @@ func (q *queue) OnCommit(ev streams.CommitEvent) {
 	for tp, off := range ev.Offsets {
 		w.Offsets = append(w.Offsets, offsetWire{Topic: tp.Topic, Partition: tp.Partition, Offset: off})
 	}
-	q.addLatest(coalesceKey{kind: kindCommit, instance: ev.InstanceID}, w)
+	q.addLatest(coalesceKey{kind: KindCommit, instance: ev.InstanceID}, w)
 }
 
 func (q *queue) OnError(ev streams.ErrorEvent) {
-	q.add(kindError, errorWire{ApplicationID: ev.ApplicationID, InstanceID: ev.InstanceID, Task: ev.Task, Err: errString(ev.Err), Fatal: ev.Fatal})
+	q.add(KindError, errorWire{ApplicationID: ev.ApplicationID, InstanceID: ev.InstanceID, Task: ev.Task, Err: errString(ev.Err), Fatal: ev.Fatal})
 }
 
 func (q *queue) OnRecordSkipped(ev streams.SkippedRecord) {
-	q.add(kindSkipped, skippedWire{Task: ev.Task, Topic: ev.Topic, Partition: ev.Partition, Offset: ev.Offset, Err: errString(ev.Err)})
+	q.add(KindSkipped, skippedWire{Task: ev.Task, Topic: ev.Topic, Partition: ev.Partition, Offset: ev.Offset, Err: errString(ev.Err)})
 }
 
 func (q *queue) OnBrokerReachability(ev streams.BrokerReachabilityEvent) {
-	q.add(kindBroker, brokerWire{ApplicationID: ev.ApplicationID, InstanceID: ev.InstanceID, Broker: ev.Broker,
+	q.add(KindBroker, brokerWire{ApplicationID: ev.ApplicationID, InstanceID: ev.InstanceID, Broker: ev.Broker,
 		Reachable: ev.Reachable, Since: ev.Since, At: ev.At, Err: errString(ev.Err)})
 }
 
 func (q *queue) OnRestoreProgress(ev streams.RestoreEvent) {
-	q.addLatest(coalesceKey{kind: kindRestoreProgress, instance: ev.InstanceID, task: ev.Task, store: ev.Store}, ev)
+	q.addLatest(coalesceKey{kind: KindRestoreProgress, instance: ev.InstanceID, task: ev.Task, store: ev.Store}, ev)
 }
 
 func (q *queue) OnStreamTime(ev streams.StreamTimeEvent) {
-	q.addLatest(coalesceKey{kind: kindStreamTime, instance: ev.InstanceID, task: ev.Task}, ev)
+	q.addLatest(coalesceKey{kind: KindStreamTime, instance: ev.InstanceID, task: ev.Task}, ev)
 }
 
 func (q *queue) OnStandbyApplied(ev streams.StandbyEvent) {
-	q.addLatest(coalesceKey{kind: kindStandbyApplied, instance: ev.InstanceID, task: ev.Task, store: ev.Store}, ev)
+	q.addLatest(coalesceKey{kind: KindStandbyApplied, instance: ev.InstanceID, task: ev.Task, store: ev.Store}, ev)
 }

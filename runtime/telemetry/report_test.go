@@ -51,55 +51,55 @@ func TestEveryEventSurvivesTheTopic(t *testing.T) {
 	standby := streams.StandbyEvent{ApplicationID: "app", InstanceID: "i2", Task: task, Warmup: true, Store: "counts",
 		Changelog: "app-counts-changelog", Partition: 2, Offset: 40, EndOffset: 50, Lag: 10, Applied: 7}
 	calls := map[string]func(h streams.Hook){
-		kindAssigned: func(h streams.Hook) {
+		KindAssigned: func(h streams.Hook) {
 			h.(streams.TaskAssignedHook).OnTaskAssigned(streams.TaskEvent{ApplicationID: "app", InstanceID: "i1", Task: task,
 				Partitions: []streams.TopicPartition{tp}, Clean: true, FromReplica: "standby"})
 		},
-		kindRevoked: func(h streams.Hook) {
+		KindRevoked: func(h streams.Hook) {
 			h.(streams.TaskRevokedHook).OnTaskRevoked(streams.TaskEvent{ApplicationID: "app", InstanceID: "i1", Task: task,
 				Partitions: []streams.TopicPartition{tp}, LastRecord: at})
 		},
-		kindResumed: func(h streams.Hook) {
+		KindResumed: func(h streams.Hook) {
 			h.(streams.TaskResumedHook).OnTaskResumed(streams.TaskResumedEvent{ApplicationID: "app", InstanceID: "i1", Task: task,
 				AssignedAt: at, FirstRecordAt: at.Add(15 * time.Millisecond), Restored: 3, FromReplica: "warm-up"})
 		},
-		kindFailover: func(h streams.Hook) {
+		KindFailover: func(h streams.Hook) {
 			h.(streams.FailoverHook).OnTaskFailedOver(streams.FailoverEvent{ApplicationID: "app", Task: task, From: "i1", To: "i2",
 				Cause: "crash", DetectedBy: streams.DetectedBySupervisor, FailedAt: at, LastRecordAt: at, AssignedAt: at.Add(time.Second),
 				ResumedAt: at.Add(2 * time.Second), Detection: time.Second, Recovery: time.Second, Downtime: 2 * time.Second,
 				Restored: 5, FromReplica: "standby", StandbyLag: 4, StandbyOffset: 99})
 		},
-		kindCommit: func(h streams.Hook) {
+		KindCommit: func(h streams.Hook) {
 			h.(streams.CommitHook).OnCommit(streams.CommitEvent{ApplicationID: "app", InstanceID: "i1",
 				Offsets: map[streams.TopicPartition]int64{tp: 42, {Topic: "orders", Partition: 0}: 7}, Took: 3 * time.Millisecond})
 		},
-		kindState: func(h streams.Hook) {
+		KindState: func(h streams.Hook) {
 			h.(streams.StateChangeHook).OnStateChange(streams.StateChange{ApplicationID: "app", InstanceID: "i1", From: streams.Rebalancing, To: streams.Running})
 		},
-		kindError: func(h streams.Hook) {
+		KindError: func(h streams.Hook) {
 			h.(streams.ErrorHook).OnError(streams.ErrorEvent{ApplicationID: "app", InstanceID: "i1", Task: task, Err: errors.New("boom"), Fatal: true})
 		},
-		kindSkipped: func(h streams.Hook) {
+		KindSkipped: func(h streams.Hook) {
 			h.(streams.RecordSkippedHook).OnRecordSkipped(streams.SkippedRecord{Task: task, Topic: "orders", Partition: 2, Offset: 8, Err: errors.New("bad json")})
 		},
-		kindRestoreStart:    func(h streams.Hook) { h.(streams.RestoreHook).OnRestoreStart(restore) },
-		kindRestoreProgress: func(h streams.Hook) { h.(streams.RestoreHook).OnRestoreProgress(restore) },
-		kindRestoreEnd:      func(h streams.Hook) { h.(streams.RestoreHook).OnRestoreEnd(restore) },
-		kindWindowClosed: func(h streams.Hook) {
+		KindRestoreStart:    func(h streams.Hook) { h.(streams.RestoreHook).OnRestoreStart(restore) },
+		KindRestoreProgress: func(h streams.Hook) { h.(streams.RestoreHook).OnRestoreProgress(restore) },
+		KindRestoreEnd:      func(h streams.Hook) { h.(streams.RestoreHook).OnRestoreEnd(restore) },
+		KindWindowClosed: func(h streams.Hook) {
 			h.(streams.WindowClosedHook).OnWindowClosed(streams.WindowClosedEvent{ApplicationID: "app", InstanceID: "i1", Task: task, Store: "w",
 				Start: 1000, End: 2000, Grace: time.Second, ClosesAt: 3000, StreamTime: 3001, Keys: 4, Emitted: true})
 		},
-		kindLate: func(h streams.Hook) {
+		KindLate: func(h streams.Hook) {
 			h.(streams.LateRecordHook).OnLateRecordDropped(streams.LateRecordEvent{ApplicationID: "app", InstanceID: "i1", Task: task, Store: "w",
 				Topic: "orders", Partition: 2, Offset: 9, Timestamp: 500, StreamTime: 4000, WindowStart: 0, WindowEnd: 1000})
 		},
-		kindStreamTime: func(h streams.Hook) {
+		KindStreamTime: func(h streams.Hook) {
 			h.(streams.StreamTimeHook).OnStreamTime(streams.StreamTimeEvent{ApplicationID: "app", InstanceID: "i1", Task: task, StreamTime: 4000})
 		},
-		kindStandbyStarted:   func(h streams.Hook) { h.(streams.StandbyHook).OnStandbyStarted(standby) },
-		kindStandbyApplied:   func(h streams.Hook) { h.(streams.StandbyHook).OnStandbyApplied(standby) },
-		kindStandbySuspended: func(h streams.Hook) { h.(streams.StandbyHook).OnStandbySuspended(standby) },
-		kindBroker: func(h streams.Hook) {
+		KindStandbyStarted:   func(h streams.Hook) { h.(streams.StandbyHook).OnStandbyStarted(standby) },
+		KindStandbyApplied:   func(h streams.Hook) { h.(streams.StandbyHook).OnStandbyApplied(standby) },
+		KindStandbySuspended: func(h streams.Hook) { h.(streams.StandbyHook).OnStandbySuspended(standby) },
+		KindBroker: func(h streams.Hook) {
 			h.(streams.BrokerHook).OnBrokerReachability(streams.BrokerReachabilityEvent{ApplicationID: "app", InstanceID: "i1",
 				Broker: "127.0.0.1:9092", Since: at, At: at.Add(time.Second), Err: errors.New("connection refused")})
 		},
@@ -120,7 +120,7 @@ func TestEveryEventSurvivesTheTopic(t *testing.T) {
 				t.Fatal(err)
 			}
 			var got, want recorder
-			if err := replay(&got, eventWire{Kind: kind, At: at.UnixMilli(), Body: body}); err != nil {
+			if err := (Event{Kind: kind, At: at.UnixMilli(), Body: body}).Replay(&got); err != nil {
 				t.Fatal(err)
 			}
 			call(&want)

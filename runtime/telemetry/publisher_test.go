@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/braidstream/braid/monitor"
 	"github.com/braidstream/braid/runtime/streams"
 )
 
@@ -23,7 +22,7 @@ func (fixedSource) OpenWindows(string, string) ([]streams.OpenWindow, error) { r
 // Publisher's hooks still return at once, its queue stays bounded, and
 // Run ends when asked, its last report given up on, not waited for.
 func TestPublisherWithoutABroker(t *testing.T) {
-	p, err := NewPublisher(PublisherConfig{Brokers: []string{"127.0.0.1:1"}, Deployment: monitor.DeploymentInfo{ApplicationID: "app"}})
+	p, err := NewPublisher(PublisherConfig{Brokers: []string{"127.0.0.1:1"}, Deployment: Deployment{ApplicationID: "app"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,8 +52,8 @@ func TestPublisherWithoutABroker(t *testing.T) {
 }
 
 func TestPublisherConfigValidate(t *testing.T) {
-	err := PublisherConfig{Interval: time.Millisecond}.Validate()
-	for _, want := range []string{"Brokers", "ApplicationID", "Interval"} {
+	err := PublisherConfig{Interval: time.Millisecond, Deployment: Deployment{Design: []byte("{nodes")}}.Validate()
+	for _, want := range []string{"Brokers", "ApplicationID", "Interval", "Design"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("Validate: %v, want it to name %s", err, want)
 		}

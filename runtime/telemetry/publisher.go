@@ -1,6 +1,7 @@
 package telemetry
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
@@ -9,12 +10,12 @@ import (
 	"log/slog"
 	"os"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/braidstream/braid/monitor"
 	"github.com/braidstream/braid/runtime/streams"
 )
 
@@ -35,13 +36,12 @@ type PublisherConfig struct {
 	// Topic is the telemetry topic; default DefaultTopic. It is created,
 	// with a retention of an hour, if it does not exist.
 	Topic string
-	// Deployment describes the application; its ApplicationID is
-	// required, and its Topology fills what the Reader learns of the
-	// stores and sinks.
-	Deployment monitor.DeploymentInfo
-	// Design is the design file the application runs, if any: a server
-	// draws its live page from it.
-	Design []byte
+	// Deployment describes the application in every report; its
+	// ApplicationID is required, and its Design, if any, must be JSON
+	// (reports carry it compacted, every 10 s).
+	Deployment Deployment
+	// Topology, when set, fills Deployment's Stores and SinkNodes.
+	Topology *streams.Topology
 	// Process names this process among the application's; default
 	// "<hostname>-<pid>".
 	Process string
@@ -58,6 +58,9 @@ func (c PublisherConfig) Validate() error {
 	}
 	if c.Deployment.ApplicationID == "" {
 		errs = append(errs, errors.New("Deployment.ApplicationID: empty"))
+	}
+	if len(c.Deployment.Design) > 0 && !json.Valid(c.Deployment.Design) {
+		errs = append(errs, errors.New("Deployment.Design: not JSON"))
 	}
 	if c.Interval != 0 && c.Interval < MinInterval {
 		errs = append(errs, fmt.Errorf("Interval: %v is below the minimum %v", c.Interval, MinInterval))
@@ -82,19 +85,32 @@ func (c PublisherConfig) withDefaults() PublisherConfig {
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
+	if t := c.Topology; t != nil {
+		c.Deployment.Stores, c.Deployment.SinkNodes = t.Stores(), t.SinkNodes()
+	}
 	return c
+}
+
+// Source is what a Publisher reports: the instances of a process and
+// their open windows. A *streams.Supervisor is one.
+type Source interface {
+	Instances() []streams.InstanceInfo
+	OpenWindows(instance, store string) ([]streams.OpenWindow, error)
 }
 
 // Publisher writes the reports of one process of an application to the
 // telemetry topic. Put Hook in the instances' streams.Config.Hooks,
 // Attach the Supervisor, and Run it beside the Supervisor.
 type Publisher struct {
-	cfg     PublisherConfig
-	info    deploymentWire
+	cfg PublisherConfig
+	// design is the compacted design file, which info leaves out.
+	design  []byte
+	info    Deployment
 	started time.Time
 	queue   *queue
-	source  atomic.Pointer[monitor.Source]
+	source  atomic.Pointer[Source]
 	cl      *kgo.Client
+	close   sync.Once
 	// failed counts the reports the producer could not send, or had no
 	// room for; Run's goroutine alone touches the rest.
 	failed  atomic.Int64
@@ -103,12 +119,17 @@ type Publisher struct {
 	created bool
 }
 
-// NewPublisher returns a Publisher with its client.
+// NewPublisher returns a Publisher with its client; Run closes it, and so
+// does Close, for a Publisher that is not to run.
 func NewPublisher(cfg PublisherConfig) (*Publisher, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	cfg = cfg.withDefaults()
+	var design bytes.Buffer
+	if d := cfg.Deployment.Design; len(d) > 0 {
+		_ = json.Compact(&design, d) // valid, as Validate checked
+	}
 	opts := append([]kgo.Opt{}, cfg.ClientOptions...)
 	opts = append(opts, kgo.SeedBrokers(cfg.Brokers...), kgo.DefaultProduceTopic(cfg.Topic),
 		// A handful of reports at most wait for the broker: an older one
@@ -119,20 +140,22 @@ func NewPublisher(cfg PublisherConfig) (*Publisher, error) {
 	if err != nil {
 		return nil, fmt.Errorf("creating the telemetry client: %w", err)
 	}
-	info := cfg.Deployment.WithTopology()
-	w := deploymentWire{DeploymentInfo: info, Stores: info.Stores, SinkNodes: info.SinkNodes}
-	w.CommitIntervalMs = info.CommitInterval.Milliseconds()
-	return &Publisher{cfg: cfg, info: w, started: time.Now(), queue: newQueue(), cl: cl}, nil
+	p := &Publisher{cfg: cfg, info: cfg.Deployment, design: design.Bytes(), started: time.Now(), queue: newQueue(), cl: cl}
+	p.info.Design = nil
+	return p, nil
 }
 
 // Hook is the hook to put in the Config.Hooks of every instance the
 // process runs: it queues their events for the next report.
 func (p *Publisher) Hook() streams.Hook { return p.queue }
 
-// Attach sets what the reports describe, the process's Supervisor (a
-// monitor.Source, as the monitor samples it); until it is called, Run
-// reports nothing.
-func (p *Publisher) Attach(src monitor.Source) { p.source.Store(&src) }
+// Attach sets what the reports describe, the process's Supervisor; until
+// it is called, Run reports nothing.
+func (p *Publisher) Attach(src Source) { p.source.Store(&src) }
+
+// Close closes the Publisher's client. Run closes it on its way out;
+// Close is for a Publisher that never ran, and does nothing after Run.
+func (p *Publisher) Close() { p.close.Do(p.cl.Close) }
 
 // Run reports every Interval until ctx ends, then sends a last report
 // marked final (the instances have stopped by then when the caller stops
@@ -140,7 +163,7 @@ func (p *Publisher) Attach(src monitor.Source) { p.source.Store(&src) }
 // client. It returns nil: a broker that does not take a report costs the
 // report, not the application.
 func (p *Publisher) Run(ctx context.Context) error {
-	defer p.cl.Close()
+	defer p.Close()
 	tick := time.NewTicker(p.cfg.Interval)
 	defer tick.Stop()
 	for {
@@ -178,7 +201,7 @@ func (p *Publisher) publish(ctx context.Context, final bool) {
 		p.warn("encoding a report", err)
 		return
 	}
-	rec := &kgo.Record{Key: []byte(r.App + "/" + r.Process), Value: value}
+	rec := &kgo.Record{Key: []byte(r.Key()), Value: value}
 	promise := func(_ *kgo.Record, err error) {
 		if err != nil {
 			p.failed.Add(1)
@@ -197,16 +220,16 @@ func (p *Publisher) publish(ctx context.Context, final bool) {
 }
 
 // report builds the next report: every instance and what was queued.
-func (p *Publisher) report(src monitor.Source, final bool) report {
+func (p *Publisher) report(src Source, final bool) Report {
 	p.seq++
 	now := time.Now()
-	r := report{Version: reportVersion, App: p.info.ApplicationID, Process: p.cfg.Process, Started: p.started.UnixMilli(),
+	r := Report{Version: ReportVersion, App: p.info.ApplicationID, Process: p.cfg.Process, Started: p.started.UnixMilli(),
 		Seq: p.seq, Time: now.UnixMilli(), IntervalMs: p.cfg.Interval.Milliseconds(), Final: final, Deployment: p.info}
-	if p.seq%designEvery == 1 && json.Valid(p.cfg.Design) {
-		r.Deployment.Design = p.cfg.Design
+	if p.seq%designEvery == 1 {
+		r.Deployment.Design = p.design
 	}
 	for _, info := range src.Instances() {
-		w := instanceToWire(info)
+		w := InstanceOf(info)
 		if info.State == streams.InstanceRunning {
 			w.Windows = p.windows(src, info.ID)
 		}
@@ -220,14 +243,14 @@ func (p *Publisher) report(src monitor.Source, final bool) report {
 			r.Dropped++
 			continue
 		}
-		r.Events = append(r.Events, eventWire{Kind: ev.kind, At: ev.at.UnixMilli(), Body: body})
+		r.Events = append(r.Events, Event{Kind: ev.kind, At: ev.at.UnixMilli(), Body: body})
 	}
 	return r
 }
 
 // windows reads the open windows of an instance's windowed stores, the
 // newest windowsPerStore of each task's store.
-func (p *Publisher) windows(src monitor.Source, instance string) map[string][]streams.OpenWindow {
+func (p *Publisher) windows(src Source, instance string) map[string][]streams.OpenWindow {
 	var out map[string][]streams.OpenWindow
 	for _, st := range p.info.Stores {
 		if st.Type != "window" && st.Type != "session" {

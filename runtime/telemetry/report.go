@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/braidstream/braid/monitor"
 	"github.com/braidstream/braid/runtime/streams"
 )
 
@@ -14,13 +13,14 @@ import (
 // when their config names none.
 const DefaultTopic = "_braid-telemetry"
 
-// reportVersion is the version of the report format; a Reader skips
+// ReportVersion is the version of the report format; a reader skips
 // reports of another.
-const reportVersion = 1
+const ReportVersion = 1
 
-// report is one record of the telemetry topic: one process's instances at
-// Time and the events since its previous report.
-type report struct {
+// Report is one record of the telemetry topic, as JSON: one process's
+// instances at Time and the events since its previous report. The
+// record's key is Key().
+type Report struct {
 	Version int    `json:"v"`
 	App     string `json:"app"`
 	// Process names the process; Started (unix ms) tells its lives apart,
@@ -32,31 +32,77 @@ type report struct {
 	IntervalMs int64  `json:"intervalMs"`
 	// Final is set on the last report of a process that stops
 	// gracefully.
-	Final      bool           `json:"final,omitempty"`
-	Deployment deploymentWire `json:"deployment"`
-	Instances  []instanceWire `json:"instances"`
-	Events     []eventWire    `json:"events,omitempty"`
-	Dropped    int64          `json:"dropped,omitempty"` // events dropped since the last report
+	Final      bool       `json:"final,omitempty"`
+	Deployment Deployment `json:"deployment"`
+	Instances  []Instance `json:"instances"`
+	Events     []Event    `json:"events,omitempty"`
+	Dropped    int64      `json:"dropped,omitempty"` // events dropped since the last report
 }
 
-// deploymentWire is the monitor's DeploymentInfo with what it learns from
-// a topology, which the Reader's process does not have.
-type deploymentWire struct {
-	monitor.DeploymentInfo
+// Key is the record key of r: "<application id>/<process>".
+func (r Report) Key() string { return r.App + "/" + r.Process }
+
+// Deployment describes the application a process runs, as its reports
+// carry it: what a reader elsewhere, which has neither its topology nor
+// its flags, shows of it.
+type Deployment struct {
+	ApplicationID string `json:"applicationId"`
+	// DesignID, DesignName and Revision name the design the
+	// application runs, when it runs one; Revision is 0 for a design
+	// file.
+	DesignID   string `json:"designId,omitempty"`
+	DesignName string `json:"designName,omitempty"`
+	Revision   int    `json:"revision,omitempty"`
+	// Instances is how many instances the process runs.
+	Instances int    `json:"instances"`
+	Standbys  int    `json:"standbys"`
+	Guarantee string `json:"guarantee"`
+	// CommitInterval is the instances' commit interval, as the reports
+	// carry it: commitIntervalMs.
+	CommitInterval time.Duration `json:"-"`
+	// Stores and SinkNodes are what a reader learns of the topology:
+	// which stores are windowed and which node writes each, and which
+	// nodes' records leave a task.
 	Stores    []streams.StoreInfo `json:"stores,omitempty"`
 	SinkNodes []string            `json:"sinkNodes,omitempty"`
-	// Design is the design file the application runs, when it runs
-	// one, in the first report and every designEvery-th after it.
+	// Design is the design file the application runs, if any, as
+	// compact JSON, in the first report and every designEvery-th after
+	// it: a server draws the application's live page from it.
 	Design json.RawMessage `json:"design,omitempty"`
 }
 
-// designEvery is how often a report carries the design: a Reader that
+// deploymentJSON is a Deployment as JSON carries it.
+type deploymentJSON struct {
+	plainDeployment
+	CommitIntervalMs int64 `json:"commitIntervalMs"`
+}
+
+// plainDeployment has Deployment's fields without its JSON methods.
+type plainDeployment Deployment
+
+// MarshalJSON writes d with its commit interval in milliseconds.
+func (d Deployment) MarshalJSON() ([]byte, error) {
+	return json.Marshal(deploymentJSON{plainDeployment(d), d.CommitInterval.Milliseconds()})
+}
+
+// UnmarshalJSON reads what MarshalJSON writes.
+func (d *Deployment) UnmarshalJSON(b []byte) error {
+	var w deploymentJSON
+	if err := json.Unmarshal(b, &w); err != nil {
+		return err
+	}
+	*d = Deployment(w.plainDeployment)
+	d.CommitInterval = time.Duration(w.CommitIntervalMs) * time.Millisecond
+	return nil
+}
+
+// designEvery is how often a report carries the design: a reader that
 // starts later has it within designEvery reports (10 s).
 const designEvery = 40
 
-// instanceWire is a streams.InstanceInfo that JSON can carry, with the
+// Instance is a streams.InstanceInfo that JSON can carry, with the
 // instance's open windows per windowed store.
-type instanceWire struct {
+type Instance struct {
 	ID      string                          `json:"id"`
 	State   streams.InstanceState           `json:"state"`
 	Err     string                          `json:"err,omitempty"`
@@ -65,15 +111,18 @@ type instanceWire struct {
 	Windows map[string][]streams.OpenWindow `json:"windows,omitempty"`
 }
 
-func instanceToWire(info streams.InstanceInfo) instanceWire {
-	w := instanceWire{ID: info.ID, State: info.State, Since: info.Since, Stats: info.Stats}
+// InstanceOf is info as a report carries it, without windows.
+func InstanceOf(info streams.InstanceInfo) Instance {
+	w := Instance{ID: info.ID, State: info.State, Since: info.Since, Stats: info.Stats}
 	if info.Err != nil {
 		w.Err = info.Err.Error()
 	}
 	return w
 }
 
-func (w instanceWire) info() streams.InstanceInfo {
+// Info is the streams.InstanceInfo w carries; its Err, if any, has only
+// the message.
+func (w Instance) Info() streams.InstanceInfo {
 	return streams.InstanceInfo{ID: w.ID, State: w.State, Err: errorOf(w.Err), Since: w.Since, Stats: w.Stats}
 }
 
@@ -84,8 +133,10 @@ func errorOf(msg string) error {
 	return errors.New(msg)
 }
 
-// eventWire is one hook call: its kind, when it was made and its event.
-type eventWire struct {
+// Event is one hook call of an instance: its kind (one of the Kind
+// constants), when it was made and its event, as JSON. Replay makes the
+// call again.
+type Event struct {
 	Kind string          `json:"kind"`
 	At   int64           `json:"at"` // unix ms
 	Body json.RawMessage `json:"body"`
@@ -132,44 +183,44 @@ func errString(err error) string {
 	return err.Error()
 }
 
-// The kinds of eventWire, one per hook method.
+// The kinds of Event, one per hook method, named after it.
 const (
-	kindAssigned         = "assigned"
-	kindRevoked          = "revoked"
-	kindResumed          = "resumed"
-	kindFailover         = "failover"
-	kindCommit           = "commit"
-	kindState            = "state"
-	kindError            = "error"
-	kindSkipped          = "skipped"
-	kindRestoreStart     = "restore-start"
-	kindRestoreProgress  = "restore-progress"
-	kindRestoreEnd       = "restore-end"
-	kindWindowClosed     = "window-closed"
-	kindLate             = "late"
-	kindStreamTime       = "stream-time"
-	kindStandbyStarted   = "standby-started"
-	kindStandbyApplied   = "standby-applied"
-	kindStandbySuspended = "standby-suspended"
-	kindBroker           = "broker"
+	KindAssigned         = "assigned"
+	KindRevoked          = "revoked"
+	KindResumed          = "resumed"
+	KindFailover         = "failover"
+	KindCommit           = "commit"
+	KindState            = "state"
+	KindError            = "error"
+	KindSkipped          = "skipped"
+	KindRestoreStart     = "restore-start"
+	KindRestoreProgress  = "restore-progress"
+	KindRestoreEnd       = "restore-end"
+	KindWindowClosed     = "window-closed"
+	KindLate             = "late"
+	KindStreamTime       = "stream-time"
+	KindStandbyStarted   = "standby-started"
+	KindStandbyApplied   = "standby-applied"
+	KindStandbySuspended = "standby-suspended"
+	KindBroker           = "broker"
 )
 
 // replayers call, for each kind, the hook method it came from, when h
 // has it.
 var replayers = map[string]func(h streams.Hook, body []byte) error{
-	kindAssigned: func(h streams.Hook, b []byte) error {
+	KindAssigned: func(h streams.Hook, b []byte) error {
 		return replayAs(h, b, streams.TaskAssignedHook.OnTaskAssigned)
 	},
-	kindRevoked: func(h streams.Hook, b []byte) error {
+	KindRevoked: func(h streams.Hook, b []byte) error {
 		return replayAs(h, b, streams.TaskRevokedHook.OnTaskRevoked)
 	},
-	kindResumed: func(h streams.Hook, b []byte) error {
+	KindResumed: func(h streams.Hook, b []byte) error {
 		return replayAs(h, b, streams.TaskResumedHook.OnTaskResumed)
 	},
-	kindFailover: func(h streams.Hook, b []byte) error {
+	KindFailover: func(h streams.Hook, b []byte) error {
 		return replayAs(h, b, streams.FailoverHook.OnTaskFailedOver)
 	},
-	kindCommit: func(h streams.Hook, b []byte) error {
+	KindCommit: func(h streams.Hook, b []byte) error {
 		return replayAs(h, b, func(x streams.CommitHook, w commitWire) {
 			offsets := make(map[streams.TopicPartition]int64, len(w.Offsets))
 			for _, o := range w.Offsets {
@@ -178,47 +229,47 @@ var replayers = map[string]func(h streams.Hook, body []byte) error{
 			x.OnCommit(streams.CommitEvent{ApplicationID: w.ApplicationID, InstanceID: w.InstanceID, Offsets: offsets, Took: w.Took})
 		})
 	},
-	kindState: func(h streams.Hook, b []byte) error {
+	KindState: func(h streams.Hook, b []byte) error {
 		return replayAs(h, b, streams.StateChangeHook.OnStateChange)
 	},
-	kindError: func(h streams.Hook, b []byte) error {
+	KindError: func(h streams.Hook, b []byte) error {
 		return replayAs(h, b, func(x streams.ErrorHook, w errorWire) {
 			x.OnError(streams.ErrorEvent{ApplicationID: w.ApplicationID, InstanceID: w.InstanceID, Task: w.Task, Err: errorOf(w.Err), Fatal: w.Fatal})
 		})
 	},
-	kindSkipped: func(h streams.Hook, b []byte) error {
+	KindSkipped: func(h streams.Hook, b []byte) error {
 		return replayAs(h, b, func(x streams.RecordSkippedHook, w skippedWire) {
 			x.OnRecordSkipped(streams.SkippedRecord{Task: w.Task, Topic: w.Topic, Partition: w.Partition, Offset: w.Offset, Err: errorOf(w.Err)})
 		})
 	},
-	kindRestoreStart: func(h streams.Hook, b []byte) error {
+	KindRestoreStart: func(h streams.Hook, b []byte) error {
 		return replayAs(h, b, streams.RestoreHook.OnRestoreStart)
 	},
-	kindRestoreProgress: func(h streams.Hook, b []byte) error {
+	KindRestoreProgress: func(h streams.Hook, b []byte) error {
 		return replayAs(h, b, streams.RestoreHook.OnRestoreProgress)
 	},
-	kindRestoreEnd: func(h streams.Hook, b []byte) error {
+	KindRestoreEnd: func(h streams.Hook, b []byte) error {
 		return replayAs(h, b, streams.RestoreHook.OnRestoreEnd)
 	},
-	kindWindowClosed: func(h streams.Hook, b []byte) error {
+	KindWindowClosed: func(h streams.Hook, b []byte) error {
 		return replayAs(h, b, streams.WindowClosedHook.OnWindowClosed)
 	},
-	kindLate: func(h streams.Hook, b []byte) error {
+	KindLate: func(h streams.Hook, b []byte) error {
 		return replayAs(h, b, streams.LateRecordHook.OnLateRecordDropped)
 	},
-	kindStreamTime: func(h streams.Hook, b []byte) error {
+	KindStreamTime: func(h streams.Hook, b []byte) error {
 		return replayAs(h, b, streams.StreamTimeHook.OnStreamTime)
 	},
-	kindStandbyStarted: func(h streams.Hook, b []byte) error {
+	KindStandbyStarted: func(h streams.Hook, b []byte) error {
 		return replayAs(h, b, streams.StandbyHook.OnStandbyStarted)
 	},
-	kindStandbyApplied: func(h streams.Hook, b []byte) error {
+	KindStandbyApplied: func(h streams.Hook, b []byte) error {
 		return replayAs(h, b, streams.StandbyHook.OnStandbyApplied)
 	},
-	kindStandbySuspended: func(h streams.Hook, b []byte) error {
+	KindStandbySuspended: func(h streams.Hook, b []byte) error {
 		return replayAs(h, b, streams.StandbyHook.OnStandbySuspended)
 	},
-	kindBroker: func(h streams.Hook, b []byte) error {
+	KindBroker: func(h streams.Hook, b []byte) error {
 		return replayAs(h, b, func(x streams.BrokerHook, w brokerWire) {
 			x.OnBrokerReachability(streams.BrokerReachabilityEvent{ApplicationID: w.ApplicationID, InstanceID: w.InstanceID,
 				Broker: w.Broker, Reachable: w.Reachable, Since: w.Since, At: w.At, Err: errorOf(w.Err)})
@@ -240,8 +291,11 @@ func replayAs[H any, E any](h streams.Hook, body []byte, call func(H, E)) error 
 	return nil
 }
 
-// replay hands one reported event to h.
-func replay(h streams.Hook, ev eventWire) error {
+// Replay hands ev to h as the hook call it came from, when h has that
+// method: a reader's hook gets the events of instances it does not run
+// as if it ran them. An unknown kind or a body that is not the kind's
+// event is an error.
+func (ev Event) Replay(h streams.Hook) error {
 	r, ok := replayers[ev.Kind]
 	if !ok {
 		return fmt.Errorf("unknown event kind %q", ev.Kind)

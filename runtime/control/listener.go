@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -60,12 +61,14 @@ func (c ListenerConfig) Validate() error {
 // Listener reads the control topic and carries out the commands for its
 // process's instances.
 type Listener struct {
-	cfg  ListenerConfig
-	cl   *kgo.Client
-	seen map[string]time.Time // nonces of the last MaxAge, Run's alone
+	cfg   ListenerConfig
+	cl    *kgo.Client
+	close sync.Once
+	seen  map[string]time.Time // nonces of the last MaxAge, Run's alone
 }
 
-// NewListener returns a Listener with its client; Run closes it.
+// NewListener returns a Listener with its client; Run closes it, and so
+// does Close, for a Listener that is not to run.
 func NewListener(cfg ListenerConfig) (*Listener, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -93,7 +96,7 @@ func NewListener(cfg ListenerConfig) (*Listener, error) {
 
 // Run reads commands until ctx ends, then closes the client.
 func (l *Listener) Run(ctx context.Context) error {
-	defer l.cl.Close()
+	defer l.Close()
 	if err := EnsureTopic(ctx, l.cl, l.cfg.Topic); err != nil && ctx.Err() == nil {
 		l.cfg.Logger.Warn("control: the topic could not be created; reading it once it exists", "err", err)
 	}
@@ -108,6 +111,10 @@ func (l *Listener) Run(ctx context.Context) error {
 		fetches.EachRecord(func(r *kgo.Record) { l.take(r, time.Now()) })
 	}
 }
+
+// Close closes the Listener's client. Run closes it on its way out;
+// Close is for a Listener that never ran, and does nothing after Run.
+func (l *Listener) Close() { l.close.Do(l.cl.Close) }
 
 // take checks one record and carries out its command when it may.
 func (l *Listener) take(r *kgo.Record, now time.Time) {
