@@ -1,0 +1,300 @@
+package e2e
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"os"
+	"os/exec"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+// netLab places a test's processes on hosts of their own: a Linux network
+// namespace per role, each with a veth pair whose other end is on a
+// bridge the lab makes in the root namespace, on a private /24. The test
+// itself (its browser, its HTTP clients) reaches them through the
+// bridge's address. Where namespaces cannot be made (not root, no
+// iproute2, ip failing) every host is 127.0.0.1 and the lab says so.
+type netLab struct {
+	// loopback, when not empty, says why the hosts are all 127.0.0.1.
+	loopback string
+	// root is where the test runs: the bridge's address, or loopback.
+	root  *netHost
+	hosts map[string]*netHost
+}
+
+// netHost is one place a process runs: a namespace and its address.
+type netHost struct {
+	role string
+	// ns is the network namespace's name; empty: the root namespace.
+	ns string
+	ip string
+	// port is the last port addr handed out in a namespace: a new
+	// namespace has every port free, so a counter is enough.
+	port int
+}
+
+// loopback is the host of tests that run everything on 127.0.0.1.
+var loopback = &netHost{role: "loopback", ip: "127.0.0.1"}
+
+// netLabOff turns the namespaces off, to run a lab's test on loopback.
+const netLabOff = "BRAID_E2E_NETNS"
+
+// netnsPrefix starts the name of every namespace and interface a lab
+// makes, followed by the test process's pid, so that a lab left behind by
+// a killed run is recognized (and removed) by the next one.
+const netnsPrefix = "brdnt"
+
+// leftover matches the names of a lab's namespaces (brdnt<pid>-<role>) and
+// interfaces (brdnt<pid>b, the bridge; brdnt<pid>v<n>, a veth).
+var leftover = regexp.MustCompile(`^` + netnsPrefix + `([0-9]+)(-|b$|v[0-9]+$)`)
+
+// newNetLab makes a host for each role, in namespaces unless they cannot
+// be made, and removes them all when the test ends.
+func newNetLab(t *testing.T, roles ...string) *netLab {
+	t.Helper()
+	lab, err := makeNetLab(t, roles)
+	if err == nil {
+		t.Logf("network namespaces: %s", lab)
+		return lab
+	}
+	lab = &netLab{loopback: err.Error(), root: loopback, hosts: map[string]*netHost{}}
+	for _, r := range roles {
+		lab.hosts[r] = loopback
+	}
+	t.Logf("network namespaces unavailable (%s): running on loopback", err)
+	return lab
+}
+
+// host is the role's host.
+func (l *netLab) host(role string) *netHost {
+	h, ok := l.hosts[role]
+	if !ok {
+		panic(fmt.Sprintf("netLab: no host for role %q", role))
+	}
+	return h
+}
+
+func (l *netLab) String() string {
+	if l.loopback != "" {
+		return "loopback (" + l.loopback + ")"
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "test on %s", l.root.ip)
+	for _, h := range l.hosts {
+		fmt.Fprintf(&b, ", %s in %s on %s", h.role, h.ns, h.ip)
+	}
+	return b.String()
+}
+
+// addr is a free host:port on the host.
+func (h *netHost) addr(t *testing.T) string {
+	t.Helper()
+	if h.ns == "" {
+		if h.ip != loopback.ip {
+			// The root namespace's bridge address: loopback's
+			// freePort would not do, and the test listens on neither.
+			t.Fatalf("netHost: no free port on the test's own host %s", h.ip)
+		}
+		return freePort(t)
+	}
+	if h.port == 0 {
+		h.port = 9000
+	}
+	h.port++
+	return net.JoinHostPort(h.ip, strconv.Itoa(h.port))
+}
+
+// command runs bin in the host's namespace. `ip netns exec` execs bin,
+// so the process's pid is the command's: a signal reaches bin itself.
+func (h *netHost) command(bin string, args ...string) *exec.Cmd {
+	if h.ns == "" {
+		return exec.Command(bin, args...)
+	}
+	return exec.Command("ip", append([]string{"netns", "exec", h.ns, bin}, args...)...)
+}
+
+// makeNetLab makes the bridge and the namespaces, or says why it cannot;
+// what it made is removed when the test ends, or at once on an error.
+func makeNetLab(t *testing.T, roles []string) (*netLab, error) {
+	if v := os.Getenv(netLabOff); v == "off" {
+		return nil, fmt.Errorf("%s=off", netLabOff)
+	}
+	if os.Geteuid() != 0 {
+		return nil, fmt.Errorf("not root (uid %d)", os.Geteuid())
+	}
+	if _, err := exec.LookPath("ip"); err != nil {
+		return nil, errors.New("ip not found: scripts/install-deps.sh installs iproute2")
+	}
+	if len(roles) > 200 {
+		return nil, fmt.Errorf("%d roles do not fit a /24", len(roles))
+	}
+	removeLeftovers(t)
+	subnet, err := freeSubnet()
+	if err != nil {
+		return nil, err
+	}
+	run := netnsPrefix + strconv.Itoa(os.Getpid())
+	bridge := run + "b"
+	lab := &netLab{root: &netHost{role: "test", ip: subnet + ".1"}, hosts: map[string]*netHost{}}
+	var made []string // namespaces, then the bridge is removed too
+	undo := func() {
+		for _, ns := range made {
+			_ = ipRun("netns", "del", ns)
+		}
+		_ = ipRun("link", "del", bridge)
+	}
+	t.Cleanup(undo)
+	steps := [][]string{
+		{"link", "add", bridge, "type", "bridge"},
+		{"addr", "add", lab.root.ip + "/24", "dev", bridge},
+		{"link", "set", bridge, "up"},
+	}
+	for i, role := range roles {
+		h := &netHost{role: role, ns: run + "-" + role, ip: fmt.Sprintf("%s.%d", subnet, 10+i)}
+		lab.hosts[role] = h
+		made = append(made, h.ns)
+		veth := fmt.Sprintf("%sv%d", run, i)
+		steps = append(steps,
+			[]string{"netns", "add", h.ns},
+			// The namespace's end is eth0; removing the namespace
+			// removes the pair.
+			[]string{"link", "add", veth, "type", "veth", "peer", "name", "eth0", "netns", h.ns},
+			[]string{"link", "set", veth, "master", bridge, "up"},
+			[]string{"-n", h.ns, "addr", "add", h.ip + "/24", "dev", "eth0"},
+			[]string{"-n", h.ns, "link", "set", "eth0", "up"},
+			[]string{"-n", h.ns, "link", "set", "lo", "up"})
+	}
+	for _, s := range steps {
+		if err := ipRun(s...); err != nil {
+			undo()
+			return nil, err
+		}
+	}
+	return lab, nil
+}
+
+// ipRun runs `ip args...`; its error carries ip's own message.
+func ipRun(args ...string) error {
+	out, err := exec.Command("ip", args...).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("ip %s: %v: %s", strings.Join(args, " "), err, strings.TrimSpace(string(out)))
+	}
+	return nil
+}
+
+// removeLeftovers removes the namespaces and bridges of labs whose test
+// process is gone (killed before its cleanup ran). A lab of a test that
+// still runs, in another package or worktree, is left alone.
+func removeLeftovers(t *testing.T) {
+	out, err := exec.Command("ip", "netns", "list").Output()
+	if err == nil {
+		for _, line := range strings.Split(string(out), "\n") {
+			if f := strings.Fields(line); len(f) > 0 && ownerGone(f[0]) {
+				logRemoval(t, "namespace", f[0], ipRun("netns", "del", f[0]))
+			}
+		}
+	}
+	out, err = exec.Command("ip", "-o", "link", "show").Output()
+	if err != nil {
+		return
+	}
+	for _, line := range strings.Split(string(out), "\n") {
+		// "12: brdnt123b: <BROADCAST,...", a veth "brdnt123v0@if2: ..."
+		f := strings.Fields(line)
+		if len(f) < 2 {
+			continue
+		}
+		name, _, _ := strings.Cut(strings.TrimSuffix(f[1], ":"), "@")
+		if ownerGone(name) {
+			logRemoval(t, "link", name, ipRun("link", "del", name))
+		}
+	}
+}
+
+func logRemoval(t *testing.T, what, name string, err error) {
+	if err != nil {
+		t.Logf("removing the %s %s a killed run left: %v", what, name, err)
+		return
+	}
+	t.Logf("removed the %s %s a killed run left", what, name)
+}
+
+// ownerGone reports whether name is a lab's and its test process is gone.
+func ownerGone(name string) bool {
+	m := leftover.FindStringSubmatch(name)
+	if m == nil {
+		return false
+	}
+	pid, err := strconv.Atoi(m[1])
+	if err != nil || pid == os.Getpid() {
+		return false
+	}
+	return errors.Is(syscall.Kill(pid, 0), syscall.ESRCH)
+}
+
+// freeSubnet picks 10.213.X (a /24) that no route of any table and no
+// address of the root namespace overlaps.
+func freeSubnet() (string, error) {
+	out, err := exec.Command("ip", "-4", "-o", "route", "show", "table", "all").Output()
+	if err != nil {
+		return "", fmt.Errorf("listing routes: %w", err)
+	}
+	var taken []*net.IPNet
+	for _, line := range strings.Split(string(out), "\n") {
+		if n := routePrefix(line); n != nil {
+			taken = append(taken, n)
+		}
+	}
+	if addrs, err := net.InterfaceAddrs(); err == nil {
+		for _, a := range addrs {
+			if n, ok := a.(*net.IPNet); ok {
+				taken = append(taken, n)
+			}
+		}
+	}
+	for range 50 {
+		s := fmt.Sprintf("10.213.%d", 1+rand.IntN(254))
+		_, cand, _ := net.ParseCIDR(s + ".0/24")
+		free := true
+		for _, n := range taken {
+			if n.Contains(cand.IP) || cand.Contains(n.IP) {
+				free = false
+				break
+			}
+		}
+		if free {
+			return s, nil
+		}
+	}
+	return "", errors.New("no free 10.213.X.0/24: routes cover all that were tried")
+}
+
+// routePrefix is the destination of a line of `ip -o route show`, but
+// the default route, which covers everything and is not in the way.
+func routePrefix(line string) *net.IPNet {
+	f := strings.Fields(line)
+	if len(f) > 1 {
+		switch f[0] {
+		case "unicast", "local", "broadcast", "multicast", "throw", "unreachable", "prohibit", "blackhole", "nat", "anycast":
+			f = f[1:]
+		}
+	}
+	if len(f) == 0 || f[0] == "default" {
+		return nil
+	}
+	dst := f[0]
+	if !strings.Contains(dst, "/") {
+		dst += "/32"
+	}
+	_, n, err := net.ParseCIDR(dst)
+	if err != nil {
+		return nil
+	}
+	return n
+}
