@@ -16,27 +16,29 @@ import (
 	"github.com/chromedp/chromedp"
 )
 
-// runProc is a `braid` process the test plays the orchestrator for.
-type runProc struct {
-	cmd  *exec.Cmd
-	logs *strings.Builder
-}
-
 // startBraid runs `braid args...` on host until the test ends, and waits
 // for the line of its output that says it started.
-func startBraid(t *testing.T, host *netHost, started string, args ...string) *runProc {
+func startBraid(t *testing.T, host *netHost, started string, args ...string) {
 	t.Helper()
 	bin, err := buildBraid()
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &runProc{cmd: host.command(bin, args...), logs: &strings.Builder{}}
-	out, err := p.cmd.StdoutPipe()
+	startSaying(t, host.command(bin, args...), started)
+}
+
+// startSaying starts cmd, which runs until the test ends, and waits for
+// the line of its output that contains started.
+func startSaying(t *testing.T, cmd *exec.Cmd, started string) {
+	t.Helper()
+	name := strings.Join(cmd.Args, " ")
+	logs := &strings.Builder{}
+	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
 	}
-	p.cmd.Stderr = p.logs
-	if err := p.cmd.Start(); err != nil {
+	cmd.Stderr = logs
+	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	said := make(chan bool, 1)
@@ -55,21 +57,20 @@ func startBraid(t *testing.T, host *netHost, started string, args ...string) *ru
 		_, _ = io.Copy(io.Discard, out)
 	}()
 	t.Cleanup(func() {
-		_ = p.cmd.Process.Signal(syscall.SIGKILL)
-		_ = p.cmd.Wait()
+		_ = cmd.Process.Signal(syscall.SIGKILL)
+		_ = cmd.Wait()
 		if t.Failed() {
-			t.Logf("braid %s output:\n%s", args[0], p.logs.String())
+			t.Logf("%s stderr:\n%s", name, logs.String())
 		}
 	})
 	select {
 	case ok := <-said:
 		if !ok {
-			t.Fatalf("braid %s exited before saying %q:\n%s", strings.Join(args, " "), started, p.logs.String())
+			t.Fatalf("%s exited before saying %q", name, started)
 		}
 	case <-time.After(time.Minute):
-		t.Fatalf("braid %s did not say %q within a minute:\n%s", strings.Join(args, " "), started, p.logs.String())
+		t.Fatalf("%s did not say %q within a minute", name, started)
 	}
-	return p
 }
 
 // orchestrated is a `braid run` process the test restarts whenever it

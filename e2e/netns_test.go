@@ -142,9 +142,14 @@ func makeNetLab(t *testing.T, roles []string) (*netLab, error) {
 	run := netnsPrefix + strconv.Itoa(os.Getpid())
 	bridge := run + "b"
 	lab := &netLab{root: &netHost{role: "test", ip: subnet + ".1"}, hosts: map[string]*netHost{}}
-	var made []string // namespaces, then the bridge is removed too
+	var veths, spaces []string
 	undo := func() {
-		for _, ns := range made {
+		// A namespace's removal takes its veth pair along, but later,
+		// in the kernel's own time: deleting the pair is done at once.
+		for _, v := range veths {
+			_ = ipRun("link", "del", v)
+		}
+		for _, ns := range spaces {
 			_ = ipRun("netns", "del", ns)
 		}
 		_ = ipRun("link", "del", bridge)
@@ -158,12 +163,11 @@ func makeNetLab(t *testing.T, roles []string) (*netLab, error) {
 	for i, role := range roles {
 		h := &netHost{role: role, ns: run + "-" + role, ip: fmt.Sprintf("%s.%d", subnet, 10+i)}
 		lab.hosts[role] = h
-		made = append(made, h.ns)
 		veth := fmt.Sprintf("%sv%d", run, i)
+		spaces, veths = append(spaces, h.ns), append(veths, veth)
 		steps = append(steps,
 			[]string{"netns", "add", h.ns},
-			// The namespace's end is eth0; removing the namespace
-			// removes the pair.
+			// The namespace's end is eth0.
 			[]string{"link", "add", veth, "type", "veth", "peer", "name", "eth0", "netns", h.ns},
 			[]string{"link", "set", veth, "master", bridge, "up"},
 			[]string{"-n", h.ns, "addr", "add", h.ip + "/24", "dev", "eth0"},
@@ -192,50 +196,80 @@ func ipRun(args ...string) error {
 // process is gone (killed before its cleanup ran). A lab of a test that
 // still runs, in another package or worktree, is left alone.
 func removeLeftovers(t *testing.T) {
-	out, err := exec.Command("ip", "netns", "list").Output()
-	if err == nil {
+	objs, err := labObjects()
+	if err != nil {
+		t.Logf("looking for what killed runs left: %v", err)
+		return
+	}
+	for _, o := range objs {
+		if o.pid == os.Getpid() || !errors.Is(syscall.Kill(o.pid, 0), syscall.ESRCH) {
+			continue
+		}
+		if o.kind == "link" {
+			err = ipRun("link", "del", o.name)
+		} else {
+			killIn(o.name)
+			err = ipRun("netns", "del", o.name)
+		}
+		if err != nil {
+			t.Logf("removing the %s %s a killed run left: %v", o.kind, o.name, err)
+		} else {
+			t.Logf("removed the %s %s a killed run left", o.kind, o.name)
+		}
+	}
+}
+
+// labObject is a link or a namespace of a lab, and the pid of its test.
+type labObject struct {
+	kind, name string
+	pid        int
+}
+
+// labObjects lists the links and then the namespaces of every lab: a
+// veth deleted is gone at once, one whose namespace is deleted only later.
+func labObjects() ([]labObject, error) {
+	var objs []labObject
+	for _, kind := range []string{"link", "namespace"} {
+		args := []string{"-o", "link", "show"}
+		if kind == "namespace" {
+			args = []string{"netns", "list"}
+		}
+		out, err := exec.Command("ip", args...).Output()
+		if err != nil {
+			return nil, fmt.Errorf("listing with ip %s: %w", strings.Join(args, " "), err)
+		}
 		for _, line := range strings.Split(string(out), "\n") {
-			if f := strings.Fields(line); len(f) > 0 && ownerGone(f[0]) {
-				logRemoval(t, "namespace", f[0], ipRun("netns", "del", f[0]))
+			f := strings.Fields(line)
+			if len(f) > 1 && kind == "link" {
+				// "12: brdnt123b: <BROADCAST,...", "13: brdnt123v0@if2: ..."
+				f[0], _, _ = strings.Cut(strings.TrimSuffix(f[1], ":"), "@")
+			}
+			if len(f) == 0 {
+				continue
+			}
+			if m := leftover.FindStringSubmatch(f[0]); m != nil {
+				pid, err := strconv.Atoi(m[1])
+				if err == nil {
+					objs = append(objs, labObject{kind: kind, name: f[0], pid: pid})
+				}
 			}
 		}
 	}
-	out, err = exec.Command("ip", "-o", "link", "show").Output()
+	return objs, nil
+}
+
+// killIn kills the processes left in a namespace: a killed test's
+// children outlive it, and would keep the namespace (and its ports) alive.
+func killIn(ns string) {
+	out, err := exec.Command("ip", "netns", "pids", ns).Output()
 	if err != nil {
 		return
 	}
-	for _, line := range strings.Split(string(out), "\n") {
-		// "12: brdnt123b: <BROADCAST,...", a veth "brdnt123v0@if2: ..."
-		f := strings.Fields(line)
-		if len(f) < 2 {
-			continue
-		}
-		name, _, _ := strings.Cut(strings.TrimSuffix(f[1], ":"), "@")
-		if ownerGone(name) {
-			logRemoval(t, "link", name, ipRun("link", "del", name))
+	for _, f := range strings.Fields(string(out)) {
+		if pid, err := strconv.Atoi(f); err == nil {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
 		}
 	}
-}
-
-func logRemoval(t *testing.T, what, name string, err error) {
-	if err != nil {
-		t.Logf("removing the %s %s a killed run left: %v", what, name, err)
-		return
-	}
-	t.Logf("removed the %s %s a killed run left", what, name)
-}
-
-// ownerGone reports whether name is a lab's and its test process is gone.
-func ownerGone(name string) bool {
-	m := leftover.FindStringSubmatch(name)
-	if m == nil {
-		return false
-	}
-	pid, err := strconv.Atoi(m[1])
-	if err != nil || pid == os.Getpid() {
-		return false
-	}
-	return errors.Is(syscall.Kill(pid, 0), syscall.ESRCH)
 }
 
 // freeSubnet picks 10.213.X (a /24) that no route of any table and no
