@@ -134,8 +134,9 @@ func (s *serveProc) get(path string) (*http.Response, error) {
 
 // probeClient gives up on a server that does not answer, as one behind a
 // bridge that drops packets would not, instead of waiting for TCP's
-// minutes.
-var probeClient = &http.Client{Timeout: 5 * time.Second}
+// minutes. It dials the server itself: a proxy of the environment could
+// not reach a test's private addresses.
+var probeClient = &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{}}
 
 // stop interrupts the server, as Ctrl-C does, and waits for it to end;
 // one that has not ended 10 s later is killed.
@@ -198,6 +199,9 @@ func newBrowser(t *testing.T) *browser {
 		chromedp.Flag("disable-component-update", true),
 		chromedp.Flag("disable-sync", true),
 		chromedp.Flag("disable-quic", true),
+		// The servers are the test's own, on loopback or a private
+		// subnet no proxy of the environment reaches.
+		chromedp.Flag("no-proxy-server", true),
 		chromedp.NoFirstRun,
 		chromedp.UserDataDir(t.TempDir()),
 		chromedp.WindowSize(1600, 1000),

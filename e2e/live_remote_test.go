@@ -205,14 +205,19 @@ func TestLiveRemoteApplication(t *testing.T) {
 	srv := startServeOn(t, lab.host("server"), token, "--brokers", broker.addr, "--no-demo")
 	startBraid(t, lab.root, "produced", "gen", "--topic", "orders", "--brokers", broker.addr)
 	const id = "braid-orders-demo" // the application id, which names it
+	b := newBrowser(t)
+
+	// What the orchestrator runs on a node: one instance of the
+	// application, under the same id and state each time it starts.
+	runArgs := func(instance string) []string {
+		return []string{"run", design, "--brokers", broker.addr, "--instance-id", instance,
+			"--state-dir", filepath.Join(t.TempDir(), instance), "--session-timeout", "5s"}
+	}
 	nodes := map[string]string{"i1": "node1", "i2": "node2"}
 	runs := map[string]*orchestrated{}
 	for instance, node := range nodes {
-		runs[instance] = orchestrate(t, lab.host(node), "run", design, "--brokers", broker.addr, "--instance-id", instance,
-			"--state-dir", filepath.Join(t.TempDir(), instance), "--session-timeout", "5s")
+		runs[instance] = orchestrate(t, lab.host(node), runArgs(instance)...)
 	}
-
-	b := newBrowser(t)
 	hasActive := func(instance string) string {
 		return `!!document.querySelector('[data-testid="instance-` + instance + `"][data-state="running"] [data-role="active"]')`
 	}
@@ -222,6 +227,9 @@ func TestLiveRemoteApplication(t *testing.T) {
 		until(`document.body.dataset.remote === "true" && document.body.dataset.commands === "true"`),
 		chromedp.WaitVisible(tid("live-node-source")),
 	}
+	// The page of an application the server does not know yet says it
+	// is not deployed, and stays so: wait for its first report.
+	waitDeploymentBy(t, srv.get, id)
 	// ?token= sets the cookie the page's requests and websocket carry.
 	b.stepWithin(60*time.Second, "open the live page of the application the run processes report",
 		append(append([]chromedp.Action[chromedp.Void]{chromedp.Navigate(srv.url + "/live/" + id + "?token=" + token)}, drawn...),
@@ -259,13 +267,15 @@ func TestLiveRemoteApplication(t *testing.T) {
 	srv.start()
 	b.stepWithin(60*time.Second, "see the open page reconnect to the restarted server",
 		waitJS(`document.querySelector('[data-testid="connection"]').dataset.state === "open"`, 50*time.Second))
+	waitDeploymentBy(t, srv.get, id)
 	b.stepWithin(60*time.Second, "load the page again and see the application with both instances running",
 		append(append([]chromedp.Action[chromedp.Void]{chromedp.Reload()}, drawn...), waitJS(bothActive, 50*time.Second))...)
 	saveSuccessShot(t, b, "live-remote-after-server-restart")
 }
 
 // checkFailovers checks that the failovers out of each instance are in
-// the table, each with a detection and a downtime, and that the group
+// the table, each with a detection and a downtime (a negative one was a
+// move among live instances taken for a failover), and that the group
 // noticed each by its session timeout: nobody saw the processes die.
 func checkFailovers(t *testing.T, rows []failoverRow, from ...string) {
 	t.Helper()
@@ -284,8 +294,8 @@ func checkFailovers(t *testing.T, rows []failoverRow, from ...string) {
 				seen[f] = true
 			}
 		}
-		if r.Detection == nil || r.Downtime == nil {
-			t.Errorf("failover of %s (%s) shows detection %s and downtime %s, want both measured", r.Task, r.Move, det, down)
+		if r.Detection == nil || r.Downtime == nil || *r.Detection < 0 || *r.Downtime < 0 {
+			t.Errorf("failover of %s (%s) shows detection %s and downtime %s, want both measured, neither negative", r.Task, r.Move, det, down)
 		}
 		if r.DetectedBy != "session-timeout" {
 			t.Errorf("failover of %s (%s) detected by %q, want session-timeout: nobody saw the processes die", r.Task, r.Move, r.DetectedBy)
