@@ -132,10 +132,10 @@ func (s *serveProc) get(path string) (*http.Response, error) {
 	return probeClient.Do(req)
 }
 
-// probeClient gives up on a server that does not answer, as one behind a
-// bridge that drops packets would not, instead of waiting for TCP's
-// minutes. It dials the server itself: a proxy of the environment could
-// not reach a test's private addresses.
+// probeClient gives up on a request after 5 s: to a server behind a
+// bridge that drops packets, one would otherwise wait for TCP's minutes.
+// It dials the server itself: a proxy of the environment could not reach
+// a test's private addresses.
 var probeClient = &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{}}
 
 // stop interrupts the server, as Ctrl-C does, and waits for it to end;
