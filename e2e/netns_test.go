@@ -50,9 +50,9 @@ const netLabOff = "BRAID_E2E_NETNS"
 // a killed run is recognized (and removed) by the next one.
 const netnsPrefix = "brdnt"
 
-// leftover matches the names of a lab's namespaces (brdnt<pid>-<role>) and
+// labName matches the names of a lab's namespaces (brdnt<pid>-<role>) and
 // interfaces (brdnt<pid>b, the bridge; brdnt<pid>v<n>, a veth).
-var leftover = regexp.MustCompile(`^` + netnsPrefix + `([0-9]+)(-|b$|v[0-9]+$)`)
+var labName = regexp.MustCompile(`^` + netnsPrefix + `([0-9]+)(-|b$|v[0-9]+$)`)
 
 // newNetLab makes a host for each role, in namespaces unless they cannot
 // be made, and removes them all when the test ends.
@@ -97,9 +97,9 @@ func (h *netHost) addr(t *testing.T) string {
 	t.Helper()
 	if h.ns == "" {
 		if h.ip != loopback.ip {
-			// The root namespace's bridge address: loopback's
-			// freePort would not do, and the test listens on neither.
-			t.Fatalf("netHost: no free port on the test's own host %s", h.ip)
+			// The test's own address on the bridge, where only
+			// clients run.
+			t.Fatalf("netHost: no ports handed out on the test's own address %s", h.ip)
 		}
 		return freePort(t)
 	}
@@ -247,7 +247,7 @@ func labObjects() ([]labObject, error) {
 			if len(f) == 0 {
 				continue
 			}
-			if m := leftover.FindStringSubmatch(f[0]); m != nil {
+			if m := labName.FindStringSubmatch(f[0]); m != nil {
 				pid, err := strconv.Atoi(m[1])
 				if err == nil {
 					objs = append(objs, labObject{kind: kind, name: f[0], pid: pid})
