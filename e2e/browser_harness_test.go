@@ -54,42 +54,106 @@ func startServe(t *testing.T) string {
 // a new data dir and returns its base URL once it answers.
 func startServeWith(t *testing.T, args ...string) string {
 	t.Helper()
-	bin, err := buildBraid()
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := freePort(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	cmd := exec.CommandContext(ctx, bin, append([]string{"serve", "--listen", addr, "--data-dir", t.TempDir()}, args...)...)
-	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
-	cmd.WaitDelay = 10 * time.Second
-	var logs strings.Builder
-	cmd.Stdout, cmd.Stderr = &logs, &logs
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	return startServeOn(t, loopback, "", args...).url
+}
+
+// serveProc is `braid serve` run as its own process on a fixed address
+// and data dir, so that the test can stop it and start it again where it
+// was.
+type serveProc struct {
+	t *testing.T
+	// host is where it runs; token, when set, is its --auth-token.
+	host             *netHost
+	addr, dir, token string
+	args             []string
+	url              string
+	cmd              *exec.Cmd
+	logs             *strings.Builder
+}
+
+// startServeOn runs `braid serve` with args on a free port of host with a
+// new data dir, and returns once it answers.
+func startServeOn(t *testing.T, host *netHost, token string, args ...string) *serveProc {
+	t.Helper()
+	s := &serveProc{t: t, host: host, addr: host.addr(t), dir: t.TempDir(), token: token, args: args, logs: &strings.Builder{}}
+	s.url = "http://" + s.addr
 	t.Cleanup(func() {
-		cancel()
-		_ = cmd.Wait()
+		s.stop()
 		if t.Failed() {
-			t.Logf("braid serve output:\n%s", logs.String())
+			t.Logf("braid serve output:\n%s", s.logs.String())
 		}
 	})
-	url := "http://" + addr
+	s.start()
+	return s
+}
+
+// start runs the server and returns once it answers.
+func (s *serveProc) start() {
+	s.t.Helper()
+	bin, err := buildBraid()
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	args := []string{"serve", "--listen", s.addr, "--data-dir", s.dir}
+	if s.token != "" {
+		args = append(args, "--auth-token", s.token)
+	}
+	cmd := s.host.command(bin, append(args, s.args...)...)
+	cmd.Stdout, cmd.Stderr = s.logs, s.logs
+	if err := cmd.Start(); err != nil {
+		s.t.Fatal(err)
+	}
+	s.cmd = cmd
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		resp, err := http.Get(url + "/api/designs")
+		resp, err := s.get("/api/designs")
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
-				return url
+				return
 			}
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("braid serve did not answer on %s within 30 s: %v\n%s", url, err, logs.String())
+			s.t.Fatalf("braid serve did not answer on %s within 30 s: %v\n%s", s.url, err, s.logs.String())
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+}
+
+// get is a GET of the server's path, with its token.
+func (s *serveProc) get(path string) (*http.Response, error) {
+	req, err := http.NewRequest(http.MethodGet, s.url+path, nil)
+	if err != nil {
+		return nil, err
+	}
+	if s.token != "" {
+		req.Header.Set("Authorization", "Bearer "+s.token)
+	}
+	return probeClient.Do(req)
+}
+
+// probeClient gives up on a request after 5 s: to a server behind a
+// bridge that drops packets, one would otherwise wait for TCP's minutes.
+// It dials the server itself: a proxy of the environment could not reach
+// a test's private addresses.
+var probeClient = &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{}}
+
+// stop interrupts the server, as Ctrl-C does, and waits for it to end;
+// one that has not ended 10 s later is killed.
+func (s *serveProc) stop() {
+	if s.cmd == nil {
+		return
+	}
+	ended := make(chan struct{})
+	go func() { _ = s.cmd.Wait(); close(ended) }()
+	_ = s.cmd.Process.Signal(os.Interrupt)
+	select {
+	case <-ended:
+	case <-time.After(10 * time.Second):
+		_ = s.cmd.Process.Kill()
+		<-ended
+	}
+	s.cmd = nil
 }
 
 // chromiumPath returns Debian's chromium. Without it the test skips,
@@ -135,6 +199,9 @@ func newBrowser(t *testing.T) *browser {
 		chromedp.Flag("disable-component-update", true),
 		chromedp.Flag("disable-sync", true),
 		chromedp.Flag("disable-quic", true),
+		// The servers are the test's own, on loopback or a private
+		// subnet no proxy of the environment reaches.
+		chromedp.Flag("no-proxy-server", true),
 		chromedp.NoFirstRun,
 		chromedp.UserDataDir(t.TempDir()),
 		chromedp.WindowSize(1600, 1000),

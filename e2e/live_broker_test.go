@@ -18,14 +18,23 @@ import (
 // was.
 type brokerProc struct {
 	t         *testing.T
+	host      *netHost
 	addr, dir string
+	args      []string
 	cmd       *exec.Cmd
 	logs      *strings.Builder
 }
 
 func startBrokerProc(t *testing.T) *brokerProc {
 	t.Helper()
-	b := &brokerProc{t: t, addr: freePort(t), dir: t.TempDir(), logs: &strings.Builder{}}
+	return startBrokerOn(t, loopback)
+}
+
+// startBrokerOn runs the broker on a free port of host, with args added
+// to its flags.
+func startBrokerOn(t *testing.T, host *netHost, args ...string) *brokerProc {
+	t.Helper()
+	b := &brokerProc{t: t, host: host, addr: host.addr(t), dir: t.TempDir(), args: args, logs: &strings.Builder{}}
 	b.start()
 	t.Cleanup(func() {
 		b.kill()
@@ -43,7 +52,7 @@ func (b *brokerProc) start() {
 	if err != nil {
 		b.t.Fatal(err)
 	}
-	cmd := exec.Command(bin, "broker", "--listen", b.addr, "--data-dir", b.dir)
+	cmd := b.host.command(bin, append([]string{"broker", "--listen", b.addr, "--data-dir", b.dir}, b.args...)...)
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		b.t.Fatal(err)

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bufio"
+	"fmt"
 	"io"
 	"os/exec"
 	"path/filepath"
@@ -15,27 +16,29 @@ import (
 	"github.com/chromedp/chromedp"
 )
 
-// runProc is a `braid` process the test plays the orchestrator for.
-type runProc struct {
-	cmd  *exec.Cmd
-	logs *strings.Builder
-}
-
-// startBraid runs `braid args...` until the test ends, and waits for the
-// line of its output that says it started.
-func startBraid(t *testing.T, started string, args ...string) *runProc {
+// startBraid runs `braid args...` on host until the test ends, and waits
+// for the line of its output that says it started.
+func startBraid(t *testing.T, host *netHost, started string, args ...string) {
 	t.Helper()
 	bin, err := buildBraid()
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &runProc{cmd: exec.Command(bin, args...), logs: &strings.Builder{}}
-	out, err := p.cmd.StdoutPipe()
+	startSaying(t, host.command(bin, args...), started)
+}
+
+// startSaying starts cmd, which runs until the test ends, and waits for
+// the line of its output that contains started.
+func startSaying(t *testing.T, cmd *exec.Cmd, started string) {
+	t.Helper()
+	name := strings.Join(cmd.Args, " ")
+	logs := &strings.Builder{}
+	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
 	}
-	p.cmd.Stderr = p.logs
-	if err := p.cmd.Start(); err != nil {
+	cmd.Stderr = logs
+	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	said := make(chan bool, 1)
@@ -54,92 +57,105 @@ func startBraid(t *testing.T, started string, args ...string) *runProc {
 		_, _ = io.Copy(io.Discard, out)
 	}()
 	t.Cleanup(func() {
-		_ = p.cmd.Process.Signal(syscall.SIGKILL)
-		_ = p.cmd.Wait()
+		_ = cmd.Process.Signal(syscall.SIGKILL)
+		_ = cmd.Wait()
 		if t.Failed() {
-			t.Logf("braid %s output:\n%s", args[0], p.logs.String())
+			t.Logf("%s stderr:\n%s", name, logs.String())
 		}
 	})
 	select {
 	case ok := <-said:
 		if !ok {
-			t.Fatalf("braid %s exited before saying %q:\n%s", strings.Join(args, " "), started, p.logs.String())
+			t.Fatalf("%s exited before saying %q", name, started)
 		}
 	case <-time.After(time.Minute):
-		t.Fatalf("braid %s did not say %q within a minute:\n%s", strings.Join(args, " "), started, p.logs.String())
+		t.Fatalf("%s did not say %q within a minute", name, started)
 	}
-	return p
 }
 
 // orchestrated is a `braid run` process the test restarts whenever it
-// exits, as Kubernetes restarts a pod's container.
+// exits, with the same arguments on the same host, as Kubernetes restarts
+// a pod's container.
 type orchestrated struct {
-	mu  sync.Mutex
-	cur *runProc
+	host *netHost
+	// logs holds the output of every process started, one after another.
+	logs *strings.Builder
+	mu   sync.Mutex
+	cur  *exec.Cmd
 	// starts counts the processes started, the first included.
 	starts int
 }
 
-func orchestrate(t *testing.T, args ...string) *orchestrated {
+// orchestrate starts `braid args...` on host and starts it again each
+// time it exits, until the test ends.
+func orchestrate(t *testing.T, host *netHost, args ...string) *orchestrated {
 	t.Helper()
-	o := &orchestrated{}
-	o.start(t, args)
+	o := &orchestrated{host: host, logs: &strings.Builder{}}
+	if err := o.start(args); err != nil {
+		t.Fatal(err)
+	}
 	stop := make(chan struct{})
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		for {
-			o.mu.Lock()
-			p := o.cur
-			o.mu.Unlock()
+			cmd := o.current()
 			exited := make(chan struct{})
-			go func() { _ = p.cmd.Wait(); close(exited) }()
+			go func() { _ = cmd.Wait(); close(exited) }()
 			select {
 			case <-stop:
+				_ = cmd.Process.Signal(syscall.SIGKILL)
+				<-exited
 				return
 			case <-exited:
 			}
-			select {
-			case <-stop:
+			if err := o.start(args); err != nil {
+				t.Error(err)
 				return
-			default:
-				o.start(t, args)
 			}
 		}
 	}()
 	t.Cleanup(func() {
 		close(stop)
-		o.kill()
 		<-done
+		if t.Failed() {
+			t.Logf("braid %s output (%d starts):\n%s", strings.Join(args, " "), o.started(), o.logs.String())
+		}
 	})
 	return o
 }
 
 // start starts the process, without waiting for it to say anything: its
 // restarts happen on the orchestrator's goroutine.
-func (o *orchestrated) start(t *testing.T, args []string) {
+func (o *orchestrated) start(args []string) error {
 	bin, err := buildBraid()
 	if err != nil {
-		t.Error(err)
-		return
+		return err
 	}
-	p := &runProc{cmd: exec.Command(bin, args...), logs: &strings.Builder{}}
-	p.cmd.Stdout, p.cmd.Stderr = p.logs, p.logs
-	if err := p.cmd.Start(); err != nil {
-		t.Error(err)
-		return
-	}
-	o.mu.Lock()
-	o.cur = p
-	o.starts++
-	o.mu.Unlock()
-}
-
-// kill kills the current process with SIGKILL.
-func (o *orchestrated) kill() {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	_ = o.cur.cmd.Process.Signal(syscall.SIGKILL)
+	fmt.Fprintf(o.logs, "--- start %d\n", o.starts+1)
+	cmd := o.host.command(bin, args...)
+	// The previous process has been waited for: its output is all in.
+	cmd.Stdout, cmd.Stderr = o.logs, o.logs
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("starting braid %s: %w", strings.Join(args, " "), err)
+	}
+	o.cur = cmd
+	o.starts++
+	return nil
+}
+
+func (o *orchestrated) current() *exec.Cmd {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.cur
+}
+
+// kill kills the current process with SIGKILL, as a machine that dies
+// ends it.
+func (o *orchestrated) kill() {
+	_ = o.current().Process.Signal(syscall.SIGKILL)
 }
 
 func (o *orchestrated) started() int {
@@ -148,38 +164,76 @@ func (o *orchestrated) started() int {
 	return o.starts
 }
 
+// failoverRow is a row of the live page's failover table.
+type failoverRow struct {
+	Task, Move, Cause, DetectedBy string
+	// Detection and Downtime are the ms the page shows; nil: none.
+	Detection, Downtime *float64
+}
+
+// readFailovers reads the failover table.
+const readFailovers = `Array.from(document.querySelectorAll('[data-testid^="failover-"][data-task]')).map(r => {
+	const num = s => /^-?\d+/.test(s) ? parseInt(s, 10) : null
+	const det = r.querySelector('[data-testid^="detection-"]')
+	return {Task: r.dataset.task, Move: r.cells[1].textContent, Cause: r.cells[2].textContent,
+		DetectedBy: det.dataset.detectedBy || '', Detection: num(det.textContent), Downtime: num(r.dataset.downtime)}
+})`
+
 // TestLiveRemoteApplication watches and drives an application the server
-// does not run: two `braid run` processes of the demo design, which the
-// test restarts when they exit. Their live page is drawn from the design
-// they report and shows both instances with their tasks and no button to
-// add one. The page crashes i1 (a signed command through the control
-// topic: the process exits), and the test kills i2's process with
-// SIGKILL; each time the page shows the failover of the dead instance's
-// tasks, with the detection the server measured from the reports (the
-// session timeout: nobody saw the processes die).
+// does not run, with every process on a host of its own: `braid broker`,
+// `braid serve` and two nodes, each a network namespace (or all on
+// loopback where namespaces cannot be made: the test says so). On each
+// node the test plays the orchestrator: it runs a `braid run` process of
+// the demo design and restarts it whenever it exits. The live page is
+// drawn from the design they report and shows both instances with their
+// tasks and no button to add one. The page crashes i1 (a signed command
+// through the control topic: the process exits), and the test kills i2's
+// process with SIGKILL; each time the page shows the failover of the dead
+// instance's tasks, with the detection (the session timeout: nobody saw
+// the processes die) and the downtime the server measured from the
+// reports. Then the server is stopped and started again on its data dir:
+// the open page reconnects, and the page loaded again shows the
+// application and its instances running.
 func TestLiveRemoteApplication(t *testing.T) {
+	const token = "e2e-auth-token"
 	t.Setenv("BRAID_CONTROL_SECRET", "e2e-control-secret")
 	_, self, _, _ := runtime.Caller(0)
 	design := filepath.Join(filepath.Dir(filepath.Dir(self)), "cmd", "braid", "orders-demo.json")
-	broker := startBrokerProc(t)
-	url := startServeWith(t, "--brokers", broker.addr, "--no-demo")
-	startBraid(t, "produced", "gen", "--topic", "orders", "--brokers", broker.addr)
-	runs := map[string]*orchestrated{}
-	for _, id := range []string{"i1", "i2"} {
-		runs[id] = orchestrate(t, "run", design, "--brokers", broker.addr, "--instance-id", id,
-			"--state-dir", filepath.Join(t.TempDir(), id), "--session-timeout", "5s")
-	}
+	lab := newNetLab(t, "broker", "server", "node1", "node2")
+	// Off loopback the broker is open to the lab's private subnet alone.
+	broker := startBrokerOn(t, lab.host("broker"), "--insecure-broker")
+	srv := startServeOn(t, lab.host("server"), token, "--brokers", broker.addr, "--no-demo")
+	startBraid(t, lab.root, "produced", "gen", "--topic", "orders", "--brokers", broker.addr)
 	const id = "braid-orders-demo" // the application id, which names it
 	b := newBrowser(t)
+
+	// What the orchestrator runs on a node: one instance of the
+	// application, under the same id and state each time it starts.
+	runArgs := func(instance string) []string {
+		return []string{"run", design, "--brokers", broker.addr, "--instance-id", instance,
+			"--state-dir", filepath.Join(t.TempDir(), instance), "--session-timeout", "5s"}
+	}
+	nodes := map[string]string{"i1": "node1", "i2": "node2"}
+	runs := map[string]*orchestrated{}
+	for instance, node := range nodes {
+		runs[instance] = orchestrate(t, lab.host(node), runArgs(instance)...)
+	}
 	hasActive := func(instance string) string {
 		return `!!document.querySelector('[data-testid="instance-` + instance + `"][data-state="running"] [data-role="active"]')`
 	}
-	b.stepWithin(90*time.Second, "open the live page of the application the run processes report",
-		chromedp.Navigate(url+"/live/"+id),
+	bothActive := hasActive("i1") + " && " + hasActive("i2")
+	drawn := []chromedp.Action[chromedp.Void]{
 		chromedp.WaitVisible(chromedp.CSS(`body[data-live-ready="true"]`)),
 		until(`document.body.dataset.remote === "true" && document.body.dataset.commands === "true"`),
 		chromedp.WaitVisible(tid("live-node-source")),
-		until(hasActive("i1")+" && "+hasActive("i2")))
+	}
+	// The page of an application the server does not know yet says it
+	// is not deployed, and stays so: wait for its first report.
+	waitDeploymentBy(t, srv.get, id)
+	// ?token= sets the cookie the page's requests and websocket carry.
+	b.stepWithin(60*time.Second, "open the live page of the application the run processes report",
+		append(append([]chromedp.Action[chromedp.Void]{chromedp.Navigate(srv.url + "/live/" + id + "?token=" + token)}, drawn...),
+			waitJS(bothActive, 50*time.Second))...)
 	var addButtons int
 	b.step("see no button to add an instance: the orchestrator places processes",
 		eval(`Array.from(document.querySelectorAll('[data-testid="add-instance"]')).filter(e => e.offsetParent !== null).length`, &addButtons))
@@ -188,29 +242,68 @@ func TestLiveRemoteApplication(t *testing.T) {
 	}
 
 	failedOver := func(from string) string {
-		return `Array.from(document.querySelectorAll('[data-testid^="failover-"][data-task]')).some((r, i) => /^\d+$/.test(r.dataset.downtime) && r.textContent.includes('` + from + ` →'))`
+		return `Array.from(document.querySelectorAll('[data-testid^="failover-"][data-task]')).some(r => /^\d+$/.test(r.dataset.downtime) && r.textContent.includes('` + from + ` →'))`
 	}
-	b.stepWithin(90*time.Second, "crash i1 from the page and see its tasks fail over",
+	b.stepWithin(60*time.Second, "crash i1 from the page and see its tasks fail over",
 		chromedp.Click(tid("crash-i1")),
 		// The process exits and is restarted at once, under the same
 		// instance id: its old member's tasks move when its session
 		// times out, to i2 or to the new i1.
-		waitJS(failedOver("i1"), 80*time.Second))
+		waitJS(failedOver("i1"), 50*time.Second))
 	if n := runs["i1"].started(); n < 2 {
 		t.Errorf("i1's process was started %d times, want a restart after the crash command ended it", n)
 	}
-	b.stepWithin(120*time.Second, "see i1 back, restarted by the orchestrator, with tasks", waitJS(hasActive("i1"), 110*time.Second))
+	b.stepWithin(60*time.Second, "see i1 back, restarted by the orchestrator, with tasks", waitJS(hasActive("i1"), 50*time.Second))
 	runs["i2"].kill()
-	b.stepWithin(90*time.Second, "see i2's tasks fail over after its process was killed", waitJS(failedOver("i2"), 80*time.Second))
+	b.stepWithin(60*time.Second, "see i2's tasks fail over after its process was killed", waitJS(failedOver("i2"), 50*time.Second))
 
-	var rows []struct{ Task, Text, DetectedBy string }
-	b.step("read the failover table",
-		eval(`Array.from(document.querySelectorAll('[data-testid^="failover-"][data-task]')).map((r, i) => ({Task: r.dataset.task, Text: r.textContent, DetectedBy: (document.querySelector('[data-testid="detection-'+i+'"]') || {dataset: {}}).dataset.detectedBy || ''}))`, &rows))
-	t.Logf("failovers: %+v", rows)
+	var rows []failoverRow
+	b.step("read the failover table", eval(readFailovers, &rows))
+	checkFailovers(t, rows, "i1", "i2")
+	saveSuccessShot(t, b, "live-remote-failover")
+
+	srv.stop()
+	b.step("see the open page lose the server", until(`document.querySelector('[data-testid="connection"]').dataset.state !== "open"`))
+	srv.start()
+	b.stepWithin(60*time.Second, "see the open page reconnect to the restarted server",
+		waitJS(`document.querySelector('[data-testid="connection"]').dataset.state === "open"`, 50*time.Second))
+	waitDeploymentBy(t, srv.get, id)
+	b.stepWithin(60*time.Second, "load the page again and see the application with both instances running",
+		append(append([]chromedp.Action[chromedp.Void]{chromedp.Reload()}, drawn...), waitJS(bothActive, 50*time.Second))...)
+	saveSuccessShot(t, b, "live-remote-after-server-restart")
+}
+
+// checkFailovers checks that the failovers out of each instance are in
+// the table, each with a detection and a downtime (a negative one was a
+// move among live instances taken for a failover), and that the group
+// noticed each by its session timeout: nobody saw the processes die.
+func checkFailovers(t *testing.T, rows []failoverRow, from ...string) {
+	t.Helper()
+	seen := map[string]bool{}
 	for _, r := range rows {
+		det, down := "none", "none"
+		if r.Detection != nil {
+			det = fmt.Sprintf("%.0f ms", *r.Detection)
+		}
+		if r.Downtime != nil {
+			down = fmt.Sprintf("%.0f ms", *r.Downtime)
+		}
+		t.Logf("failover of %s %s (%s): detection %s by %s, downtime %s", r.Task, r.Move, r.Cause, det, r.DetectedBy, down)
+		for _, f := range from {
+			if strings.HasPrefix(r.Move, f+" →") {
+				seen[f] = true
+			}
+		}
+		if r.Detection == nil || r.Downtime == nil || *r.Detection < 0 || *r.Downtime < 0 {
+			t.Errorf("failover of %s (%s) shows detection %s and downtime %s, want both measured, neither negative", r.Task, r.Move, det, down)
+		}
 		if r.DetectedBy != "session-timeout" {
-			t.Errorf("failover of %s (%s) detected by %q, want session-timeout: nobody saw the processes die", r.Task, r.Text, r.DetectedBy)
+			t.Errorf("failover of %s (%s) detected by %q, want session-timeout: nobody saw the processes die", r.Task, r.Move, r.DetectedBy)
 		}
 	}
-	saveSuccessShot(t, b, "live-remote-failover")
+	for _, f := range from {
+		if !seen[f] {
+			t.Errorf("no failover out of %s in the table", f)
+		}
+	}
 }

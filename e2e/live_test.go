@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -108,28 +109,29 @@ type pause struct {
 // 1_0..1_3.
 const demoPartitions = 4
 
-// waitDeployment waits until braid serve lists the deployment.
+// waitDeployment waits until braid serve knows the deployment: one of
+// its own or an application it watches through telemetry.
 func waitDeployment(t *testing.T, url, id string) {
+	t.Helper()
+	waitDeploymentBy(t, func(path string) (*http.Response, error) { return http.Get(url + path) }, id)
+}
+
+// waitDeploymentBy is waitDeployment with get doing the GETs of the
+// server's paths.
+func waitDeploymentBy(t *testing.T, get func(path string) (*http.Response, error), id string) {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		resp, err := http.Get(url + "/api/deployments")
+		resp, err := get("/api/deployments/" + url.PathEscape(id))
 		if err == nil {
-			var list []struct {
-				ID string `json:"id"`
-			}
-			derr := json.NewDecoder(resp.Body).Decode(&list)
 			resp.Body.Close()
-			if derr == nil && slices.ContainsFunc(list, func(d struct {
-				ID string `json:"id"`
-			}) bool {
-				return d.ID == id
-			}) {
+			if resp.StatusCode == http.StatusOK {
 				return
 			}
+			err = fmt.Errorf("status %s", resp.Status)
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("GET /api/deployments has no %q after 30 s (err %v)", id, err)
+			t.Fatalf("GET /api/deployments/%s did not answer 200 within 30 s: %v", id, err)
 		}
 		time.Sleep(200 * time.Millisecond)
 	}

@@ -7,6 +7,7 @@ set -euo pipefail
 deps=(
 	"kcat:kcat"
 	"chromium:chromium"
+	"ip:iproute2"
 )
 
 missing=()

@@ -167,7 +167,9 @@ func (a *remoteApp) departure(hf *handoff, now time.Time) (cause, detectedBy str
 	p := a.procs[hf.from.process]
 	if p == nil || p.last.Started != hf.from.started {
 		at, ok := a.handoff.endedAt[hf.from.life]
-		if !ok {
+		if !ok || at.After(hf.assignedAt.Add(2*hf.interval)) {
+			// Unknown, or it reported on after the task moved: the move
+			// was a rebalance among live instances, before it died.
 			return "", "", time.Time{}, true
 		}
 		return "crash", streams.DetectedBySessionTimeout, at, true

@@ -100,6 +100,12 @@ func TestReaderMeasuresFailoversBetweenProcesses(t *testing.T) {
 			again.Events = []rtelemetry.Event{again.Events[0], resumed}
 			return []rtelemetry.Report{reportAt("px", 1, 1, 0, running("x1", task00)), first, again}
 		}, &monitor.Failover{Task: "0_0", From: "x1", To: "y1", Cause: "crash", DetectedBy: "session-timeout", DetectionMs: 5000, RecoveryMs: 100, DowntimeMs: 5100}},
+		{"owner's process restarted after the task moved", func(t *testing.T) []rtelemetry.Report {
+			// A rebalance between live instances, then the owner's
+			// process died: the move was not its failover.
+			return []rtelemetry.Report{reportAt("px", 1, 1, 0, running("x1", task00)), reportAt("px", 1, 2, 4900, running("x1", task00)),
+				takeover(t, "py", 1, 1, "y1"), reportAt("px", 1, 3, 6000, running("x1")), reportAt("px", 2, 1, 7000, running("x1"))}
+		}, nil},
 		{"owner still runs", func(t *testing.T) []rtelemetry.Report {
 			return []rtelemetry.Report{reportAt("px", 1, 1, 0, running("x1", task00)), reportAt("px", 1, 2, 4900, running("x1")),
 				takeover(t, "py", 1, 1, "y1")}
