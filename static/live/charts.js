@@ -9,6 +9,14 @@ import { h } from '../editor/dom.js'
 import { rate, count } from './format.js'
 
 const HEIGHT = 150
+
+// lastMinuteAtLeast is the x range: the points' own, or the minute up to
+// the newest point when there is at most one second of them.
+function lastMinuteAtLeast(u, min, max) {
+  if (max == null) max = Date.now() / 1000
+  if (min == null || max - min < 1) return [max - 60, max]
+  return [min, max]
+}
 // Whole-number steps of the y axes.
 const STEPS = [1, 2, 5, 10, 20, 50, 100, 200, 500, 1e3, 2e3, 5e3, 1e4, 2e4, 5e4, 1e5, 2e5, 5e5, 1e6, 2e6, 5e6]
 
@@ -50,7 +58,9 @@ export class Charts {
       height: HEIGHT,
       legend: { show: false },
       cursor: { drag: { x: false, y: false } },
-      scales: { x: { time: true }, y: { range: (u, min, max) => [0, Math.max(5, max * 1.1)] } },
+      // With one point (a page opened just after the server started)
+      // uPlot's own padding would span years.
+      scales: { x: { time: true, range: lastMinuteAtLeast }, y: { range: (u, min, max) => [0, Math.max(5, max * 1.1)] } },
       axes: [
         { stroke: '#868e96', grid: { stroke: '#f1f3f5' }, ticks: { stroke: '#dee2e6' } },
         { stroke: '#868e96', grid: { stroke: '#f1f3f5' }, ticks: { stroke: '#dee2e6' }, size: 50, incrs: STEPS, values: (u, vals) => vals.map(fmt) },
