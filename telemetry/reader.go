@@ -27,8 +27,13 @@ type ReaderConfig struct {
 	// does not exist.
 	Topic string
 	// Monitor receives a deployment per application found, with the
-	// application id as its ID. Required.
+	// application id as its ID unless DeploymentID names another.
+	// Required.
 	Monitor *monitor.Monitor
+	// DeploymentID, when set, names the monitor deployment of an
+	// application when its first report arrives (a deployment the
+	// caller knows the application under); default the application id.
+	DeploymentID func(applicationID string) string
 	// GoneAfter is how long a process may send no report before its
 	// instances are shown gone; default 3 s, at least twice a report's
 	// interval.
@@ -41,10 +46,10 @@ type ReaderConfig struct {
 	Lookback time.Duration
 	// OnDesign, when set, receives an application's description and
 	// design file when the first report with its design arrives, and
-	// again when the design changes; OnRemoved when the application is
-	// removed. Both run on Run's goroutine.
+	// again when the design changes; OnRemoved, with the deployment's
+	// ID, when the application is removed. Both run on Run's goroutine.
 	OnDesign  func(info monitor.DeploymentInfo, design []byte)
-	OnRemoved func(applicationID string)
+	OnRemoved func(deploymentID string)
 	// Local reports the applications the caller runs itself and shows
 	// through their own hooks: their reports are skipped.
 	Local  func(applicationID string) bool
@@ -89,6 +94,9 @@ func (c ReaderConfig) withDefaults() ReaderConfig {
 	}
 	if c.Local == nil {
 		c.Local = func(string) bool { return false }
+	}
+	if c.DeploymentID == nil {
+		c.DeploymentID = func(app string) string { return app }
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
@@ -190,8 +198,9 @@ func (r *Reader) expire(now time.Time) {
 }
 
 // remove forgets an application.
-func (r *Reader) remove(id string) {
-	delete(r.apps, id)
+func (r *Reader) remove(app string) {
+	id := r.apps[app].info.ID
+	delete(r.apps, app)
 	r.cfg.Monitor.RemoveDeployment(id)
 	if r.cfg.OnRemoved != nil {
 		r.cfg.OnRemoved(id)
@@ -220,7 +229,7 @@ type process struct {
 
 func newRemoteApp(first report, cfg ReaderConfig) *remoteApp {
 	info := first.Deployment.DeploymentInfo
-	info.ID, info.ApplicationID = first.App, first.App
+	info.ID, info.ApplicationID = cfg.DeploymentID(first.App), first.App
 	info.Topology, info.Stores, info.SinkNodes = nil, first.Deployment.Stores, first.Deployment.SinkNodes
 	src := &remoteSource{}
 	app := &remoteApp{id: first.App, info: info, cfg: cfg, src: src, procs: make(map[string]*process), handoff: newHandoffs()}
