@@ -116,6 +116,8 @@ type follow struct {
 	// after its tombstone.
 	target *deployconfig.Deployment
 	procs  *deployconfig.Processes
+	// ran says the process ran the deployment before its tombstone.
+	ran bool
 }
 
 // run follows the topic and runs what it says until ctx ends, then stops
@@ -211,13 +213,17 @@ func (d *deploymentRun) step(ctx context.Context, f *follow, cur *current, say f
 		return cur, nil
 	}
 	switch {
-	case f.target == nil && cur == nil:
-		say(fmt.Sprintf("waiting for deployment %q in %s", d.id, d.cfg.Topic()))
-		return nil, nil
 	case f.target == nil:
-		say(fmt.Sprintf("deployment %q was undeployed: stopping its instances, then waiting for it to be deployed again", d.id))
-		d.stopCurrent(cur)
-		d.setStatus(ctx, 0, deployconfig.Waiting)
+		if cur != nil {
+			d.stopCurrent(cur)
+			d.setStatus(ctx, 0, deployconfig.Waiting)
+			f.ran = true
+		}
+		if f.ran {
+			say(fmt.Sprintf("deployment %q was undeployed: its instances stopped; waiting for it to be deployed again", d.id))
+		} else {
+			say(fmt.Sprintf("waiting for deployment %q in %s", d.id, d.cfg.Topic()))
+		}
 		return nil, nil
 	case cur == nil:
 		say(fmt.Sprintf("deployment %q: starting revision %d", d.id, f.target.Revision))
