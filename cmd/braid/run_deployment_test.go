@@ -221,4 +221,3 @@ func TestRunDeploymentBadInput(t *testing.T) {
 		}
 	}
 }
-
