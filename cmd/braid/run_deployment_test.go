@@ -221,3 +221,87 @@ func TestRunDeploymentBadInput(t *testing.T) {
 		}
 	}
 }
+
+// TestServeOrchestratedDeployment: braid serve deploys the demo to
+// processes it does not start (the config topic's record, revision 1,
+// then 2 on a redeploy), shows the command that starts one, shows the
+// process's telemetry as that deployment and not beside it, shows the
+// deployment again after a restart (read back from the topic), and
+// undeploys it with a tombstone, which stops the process's instances.
+func TestServeOrchestratedDeployment(t *testing.T) {
+	demo := readDemoTopics(t)
+	addr, _, adm := startRunBroker(t)
+	createRunTopic(t, adm, demo.source, 2)
+	args := []string{"serve", "--listen", "127.0.0.1:0", "--brokers", addr, "--no-demo", "--data-dir", t.TempDir()}
+	serve := startProcess(t, args...)
+	deploy := `{"design": "orders-demo", "orchestrated": true, "standbys": 0, "commitIntervalMs": 250}`
+	var info struct {
+		ID           string `json:"id"`
+		Revision     int    `json:"revision"`
+		Orchestrated bool   `json:"orchestrated"`
+		RunCommand   string `json:"runCommand"`
+		Reporting    bool   `json:"reporting"`
+		Processes    []struct {
+			Process  string `json:"process"`
+			Revision int    `json:"revision"`
+			State    string `json:"state"`
+		} `json:"processes"`
+	}
+	waitUntil(t, time.Minute, "an orchestrated deploy to be taken", func() bool {
+		return serve.call(t, "POST", "/api/deployments", deploy, &info) == 201
+	})
+	wantCommand := "braid run --deployment orders-demo --brokers " + addr
+	if !info.Orchestrated || info.Revision != 1 || info.RunCommand != wantCommand || info.Reporting {
+		t.Errorf("deployed: %+v, want orchestrated revision 1, not reporting, started with %q", info, wantCommand)
+	}
+	if st := serve.call(t, "POST", "/api/deployments", deploy, &info); st != 201 || info.Revision != 2 {
+		t.Errorf("redeployed: %d %+v, want revision 2", st, info)
+	}
+	run := launchProcess(t, "run", "--deployment", "orders-demo", "--brokers", addr, "--instance-id", "i1", "--state-dir", t.TempDir())
+	run.waitLine(t, runsRevision(2))
+	reporting := func(p *process) bool {
+		return p.call(t, "GET", "/api/deployments/orders-demo", "", &info) == 200 && info.Reporting &&
+			len(info.Processes) == 1 && info.Processes[0].Process == "i1" && info.Processes[0].State == "running"
+	}
+	waitUntil(t, time.Minute, "the process reporting as the deployment", func() bool { return reporting(serve) })
+	waitUntil(t, time.Minute, "the process's metrics under the deployment's id", func() bool {
+		found := false
+		for _, s := range scrape(t, serve.url) {
+			if strings.Contains(s.labels, `deployment="`+demo.appID+`"`) {
+				t.Fatalf("the deployment shows twice, also as %s: %s%s", demo.appID, s.name, s.labels)
+			}
+			found = found || strings.Contains(s.labels, `deployment="orders-demo"`)
+		}
+		return found
+	})
+	if st := serve.call(t, "GET", "/live/orders-demo", "", nil); st != 200 {
+		t.Errorf("the live page: %d", st)
+	}
+	serve.terminate(t)
+
+	serve = startProcess(t, args...)
+	var list []struct {
+		ID           string `json:"id"`
+		Revision     int    `json:"revision"`
+		Orchestrated bool   `json:"orchestrated"`
+	}
+	waitUntil(t, time.Minute, "the orchestrated deployment listed after the restart", func() bool {
+		return serve.call(t, "GET", "/api/deployments", "", &list) == 200 && len(list) == 1
+	})
+	if list[0].ID != "orders-demo" || list[0].Revision != 2 || !list[0].Orchestrated {
+		t.Errorf("after the restart: %+v, want orders-demo, orchestrated, revision 2", list)
+	}
+	waitUntil(t, time.Minute, "the process reporting as the deployment after the restart", func() bool { return reporting(serve) })
+	if !strings.Contains(serve.out.String(), "runs in processes you start ("+wantCommand+")") {
+		t.Errorf("the restarted server does not name the orchestrated deployment and its command:\n%s", serve.out.String())
+	}
+	if st := serve.call(t, "DELETE", "/api/deployments/orders-demo", "", nil); st != 204 {
+		t.Fatalf("undeploying: %d", st)
+	}
+	run.waitLine(t, func(line string) bool { return strings.Contains(line, "was undeployed") })
+	if st := serve.call(t, "GET", "/api/deployments/orders-demo", "", nil); st != 404 {
+		t.Errorf("after the undeploy: %d, want 404", st)
+	}
+	run.terminate(t)
+	serve.terminate(t)
+}
