@@ -201,6 +201,12 @@ func (r *Reader) expire(now time.Time) {
 func (r *Reader) remove(app string) {
 	id := r.apps[app].info.ID
 	delete(r.apps, app)
+	if r.cfg.Local(app) {
+		// The caller runs it now, under the same deployment id (one
+		// that ran in other processes, redeployed here): the monitor's
+		// deployment is the caller's.
+		return
+	}
 	r.cfg.Monitor.RemoveDeployment(id)
 	if r.cfg.OnRemoved != nil {
 		r.cfg.OnRemoved(id)

@@ -26,7 +26,7 @@ export class DeployControls {
   constructor(parent, opts) {
     this.opts = opts
     this.path = `/api/deployments/${encodeURIComponent(opts.designId)}`
-    this.deployButton = h('button', { type: 'button', testid: 'deploy', text: 'Deploy', title: 'run the latest saved revision on local instances and watch it live' })
+    this.deployButton = h('button', { type: 'button', testid: 'deploy', text: 'Deploy', title: 'run the latest saved revision here or in processes you start, and watch it live' })
     this.deployButton.addEventListener('click', () => this.open())
     this.live = h('a', { class: 'be-live-link', style: 'color:#e03131;font-weight:600;text-decoration:none;align-self:center', testid: 'live-link', href: `/live/${encodeURIComponent(opts.designId)}`, text: '● Live', title: 'the live view of the running deployment' })
     this.undeployButton = h('button', { type: 'button', testid: 'undeploy-design', text: 'Undeploy', title: 'stop the deployment of this design' })
