@@ -34,6 +34,9 @@ func (c Config) Validate() error {
 	return nil
 }
 
+// writeTimeout bounds a write to the topic.
+const writeTimeout = 10 * time.Second
+
 // Client writes the config topic's records and follows the topic.
 type Client struct {
 	cfg Config
@@ -53,7 +56,12 @@ func NewClient(cfg Config) (*Client, error) {
 		cfg.Logger = slog.Default()
 	}
 	opts := append([]kgo.Opt{kgo.SeedBrokers(cfg.Brokers...), kgo.DefaultProduceTopic(cfg.Topic),
-		kgo.ProducerLinger(0), kgo.RecordPartitioner(kgo.ManualPartitioner())}, cfg.ClientOptions...)
+		kgo.ProducerLinger(0), kgo.RecordPartitioner(kgo.ManualPartitioner()),
+		// A write fails after writeTimeout, even in flight to a broker
+		// that went away, rather than stay buffered for ever. That needs
+		// writes that are not idempotent, which these may be: a record
+		// written twice says the same thing twice.
+		kgo.DisableIdempotentWrite(), kgo.RecordDeliveryTimeout(writeTimeout)}, cfg.ClientOptions...)
 	cl, err := kgo.NewClient(opts...)
 	if err != nil {
 		return nil, fmt.Errorf("creating the deployment config client: %w", err)
@@ -64,8 +72,14 @@ func NewClient(cfg Config) (*Client, error) {
 // Topic is the config topic's name.
 func (c *Client) Topic() string { return c.cfg.Topic }
 
-// Close closes the producer.
-func (c *Client) Close() { c.cl.Close() }
+// Close closes the producer, failing what it still holds (writes to a
+// broker that is gone) within a second rather than waiting for them.
+func (c *Client) Close() {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	_ = c.cl.AbortBufferedRecords(ctx)
+	c.cl.Close()
+}
 
 // EnsureTopic creates the config topic, compacted with one partition,
 // unless it exists: whoever needs it first creates it.
@@ -131,12 +145,12 @@ func (c *Client) produce(ctx context.Context, key string, v any) error {
 		}
 		rec.Value = data
 	}
-	if err := c.cl.ProduceSync(ctx, rec).FirstErr(); err != nil {
+	if err := c.produceOnce(ctx, rec); err != nil {
 		if errors.Is(err, kerr.UnknownTopicOrPartition) {
 			if err := c.EnsureTopic(ctx); err != nil {
 				return err
 			}
-			err = c.cl.ProduceSync(ctx, rec).FirstErr()
+			err = c.produceOnce(ctx, rec)
 			if err == nil {
 				return nil
 			}
@@ -144,6 +158,20 @@ func (c *Client) produce(ctx context.Context, key string, v any) error {
 		return fmt.Errorf("writing the deployment config record %q to %s: %w", key, c.cfg.Topic, err)
 	}
 	return nil
+}
+
+// produceOnce writes rec, returning when ctx ends even if the client
+// still holds it: a record waiting for an unreachable broker's metadata
+// does not heed its context.
+func (c *Client) produceOnce(ctx context.Context, rec *kgo.Record) error {
+	done := make(chan error, 1)
+	c.cl.Produce(ctx, rec, func(_ *kgo.Record, err error) { done <- err })
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // UpdateKind says what an Update carries.

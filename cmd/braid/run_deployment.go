@@ -142,7 +142,7 @@ func (d *deploymentRun) run(ctx context.Context) error {
 	cancel()
 	wg.Wait()
 	// Gone: no one waits for this process's turn.
-	bg, done := context.WithTimeout(context.Background(), 5*time.Second)
+	bg, done := context.WithTimeout(context.Background(), 2*time.Second)
 	defer done()
 	if derr := d.cfg.DeleteStatus(bg, d.id, d.process); derr != nil {
 		d.log.Warn("run: removing the process's status from the config topic", "err", derr)
