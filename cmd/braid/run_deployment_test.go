@@ -5,11 +5,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/braidstream/braid/deployconfig"
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -131,12 +133,19 @@ func TestRunDeploymentRollsOneProcessAtATime(t *testing.T) {
 	base := time.Now().Add(-time.Hour).Truncate(10 * time.Second).UnixMilli()
 	produceCustomerOrders(t, cl, demo.source, "c1", 5, base)
 	waitForCount(t, addr, demo.sink, 5)
+	waitForGroup(t, adm, demo)
+	before := assignments(t, adm, demo.appID)
 
 	deployTo(t, addr, demo, 2, 300)
 	for _, p := range procs {
 		p.waitLine(t, runsRevision(2))
 	}
 	checkOneRestartAtATime(t, addr)
+	// Static members restarted within the session timeout: no task moved.
+	waitForGroup(t, adm, demo)
+	if after := assignments(t, adm, demo.appID); after != before {
+		t.Errorf("the roll moved tasks: before %s, after %s", before, after)
+	}
 	produceCustomerOrders(t, cl, demo.source, "c2", 3, base+60_000)
 	waitForCount(t, addr, demo.sink, 3)
 	for _, p := range procs {
@@ -304,4 +313,31 @@ func TestServeOrchestratedDeployment(t *testing.T) {
 	}
 	run.terminate(t)
 	serve.terminate(t)
+}
+
+// assignments describes which static member holds which partitions.
+func assignments(t *testing.T, adm *kadm.Client, group string) string {
+	t.Helper()
+	groups, err := adm.DescribeGroups(context.Background(), group)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, m := range groups[group].Members {
+		a, _ := m.Assigned.AsConsumer()
+		var parts []string
+		for _, tp := range a.Topics {
+			ps := slices.Clone(tp.Partitions)
+			slices.Sort(ps)
+			parts = append(parts, fmt.Sprintf("%s%v", tp.Topic, ps))
+		}
+		slices.Sort(parts)
+		id := "?"
+		if m.InstanceID != nil {
+			id = *m.InstanceID
+		}
+		out = append(out, id+":"+strings.Join(parts, ","))
+	}
+	slices.Sort(out)
+	return strings.Join(out, " ")
 }
