@@ -203,12 +203,11 @@ func (m *Manager) deployOrchestrated(req Request) (Info, error) {
 		m.saveRecords()
 	}
 	m.mu.Lock()
-	_, kept := m.kept[req.Design]
 	delete(m.kept, req.Design)
 	m.mu.Unlock()
-	if kept {
-		m.saveRecords()
-	}
+	// Written even when it lists nothing: the record file's existence
+	// tells the next start that this is no new data directory.
+	m.saveRecords()
 	m.orch.mu.Lock()
 	revision := m.orch.deps[req.Design].rec.Revision + 1
 	m.orch.mu.Unlock()

@@ -185,7 +185,9 @@ func runServe(ctx context.Context, args []string, stdout io.Writer) error {
 			fmt.Fprintf(stdout, "braid serve: redeployed %s (revision %d, %d instances, %d standbys, %s) live at %s\n",
 				d.ID, d.Revision, d.Instances, d.Standbys, d.Guarantee, liveURL(srv.URL(), d.ID))
 		}
-		if _, _, err := store.Get(demoID); err == nil && !*noDemo && !deployments.HadRecords() {
+		// Nor does one whose cluster holds orchestrated deployments: the
+		// demo, deployed here, would replace one of the demo's.
+		if _, _, err := store.Get(demoID); err == nil && !*noDemo && !deployments.HadRecords() && len(deployments.List()) == 0 {
 			if err := deployDemo(deployments); err != nil {
 				fmt.Fprintf(stdout, "braid serve: the demo was not deployed: %v\n", err)
 			} else {
