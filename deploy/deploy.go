@@ -5,6 +5,10 @@
 // live view drives it: deploy, redeploy, undeploy, crash, stop, start and
 // add instances, start and stop generators, query stores.
 //
+// A deployment may also run in processes others start (orchestrated.go):
+// then the Manager writes it to the config topic (package deployconfig)
+// for `braid run --deployment` processes and only watches them.
+//
 // One deployment per design: its id is the design's id, its application
 // id "braid-<design id>" (designer.ApplicationID), so a redeploy of a new revision reuses the state
 // and changelogs of the previous one when they are compatible.
