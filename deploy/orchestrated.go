@@ -24,7 +24,7 @@ import (
 
 // ProcessStatus is what one process of an orchestrated deployment last
 // wrote to the config topic: the revision it runs and its state
-// (deployconfig.StatusState: starting, running, restarting, waiting).
+// (deployconfig.StatusState: starting, running, restarting, waiting, failed).
 type ProcessStatus struct {
 	Process  string `json:"process"`
 	Revision int    `json:"revision"`

@@ -129,6 +129,9 @@ const (
 	// Waiting: the process runs nothing: the deployment is not there
 	// (not yet, or undeployed).
 	Waiting StatusState = "waiting"
+	// Failed: an instance of the process failed at Revision, and the
+	// process exited for its orchestrator to restart it.
+	Failed StatusState = "failed"
 )
 
 // HeartbeatInterval is how often a process writes its Status even when

@@ -141,13 +141,20 @@ func (d *deploymentRun) run(ctx context.Context) error {
 	err := d.loop(ctx, updates)
 	cancel()
 	wg.Wait()
-	// Gone: no one waits for this process's turn.
 	bg, done := context.WithTimeout(context.Background(), 2*time.Second)
 	defer done()
+	if err != nil {
+		// Failed, not gone: the processes after this one keep waiting
+		// while it is restarted (until its status is LiveFor old), rather
+		// than move to a revision that fails.
+		d.setStatus(bg, d.status.Revision, deployconfig.Failed)
+		return err
+	}
+	// Gone: no one waits for this process's turn.
 	if derr := d.cfg.DeleteStatus(bg, d.id, d.process); derr != nil {
 		d.log.Warn("run: removing the process's status from the config topic", "err", derr)
 	}
-	return err
+	return nil
 }
 
 // loop is run's: it owns the current revision.

@@ -341,3 +341,54 @@ func assignments(t *testing.T, adm *kadm.Client, group string) string {
 	slices.Sort(out)
 	return strings.Join(out, " ")
 }
+
+// TestRunDeploymentFailureHoldsItsTurn: an instance that fails ends the
+// process with an error, for the orchestrator to restart it, and leaves
+// a failed status, so that the processes after it do not move to the
+// revision that failed.
+func TestRunDeploymentFailureHoldsItsTurn(t *testing.T) {
+	demo := readDemoTopics(t)
+	addr, cl, adm := startRunBroker(t)
+	createRunTopic(t, adm, demo.source, 1)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := cl.ProduceSync(ctx, &kgo.Record{Topic: demo.source, Key: []byte("c1"), Value: []byte("not JSON")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	deployTo(t, addr, demo, 1, 200)
+	p := launchProcess(t, "run", "--deployment", "orders-demo", "--brokers", addr, "--instance-id", "i1", "--state-dir", t.TempDir(),
+		"--telemetry-topic", "")
+	go func() {
+		for range p.lines { // drain, so that the process never blocks writing
+		}
+	}()
+	select {
+	case err := <-p.done:
+		if err == nil {
+			t.Fatalf("braid run --deployment exited with status 0 after its instance failed:\n%s", p.out.String())
+		}
+	case <-ctx.Done():
+		t.Fatalf("braid run --deployment still runs 30 s after reading a bad record:\n%s", p.out.String())
+	}
+	c, err := deployconfig.NewClient(deployconfig.Config{Brokers: []string{addr}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	procs := deployconfig.NewProcesses("orders-demo")
+	followCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	_ = c.Follow(followCtx, func(u deployconfig.Update) {
+		if u.Kind == deployconfig.CaughtUp {
+			stop()
+		}
+		procs.Apply(u, time.Now())
+	})
+	live := procs.Live(time.Now())
+	if len(live) != 1 || live[0].State != deployconfig.Failed || live[0].Revision != 1 {
+		t.Errorf("statuses after the failure: %+v, want i1 failed at revision 1", live)
+	}
+	if ok, _ := procs.Turn("i2", 1, time.Now()); ok {
+		t.Error("a process after the failed one may take revision 1")
+	}
+}
