@@ -65,10 +65,16 @@ var rules = []rule{
 	{pkg: module + "/telemetry/...",
 		allowed:   []string{std, module + "/telemetry/...", module + "/runtime/...", module + "/monitor/...", "github.com/twmb/franz-go/..."},
 		forbidden: []string{module + "/web/...", module + "/designer/...", module + "/compiler/...", module + "/deploy/..."}},
+	// deployconfig is the deployments' config topic, which the designer
+	// writes and braid run processes follow; its tests run the embedded
+	// broker. A design is JSON to it.
+	{pkg: module + "/deployconfig/...",
+		allowed:   []string{std, module + "/deployconfig/...", module + "/runtime/broker", "github.com/twmb/franz-go/..."},
+		forbidden: []string{module + "/web/...", module + "/deploy/...", module + "/monitor/...", module + "/designer/...", module + "/compiler/..."}},
 	// deploy runs designs: it compiles them, runs them on the runtime's
 	// Supervisor, feeds the monitor and drives the data generators.
 	{pkg: module + "/deploy/...",
-		allowed:   []string{std, module + "/deploy/...", module + "/designer/...", module + "/compiler/...", module + "/runtime/...", module + "/monitor/...", module + "/datagen/...", "github.com/twmb/franz-go/..."},
+		allowed:   []string{std, module + "/deploy/...", module + "/deployconfig/...", module + "/designer/...", module + "/compiler/...", module + "/runtime/...", module + "/monitor/...", module + "/datagen/...", "github.com/twmb/franz-go/..."},
 		forbidden: []string{module + "/web/...", module + "/templates/...", module + "/static/..."}},
 	{pkg: module + "/templates/...", allowed: []string{std, module + "/templates/...", module + "/static/...", "github.com/a-h/templ/..."}},
 	{pkg: module + "/static/...", allowed: []string{std, module + "/static/..."}},

@@ -5,6 +5,10 @@
 // live view drives it: deploy, redeploy, undeploy, crash, stop, start and
 // add instances, start and stop generators, query stores.
 //
+// A deployment may also run in processes others start (orchestrated.go):
+// then the Manager writes it to the config topic (package deployconfig)
+// for `braid run --deployment` processes and only watches them.
+//
 // One deployment per design: its id is the design's id, its application
 // id "braid-<design id>" (designer.ApplicationID), so a redeploy of a new revision reuses the state
 // and changelogs of the previous one when they are compatible.
@@ -23,6 +27,7 @@ import (
 	"time"
 
 	"github.com/braidstream/braid/compiler"
+	"github.com/braidstream/braid/deployconfig"
 	"github.com/braidstream/braid/designer"
 	"github.com/braidstream/braid/monitor"
 	"github.com/braidstream/braid/runtime/streams"
@@ -70,6 +75,10 @@ type Config struct {
 	// of applications other processes run (Watch); without it those
 	// operations fail with a RemoteError.
 	Commands CommandSender
+	// DeploymentTopic is the config topic of the orchestrated
+	// deployments (Request.Orchestrated; package deployconfig). Default
+	// deployconfig.DefaultTopic.
+	DeploymentTopic string
 }
 
 // MaxInstances is the most instances a deployment may run. It is the one
@@ -105,6 +114,12 @@ type Request struct {
 	// (the runtime's 30 s would keep the live view still) and to
 	// ExactlyOnceCommitIntervalMs exactly-once.
 	CommitIntervalMs int64 `json:"commitIntervalMs"`
+	// Orchestrated deploys to processes others start (`braid run
+	// --deployment ID`, under Kubernetes, systemd or a shell) instead of
+	// instances here: the deployment is a record of the config topic,
+	// which they follow. Instances must be absent then: the processes
+	// are the instances.
+	Orchestrated bool `json:"orchestrated,omitempty"`
 }
 
 // Info describes a deployment.
@@ -134,6 +149,15 @@ type Info struct {
 	// Commands says a Remote application's instances can be crashed,
 	// stopped and started from here (Config.Commands is set).
 	Commands bool `json:"commands,omitempty"`
+	// Orchestrated marks a deployment to processes others start (it is
+	// Remote too); Revision is then the deployment's (1, +1 on each
+	// redeploy), RunCommand starts one of its processes, Reporting says
+	// whether their telemetry arrives, and Processes is what each live
+	// one last wrote to the config topic.
+	Orchestrated bool            `json:"orchestrated,omitempty"`
+	RunCommand   string          `json:"runCommand,omitempty"`
+	Reporting    bool            `json:"reporting,omitempty"`
+	Processes    []ProcessStatus `json:"processes,omitempty"`
 }
 
 // StoreInfo is one state store of a deployment.
@@ -197,6 +221,9 @@ type Manager struct {
 	saveMu sync.Mutex
 	// watched describes the applications other processes run.
 	watched watchedApps
+	// config writes and follows the config topic; orch is what it holds.
+	config *deployconfig.Client
+	orch   orchestrated
 }
 
 // deployment is one running design.
@@ -253,8 +280,15 @@ func NewManager(cfg Config) (*Manager, error) {
 	if err != nil {
 		return nil, fmt.Errorf("deploy: creating client: %w", err)
 	}
+	config, err := deployconfig.NewClient(deployconfig.Config{Brokers: cfg.Brokers, ClientOptions: cfg.ClientOptions,
+		Topic: cfg.DeploymentTopic, Logger: cfg.Logger})
+	if err != nil {
+		cl.Close()
+		return nil, fmt.Errorf("deploy: %w", err)
+	}
 	return &Manager{cfg: cfg, log: cfg.Logger, deps: make(map[string]*deployment), busy: make(map[string]bool), client: cl,
-		kept: kept, hadRecords: hadRecords, ready: make(chan struct{})}, nil
+		kept: kept, hadRecords: hadRecords, ready: make(chan struct{}), config: config,
+		orch: orchestrated{deps: make(map[string]orchestratedDep), procs: make(map[string]*deployconfig.Processes)}}, nil
 }
 
 // Limits are the bounds of a Request, as the Deploy dialog shows them.
@@ -270,12 +304,25 @@ func (m *Manager) Limits() Limits {
 }
 
 // Run lets deployments run until ctx ends, then undeploys them all and
-// returns once they have stopped.
+// returns once they have stopped. It redeploys the records of
+// Config.RecordFile and reads the config topic from its start (for
+// configWait at most) before Ready.
 func (m *Manager) Run(ctx context.Context) error {
 	m.mu.Lock()
 	m.ctx = ctx
 	m.mu.Unlock()
+	var follow sync.WaitGroup
+	defer m.config.Close()
+	defer follow.Wait()
+	caughtUp := make(chan struct{})
+	follow.Go(func() { m.followConfig(ctx, caughtUp) })
 	m.restore()
+	select {
+	case <-caughtUp:
+	case <-ctx.Done():
+	case <-time.After(configWait):
+		m.log.Warn("the deployment config topic was not read in time; its deployments show once it is", "topic", m.config.Topic(), "after", configWait)
+	}
 	close(m.ready)
 	<-ctx.Done()
 	m.mu.Lock()
@@ -301,6 +348,9 @@ func (m *Manager) Run(ctx context.Context) error {
 // the new revision starts with the same application id, so its state is
 // reused where compatible, and the generators start again.
 func (m *Manager) Deploy(req Request) (Info, error) {
+	if req.Orchestrated {
+		return m.deployOrchestrated(req)
+	}
 	return m.deploy(req, nil, false)
 }
 
@@ -330,6 +380,9 @@ func (m *Manager) deploy(req Request, gens []GeneratorSpec, restoring bool) (Inf
 		return Info{}, err
 	}
 	defer m.unclaim(req.Design)
+	if _, err := m.undeployOrchestrated(req.Design); err != nil {
+		return Info{}, err // deployed here, it must not run in processes too
+	}
 	specs := gens
 	var oldRecord *record
 	if old := m.take(req.Design); old != nil {
@@ -450,6 +503,11 @@ func (m *Manager) undeploy(id string, forget bool) error {
 		return err
 	}
 	defer m.unclaim(id)
+	if forget {
+		if orchestrated, err := m.undeployOrchestrated(id); orchestrated {
+			return err
+		}
+	}
 	dep := m.take(id)
 	if dep == nil {
 		if !forget {

@@ -26,6 +26,11 @@ func (m *Manager) List() []Info {
 	for i, dep := range deps {
 		out[i] = m.describe(dep)
 	}
+	local := make(map[string]bool, len(out))
+	for _, in := range out {
+		local[in.ID] = true
+	}
+	out = append(out, m.orchestratedInfos(local)...)
 	slices.SortFunc(out, func(x, y Info) int { return strings.Compare(x.ID, y.ID) })
 	return out
 }
@@ -52,6 +57,9 @@ func (m *Manager) RunsApplication(appID string) bool {
 // marked Remote.
 func (m *Manager) Get(id string) (Info, error) {
 	dep, err := m.find(id)
+	if info, ok := m.orchestratedInfo(id); ok && dep == nil && !errors.Is(err, ErrNotRunning) {
+		return info, nil
+	}
 	var remote *RemoteError
 	if errors.As(err, &remote) {
 		info, _ := m.watchedInfo(id)
@@ -72,7 +80,7 @@ func (m *Manager) find(id string) (*deployment, error) {
 	if dep := m.deps[id]; dep != nil {
 		return dep, nil
 	}
-	if _, ok := m.watchedInfo(id); ok {
+	if _, ok := m.watchedInfo(id); ok || m.isOrchestrated(id) {
 		return nil, &RemoteError{ID: id, Op: "operating on a deployment", Reason: "store queries and generators do not reach them"}
 	}
 	return nil, &NotDeployedError{ID: id}

@@ -48,10 +48,13 @@ func (m *Manager) command(id, instance, kind string) error {
 	if m.cfg.Commands == nil {
 		return &RemoteError{ID: id, Op: verb + " " + instance, Reason: "this server has no control secret to sign commands to them with"}
 	}
-	info, _ := m.watchedInfo(id)
+	app, err := m.remoteApplication(id)
+	if err != nil {
+		return err
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
-	if err := m.cfg.Commands.Send(ctx, info.ApplicationID, instance, verb); err != nil {
+	if err := m.cfg.Commands.Send(ctx, app, instance, verb); err != nil {
 		return fmt.Errorf("%s %s of %q: %w", verb, instance, id, err)
 	}
 	m.cfg.Monitor.InstanceEvent(id, instance, kind)

@@ -28,8 +28,13 @@ type ReaderConfig struct {
 	// does not exist.
 	Topic string
 	// Monitor receives a deployment per application found, with the
-	// application id as its ID. Required.
+	// application id as its ID unless DeploymentID names another.
+	// Required.
 	Monitor *monitor.Monitor
+	// DeploymentID, when set, names the monitor deployment of an
+	// application when its first report arrives (a deployment the
+	// caller knows the application under); default the application id.
+	DeploymentID func(applicationID string) string
 	// GoneAfter is how long a process may send no report before its
 	// instances are shown gone; default 3 s, at least twice a report's
 	// interval.
@@ -42,10 +47,10 @@ type ReaderConfig struct {
 	Lookback time.Duration
 	// OnDesign, when set, receives an application's description and
 	// design file when the first report with its design arrives, and
-	// again when the design changes; OnRemoved when the application is
-	// removed. Both run on Run's goroutine.
+	// again when the design changes; OnRemoved, with the deployment's
+	// ID, when the application is removed. Both run on Run's goroutine.
 	OnDesign  func(info monitor.DeploymentInfo, design []byte)
-	OnRemoved func(applicationID string)
+	OnRemoved func(deploymentID string)
 	// Local reports the applications the caller runs itself and shows
 	// through their own hooks: their reports are skipped.
 	Local  func(applicationID string) bool
@@ -90,6 +95,9 @@ func (c ReaderConfig) withDefaults() ReaderConfig {
 	}
 	if c.Local == nil {
 		c.Local = func(string) bool { return false }
+	}
+	if c.DeploymentID == nil {
+		c.DeploymentID = func(app string) string { return app }
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
@@ -191,8 +199,15 @@ func (r *Reader) expire(now time.Time) {
 }
 
 // remove forgets an application.
-func (r *Reader) remove(id string) {
-	delete(r.apps, id)
+func (r *Reader) remove(app string) {
+	id := r.apps[app].info.ID
+	delete(r.apps, app)
+	if r.cfg.Local(app) {
+		// The caller runs it now, under the same deployment id (one
+		// that ran in other processes, redeployed here): the monitor's
+		// deployment is the caller's.
+		return
+	}
 	r.cfg.Monitor.RemoveDeployment(id)
 	if r.cfg.OnRemoved != nil {
 		r.cfg.OnRemoved(id)
@@ -221,6 +236,7 @@ type process struct {
 
 func newRemoteApp(first rtelemetry.Report, cfg ReaderConfig) *remoteApp {
 	info := deploymentInfo(first)
+	info.ID = cfg.DeploymentID(first.App)
 	src := &remoteSource{}
 	app := &remoteApp{id: first.App, info: info, cfg: cfg, src: src, procs: make(map[string]*process), handoff: newHandoffs()}
 	app.hook = cfg.Monitor.AddDeployment(info, src)

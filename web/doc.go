@@ -67,9 +67,14 @@
 //	                                         redeployed (same application id, state reused);
 //	                                         "guarantee" is "at-least-once" (default, commit every 1000 ms) or
 //	                                         "exactly-once" (a transaction every 100 ms: read the sinks
-//	                                         read-committed); 422 for a bad request or a design with problems
+//	                                         read-committed); 422 for a bad request or a design with problems;
+//	                                         "orchestrated": true (no "instances") writes the deployment to the
+//	                                         config topic for `braid run --deployment ID` processes instead of
+//	                                         running it here: its Info has "orchestrated", the deployment's
+//	                                         "revision" (+1 on each redeploy), "runCommand", "reporting" and
+//	                                         "processes" [{"process", "revision", "state"}]
 //	GET    /api/deployments/:id              deploy.Info (404 when not deployed)
-//	DELETE /api/deployments/:id              204: undeploy
+//	DELETE /api/deployments/:id              204: undeploy (an orchestrated one: its record's tombstone)
 //	POST   /api/deployments/:id/instances    201 {"instance"}: one more instance; 422 at maxInstances
 //	POST   /api/deployments/:id/instances/:instance/crash|stop|start
 //	                                         204; 404 for an unknown instance, 409 when its state forbids it

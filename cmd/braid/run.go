@@ -32,6 +32,12 @@ type runOptions struct {
 	// stdout gets the lines meant for the user: what runs, which source
 	// topics are waited for, which sink topics were created.
 	stdout io.Writer
+	// design, when set, is the design itself, in place of the file at
+	// path, which then only names it (braid run --deployment runs the
+	// config topic's); revision is the deployment revision it is, for
+	// the telemetry reports (run_deployment.go).
+	design   []byte
+	revision int
 }
 
 // runner is one `braid run`: a compiled design and the process.Process
@@ -55,16 +61,24 @@ type runner struct {
 func runRun(ctx context.Context, args []string, stdout io.Writer) error {
 	fs := newFlagSet("run", "braid run design.json [--brokers host:port,...] [--app-id ID] [--instance-id ID] [--instances N]\n"+
 		"                 [--state-dir DIR] [--guarantee at-least-once|exactly-once] [--standbys N]\n"+
-		"                 [--session-timeout D] [--commit-interval D]\n\n"+
+		"                 [--session-timeout D] [--commit-interval D]\n"+
+		"       braid run --deployment ID [--brokers host:port,...] [--instance-id ID] [--instances N] [--state-dir DIR]\n"+
+		"                 [--session-timeout D] [--static-membership]\n\n"+
 		"Runs a design in this process as --instances instances of its application. Every process that\n"+
 		"runs the same design with the same --app-id joins one consumer group, which spreads the tasks over\n"+
 		"all their instances. Source topics must exist: run waits for missing ones, checking every second.\n"+
-		"Missing sink topics are created with the broker's default partitions and replication factor.", stdout)
+		"Missing sink topics are created with the broker's default partitions and replication factor.\n"+
+		"With --deployment, run takes the design and its settings from the deployment the designer wrote to\n"+
+		"the config topic, waits for it, and moves to each new revision in turn with the deployment's other processes.", stdout)
 	// The flags of exported programs too, from the runtime.
 	flags := rprocess.DefineFlags(fs, "", "application id, the consumer group's id and internal topics' prefix (default: the design's, braid-<design id>)")
+	dep := deploymentFlags(fs)
 	files, err := parseFiles(fs, args)
 	if err != nil {
 		return err
+	}
+	if dep.id != "" {
+		return runDeployment(ctx, fs, flags, dep, files, stdout)
 	}
 	if len(files) != 1 {
 		return fmt.Errorf("run: want one design file, got %d (%q)", len(files), files)
@@ -84,7 +98,7 @@ func runRun(ctx context.Context, args []string, stdout io.Writer) error {
 // newRunner reads and compiles the design and makes the process of its
 // instances. Nothing talks to Kafka before run.
 func newRunner(opts runOptions) (*runner, error) {
-	d, compiled, err := loadDesign(opts.path)
+	d, compiled, err := opts.loadDesign()
 	if err != nil {
 		return nil, fmt.Errorf("run: %w", err)
 	}
@@ -95,7 +109,7 @@ func newRunner(opts runOptions) (*runner, error) {
 	}
 	rc.Config.Logger, rc.Out = r.log, opts.stdout
 	rc.Config.Hooks = append(rc.Config.Hooks, r.hooks...)
-	design := rprocess.Design{ID: d.ID, Name: d.Name}
+	design := rprocess.Design{ID: d.ID, Name: d.Name, Revision: opts.revision}
 	if opts.telemetryTopic != "" {
 		if design.File, err = designer.Encode(d); err != nil {
 			return nil, fmt.Errorf("run: encoding the design for telemetry: %w", err)
@@ -117,6 +131,11 @@ func loadDesign(path string) (*designer.Design, *compiler.Compiled, error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("reading the design: %w", err)
 	}
+	return compileDesign(path, data)
+}
+
+// compileDesign decodes and compiles a design named path in errors.
+func compileDesign(path string, data []byte) (*designer.Design, *compiler.Compiled, error) {
 	d, err := designer.Decode(data)
 	if err != nil {
 		return nil, nil, fmt.Errorf("%s: %w", path, err)

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/braidstream/braid/deploy"
+	"github.com/braidstream/braid/deployconfig"
 	"github.com/braidstream/braid/designer"
 	"github.com/braidstream/braid/monitor"
 	"github.com/braidstream/braid/runtime/broker"
@@ -36,7 +37,7 @@ var demoDesign []byte
 // runServe runs the designer's web server with the embedded broker beside
 // it, until ctx ends.
 func runServe(ctx context.Context, args []string, stdout io.Writer) error {
-	fs := newFlagSet("serve", "braid serve [--listen 127.0.0.1:8080] [--data-dir DIR] [--auth-token TOKEN] [--broker-listen 127.0.0.1:9092] [--sync] [--retention 15m] [--sasl-user USER --sasl-password PASS] [--insecure-broker] [--brokers ADDRS] [--no-demo] [--rebalance-protocol cooperative|eager]", stdout)
+	fs := newFlagSet("serve", "braid serve [--listen 127.0.0.1:8080] [--data-dir DIR] [--auth-token TOKEN] [--broker-listen 127.0.0.1:9092] [--sync] [--retention 15m] [--sasl-user USER --sasl-password PASS] [--insecure-broker] [--brokers ADDRS] [--no-demo] [--deployments-topic T] [--rebalance-protocol cooperative|eager]", stdout)
 	listen := fs.String("listen", web.DefaultListen, "host:port of the web UI; a non-loopback address needs --auth-token")
 	dataDir := fs.String("data-dir", "braid-data", "directory of the designs (DIR/designs) and the broker's data (DIR/broker)")
 	token := fs.String("auth-token", os.Getenv("BRAID_AUTH_TOKEN"), "token every request must carry (default $BRAID_AUTH_TOKEN); required off loopback")
@@ -45,6 +46,7 @@ func runServe(ctx context.Context, args []string, stdout io.Writer) error {
 	noDemo := fs.Bool("no-demo", false, "do not deploy the demo design (orders-demo) with its generator on a new data directory")
 	control := controlFlags(fs)
 	telemetryTopic := fs.String("telemetry-topic", rtelemetry.DefaultTopic, "topic the instances of applications run elsewhere (braid run, exported programs) report on; the server shows each application it finds there; empty: read none")
+	deploymentsTopic := fs.String("deployments-topic", deployconfig.DefaultTopic, "config topic of the deployments to processes you start (braid run --deployment ID), read from its start")
 	protocol := fs.String("rebalance-protocol", "cooperative", "how the deployments' instances hand tasks over: cooperative stops only the tasks that move, eager every task of every instance for each rebalance")
 	auth := brokerAuthFlags(fs)
 	syncWrites := syncFlag(fs)
@@ -126,6 +128,7 @@ func runServe(ctx context.Context, args []string, stdout io.Writer) error {
 			RecordFile:        filepath.Join(*dataDir, "deployments.json"),
 			ClientOptions:     broker.SASLClientOptions(*auth.user, *auth.password),
 			Commands:          commands,
+			DeploymentTopic:   *deploymentsTopic,
 		})
 		if err != nil {
 			return fmt.Errorf("serve: %w", err)
@@ -156,6 +159,45 @@ func runServe(ctx context.Context, args []string, stdout io.Writer) error {
 		errs[0] = srv.Listen(ctx)
 	})
 	wg.Go(func() { errs[1] = mon.Run(ctx) })
+	if deployments != nil {
+		wg.Go(func() { errs[2] = deployments.Run(ctx) })
+		// Run redeploys the deployments of DIR/deployments.json first,
+		// with the settings they last had. A new data directory has no
+		// such file: it gets the demo.
+		select {
+		case <-deployments.Ready():
+		case <-ctx.Done():
+		}
+		if deployments.HadRecords() {
+			local := 0
+			for _, d := range deployments.List() {
+				if !d.Orchestrated {
+					local++
+				}
+			}
+			fmt.Fprintf(stdout, "braid serve: redeployed %d recorded deployments from %s\n", local, filepath.Join(*dataDir, "deployments.json"))
+		}
+		for _, d := range deployments.List() {
+			if d.Orchestrated {
+				fmt.Fprintf(stdout, "braid serve: deployment %s (revision %d, %d standbys, %s) runs in processes you start (%s), live at %s\n",
+					d.ID, d.Revision, d.Standbys, d.Guarantee, d.RunCommand, liveURL(srv.URL(), d.ID))
+				continue
+			}
+			fmt.Fprintf(stdout, "braid serve: redeployed %s (revision %d, %d instances, %d standbys, %s) live at %s\n",
+				d.ID, d.Revision, d.Instances, d.Standbys, d.Guarantee, liveURL(srv.URL(), d.ID))
+		}
+		// Nor does one whose cluster holds orchestrated deployments: the
+		// demo, deployed here, would replace one of the demo's.
+		if _, _, err := store.Get(demoID); err == nil && !*noDemo && !deployments.HadRecords() && len(deployments.List()) == 0 {
+			if err := deployDemo(deployments); err != nil {
+				fmt.Fprintf(stdout, "braid serve: the demo was not deployed: %v\n", err)
+			} else {
+				fmt.Fprintf(stdout, "braid serve: the demo design runs live at %s\n", liveURL(srv.URL(), demoID))
+			}
+		}
+	}
+	// The telemetry is read once the deployments are known, so that an
+	// orchestrated deployment's reports find it (DeploymentOf).
 	if len(bootstrap) > 0 && *telemetryTopic != "" {
 		reader, err := telemetry.NewReader(telemetry.ReaderConfig{Brokers: bootstrap, Topic: *telemetryTopic, Monitor: mon,
 			ClientOptions: broker.SASLClientOptions(*auth.user, *auth.password), Local: deployments.RunsApplication, Logger: slog.Default(),
@@ -167,6 +209,9 @@ func runServe(ctx context.Context, args []string, stdout io.Writer) error {
 				}
 			},
 			OnRemoved: deployments.Unwatch,
+			// The processes of an orchestrated deployment report under
+			// its application id and show as that deployment.
+			DeploymentID: deployments.DeploymentOf,
 		})
 		if err != nil {
 			cancel()
@@ -174,30 +219,6 @@ func runServe(ctx context.Context, args []string, stdout io.Writer) error {
 			return fmt.Errorf("serve: %w", err)
 		}
 		wg.Go(func() { errs[3] = reader.Run(ctx) })
-	}
-	if deployments != nil {
-		wg.Go(func() { errs[2] = deployments.Run(ctx) })
-		// Run redeploys the deployments of DIR/deployments.json first,
-		// with the settings they last had. A new data directory has no
-		// such file: it gets the demo.
-		select {
-		case <-deployments.Ready():
-		case <-ctx.Done():
-		}
-		if deployments.HadRecords() {
-			fmt.Fprintf(stdout, "braid serve: redeployed %d recorded deployments from %s\n", len(deployments.List()), filepath.Join(*dataDir, "deployments.json"))
-		}
-		for _, d := range deployments.List() {
-			fmt.Fprintf(stdout, "braid serve: redeployed %s (revision %d, %d instances, %d standbys, %s) live at %s\n",
-				d.ID, d.Revision, d.Instances, d.Standbys, d.Guarantee, liveURL(srv.URL(), d.ID))
-		}
-		if _, _, err := store.Get(demoID); err == nil && !*noDemo && !deployments.HadRecords() {
-			if err := deployDemo(deployments); err != nil {
-				fmt.Fprintf(stdout, "braid serve: the demo was not deployed: %v\n", err)
-			} else {
-				fmt.Fprintf(stdout, "braid serve: the demo design runs live at %s\n", liveURL(srv.URL(), demoID))
-			}
-		}
 	}
 	wg.Wait()
 	return errors.Join(errs...)

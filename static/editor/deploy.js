@@ -1,11 +1,15 @@
-// Deploying from the editor: a Deploy button opening a dialog (instances,
-// standby replicas, processing guarantee, commit interval) that deploys
-// the latest saved revision and goes to its live view; and, while the
-// design is deployed, a "Live" link and an Undeploy button.
+// Deploying from the editor: a Deploy button opening a dialog (where it
+// runs, instances, standby replicas, processing guarantee, commit
+// interval) that deploys the latest saved revision and goes to its live
+// view; and, while the design is deployed, a "Live" link and an Undeploy
+// button. It runs here (local instances of this server) or in processes
+// you start (`braid run --deployment ID`, under Kubernetes, systemd or a
+// shell), which follow the deployment's record in the config topic.
 //
-// Test ids: deploy, deploy-dialog, deploy-instances, deploy-standbys,
-// deploy-guarantee, deploy-commit-interval, deploy-submit, deploy-cancel,
-// deploy-error, deploy-unsaved, live-link, undeploy-design.
+// Test ids: deploy, deploy-dialog, deploy-where (values here, processes),
+// deploy-instances, deploy-standbys, deploy-guarantee,
+// deploy-commit-interval, deploy-submit, deploy-cancel, deploy-error,
+// deploy-unsaved, live-link, undeploy-design.
 
 import { h, byTestId, show } from './dom.js'
 import { api } from './api.js'
@@ -22,7 +26,7 @@ export class DeployControls {
   constructor(parent, opts) {
     this.opts = opts
     this.path = `/api/deployments/${encodeURIComponent(opts.designId)}`
-    this.deployButton = h('button', { type: 'button', testid: 'deploy', text: 'Deploy', title: 'run the latest saved revision on local instances and watch it live' })
+    this.deployButton = h('button', { type: 'button', testid: 'deploy', text: 'Deploy', title: 'run the latest saved revision here or in processes you start, and watch it live' })
     this.deployButton.addEventListener('click', () => this.open())
     this.live = h('a', { class: 'be-live-link', style: 'color:#e03131;font-weight:600;text-decoration:none;align-self:center', testid: 'live-link', href: `/live/${encodeURIComponent(opts.designId)}`, text: '● Live', title: 'the live view of the running deployment' })
     this.undeployButton = h('button', { type: 'button', testid: 'undeploy-design', text: 'Undeploy', title: 'stop the deployment of this design' })
@@ -70,6 +74,12 @@ export class DeployControls {
       },
       () => {}, // the server checks the values anyway
     )
+    this.where = h(
+      'select',
+      { testid: 'deploy-where' },
+      h('option', { value: 'here', text: 'run here', selected: true }),
+      h('option', { value: 'processes', text: 'run by processes you start' }),
+    )
     this.guarantee = h(
       'select',
       { testid: 'deploy-guarantee' },
@@ -96,8 +106,9 @@ export class DeployControls {
       'form',
       { method: 'dialog', class: 'be-deploy-form', style: 'max-width:440px' },
       h('h2', { text: 'Deploy' }),
-      h('p', { class: 'be-hint', text: 'Runs the latest saved revision on local instances of one consumer group, against the embedded broker. Deploying a design that runs already redeploys it with the same application id.' }),
-      field('Instances', this.instances),
+      h('p', { class: 'be-hint', text: 'Runs the latest saved revision as one consumer group. Deploying a design that runs already redeploys it with the same application id.' }),
+      field('Runs', this.where, 'run here: instances in this server; run by processes you start: braid run --deployment processes under Kubernetes, systemd or a shell, which move to each new revision one at a time'),
+      (this.instancesField = field('Instances', this.instances)),
       field('Standby replicas', this.standbys, 'hot copies of each task’s state on other instances'),
       field('Processing guarantee', this.guarantee, 'exactly-once: each commit is one Kafka transaction of outputs, state changes and input offsets; read the outputs read-committed'),
       field('Commit interval (ms)', this.commit),
@@ -105,6 +116,7 @@ export class DeployControls {
       this.error,
       h('div', { class: 'be-row' }, this.submit, cancel),
     )
+    this.where.addEventListener('change', () => show(this.instancesField, this.where.value === 'here'))
     form.addEventListener('submit', (e) => {
       e.preventDefault()
       this.deploy()
@@ -118,6 +130,9 @@ export class DeployControls {
     const dlg = this.dialog()
     this.error.textContent = ''
     show(this.unsaved, this.opts.isDirty())
+    // A redeploy runs where the deployment runs, unless changed.
+    if (this.deployed) this.where.value = this.deployed.orchestrated ? 'processes' : 'here'
+    show(this.instancesField, this.where.value === 'here')
     this.submit.textContent = this.opts.isDirty() ? 'Save and deploy' : this.deployed ? 'Redeploy' : 'Deploy'
     dlg.showModal()
     this.instances.focus()
@@ -134,11 +149,14 @@ export class DeployControls {
       const body = {
         design: this.opts.designId,
         revision: 0,
-        instances: Number(this.instances.value),
         standbys: Number(this.standbys.value),
         guarantee: this.guarantee.value,
         commitIntervalMs: Number(this.commit.value),
       }
+      // The processes someone starts are an orchestrated deployment's
+      // instances: it has no count of its own.
+      if (this.where.value === 'processes') body.orchestrated = true
+      else body.instances = Number(this.instances.value)
       const info = await api('POST', '/api/deployments', body)
       const id = (info && info.id) || this.opts.designId
       this.opts.status(`Deployed as ${id}`, 'ok')

@@ -37,6 +37,10 @@ class LivePage {
     this.snapshots = 0
     this.connection = section('connection')
     this.message = section('live-message')
+    // An orchestrated deployment's processes are started by someone
+    // else: until one reports, the page says how.
+    this.runCommand = h('p', { class: 'lv-message', testid: 'run-command', hidden: true })
+    this.message.after(this.runCommand)
     this.summary = byTestId('deployment-summary') || h('span')
     this.statusEl = h('span', { class: 'lv-status', testid: 'live-status', role: 'status', 'aria-live': 'polite' })
     this.connection.before(this.statusEl)
@@ -103,9 +107,14 @@ class LivePage {
     // through Kafka: the page watches it and drives nothing.
     document.body.dataset.remote = i.remote ? 'true' : 'false'
     document.body.dataset.commands = i.commands ? 'true' : 'false'
+    document.body.dataset.orchestrated = i.orchestrated ? 'true' : 'false'
+    document.body.dataset.reporting = i.reporting ? 'true' : 'false'
+    this.showRunCommand(i)
+    const procs = (i.processes || []).map((p) => `${p.process} ${p.state} r${p.revision}`).join(', ')
     this.summary.textContent = [
       `app ${i.applicationId}`,
-      i.remote ? 'runs in other processes, watched through the telemetry topic' : `revision ${i.revision}`,
+      i.orchestrated ? `revision ${i.revision}, run by processes you start` : i.remote ? 'runs in other processes, watched through the telemetry topic' : `revision ${i.revision}`,
+      procs ? `processes: ${procs}` : '',
       i.remote ? '' : `deployed on ${i.instances} instance(s)`,
       `${i.standbys} standby`,
       i.guarantee,
@@ -118,6 +127,19 @@ class LivePage {
     this.stores.setStores(i.stores)
     this.generators.update(i)
     if (this.graph && this.design) this.graph.operators = i.operators || {}
+  }
+
+  // showRunCommand shows, while no process of an orchestrated deployment
+  // reports, the command that starts one.
+  showRunCommand(i) {
+    const waiting = !!(i.orchestrated && !i.reporting && i.runCommand)
+    this.runCommand.hidden = !waiting
+    if (!waiting) return
+    this.runCommand.replaceChildren(
+      `No process runs revision ${i.revision} of ${i.id} yet. Start processes, under Kubernetes, systemd or a shell, with `,
+      h('code', { testid: 'run-command-text', text: i.runCommand }),
+      ' (add --instance-id and --state-dir per process).',
+    )
   }
 
   // loadDesign draws the deployed revision of the design.
@@ -160,7 +182,7 @@ class LivePage {
     document.body.dataset.snapshots = String(this.snapshots)
     if (snap.missedEvents) this.status(`${snap.missedEvents} event(s) were missed (the page fell behind)`, '')
     if (!dep) {
-      if (this.info) this.say(`${this.id} has no running deployment at the moment.`, true)
+      if (this.info && !this.info.orchestrated) this.say(`${this.id} has no running deployment at the moment.`, true)
       return
     }
     const parts = [
