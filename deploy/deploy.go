@@ -370,13 +370,7 @@ func (m *Manager) deploy(req Request, gens []GeneratorSpec, restoring bool) (Inf
 	if err != nil {
 		return Info{}, err
 	}
-	m.mu.Lock()
-	err = m.runningLocked()
-	m.mu.Unlock()
-	if err != nil {
-		return Info{}, err
-	}
-	if err := m.claim(req.Design); err != nil {
+	if err := m.claimRunning(req.Design); err != nil {
 		return Info{}, err
 	}
 	defer m.unclaim(req.Design)
@@ -473,6 +467,17 @@ func (m *Manager) claim(id string) error {
 	}
 	m.busy[id] = true
 	return nil
+}
+
+// claimRunning claims id for a deploy, which needs a running Manager.
+func (m *Manager) claimRunning(id string) error {
+	m.mu.Lock()
+	err := m.runningLocked()
+	m.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	return m.claim(id)
 }
 
 func (m *Manager) unclaim(id string) {

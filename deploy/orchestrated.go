@@ -187,13 +187,7 @@ func (m *Manager) deployOrchestrated(req Request) (Info, error) {
 	if err != nil {
 		return Info{}, fmt.Errorf("deploying %q: encoding its design: %w", req.Design, err)
 	}
-	m.mu.Lock()
-	err = m.runningLocked()
-	m.mu.Unlock()
-	if err != nil {
-		return Info{}, err
-	}
-	if err := m.claim(req.Design); err != nil {
+	if err := m.claimRunning(req.Design); err != nil {
 		return Info{}, err
 	}
 	defer m.unclaim(req.Design)
