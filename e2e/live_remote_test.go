@@ -4,9 +4,9 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+	"net/http"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"sync"
 	"syscall"
@@ -179,66 +179,56 @@ const readFailovers = `Array.from(document.querySelectorAll('[data-testid^="fail
 		DetectedBy: det.dataset.detectedBy || '', Detection: num(det.textContent), Downtime: num(r.dataset.downtime)}
 })`
 
-// TestLiveRemoteApplication watches and drives an application the server
-// does not run, with every process on a host of its own: `braid broker`,
-// `braid serve` and two nodes, each a network namespace (or all on
-// loopback where namespaces cannot be made: the test says so). On each
-// node the test plays the orchestrator: it runs a `braid run` process of
-// the demo design and restarts it whenever it exits. The live page is
-// drawn from the design they report and shows both instances with their
-// tasks and no button to add one. The page crashes i1 (a signed command
-// through the control topic: the process exits), and the test kills i2's
-// process with SIGKILL; each time the page shows the failover of the dead
+// TestLiveRemoteApplication deploys the demo from the designer to
+// processes the test starts, and watches and drives them, with every
+// process on a host of its own: `braid broker`, `braid serve` and two
+// nodes, each a network namespace (or all on loopback where namespaces
+// cannot be made: the test says so). The editor's Deploy dialog writes
+// the deployment to the config topic, and its live page shows the
+// command that starts a process until one reports. On each node the
+// test plays the orchestrator: it runs that command, as `braid run
+// --deployment`, and restarts it whenever it exits. The live page then
+// shows both processes running and their instances with tasks, and no
+// button to add one. The page crashes i1 (a signed command through the
+// control topic: the process exits), and the test kills i2's process
+// with SIGKILL; each time the page shows the failover of the dead
 // instance's tasks, with the detection (the session timeout: nobody saw
 // the processes die) and the downtime the server measured from the
 // reports. Then the server is stopped and started again on its data dir:
-// the open page reconnects, and the page loaded again shows the
-// application and its instances running.
+// the open page reconnects, the designs list links the deployment, read
+// back from the config topic, and its live page shows both processes and
+// their instances running.
 func TestLiveRemoteApplication(t *testing.T) {
 	const token = "e2e-auth-token"
 	t.Setenv("BRAID_CONTROL_SECRET", "e2e-control-secret")
-	_, self, _, _ := runtime.Caller(0)
-	design := filepath.Join(filepath.Dir(filepath.Dir(self)), "cmd", "braid", "orders-demo.json")
 	lab := newNetLab(t, "broker", "server", "node1", "node2")
 	// Off loopback the broker is open to the lab's private subnet alone.
 	broker := startBrokerOn(t, lab.host("broker"), "--insecure-broker")
 	srv := startServeOn(t, lab.host("server"), token, "--brokers", broker.addr, "--no-demo")
 	startBraid(t, lab.root, "produced", "gen", "--topic", "orders", "--brokers", broker.addr)
-	const id = "braid-orders-demo" // the application id, which names it
 	b := newBrowser(t)
+	id := deployToProcesses(t, b, srv, broker.addr)
+	const app = "braid-orders-demo" // the design's application id
 
-	// What the orchestrator runs on a node: one instance of the
-	// application, under the same id and state each time it starts.
+	// The orchestrator runs on each node one process of the deployment,
+	// under the same instance id and state each time it starts. The
+	// session timeout is the process's own: the deployment has none.
+	nodes := map[string]string{"i1": "node1", "i2": "node2"}
 	runArgs := func(instance string) []string {
-		return []string{"run", design, "--brokers", broker.addr, "--instance-id", instance,
+		return []string{"run", "--deployment", id, "--brokers", broker.addr, "--instance-id", instance,
 			"--state-dir", filepath.Join(t.TempDir(), instance), "--session-timeout", "5s"}
 	}
-	nodes := map[string]string{"i1": "node1", "i2": "node2"}
 	runs := map[string]*orchestrated{}
 	for instance, node := range nodes {
 		runs[instance] = orchestrate(t, lab.host(node), runArgs(instance)...)
 	}
-	hasActive := func(instance string) string {
-		return `!!document.querySelector('[data-testid="instance-` + instance + `"][data-state="running"] [data-role="active"]')`
-	}
-	bothActive := hasActive("i1") + " && " + hasActive("i2")
-	drawn := []chromedp.Action[chromedp.Void]{
-		chromedp.WaitVisible(chromedp.CSS(`body[data-live-ready="true"]`)),
-		until(`document.body.dataset.remote === "true" && document.body.dataset.commands === "true"`),
-		chromedp.WaitVisible(tid("live-node-source")),
-	}
-	// The page of an application the server does not know yet says it
-	// is not deployed, and stays so: wait for its first report.
-	waitDeploymentBy(t, srv.get, id)
-	// ?token= sets the cookie the page's requests and websocket carry.
-	b.stepWithin(60*time.Second, "open the live page of the application the run processes report",
-		append(append([]chromedp.Action[chromedp.Void]{chromedp.Navigate(srv.url + "/live/" + id + "?token=" + token)}, drawn...),
-			waitJS(bothActive, 50*time.Second))...)
+	b.stepWithin(60*time.Second, "see both processes report and their instances run with tasks",
+		waitJS(remoteRunning, 50*time.Second))
 	var addButtons int
 	b.step("see no button to add an instance: the orchestrator places processes",
 		eval(`Array.from(document.querySelectorAll('[data-testid="add-instance"]')).filter(e => e.offsetParent !== null).length`, &addButtons))
 	if addButtons != 0 {
-		t.Errorf("%d visible buttons to add an instance to an application the server does not run", addButtons)
+		t.Errorf("%d visible buttons to add an instance to a deployment run by processes the server does not start", addButtons)
 	}
 
 	failedOver := func(from string) string {
@@ -267,11 +257,76 @@ func TestLiveRemoteApplication(t *testing.T) {
 	srv.start()
 	b.stepWithin(60*time.Second, "see the open page reconnect to the restarted server",
 		waitJS(`document.querySelector('[data-testid="connection"]').dataset.state === "open"`, 50*time.Second))
-	waitDeploymentBy(t, srv.get, id)
-	b.stepWithin(60*time.Second, "load the page again and see the application with both instances running",
-		append(append([]chromedp.Action[chromedp.Void]{chromedp.Reload()}, drawn...), waitJS(bothActive, 50*time.Second))...)
+	// The deployment comes back from the config topic, before the
+	// telemetry is read: its processes' reports show under its id.
+	var href string
+	b.stepWithin(60*time.Second, "see the designs list link the deployment read back from the config topic",
+		chromedp.Navigate(srv.url+"/"),
+		chromedp.WaitVisible(tid("deployed-"+id)),
+		eval(`document.querySelector('[data-testid="deployed-`+id+`"]').getAttribute('href')`, &href))
+	if href != "/live/"+id {
+		t.Errorf("the designs list links the deployment to %q, want /live/%s", href, id)
+	}
+	b.stepWithin(60*time.Second, "open its live page and see both processes and their instances running",
+		chromedp.Click(tid("deployed-"+id)),
+		chromedp.WaitVisible(chromedp.CSS(`body[data-live-ready="true"]`)),
+		waitJS(remoteRunning, 50*time.Second))
+	if resp, err := srv.get("/api/deployments/" + app); err != nil {
+		t.Errorf("GET /api/deployments/%s: %v", app, err)
+	} else {
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusNotFound {
+			t.Errorf("GET /api/deployments/%s: %s, want 404: the processes' telemetry shows as deployment %s, not beside it", app, resp.Status, id)
+		}
+	}
 	saveSuccessShot(t, b, "live-remote-after-server-restart")
 }
+
+// deployToProcesses deploys the demo design from its editor to processes
+// the test starts, and returns the deployment's id once its live page,
+// with no process reporting yet, shows the command that starts one.
+func deployToProcesses(t *testing.T, b *browser, srv *serveProc, brokers string) string {
+	t.Helper()
+	// ?token= sets the cookie the pages' requests and websocket carry.
+	b.step("open the demo's editor and its deploy dialog",
+		chromedp.Navigate(srv.url+"/designs/orders-demo?token="+srv.token),
+		chromedp.WaitVisible(chromedp.CSS(`body[data-editor-ready="true"]`)),
+		chromedp.Click(tid("deploy")),
+		chromedp.WaitVisible(tid("deploy-dialog")))
+	var id, command string
+	var reporting bool
+	b.stepWithin(45*time.Second, "deploy to processes you start and see the command that starts one",
+		chromedp.SetValue(tid("deploy-where"), "processes"),
+		until(`document.querySelector('[data-testid="deploy-where"]').dispatchEvent(new Event('change', {bubbles: true}))`),
+		chromedp.Click(tid("deploy-submit")),
+		chromedp.WaitVisible(chromedp.CSS(`body.live-page[data-live-ready="true"][data-orchestrated="true"]`)),
+		chromedp.WaitVisible(tid("run-command")),
+		eval(`document.body.dataset.deploymentId`, &id),
+		eval(`document.querySelector('[data-testid="run-command-text"]').textContent`, &command),
+		eval(`document.body.dataset.reporting === "true"`, &reporting))
+	if reporting {
+		t.Errorf("deployment %s reports before any process was started", id)
+	}
+	if want := "braid run --deployment " + id + " --brokers " + brokers; id == "" || command != want {
+		t.Fatalf("the live page of deployment %q shows the command %q, want %q", id, command, want)
+	}
+	return id
+}
+
+// hasActive is a condition on the live page: instance runs with tasks.
+func hasActive(instance string) string {
+	return `!!document.querySelector('[data-testid="instance-` + instance + `"][data-state="running"] [data-role="active"]')`
+}
+
+// remoteRunning is a condition on the live page of an orchestrated
+// deployment: its processes report, i1 and i2 run its revision 1 (the
+// summary lists each process's last status) and their instances run
+// with tasks, so the command that starts a process is gone.
+var remoteRunning = `document.body.dataset.remote === "true" && document.body.dataset.commands === "true" &&
+	document.body.dataset.orchestrated === "true" && document.body.dataset.reporting === "true" &&
+	document.querySelector('[data-testid="run-command"]').hidden &&
+	['i1', 'i2'].every(p => document.querySelector('[data-testid="deployment-summary"]').textContent.includes(p + ' running r1')) &&
+	!!document.querySelector('[data-testid="live-node-source"]') && ` + hasActive("i1") + " && " + hasActive("i2")
 
 // checkFailovers checks that the failovers out of each instance are in
 // the table, each with a detection and a downtime (a negative one was a

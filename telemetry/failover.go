@@ -167,9 +167,13 @@ func (a *remoteApp) departure(hf *handoff, now time.Time) (cause, detectedBy str
 	p := a.procs[hf.from.process]
 	if p == nil || p.last.Started != hf.from.started {
 		at, ok := a.handoff.endedAt[hf.from.life]
-		if !ok || at.After(hf.assignedAt.Add(2*hf.interval)) {
+		if !ok || at.After(hf.assignedAt) {
 			// Unknown, or it reported on after the task moved: the move
-			// was a rebalance among live instances, before it died.
+			// was a rebalance among live instances, before it died. A
+			// task whose owner died moves a session timeout after its
+			// last report, not before it: any slack here would take a
+			// move shortly before a death for a failover, with a
+			// negative detection.
 			return "", "", time.Time{}, true
 		}
 		return "crash", streams.DetectedBySessionTimeout, at, true

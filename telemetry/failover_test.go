@@ -106,6 +106,13 @@ func TestReaderMeasuresFailoversBetweenProcesses(t *testing.T) {
 			return []rtelemetry.Report{reportAt("px", 1, 1, 0, running("x1", task00)), reportAt("px", 1, 2, 4900, running("x1", task00)),
 				takeover(t, "py", 1, 1, "y1"), reportAt("px", 1, 3, 6000, running("x1")), reportAt("px", 2, 1, 7000, running("x1"))}
 		}, nil},
+		{"owner's process died just after the task moved", func(t *testing.T) []rtelemetry.Report {
+			// Its last report, 300 ms after the move (within two
+			// intervals), shows it alive then: the e2e test saw this
+			// move as a failover with a detection of -420 ms.
+			return []rtelemetry.Report{reportAt("px", 1, 1, 0, running("x1", task00)), reportAt("px", 1, 2, 4900, running("x1", task00)),
+				takeover(t, "py", 1, 1, "y1"), reportAt("px", 1, 3, 5300, running("x1")), reportAt("px", 2, 1, 7000, running("x1"))}
+		}, nil},
 		{"owner still runs", func(t *testing.T) []rtelemetry.Report {
 			return []rtelemetry.Report{reportAt("px", 1, 1, 0, running("x1", task00)), reportAt("px", 1, 2, 4900, running("x1")),
 				takeover(t, "py", 1, 1, "y1")}
