@@ -61,12 +61,13 @@ type instanceWire struct {
 	State   streams.InstanceState           `json:"state"`
 	Err     string                          `json:"err,omitempty"`
 	Since   time.Time                       `json:"since"`
+	Server  string                          `json:"server,omitempty"`
 	Stats   streams.Stats                   `json:"stats"`
 	Windows map[string][]streams.OpenWindow `json:"windows,omitempty"`
 }
 
 func instanceToWire(info streams.InstanceInfo) instanceWire {
-	w := instanceWire{ID: info.ID, State: info.State, Since: info.Since, Stats: info.Stats}
+	w := instanceWire{ID: info.ID, State: info.State, Since: info.Since, Server: info.Server, Stats: info.Stats}
 	if info.Err != nil {
 		w.Err = info.Err.Error()
 	}
@@ -74,7 +75,7 @@ func instanceToWire(info streams.InstanceInfo) instanceWire {
 }
 
 func (w instanceWire) info() streams.InstanceInfo {
-	return streams.InstanceInfo{ID: w.ID, State: w.State, Err: errorOf(w.Err), Since: w.Since, Stats: w.Stats}
+	return streams.InstanceInfo{ID: w.ID, State: w.State, Err: errorOf(w.Err), Since: w.Since, Server: w.Server, Stats: w.Stats}
 }
 
 func errorOf(msg string) error {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"os"
 	"path/filepath"
 	"slices"
@@ -14,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/braidstream/braid/runtime/storeserver"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -40,6 +42,12 @@ type RunnerConfig struct {
 	InstanceID string
 	// Instances is how many instances the process runs. Default 1.
 	Instances int
+	// QueryToken is the bearer token of the store server the Runner
+	// runs when Config.ApplicationServer is set: it listens there and
+	// answers store lookups for the whole group (see
+	// runtime/storeserver), and needs a token unless that address is a
+	// loopback one.
+	QueryToken string
 	// Out receives the lines meant for the process's user: each missing
 	// source topic, once, each sink topic created, and what runs.
 	// Default: io.Discard.
@@ -86,6 +94,11 @@ func (c RunnerConfig) Validate() error {
 	if c.Config.InstanceID != "" {
 		bad("Config.InstanceID", "%q is set: InstanceID names a Runner's instances", c.Config.InstanceID)
 	}
+	if c.Config.ApplicationServer != "" {
+		if err := c.storeServerConfig().Validate(); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	if c.InstanceID != "" && c.Instances >= 0 {
 		if err := c.supervisorConfig().validate(); err != nil {
 			errs = append(errs, err)
@@ -94,6 +107,11 @@ func (c RunnerConfig) Validate() error {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
+}
+
+// storeServerConfig is the config of the store server c runs.
+func (c RunnerConfig) storeServerConfig() storeserver.Config {
+	return storeserver.Config{Addr: c.Config.ApplicationServer, Token: c.QueryToken, Logger: c.Config.Logger}
 }
 
 // supervisorConfig is the Supervisor's config of c.
@@ -154,6 +172,9 @@ type Runner struct {
 	sinks   []string
 	sup     *Supervisor
 	failed  chan error
+	// server answers store lookups when the instances advertise an
+	// address; nil otherwise.
+	server *storeserver.Server
 
 	mu       sync.Mutex
 	prepared bool
@@ -186,6 +207,11 @@ func NewRunner(topo *Topology, cfg RunnerConfig) (*Runner, error) {
 	var err error
 	if r.sup, err = NewSupervisor(topo, sc); err != nil {
 		return nil, fmt.Errorf("creating runner: %w", err)
+	}
+	if cfg.Config.ApplicationServer != "" {
+		if r.server, err = storeserver.New(r.sup.QueryStores(), cfg.storeServerConfig()); err != nil {
+			return nil, fmt.Errorf("creating runner: %w", err)
+		}
 	}
 	return r, nil
 }
@@ -347,7 +373,10 @@ func missingTopics(ctx context.Context, adm *kadm.Client, topics []string) ([]st
 // Run prepares the topics (see Prepare), says on Out what runs, and runs
 // the instances until ctx ends, then stops them gracefully (committing,
 // leaving the group) and returns nil; or until one of them fails, then
-// stops the others and returns its error. A Runner runs once.
+// stops the others and returns its error. With Config.ApplicationServer
+// set it also serves the stores there (see RunnerConfig.QueryToken) for
+// as long as the instances run; an address it cannot listen on fails the
+// run before any instance starts. A Runner runs once.
 func (r *Runner) Run(ctx context.Context) error {
 	if err := r.Prepare(ctx); err != nil {
 		return fmt.Errorf("running %s: %w", r.cfg.Config.ApplicationID, err)
@@ -364,6 +393,19 @@ func (r *Runner) Run(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var wg sync.WaitGroup
+	var serverErr error
+	if r.server != nil {
+		ln, err := net.Listen("tcp", r.cfg.Config.ApplicationServer)
+		if err != nil {
+			return fmt.Errorf("running %s: serving the stores: %w", r.cfg.Config.ApplicationID, err)
+		}
+		fmt.Fprintf(r.cfg.Out, "serving store lookups on http://%s\n", ln.Addr())
+		wg.Go(func() {
+			if serverErr = r.server.Serve(ctx, ln); serverErr != nil {
+				cancel()
+			}
+		})
+	}
 	var failure error
 	wg.Go(func() {
 		select {
@@ -377,6 +419,9 @@ func (r *Runner) Run(ctx context.Context) error {
 	wg.Wait()
 	if failure != nil {
 		return fmt.Errorf("running %s: an instance failed, stopping the others: %w", r.cfg.Config.ApplicationID, failure)
+	}
+	if serverErr != nil {
+		return fmt.Errorf("running %s: %w", r.cfg.Config.ApplicationID, serverErr)
 	}
 	if err != nil {
 		return fmt.Errorf("running %s: %w", r.cfg.Config.ApplicationID, err)
