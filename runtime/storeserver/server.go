@@ -261,4 +261,3 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.WriteHeader(status)
 	w.Write(append(body, '\n'))
 }
-
