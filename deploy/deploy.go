@@ -70,6 +70,10 @@ type Config struct {
 	// of applications other processes run (Watch); without it those
 	// operations fail with a RemoteError.
 	Commands CommandSender
+	// QueryToken is the bearer token sent to the store servers of
+	// applications other processes run (their --query-token), through
+	// which their stores are queried.
+	QueryToken string
 }
 
 // MaxInstances is the most instances a deployment may run. It is the one
