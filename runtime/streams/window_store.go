@@ -219,8 +219,12 @@ func (w *windowState) keyPrefix(seg int64, inner []byte) []byte {
 	return append(p, inner...)
 }
 
-// stored notes that a window with segment time ts is in pebble.
+// stored notes that a window with segment time ts is in pebble. It
+// raises maxSegment too, which the writers of the active raise already
+// when a row enters the cache, but a standby applying its changelog
+// raises only here: its reads (a stale query) scan up to it.
 func (w *windowState) stored(ts int64) {
+	w.maxSegment = max(w.maxSegment, ts/w.interval)
 	w.lowestSegment = min(w.lowestSegment, ts/w.interval)
 	w.storedUpTo = max(w.storedUpTo, ts)
 }
