@@ -36,15 +36,17 @@ func freeAddr(t *testing.T) string {
 }
 
 // clickCounts is the topology of the query tests: clicks counted per
-// user into "per-user", one sub-topology, so that two instances each run
-// half its tasks. The producer partitioned the clicks with its own
+// user into "per-user", and per user and hour into the window store
+// "hourly", one sub-topology, so that two instances each run half its
+// tasks. The producer partitioned the clicks with its own
 // (franz-go's default) partitioner, which QueryMetadata must agree with.
 func clickCounts(t *testing.T) *streams.Topology {
 	t.Helper()
 	builder := streams.NewBuilder()
-	builder.Stream([]string{"clicks"}, streams.WithSerdes(streams.String, streams.String)).
-		GroupByKey(streams.WithSerdes(streams.String, streams.String)).
-		Count(streams.Materialized(streams.StoreOptions{Name: "per-user"}))
+	grouped := builder.Stream([]string{"clicks"}, streams.WithSerdes(streams.String, streams.String)).
+		GroupByKey(streams.WithSerdes(streams.String, streams.String))
+	grouped.Count(streams.Materialized(streams.StoreOptions{Name: "per-user"}))
+	grouped.WindowedBy(streams.Tumbling(time.Hour, 0)).Count(streams.Materialized(streams.StoreOptions{Name: "hourly"}))
 	topo, err := builder.Build()
 	if err != nil {
 		t.Fatal(err)
@@ -221,6 +223,10 @@ func TestStoreServerRoutesLookups(t *testing.T) {
 	}
 	if !ans.Stale || ans.Instance != "a" || ans.Value != float64(clicks/users) || ans.Lag != 0 {
 		t.Errorf("lookup of %s with its active crashed: %+v; want a's standby copy, stale, %d, lag 0", user(u), ans, clicks/users)
+	}
+	hourly, err := client.Lookup(ctx, procs[0].addr, "hourly", user(u))
+	if err != nil || !hourly.Stale || len(hourly.Windows) == 0 || hourly.Windows[len(hourly.Windows)-1].Value != float64(clicks/users) {
+		t.Errorf("window lookup of %s with its active crashed: %+v, %v; want a's standby's windows, stale, the last counting %d", user(u), hourly, err, clicks/users)
 	}
 	direct, err := procs[0].runner.Supervisor().LookupKey("per-user", user(u), true)
 	if err != nil || !direct.Standby || direct.Row.Value != int64(clicks/users) {

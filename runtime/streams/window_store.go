@@ -490,6 +490,31 @@ func (st *taskStore) expireSegments(now int64) error {
 	return nil
 }
 
+// loadSegments finds the lowest and highest segments in pebble, for a
+// store a standby starts following with rows already there (left by an
+// earlier run, or by the task it was, whose rollBack forgot them): its
+// reads scan up to the highest, its expiry deletes from the lowest. It
+// seeks to each segment's first row, so it reads one row per segment.
+func (st *taskStore) loadSegments() error {
+	w := st.win
+	var from []byte
+	for {
+		seg := int64(-1)
+		if err := st.db.Range(from, nil, func(sk, _ []byte) bool {
+			seg = int64(binary.BigEndian.Uint64(sk))
+			return false
+		}); err != nil {
+			return fmt.Errorf("reading the segments of store %q: %w", st.spec.name, err)
+		}
+		if seg < 0 || seg == math.MaxInt64 {
+			return nil
+		}
+		w.maxSegment = max(w.maxSegment, seg)
+		w.lowestSegment = min(w.lowestSegment, seg)
+		from = binary.BigEndian.AppendUint64(nil, uint64(seg+1))
+	}
+}
+
 // loadOpenWindows rebuilds the open index from pebble when a task starts:
 // every stored window that stream time has not closed yet. Windows that
 // closed before are not in it, so they are neither reopened nor emitted
