@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"flag"
+	"io"
 	"net"
 	"net/url"
 	"path/filepath"
@@ -12,6 +14,7 @@ import (
 
 	"github.com/braidstream/braid/deploy"
 	"github.com/braidstream/braid/runtime/storeserver"
+	"github.com/braidstream/braid/runtime/streams"
 )
 
 // freeAddr returns a 127.0.0.1 address nothing listens on now.
@@ -105,4 +108,32 @@ func TestServeQueriesRunProcesses(t *testing.T) {
 	t.Logf("after killing %s: %s's standby answered (stale) %v after the kill, its active %v after (session timeout 5s)",
 		owner, survivor, stale.Round(time.Millisecond), fresh.Round(time.Millisecond))
 	runs[survivor].terminate(t)
+}
+
+// TestRunAdvertiseBadInput: an advertised address off loopback needs a
+// token, and must be host:port.
+func TestRunAdvertiseBadInput(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"--advertise", "10.1.2.3:7070"}, []string{"--query-token", "10.1.2.3:7070", "not a loopback address"}},
+		{[]string{"--advertise", "localhost"}, []string{"ApplicationServer", `"localhost" is not host:port`}},
+	} {
+		err := run(context.Background(), append([]string{"run", "orders-demo.json"}, tc.args...), io.Discard, io.Discard)
+		for _, w := range tc.want {
+			if err == nil || !strings.Contains(err.Error(), w) {
+				t.Errorf("braid run %q: %v; want it to say %s", tc.args, err, w)
+			}
+		}
+	}
+	t.Setenv("BRAID_QUERY_TOKEN", "from-env")
+	fs := flag.NewFlagSet("run", flag.ContinueOnError)
+	flags := streams.DefineRunnerFlags(fs, "", "")
+	if err := fs.Parse([]string{"--advertise", "10.1.2.3:7070"}); err != nil {
+		t.Fatal(err)
+	}
+	if rc, err := flags.Config(); err != nil || rc.QueryToken != "from-env" || rc.Config.ApplicationServer != "10.1.2.3:7070" {
+		t.Errorf("flags with $BRAID_QUERY_TOKEN: %+v, %v; want the token from the environment", rc, err)
+	}
 }

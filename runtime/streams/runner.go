@@ -96,7 +96,7 @@ func (c RunnerConfig) Validate() error {
 	}
 	if c.Config.ApplicationServer != "" {
 		if err := c.storeServerConfig().Validate(); err != nil {
-			errs = append(errs, err)
+			errs = append(errs, fmt.Errorf("config QueryToken (braid run's --query-token): serving the stores on Config.ApplicationServer %q (--advertise): %w", c.Config.ApplicationServer, err))
 		}
 	}
 	if c.InstanceID != "" && c.Instances >= 0 {
