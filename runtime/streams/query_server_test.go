@@ -262,4 +262,16 @@ func TestStoreServerConfig(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "Token") {
 		t.Errorf("NewRunner advertising 10.1.2.3:7070 without a token: %v", err)
 	}
+	base := streams.Config{ApplicationID: "x", Brokers: []string{"127.0.0.1:9092"}}
+	err = streams.RunnerConfig{InstanceID: "a", Config: base, QueryListen: "127.0.0.1:7070"}.Validate()
+	if err == nil || !strings.Contains(err.Error(), "QueryListen") {
+		t.Errorf("Validate with QueryListen and no ApplicationServer: %v", err)
+	}
+	// The token rule is the listener's: a loopback advertised name does
+	// not let a server listen on every interface without one.
+	base.ApplicationServer = "localhost:7070"
+	err = streams.RunnerConfig{InstanceID: "a", Config: base, QueryListen: "0.0.0.0:7070"}.Validate()
+	if err == nil || !strings.Contains(err.Error(), `"0.0.0.0:7070" is not a loopback address`) {
+		t.Errorf("Validate listening on 0.0.0.0 without a token: %v", err)
+	}
 }

@@ -1,6 +1,7 @@
 package streams
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -48,6 +49,11 @@ type RunnerConfig struct {
 	// runtime/storeserver), and needs a token unless that address is a
 	// loopback one.
 	QueryToken string
+	// QueryListen is the host:port that store server listens on when it
+	// differs from the address the group is told (a container's
+	// 0.0.0.0:7070 behind its pod's name). Default:
+	// Config.ApplicationServer.
+	QueryListen string
 	// Out receives the lines meant for the process's user: each missing
 	// source topic, once, each sink topic created, and what runs.
 	// Default: io.Discard.
@@ -94,9 +100,12 @@ func (c RunnerConfig) Validate() error {
 	if c.Config.InstanceID != "" {
 		bad("Config.InstanceID", "%q is set: InstanceID names a Runner's instances", c.Config.InstanceID)
 	}
+	if c.QueryListen != "" && c.Config.ApplicationServer == "" {
+		bad("QueryListen", "%q is set without Config.ApplicationServer (--advertise): nothing would tell the group where to send lookups", c.QueryListen)
+	}
 	if c.Config.ApplicationServer != "" {
 		if err := c.storeServerConfig().Validate(); err != nil {
-			errs = append(errs, fmt.Errorf("config QueryToken (braid run's --query-token): serving the stores on Config.ApplicationServer %q (--advertise): %w", c.Config.ApplicationServer, err))
+			errs = append(errs, fmt.Errorf("config QueryToken (braid run's --query-token): serving the stores advertised as %q (--advertise): %w", c.Config.ApplicationServer, err))
 		}
 	}
 	if c.InstanceID != "" && c.Instances >= 0 {
@@ -111,7 +120,8 @@ func (c RunnerConfig) Validate() error {
 
 // storeServerConfig is the config of the store server c runs.
 func (c RunnerConfig) storeServerConfig() storeserver.Config {
-	return storeserver.Config{Addr: c.Config.ApplicationServer, Token: c.QueryToken, Logger: c.Config.Logger}
+	return storeserver.Config{Addr: cmp.Or(c.QueryListen, c.Config.ApplicationServer), Advertised: c.Config.ApplicationServer,
+		Token: c.QueryToken, Logger: c.Config.Logger}
 }
 
 // supervisorConfig is the Supervisor's config of c.
@@ -395,11 +405,11 @@ func (r *Runner) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	var serverErr error
 	if r.server != nil {
-		ln, err := net.Listen("tcp", r.cfg.Config.ApplicationServer)
+		ln, err := net.Listen("tcp", r.cfg.storeServerConfig().Addr)
 		if err != nil {
 			return fmt.Errorf("running %s: serving the stores: %w", r.cfg.Config.ApplicationID, err)
 		}
-		fmt.Fprintf(r.cfg.Out, "serving store lookups on http://%s\n", ln.Addr())
+		fmt.Fprintf(r.cfg.Out, "serving store lookups on http://%s (advertised as %s)\n", ln.Addr(), r.cfg.Config.ApplicationServer)
 		wg.Go(func() {
 			if serverErr = r.server.Serve(ctx, ln); serverErr != nil {
 				cancel()

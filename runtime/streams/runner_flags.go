@@ -15,7 +15,7 @@ import (
 // same defaults and meaning.
 type RunnerFlags struct {
 	brokers, appID, instanceID, stateDir, guarantee *string
-	advertise, queryToken                           *string
+	advertise, queryToken, queryListen              *string
 	instances, standbys                             *int
 	sessionTimeout, commitInterval                  *time.Duration
 	static                                          *bool
@@ -24,8 +24,8 @@ type RunnerFlags struct {
 // DefineRunnerFlags defines the Runner's flags on fs: --brokers,
 // --app-id (default appID, described by appIDUsage), --instance-id,
 // --instances, --state-dir, --guarantee, --standbys, --session-timeout,
-// --commit-interval, --static-membership, --advertise and --query-token
-// (default $BRAID_QUERY_TOKEN). Config reads them once fs is parsed.
+// --commit-interval, --static-membership, --advertise, --query-listen and
+// --query-token (default $BRAID_QUERY_TOKEN). Config reads them once fs is parsed.
 func DefineRunnerFlags(fs *flag.FlagSet, appID, appIDUsage string) *RunnerFlags {
 	f := &RunnerFlags{}
 	f.brokers = fs.String("brokers", "127.0.0.1:9092", "Kafka bootstrap addresses, comma-separated")
@@ -39,6 +39,7 @@ func DefineRunnerFlags(fs *flag.FlagSet, appID, appIDUsage string) *RunnerFlags 
 	f.commitInterval = fs.Duration("commit-interval", 0, "how often offsets are committed (0: the runtime's default for the guarantee)")
 	f.static = fs.Bool("static-membership", false, "join as a static member (group.instance.id = the instance id): a restart within the session timeout gets the same tasks back without a rebalance; give a stable --instance-id, such as a StatefulSet pod's name")
 	f.advertise = fs.String("advertise", "", "host:port this process answers store lookups on, for its whole group (Kafka's application.server); other processes and braid serve reach it there. A non-loopback address needs --query-token")
+	f.queryListen = fs.String("query-listen", "", "host:port the store server listens on, when not --advertise's (e.g. 0.0.0.0:7070 in a container advertised by its pod's name)")
 	f.queryToken = fs.String("query-token", "", "bearer token store lookups must carry, and that this process sends with those it forwards (default $"+QueryTokenEnv+")")
 	return f
 }
@@ -73,8 +74,9 @@ func (f *RunnerFlags) Config() (RunnerConfig, error) {
 			ProcessingGuarantee: g, StandbyReplicas: *f.standbys, StaticMembership: *f.static,
 			ApplicationServer: *f.advertise,
 		},
-		InstanceID: *f.instanceID,
-		Instances:  *f.instances,
-		QueryToken: cmp.Or(*f.queryToken, os.Getenv(QueryTokenEnv)),
+		InstanceID:  *f.instanceID,
+		Instances:   *f.instances,
+		QueryToken:  cmp.Or(*f.queryToken, os.Getenv(QueryTokenEnv)),
+		QueryListen: *f.queryListen,
 	}, nil
 }
