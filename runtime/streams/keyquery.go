@@ -191,30 +191,56 @@ type KeyLookup struct {
 
 // LookupKey reads key from this instance's copy of the task the key
 // belongs to (see QueryMetadata): the active one, as Get reads, or, when
-// stale is true and the task is not active here, a standby replica's
-// (Kafka Streams' StoreQueryParameters.enableStaleStores), with its lag.
-// A standby answers what it has applied, which may be behind the active.
-// In a window or session store key is the plain key and the answer is all
-// its committed windows. The instance has to know the assignment (see
-// QueryMetadata, whose errors it returns too); when it keeps no copy of
-// the task the error is a *TaskNotHereError, and while its active copy
-// restores a *StoreNotReadyError.
+// stale is true, a standby (or warm-up) replica's if this instance keeps
+// one (Kafka Streams' StoreQueryParameters.enableStaleStores), with its
+// lag. A standby answers what it has applied, which may be behind the
+// active. In a window or session store key is the plain key and the
+// answer is all its committed windows. The instance has to know the
+// assignment (see QueryMetadata, whose errors it returns too); when it
+// keeps no copy of the task the error is a *TaskNotHereError, and while
+// its active copy restores a *StoreNotReadyError.
 func (a *App) LookupKey(store string, key any, stale bool) (KeyLookup, error) {
 	md, err := a.QueryMetadata(store, key)
 	if err != nil {
 		return KeyLookup{}, err
 	}
-	if res, held, err := a.lookupActive(store, key, md.Task); held || err != nil {
-		res.Instance = a.cfg.InstanceID
-		return res, err
-	}
-	if stale && a.standby != nil {
-		if res, held, err := a.standby.lookup(store, key, md.Task); held || err != nil {
-			res.Instance = a.cfg.InstanceID
+	if stale {
+		// A task is never both active and a replica on one instance,
+		// and a replica is read without waiting for the tasks.
+		if res, held, err := a.lookupStandby(store, key, md.Task); held || err != nil {
 			return res, err
 		}
 	}
+	res, held, err := a.lookupActive(store, key, md.Task)
+	if held || err != nil {
+		res.Instance = a.cfg.InstanceID
+		return res, err
+	}
 	return KeyLookup{}, &TaskNotHereError{Store: store, Task: md.Task, Instance: a.cfg.InstanceID}
+}
+
+// lookupStaleOnly is LookupKey reading a replica only: a
+// *TaskNotHereError when this instance keeps none of key's task.
+func (a *App) lookupStaleOnly(store string, key any) (KeyLookup, error) {
+	md, err := a.QueryMetadata(store, key)
+	if err != nil {
+		return KeyLookup{}, err
+	}
+	if res, held, err := a.lookupStandby(store, key, md.Task); held || err != nil {
+		return res, err
+	}
+	return KeyLookup{}, &TaskNotHereError{Store: store, Task: md.Task, Instance: a.cfg.InstanceID}
+}
+
+// lookupStandby reads key from the replica of task id, if this instance
+// keeps one; held says whether it does.
+func (a *App) lookupStandby(store string, key any, id TaskID) (KeyLookup, bool, error) {
+	if a.standby == nil {
+		return KeyLookup{}, false, nil
+	}
+	res, held, err := a.standby.lookup(store, key, id)
+	res.Instance = a.cfg.InstanceID
+	return res, held, err
 }
 
 // lookupActive reads key from the active task id, if this instance runs
@@ -316,19 +342,26 @@ func (s *Supervisor) QueryMetadata(store string, key any) (KeyQueryMetadata, err
 
 // LookupKey is App.LookupKey on the running instances: the answer of the
 // one running the key's task, else, when stale is true, of one keeping a
-// standby replica of it. When none keeps a copy, the error is a
+// standby replica of it (asked after every instance was asked for its
+// active copy). When none keeps a copy, the error is a
 // *StoreNotReadyError or *StoreBusyError if one was restoring or busy,
 // else a *TaskNotHereError (or the *NoAssignmentError of instances that
 // know no assignment yet).
 func (s *Supervisor) LookupKey(store string, key any, stale bool) (KeyLookup, error) {
 	apps := s.runningApps()
 	var notHere, notReady error = &NoAssignmentError{Store: store}, nil
-	for _, pass := range []bool{false, true} {
-		if pass && !stale {
+	for _, replicas := range []bool{false, true} {
+		if replicas && !stale {
 			break
 		}
 		for _, in := range apps {
-			res, err := in.app.LookupKey(store, key, pass)
+			var res KeyLookup
+			var err error
+			if replicas {
+				res, err = in.app.lookupStaleOnly(store, key)
+			} else {
+				res, err = in.app.LookupKey(store, key, false)
+			}
 			var nh *TaskNotHereError
 			var na *NoAssignmentError
 			var nr *StoreNotReadyError

@@ -611,9 +611,18 @@ func (st *taskStore) keyWindows(inner []byte, key any, from, to int64, committed
 	if committed {
 		scan = st.db.RangeCommitted
 	}
+	firstSeg := max(from/w.interval, w.expiredBelow)
+	if committed {
+		// A query from 0 would otherwise try every segment since the
+		// epoch on a store whose expiry has not run yet (a standby that
+		// has seen no stream-time marker): nothing lies below the
+		// lowest segment written, which every write to pebble and every
+		// load of its rows lowers (stored).
+		firstSeg = max(firstSeg, min(w.lowestSegment, lastSeg+1))
+	}
 	var out []storedWindow
 	var decodeErr error
-	for seg := max(from/w.interval, w.expiredBelow); seg <= lastSeg; seg++ {
+	for seg := firstSeg; seg <= lastSeg; seg++ {
 		prefix := w.keyPrefix(seg, inner)
 		// Within a segment a key's rows are in time order: by start, or
 		// for sessions by end and then start.
