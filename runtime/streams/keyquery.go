@@ -182,9 +182,9 @@ type KeyLookup struct {
 	Instance string
 	Task     TaskID
 	// Standby is true when the answer comes from a standby (or warm-up)
-	// replica, which may be behind the active: Lag is how many changelog
-	// records, summed over the store's changelog partition, it has not
-	// applied yet, as far as it has seen the changelog's end.
+	// replica, which may be behind the active: Lag is how many records of
+	// the store's changelog partition it has not applied yet, as far as
+	// it has seen the partition's end (the lag Stats reports).
 	Standby bool
 	Lag     int64
 }
