@@ -14,10 +14,10 @@ import (
 // server does not run: two `braid run --advertise` processes of the demo
 // design, with a standby each and a query token shared with the server
 // through $BRAID_QUERY_TOKEN. The live page shows its store browser, which
-// finds a key's windows (braid gen's customers are key-0 .. key-9) through the processes' store servers; after
-// the process holding them is killed with SIGKILL, the same lookup is
-// answered by the surviving instance (from its standby, marked stale,
-// until the group moves the task to it).
+// finds a key's windows (braid gen's customers are key-0 .. key-9) through
+// the processes' store servers; after the process holding them is killed
+// with SIGKILL, the same lookup is answered by the surviving instance
+// (from its standby, marked stale, until the group moves the task to it).
 func TestLiveRemoteStoreBrowser(t *testing.T) {
 	t.Setenv("BRAID_QUERY_TOKEN", "e2e-query-token")
 	_, self, _, _ := runtime.Caller(0)
