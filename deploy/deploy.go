@@ -79,6 +79,10 @@ type Config struct {
 	// deployments (Request.Orchestrated; package deployconfig). Default
 	// deployconfig.DefaultTopic.
 	DeploymentTopic string
+	// QueryToken is the bearer token sent to the store servers of
+	// applications other processes run (their --query-token), through
+	// which their stores are queried.
+	QueryToken string
 }
 
 // MaxInstances is the most instances a deployment may run. It is the one

@@ -81,7 +81,7 @@ func (m *Manager) find(id string) (*deployment, error) {
 		return dep, nil
 	}
 	if _, ok := m.watchedInfo(id); ok || m.isOrchestrated(id) {
-		return nil, &RemoteError{ID: id, Op: "operating on a deployment", Reason: "store queries and generators do not reach them"}
+		return nil, &RemoteError{ID: id, Op: "operating on a deployment", Reason: "generators and added instances do not reach them"}
 	}
 	return nil, &NotDeployedError{ID: id}
 }
@@ -187,6 +187,14 @@ type QueryResult struct {
 	Windows   []WindowRow `json:"windows,omitempty"`
 	// Truncated says Limit cut the rows short.
 	Truncated bool `json:"truncated,omitempty"`
+	// Stale says a standby replica answered for a key whose active did
+	// not (an application other processes run, whose process holding the
+	// key is down); Lag is how many changelog records it had not applied.
+	Stale bool  `json:"stale,omitempty"`
+	Lag   int64 `json:"lag,omitempty"`
+	// Unanswered lists the store servers of such an application whose
+	// rows a range scan misses, as they did not answer.
+	Unanswered []string `json:"unanswered,omitempty"`
 }
 
 // Row is one row of a key-value store, with its timestamp and the
@@ -207,9 +215,15 @@ type WindowRow struct {
 	Timestamp int64 `json:"timestamp"`
 }
 
-// Query runs q against deployment id.
+// Query runs q against deployment id. For an application other processes
+// run, q goes to the store server of one of its processes (see
+// remote_query.go); without any, the error is a RemoteError.
 func (m *Manager) Query(id string, q Query) (QueryResult, error) {
 	dep, err := m.find(id)
+	var remote *RemoteError
+	if errors.As(err, &remote) {
+		return m.queryRemote(id, q)
+	}
 	if err != nil {
 		return QueryResult{}, err
 	}

@@ -416,7 +416,7 @@ func (d *deployment) build() Deployment {
 // nodes.
 func (d *deployment) buildInstance(in *instanceState, nodes map[string]NodeRate) Instance {
 	info := in.info
-	out := Instance{ID: in.id, State: instanceStateName(info), Since: info.Since.UnixMilli(), Tasks: []Task{},
+	out := Instance{ID: in.id, State: instanceStateName(info), Since: info.Since.UnixMilli(), Server: info.Server, Tasks: []Task{},
 		CommitMs: float64(in.commitTook.Microseconds()) / 1000}
 	if out.State == "rebalancing" && !in.rebalanceFrom.IsZero() {
 		out.Since = in.rebalanceFrom.UnixMilli()

@@ -134,6 +134,9 @@ type Instance struct {
 	State string `json:"state"` // running, rebalancing, crashed, stopped, failed
 	Since int64  `json:"since"` // unix ms
 	Error string `json:"error,omitempty"`
+	// Server is where the instance's process answers store lookups
+	// (its streams.Config.ApplicationServer), "" when it advertises none.
+	Server string `json:"server,omitempty"`
 	// Tasks lists the active tasks, then the suspended ones, then the
 	// replicas, each by task id.
 	Tasks      []Task  `json:"tasks"`

@@ -84,7 +84,10 @@
 //	                                         deploy.QueryResult: a key-value store's value of key (and the
 //	                                         instance holding it) or, without a key, its rows in [from, to)
 //	                                         (at most limit, default 100); a windowed store's windows of key;
-//	                                         each with its row's timestamp
+//	                                         each with its row's timestamp. An application run elsewhere is
+//	                                         queried through its processes' store servers (stale and lag set
+//	                                         when a standby answered); 409 when none advertises one, 503 when
+//	                                         none answers
 //	GET    /ws/live?deployment=:id           websocket: monitor.Message JSON, a snapshot first, then events
 //	                                         and snapshots at most 4 a second (package web/wsbridge)
 //	GET    /live/:id                         the live page

@@ -17,6 +17,7 @@ import (
 	"github.com/braidstream/braid/deploy"
 	"github.com/braidstream/braid/designer"
 	"github.com/braidstream/braid/monitor"
+	"github.com/braidstream/braid/runtime/storeserver"
 	"github.com/braidstream/braid/runtime/streams"
 	"github.com/braidstream/braid/templates"
 )
@@ -57,6 +58,7 @@ func deployError(err error) error {
 		snr *streams.StoreNotReadyError
 		sbe *streams.StoreBusyError
 		rem *deploy.RemoteError
+		una *storeserver.UnavailableError
 	)
 	switch {
 	case errors.As(err, &nd), errors.As(err, &ng), errors.As(err, &ui):
@@ -67,7 +69,7 @@ func deployError(err error) error {
 		return errorf(fiber.StatusUnprocessableEntity, err.Error())
 	case errors.As(err, &ps):
 		return problemsError(problemCount(ps)+" in the design", ps)
-	case errors.As(err, &snr), errors.As(err, &sbe):
+	case errors.As(err, &snr), errors.As(err, &sbe), errors.As(err, &una):
 		return errorf(fiber.StatusServiceUnavailable, err.Error())
 	case errors.Is(err, deploy.ErrNotRunning), errors.Is(err, streams.ErrSupervisorNotRunning):
 		return errorf(fiber.StatusServiceUnavailable, err.Error())

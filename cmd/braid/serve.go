@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	_ "embed"
 	"errors"
@@ -45,6 +46,7 @@ func runServe(ctx context.Context, args []string, stdout io.Writer) error {
 	brokers := fs.String("brokers", "", "comma-separated Kafka bootstrap addresses for deployments and telemetry (default: the embedded broker, which --brokers turns off unless --broker-listen is given); --sasl-user and --sasl-password apply to them too")
 	noDemo := fs.Bool("no-demo", false, "do not deploy the demo design (orders-demo) with its generator on a new data directory")
 	control := controlFlags(fs)
+	queryToken := fs.String("query-token", "", "bearer token sent to the store servers of applications run elsewhere (their braid run --query-token), through which the store browser queries them (default $"+streams.QueryTokenEnv+")")
 	telemetryTopic := fs.String("telemetry-topic", rtelemetry.DefaultTopic, "topic the instances of applications run elsewhere (braid run, exported programs) report on; the server shows each application it finds there; empty: read none")
 	deploymentsTopic := fs.String("deployments-topic", deployconfig.DefaultTopic, "config topic of the deployments to processes you start (braid run --deployment ID), read from its start")
 	protocol := fs.String("rebalance-protocol", "cooperative", "how the deployments' instances hand tasks over: cooperative stops only the tasks that move, eager every task of every instance for each rebalance")
@@ -129,6 +131,7 @@ func runServe(ctx context.Context, args []string, stdout io.Writer) error {
 			ClientOptions:     broker.SASLClientOptions(*auth.user, *auth.password),
 			Commands:          commands,
 			DeploymentTopic:   *deploymentsTopic,
+			QueryToken:        cmp.Or(*queryToken, os.Getenv(streams.QueryTokenEnv)),
 		})
 		if err != nil {
 			return fmt.Errorf("serve: %w", err)

@@ -257,8 +257,10 @@ type Config struct {
 	RebalanceProtocol RebalanceProtocol
 
 	// ApplicationServer is the host:port where this instance answers
-	// interactive queries; every member learns the others' in the group
-	// metadata. Optional.
+	// interactive queries (Kafka's application.server); every member
+	// learns the others' in the group metadata, and QueryMetadata names
+	// them. A Runner serves its instances' stores there (see
+	// runtime/storeserver); an App alone only advertises it. Optional.
 	ApplicationServer string
 
 	// RackTags are this instance's rack or zone tags, e.g.

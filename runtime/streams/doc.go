@@ -95,8 +95,16 @@
 // the sinks without waiting for the transaction timeout (see
 // FailoverEvent.DetectedBy).
 //
+// Stores answer interactive queries with what the last commit applied
+// (Get, Range, FetchWindows, ...). QueryMetadata says which member holds
+// a key, with the Config.ApplicationServer it advertised, and LookupKey
+// reads it from this instance's copy, a standby's if asked for stale
+// reads; a Runner with an ApplicationServer serves its instances' stores
+// over HTTP there (package runtime/storeserver), routing each lookup to
+// the key's owner.
+//
 // Everything the App does is observable through hooks (see Hook), and Stats
-// returns a copy of its current state. The runtime imports franz-go and the
-// standard library only; the designer, the compiler and the web server are
+// returns a copy of its current state. The runtime imports franz-go, the
+// standard library and its own packages only; the designer, the compiler and the web server are
 // built on top of it, and exported Go programs use exactly this API.
 package streams

@@ -51,7 +51,8 @@ func (a *App) lockTasksWithin(d time.Duration) bool {
 	return true
 }
 
-// ErrUnknownStore is returned for a store name the topology does not have.
+// ErrUnknownStore is what an *UnknownStoreError, returned for a store
+// name the topology does not have, matches.
 var ErrUnknownStore = errors.New("no such store in the topology")
 
 // ValueAndTimestamp is a store row with its timestamp (Kafka Streams'
@@ -172,14 +173,8 @@ func (a *App) RangeWithTimestamps(store string, from, to any, fn func(key any, r
 // eachLocalStore calls fn with the named store of every task on this
 // instance, in task order, until fn returns false or an error.
 func (a *App) eachLocalStore(store string, fn func(*task, *taskStore) (bool, error)) error {
-	known := false
-	for _, n := range a.topo.nodes {
-		for _, spec := range n.storeSpecs {
-			known = known || spec.name == store
-		}
-	}
-	if !known {
-		return fmt.Errorf("querying store %q: %w", store, ErrUnknownStore)
+	if _, _, err := a.storeOf(store); err != nil {
+		return err
 	}
 	if !a.lockTasksWithin(queryWait) {
 		return &StoreBusyError{Store: store, Waited: queryWait}

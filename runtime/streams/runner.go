@@ -1,11 +1,13 @@
 package streams
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"os"
 	"path/filepath"
 	"slices"
@@ -14,6 +16,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/braidstream/braid/runtime/storeserver"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -40,6 +43,17 @@ type RunnerConfig struct {
 	InstanceID string
 	// Instances is how many instances the process runs. Default 1.
 	Instances int
+	// QueryToken is the bearer token of the store server the Runner
+	// runs when Config.ApplicationServer is set: it listens there and
+	// answers store lookups for the whole group (see
+	// runtime/storeserver), and needs a token unless that address is a
+	// loopback one.
+	QueryToken string
+	// QueryListen is the host:port that store server listens on when it
+	// differs from the address the group is told (a container's
+	// 0.0.0.0:7070 behind its pod's name). Default:
+	// Config.ApplicationServer.
+	QueryListen string
 	// Out receives the lines meant for the process's user: each missing
 	// source topic, once, each sink topic created, and what runs.
 	// Default: io.Discard.
@@ -86,6 +100,14 @@ func (c RunnerConfig) Validate() error {
 	if c.Config.InstanceID != "" {
 		bad("Config.InstanceID", "%q is set: InstanceID names a Runner's instances", c.Config.InstanceID)
 	}
+	if c.QueryListen != "" && c.Config.ApplicationServer == "" {
+		bad("QueryListen", "%q is set without Config.ApplicationServer (--advertise): nothing would tell the group where to send lookups", c.QueryListen)
+	}
+	if c.Config.ApplicationServer != "" {
+		if err := c.storeServerConfig().Validate(); err != nil {
+			errs = append(errs, fmt.Errorf("config QueryToken (braid run's --query-token): serving the stores advertised as %q (--advertise): %w", c.Config.ApplicationServer, err))
+		}
+	}
 	if c.InstanceID != "" && c.Instances >= 0 {
 		if err := c.supervisorConfig().validate(); err != nil {
 			errs = append(errs, err)
@@ -94,6 +116,12 @@ func (c RunnerConfig) Validate() error {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
+}
+
+// storeServerConfig is the config of the store server c runs.
+func (c RunnerConfig) storeServerConfig() storeserver.Config {
+	return storeserver.Config{Addr: cmp.Or(c.QueryListen, c.Config.ApplicationServer), Advertised: c.Config.ApplicationServer,
+		Token: c.QueryToken, Logger: c.Config.Logger}
 }
 
 // supervisorConfig is the Supervisor's config of c.
@@ -154,6 +182,9 @@ type Runner struct {
 	sinks   []string
 	sup     *Supervisor
 	failed  chan error
+	// server answers store lookups when the instances advertise an
+	// address; nil otherwise.
+	server *storeserver.Server
 
 	mu       sync.Mutex
 	prepared bool
@@ -186,6 +217,11 @@ func NewRunner(topo *Topology, cfg RunnerConfig) (*Runner, error) {
 	var err error
 	if r.sup, err = NewSupervisor(topo, sc); err != nil {
 		return nil, fmt.Errorf("creating runner: %w", err)
+	}
+	if cfg.Config.ApplicationServer != "" {
+		if r.server, err = storeserver.New(r.sup.QueryStores(), cfg.storeServerConfig()); err != nil {
+			return nil, fmt.Errorf("creating runner: %w", err)
+		}
 	}
 	return r, nil
 }
@@ -347,7 +383,10 @@ func missingTopics(ctx context.Context, adm *kadm.Client, topics []string) ([]st
 // Run prepares the topics (see Prepare), says on Out what runs, and runs
 // the instances until ctx ends, then stops them gracefully (committing,
 // leaving the group) and returns nil; or until one of them fails, then
-// stops the others and returns its error. A Runner runs once.
+// stops the others and returns its error. With Config.ApplicationServer
+// set it also serves the stores there (see RunnerConfig.QueryToken) for
+// as long as the instances run; an address it cannot listen on fails the
+// run before any instance starts. A Runner runs once.
 func (r *Runner) Run(ctx context.Context) error {
 	if err := r.Prepare(ctx); err != nil {
 		return fmt.Errorf("running %s: %w", r.cfg.Config.ApplicationID, err)
@@ -364,6 +403,19 @@ func (r *Runner) Run(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var wg sync.WaitGroup
+	var serverErr error
+	if r.server != nil {
+		ln, err := net.Listen("tcp", r.cfg.storeServerConfig().Addr)
+		if err != nil {
+			return fmt.Errorf("running %s: serving the stores: %w", r.cfg.Config.ApplicationID, err)
+		}
+		fmt.Fprintf(r.cfg.Out, "serving store lookups on http://%s (advertised as %s)\n", ln.Addr(), r.cfg.Config.ApplicationServer)
+		wg.Go(func() {
+			if serverErr = r.server.Serve(ctx, ln); serverErr != nil {
+				cancel()
+			}
+		})
+	}
 	var failure error
 	wg.Go(func() {
 		select {
@@ -377,6 +429,9 @@ func (r *Runner) Run(ctx context.Context) error {
 	wg.Wait()
 	if failure != nil {
 		return fmt.Errorf("running %s: an instance failed, stopping the others: %w", r.cfg.Config.ApplicationID, failure)
+	}
+	if serverErr != nil {
+		return fmt.Errorf("running %s: %w", r.cfg.Config.ApplicationID, serverErr)
 	}
 	if err != nil {
 		return fmt.Errorf("running %s: %w", r.cfg.Config.ApplicationID, err)

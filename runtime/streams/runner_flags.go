@@ -1,9 +1,11 @@
 package streams
 
 import (
+	"cmp"
 	"errors"
 	"flag"
 	"fmt"
+	"os"
 	"time"
 )
 
@@ -13,6 +15,7 @@ import (
 // same defaults and meaning.
 type RunnerFlags struct {
 	brokers, appID, instanceID, stateDir, guarantee *string
+	advertise, queryToken, queryListen              *string
 	instances, standbys                             *int
 	sessionTimeout, commitInterval                  *time.Duration
 	static                                          *bool
@@ -21,8 +24,8 @@ type RunnerFlags struct {
 // DefineRunnerFlags defines the Runner's flags on fs: --brokers,
 // --app-id (default appID, described by appIDUsage), --instance-id,
 // --instances, --state-dir, --guarantee, --standbys, --session-timeout,
-// --commit-interval and --static-membership. Config reads them once fs is
-// parsed.
+// --commit-interval, --static-membership, --advertise, --query-listen and
+// --query-token (default $BRAID_QUERY_TOKEN). Config reads them once fs is parsed.
 func DefineRunnerFlags(fs *flag.FlagSet, appID, appIDUsage string) *RunnerFlags {
 	f := &RunnerFlags{}
 	f.brokers = fs.String("brokers", "127.0.0.1:9092", "Kafka bootstrap addresses, comma-separated")
@@ -35,8 +38,15 @@ func DefineRunnerFlags(fs *flag.FlagSet, appID, appIDUsage string) *RunnerFlags 
 	f.sessionTimeout = fs.Duration("session-timeout", 0, "group session timeout (0: the runtime's default)")
 	f.commitInterval = fs.Duration("commit-interval", 0, "how often offsets are committed (0: the runtime's default for the guarantee)")
 	f.static = fs.Bool("static-membership", false, "join as a static member (group.instance.id = the instance id): a restart within the session timeout gets the same tasks back without a rebalance; give a stable --instance-id, such as a StatefulSet pod's name")
+	f.advertise = fs.String("advertise", "", "host:port this process answers store lookups on, for its whole group (Kafka's application.server); other processes and braid serve reach it there. A non-loopback address needs --query-token")
+	f.queryListen = fs.String("query-listen", "", "host:port the store server listens on, when not --advertise's (e.g. 0.0.0.0:7070 in a container advertised by its pod's name)")
+	f.queryToken = fs.String("query-token", "", "bearer token store lookups must carry, and that this process sends with those it forwards (default $"+QueryTokenEnv+")")
 	return f
 }
+
+// QueryTokenEnv is the environment variable --query-token defaults to, so
+// that the token need not show in the process list.
+const QueryTokenEnv = "BRAID_QUERY_TOKEN"
 
 // Config returns the RunnerConfig the parsed flags give, or every flag
 // whose value is wrong, each named. Fields no flag sets (Out, Hooks,
@@ -62,8 +72,11 @@ func (f *RunnerFlags) Config() (RunnerConfig, error) {
 			ApplicationID: *f.appID, Brokers: seeds, StateDir: *f.stateDir,
 			CommitInterval: *f.commitInterval, SessionTimeout: *f.sessionTimeout,
 			ProcessingGuarantee: g, StandbyReplicas: *f.standbys, StaticMembership: *f.static,
+			ApplicationServer: *f.advertise,
 		},
-		InstanceID: *f.instanceID,
-		Instances:  *f.instances,
+		InstanceID:  *f.instanceID,
+		Instances:   *f.instances,
+		QueryToken:  cmp.Or(*f.queryToken, os.Getenv(QueryTokenEnv)),
+		QueryListen: *f.queryListen,
 	}, nil
 }

@@ -319,6 +319,11 @@ func (s *standbys) addLocked(sb *standbyTask, ends kadm.ListedOffsets) ([]Standb
 				return nil, err
 			}
 		}
+		if st.win != nil {
+			if err := st.loadSegments(); err != nil {
+				return nil, fmt.Errorf("standby task %s: %w", sb.id, err)
+			}
+		}
 		f := &followedStore{store: st, task: sb, end: end.Offset, lastTimestamp: -1}
 		sb.logged = append(sb.logged, f)
 		offsets[st.changelog] = map[int32]kgo.Offset{st.partition: kgo.NewOffset().At(f.offset())}

@@ -71,6 +71,9 @@ type InstanceInfo struct {
 	Err error
 	// Since is when the instance entered State.
 	Since time.Time
+	// Server is the Config.ApplicationServer the instance advertises to
+	// its group, where its process answers store lookups; "" for none.
+	Server string
 	// Stats are its App's, while it runs.
 	Stats Stats
 }
@@ -385,7 +388,7 @@ func (s *Supervisor) Instances() []InstanceInfo {
 	}
 	entries := make([]entry, len(s.instances))
 	for i, in := range s.instances {
-		entries[i] = entry{InstanceInfo{ID: in.id, State: in.state, Err: in.err, Since: in.since}, in.app}
+		entries[i] = entry{InstanceInfo{ID: in.id, State: in.state, Err: in.err, Since: in.since, Server: s.cfg.Config.ApplicationServer}, in.app}
 	}
 	s.mu.Unlock()
 	out := make([]InstanceInfo, len(entries))

@@ -50,7 +50,7 @@ func (a *App) FetchWindows(store string, key any, from, to int64) ([]WindowResul
 		if err != nil {
 			return false, fmt.Errorf("querying store %q: serializing key: %w", store, err)
 		}
-		found, err := st.fetchCommitted(t, inner, key, max(from, 0), to)
+		found, err := st.fetchCommitted(t.streamTime, inner, key, max(from, 0), to)
 		out = append(out, found...)
 		return true, err
 	})
@@ -65,14 +65,14 @@ func (a *App) FetchWindows(store string, key any, from, to int64) ([]WindowResul
 
 // fetchCommitted reads a key's committed windows for FetchWindows,
 // leaving out those past retention whose segment is not dropped yet.
-func (st *taskStore) fetchCommitted(t *task, inner []byte, key any, from, to int64) ([]WindowResult, error) {
+func (st *taskStore) fetchCommitted(streamTime int64, inner []byte, key any, from, to int64) ([]WindowResult, error) {
 	found, err := st.keyWindows(inner, key, from, to, true)
 	if err != nil {
 		return nil, fmt.Errorf("querying store %q: %w", st.spec.name, err)
 	}
 	var out []WindowResult
 	for _, f := range found {
-		if t.streamTime >= 0 && st.win.segmentTime(f.kb)+st.win.retention <= t.streamTime {
+		if streamTime >= 0 && st.win.segmentTime(f.kb)+st.win.retention <= streamTime {
 			continue
 		}
 		sv := f.value.(stamped)

@@ -219,8 +219,12 @@ func (w *windowState) keyPrefix(seg int64, inner []byte) []byte {
 	return append(p, inner...)
 }
 
-// stored notes that a window with segment time ts is in pebble.
+// stored notes that a window with segment time ts is in pebble. It
+// raises maxSegment too, which the writers of the active raise already
+// when a row enters the cache, but a standby applying its changelog
+// raises only here: its reads (a stale query) scan up to it.
 func (w *windowState) stored(ts int64) {
+	w.maxSegment = max(w.maxSegment, ts/w.interval)
 	w.lowestSegment = min(w.lowestSegment, ts/w.interval)
 	w.storedUpTo = max(w.storedUpTo, ts)
 }
@@ -486,6 +490,31 @@ func (st *taskStore) expireSegments(now int64) error {
 	return nil
 }
 
+// loadSegments finds the lowest and highest segments in pebble, for a
+// store a standby starts following with rows already there (left by an
+// earlier run, or by the task it was, whose rollBack forgot them): its
+// reads scan up to the highest, its expiry deletes from the lowest. It
+// seeks to each segment's first row, so it reads one row per segment.
+func (st *taskStore) loadSegments() error {
+	w := st.win
+	var from []byte
+	for {
+		seg := int64(-1)
+		if err := st.db.Range(from, nil, func(sk, _ []byte) bool {
+			seg = int64(binary.BigEndian.Uint64(sk))
+			return false
+		}); err != nil {
+			return fmt.Errorf("reading the segments of store %q: %w", st.spec.name, err)
+		}
+		if seg < 0 || seg == math.MaxInt64 {
+			return nil
+		}
+		w.maxSegment = max(w.maxSegment, seg)
+		w.lowestSegment = min(w.lowestSegment, seg)
+		from = binary.BigEndian.AppendUint64(nil, uint64(seg+1))
+	}
+}
+
 // loadOpenWindows rebuilds the open index from pebble when a task starts:
 // every stored window that stream time has not closed yet. Windows that
 // closed before are not in it, so they are neither reopened nor emitted
@@ -582,9 +611,18 @@ func (st *taskStore) keyWindows(inner []byte, key any, from, to int64, committed
 	if committed {
 		scan = st.db.RangeCommitted
 	}
+	firstSeg := max(from/w.interval, w.expiredBelow)
+	if committed {
+		// A query from 0 would otherwise try every segment since the
+		// epoch on a store whose expiry has not run yet (a standby that
+		// has seen no stream-time marker): nothing lies below the
+		// lowest segment written, which every write to pebble and every
+		// load of its rows lowers (stored).
+		firstSeg = max(firstSeg, min(w.lowestSegment, lastSeg+1))
+	}
 	var out []storedWindow
 	var decodeErr error
-	for seg := max(from/w.interval, w.expiredBelow); seg <= lastSeg; seg++ {
+	for seg := firstSeg; seg <= lastSeg; seg++ {
 		prefix := w.keyPrefix(seg, inner)
 		// Within a segment a key's rows are in time order: by start, or
 		// for sessions by end and then start.

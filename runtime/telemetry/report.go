@@ -107,13 +107,14 @@ type Instance struct {
 	State   streams.InstanceState           `json:"state"`
 	Err     string                          `json:"err,omitempty"`
 	Since   time.Time                       `json:"since"`
+	Server  string                          `json:"server,omitempty"`
 	Stats   streams.Stats                   `json:"stats"`
 	Windows map[string][]streams.OpenWindow `json:"windows,omitempty"`
 }
 
 // InstanceOf is info as a report carries it, without windows.
 func InstanceOf(info streams.InstanceInfo) Instance {
-	w := Instance{ID: info.ID, State: info.State, Since: info.Since, Stats: info.Stats}
+	w := Instance{ID: info.ID, State: info.State, Since: info.Since, Server: info.Server, Stats: info.Stats}
 	if info.Err != nil {
 		w.Err = info.Err.Error()
 	}
@@ -123,7 +124,7 @@ func InstanceOf(info streams.InstanceInfo) Instance {
 // Info is the streams.InstanceInfo w carries; its Err, if any, has only
 // the message.
 func (w Instance) Info() streams.InstanceInfo {
-	return streams.InstanceInfo{ID: w.ID, State: w.State, Err: errorOf(w.Err), Since: w.Since, Stats: w.Stats}
+	return streams.InstanceInfo{ID: w.ID, State: w.State, Err: errorOf(w.Err), Since: w.Since, Server: w.Server, Stats: w.Stats}
 }
 
 func errorOf(msg string) error {

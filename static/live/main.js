@@ -185,6 +185,10 @@ class LivePage {
       if (this.info && !this.info.orchestrated) this.say(`${this.id} has no running deployment at the moment.`, true)
       return
     }
+    // A remote application's stores are queried through the store
+    // servers its live instances advertise (braid run --advertise).
+    const live = (dep.instances || []).some((i) => i.server && (i.state === 'running' || i.state === 'rebalancing'))
+    document.body.dataset.queryable = live ? 'true' : 'false'
     const parts = [
       () => this.graph && this.graph.update(dep),
       () => this.instances.update(dep),

@@ -5,9 +5,13 @@
 // answers a key with its windows. Every row and window shows its
 // timestamp: the newest of the records it comes from.
 //
+// An application run in other processes answers through their store
+// servers: a key whose active is down may come from a standby's copy,
+// shown as stale with how far behind it is.
+//
 // Test ids: store-select, store-key, store-from, store-to, store-lookup,
-// store-result (data-found, data-instance), store-value, store-timestamp,
-// store-rows.
+// store-result (data-found, data-instance, data-stale), store-value,
+// store-timestamp, store-stale, store-rows.
 
 import { h, clear } from '../editor/dom.js'
 import { api } from '../editor/api.js'
@@ -73,6 +77,7 @@ export class StoreBrowser {
       const res = await api('GET', `/api/deployments/${encodeURIComponent(this.deployment)}/query?${params}`)
       this.result.dataset.found = res.found ? 'true' : 'false'
       this.result.dataset.instance = res.instance || ''
+      this.result.dataset.stale = res.stale ? 'true' : 'false'
       this.show(res, params.get('key'))
     } catch (err) {
       this.result.dataset.found = 'false'
@@ -83,6 +88,13 @@ export class StoreBrowser {
   }
 
   show(res, key) {
+    if (res.stale) {
+      const behind = res.lag ? `${res.lag} record(s) behind` : 'caught up with what it has seen of the changelog'
+      this.result.append(h('div', { class: 'lv-stale', testid: 'store-stale', text: `from standby ${res.instance}, ${behind}: the active does not answer` }))
+    }
+    if (res.unanswered && res.unanswered.length) {
+      this.result.append(h('div', { class: 'lv-stale', text: `rows missing from ${res.unanswered.join(', ')}, which did not answer` }))
+    }
     if (!res.found) {
       const what = key === null ? 'no rows' : `no value for ${JSON.stringify(key)}`
       this.result.append(h('div', { class: 'lv-muted', text: `${what} in ${res.store}` }))
