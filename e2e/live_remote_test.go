@@ -194,13 +194,20 @@ const readFailovers = `Array.from(document.querySelectorAll('[data-testid^="fail
 // with SIGKILL; each time the page shows the failover of the dead
 // instance's tasks, with the detection (the session timeout: nobody saw
 // the processes die) and the downtime the server measured from the
-// reports. Then the server is stopped and started again on its data dir:
+// reports. Between the two, the page's store browser finds a customer
+// whose windows i2 holds (through the processes' store servers, which
+// each advertises in the group); right after i2's process is killed the
+// same lookup is answered by the surviving i1, from its standby until
+// the group moves the task. Then the server is stopped and started again on its data dir:
 // the open page reconnects, the designs list links the deployment, read
 // back from the config topic, and its live page shows both processes and
 // their instances running.
 func TestLiveRemoteApplication(t *testing.T) {
 	const token = "e2e-auth-token"
 	t.Setenv("BRAID_CONTROL_SECRET", "e2e-control-secret")
+	// The runs' store servers, off loopback, need a token; the server
+	// sends the same one.
+	t.Setenv("BRAID_QUERY_TOKEN", "e2e-query-token")
 	lab := newNetLab(t, "broker", "server", "node1", "node2")
 	// Off loopback the broker is open to the lab's private subnet alone.
 	broker := startBrokerOn(t, lab.host("broker"), "--insecure-broker")
@@ -216,7 +223,8 @@ func TestLiveRemoteApplication(t *testing.T) {
 	nodes := map[string]string{"i1": "node1", "i2": "node2"}
 	runArgs := func(instance string) []string {
 		return []string{"run", "--deployment", id, "--brokers", broker.addr, "--instance-id", instance,
-			"--state-dir", filepath.Join(t.TempDir(), instance), "--session-timeout", "5s"}
+			"--state-dir", filepath.Join(t.TempDir(), instance), "--session-timeout", "5s",
+			"--advertise", lab.host(nodes[instance]).addr(t)}
 	}
 	runs := map[string]*orchestrated{}
 	for instance, node := range nodes {
@@ -244,7 +252,19 @@ func TestLiveRemoteApplication(t *testing.T) {
 		t.Errorf("i1's process was started %d times, want a restart after the crash command ended it", n)
 	}
 	b.stepWithin(60*time.Second, "see i1 back, restarted by the orchestrator, with tasks", waitJS(hasActive("i1"), 50*time.Second))
+	var key string
+	b.stepWithin(60*time.Second, "find with the store browser a customer whose windows i2 holds",
+		waitJS(`document.body.dataset.queryable === "true"`, 50*time.Second),
+		waitJS(lookUntil(`r.dataset.found === "true" && r.dataset.instance === "i2" && r.dataset.stale !== "true"`, true), 50*time.Second),
+		eval(`document.querySelector('[data-testid="store-key"]').value`, &key))
 	runs["i2"].kill()
+	// At once, before the group has noticed: i2's server is gone (or
+	// restarted without its tasks), so i1 answers from its standby.
+	var answer string
+	b.stepWithin(60*time.Second, "see "+key+" answered by the surviving i1 after i2's process was killed",
+		waitJS(lookUntil(`r.dataset.found === "true" && r.dataset.instance === "i1"`, false), 50*time.Second),
+		eval(`document.querySelector('[data-testid="store-result"]').dataset.stale + ': ' + ((document.querySelector('[data-testid="store-stale"]') || {}).textContent || 'from the active')`, &answer))
+	t.Logf("after i2's process was killed, i1 answered %s (stale: marker): %s", key, answer)
 	b.stepWithin(60*time.Second, "see i2's tasks fail over after its process was killed", waitJS(failedOver("i2"), 50*time.Second))
 
 	var rows []failoverRow
@@ -311,6 +331,24 @@ func deployToProcesses(t *testing.T, b *browser, srv *serveProc, brokers string)
 		t.Fatalf("the live page of deployment %q shows the command %q, want %q", id, command, want)
 	}
 	return id
+}
+
+// lookUntil is a condition on the live page that looks a key up with
+// the store browser each time it does not hold yet; cond is on r, the
+// result of the last lookup. With nextKey, each lookup asks the next of
+// the generator's customers (key-0 ... key-9), else the key in the box.
+func lookUntil(cond string, nextKey bool) string {
+	return `(() => {
+		const r = document.querySelector('[data-testid="store-result"]')
+		if (r && ` + cond + `) return true
+		const k = document.querySelector('[data-testid="store-key"]')
+		if (` + fmt.Sprint(nextKey) + `) {
+			window.e2eKey = ((window.e2eKey ?? -1) + 1) % 10
+			k.value = 'key-' + window.e2eKey
+		}
+		document.querySelector('[data-testid="store-lookup"]').click()
+		return false
+	})()`
 }
 
 // hasActive is a condition on the live page: instance runs with tasks.
