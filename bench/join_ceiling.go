@@ -44,7 +44,9 @@ type joinBuffer struct {
 // JoinWindow yields a result on out, with the key, the left record's value
 // and the larger timestamp: BraidJoin's output for the same input. A
 // buffer drops a key's records older than its latest timestamp minus the
-// join's retention (both windows and JoinGrace), as Braid's buffer does.
+// join's retention (both windows and JoinGrace), as Braid's buffer does;
+// a record already older than that is neither buffered nor logged, but
+// still joins, as in Braid.
 // Every record is produced to its input's partition.
 //
 // It is at-least-once as RawPipe, committing every commitInterval and at
@@ -136,23 +138,10 @@ func (j *handJoin) process(ctx context.Context, side int, p int32, rs []*kgo.Rec
 			continue // as Braid: nothing to join
 		}
 		ts := r.Timestamp.UnixMilli()
-		from := len(keys)
-		keys = append(keys, r.Key...)
-		keys = binary.BigEndian.AppendUint64(keys, uint64(ts))
-		keys = binary.BigEndian.AppendUint32(keys, this.seq)
-		this.seq++
-		cr := j.record()
-		*cr = kgo.Record{Topic: j.changelogs[side], Partition: p, Key: keys[from:len(keys):len(keys)], Value: r.Value, Timestamp: r.Timestamp}
-		j.cl.Produce(ctx, cr, j.promise)
-
 		this.maxTS = max(this.maxTS, ts)
-		mine, ok := this.byKey[string(r.Key)]
-		if !ok {
-			mine = new([]joinedRecord)
-			this.byKey[string(r.Key)] = mine
-		}
-		*mine = append(evict(*mine, this.maxTS), joinedRecord{ts: ts, value: r.Value})
-
+		if ts >= this.maxTS-joinRetention {
+			keys = j.bufferAndLog(ctx, this, side, p, r, ts, keys)
+		} // else, as Braid, not buffered (nothing could find it) but joined
 		theirs, ok := other.byKey[string(r.Key)]
 		if !ok {
 			continue
@@ -172,6 +161,27 @@ func (j *handJoin) process(ctx context.Context, side int, p int32, rs []*kgo.Rec
 		}
 	}
 	return nil
+}
+
+// bufferAndLog logs record r of side to its changelog, its key cut from keys
+// (which it returns grown), and buffers it in this.
+func (j *handJoin) bufferAndLog(ctx context.Context, this *joinBuffer, side int, p int32, r *kgo.Record, ts int64, keys []byte) []byte {
+	from := len(keys)
+	keys = append(keys, r.Key...)
+	keys = binary.BigEndian.AppendUint64(keys, uint64(ts))
+	keys = binary.BigEndian.AppendUint32(keys, this.seq)
+	this.seq++
+	cr := j.record()
+	*cr = kgo.Record{Topic: j.changelogs[side], Partition: p, Key: keys[from:len(keys):len(keys)], Value: r.Value, Timestamp: r.Timestamp}
+	j.cl.Produce(ctx, cr, j.promise)
+
+	mine, ok := this.byKey[string(r.Key)]
+	if !ok {
+		mine = new([]joinedRecord)
+		this.byKey[string(r.Key)] = mine
+	}
+	*mine = append(evict(*mine, this.maxTS), joinedRecord{ts: ts, value: r.Value})
+	return keys
 }
 
 // evict drops the records of rs, oldest first, that fell out of the
