@@ -19,23 +19,32 @@ import (
 // commits the offsets processed.
 type alosConsumer struct {
 	name string // for errors: "raw pipe"
-	in   string
 	cl   *kgo.Client
 
 	produceErr firstError
 	// mu guards next, one past the last processed record per partition of
-	// in: the poll loop and the group's revoke and lose callbacks share it.
+	// each input topic: the poll loop and the group's revoke and lose
+	// callbacks share it.
 	mu   sync.Mutex
-	next map[int32]kgo.EpochOffset
+	next map[string]map[int32]kgo.EpochOffset
 }
 
-// newALOSConsumer creates the client with ClientOptions and extra.
+// newALOSConsumer creates the client with ClientOptions and extra,
+// consuming topic in.
 func newALOSConsumer(name string, brokers []string, in, group string, extra ...kgo.Opt) (*alosConsumer, error) {
-	c := &alosConsumer{name: name, in: in, next: make(map[int32]kgo.EpochOffset)}
+	return newALOSConsumerOf(name, brokers, []string{in}, group, extra...)
+}
+
+// newALOSConsumerOf is newALOSConsumer consuming every topic of ins.
+func newALOSConsumerOf(name string, brokers []string, ins []string, group string, extra ...kgo.Opt) (*alosConsumer, error) {
+	c := &alosConsumer{name: name, next: make(map[string]map[int32]kgo.EpochOffset)}
+	for _, in := range ins {
+		c.next[in] = make(map[int32]kgo.EpochOffset)
+	}
 	opts := append([]kgo.Opt{
 		kgo.SeedBrokers(brokers...),
 		kgo.ConsumerGroup(group),
-		kgo.ConsumeTopics(in),
+		kgo.ConsumeTopics(ins...),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 		kgo.BlockRebalanceOnPoll(),
 		kgo.DisableAutoCommit(),
@@ -76,10 +85,13 @@ func (c *alosConsumer) commit(ctx context.Context) error {
 		return fmt.Errorf("%s: producing: %w", c.name, err)
 	}
 	c.mu.Lock()
-	offsets := maps.Clone(c.next)
+	offsets := make(map[string]map[int32]kgo.EpochOffset, len(c.next))
+	for t, ps := range c.next {
+		offsets[t] = maps.Clone(ps)
+	}
 	c.mu.Unlock()
 	var cerr error
-	c.cl.CommitOffsetsSync(ctx, map[string]map[int32]kgo.EpochOffset{c.in: offsets},
+	c.cl.CommitOffsetsSync(ctx, offsets,
 		func(_ *kgo.Client, _ *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse, err error) {
 			if err != nil {
 				cerr = err
@@ -88,7 +100,7 @@ func (c *alosConsumer) commit(ctx context.Context) error {
 			for _, t := range resp.Topics {
 				for _, p := range t.Partitions {
 					if err := kerr.ErrorForCode(p.ErrorCode); err != nil && cerr == nil {
-						cerr = fmt.Errorf("partition %d: %w", p.Partition, err)
+						cerr = fmt.Errorf("%s[%d]: %w", t.Topic, p.Partition, err)
 					}
 				}
 			}
@@ -101,8 +113,10 @@ func (c *alosConsumer) commit(ctx context.Context) error {
 
 func (c *alosConsumer) forget(lost map[string][]int32) {
 	c.mu.Lock()
-	for _, p := range lost[c.in] {
-		delete(c.next, p)
+	for t, ps := range lost {
+		for _, p := range ps {
+			delete(c.next[t], p)
+		}
 	}
 	c.mu.Unlock()
 }
@@ -112,6 +126,12 @@ func (c *alosConsumer) forget(lost map[string][]int32) {
 // it makes the final flush and commit, still inside the poll so that no
 // rebalance slips in before it, and returns the time since start.
 func (c *alosConsumer) run(ctx context.Context, start time.Time, records int, commitInterval time.Duration, process func(partition int32, rs []*kgo.Record) error) (Result, error) {
+	return c.runTopics(ctx, start, records, commitInterval, func(_ string, p int32, rs []*kgo.Record) error { return process(p, rs) })
+}
+
+// runTopics is run for a consumer of several topics: process is told
+// which topic the records are of.
+func (c *alosConsumer) runTopics(ctx context.Context, start time.Time, records int, commitInterval time.Duration, process func(topic string, partition int32, rs []*kgo.Record) error) (Result, error) {
 	processed := 0
 	lastCommit := time.Now()
 	for {
@@ -132,13 +152,13 @@ func (c *alosConsumer) run(ctx context.Context, start time.Time, records int, co
 			if n := records - processed; len(rs) > n {
 				rs = rs[:n]
 			}
-			if perr = process(p.Partition, rs); perr != nil {
+			if perr = process(p.Topic, p.Partition, rs); perr != nil {
 				return
 			}
 			processed += len(rs)
 			last := rs[len(rs)-1]
 			c.mu.Lock()
-			c.next[p.Partition] = kgo.EpochOffset{Epoch: last.LeaderEpoch, Offset: last.Offset + 1}
+			c.next[p.Topic][p.Partition] = kgo.EpochOffset{Epoch: last.LeaderEpoch, Offset: last.Offset + 1}
 			c.mu.Unlock()
 		})
 		if perr != nil {

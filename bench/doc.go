@@ -30,4 +30,9 @@
 //   - RunEOS, `braid bench eos`: Braid's count exactly-once, a
 //     transaction every 100 ms, against the same count at-least-once,
 //     outputs read back read-committed (EOSTarget).
+//   - RunJoin, `braid bench join`: Braid's stream-stream join against a
+//     hand-written franz-go join doing the least durable work a join
+//     must (HandwrittenJoin: in-memory buffers, every result and a
+//     changelog record per buffered record produced), with a Braid count
+//     of the same records beside them (JoinTarget).
 package bench

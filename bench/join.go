@@ -26,14 +26,17 @@ const (
 	JoinRightTopic = "bench-join-right"
 	JoinCountTopic = "bench-join-all"
 	// JoinOutputTopic is where the join writes, JoinCountOutputTopic the
-	// count, JoinWarmUpOutputTopic the unmeasured warm-up count.
-	JoinOutputTopic       = "bench-join-out"
-	JoinCountOutputTopic  = "bench-join-count-out"
-	JoinWarmUpOutputTopic = "bench-join-warmup-out"
+	// count, JoinCeilingOutputTopic the hand-written join (the ceiling),
+	// JoinWarmUpOutputTopic the unmeasured warm-up pass of the ceiling.
+	JoinOutputTopic        = "bench-join-out"
+	JoinCountOutputTopic   = "bench-join-count-out"
+	JoinCeilingOutputTopic = "bench-join-ceiling-out"
+	JoinWarmUpOutputTopic  = "bench-join-warmup-out"
 )
 
-// JoinTarget is the ratio join/count the join benchmark must reach.
-const JoinTarget = 0.4
+// JoinTarget is the ratio join/ceiling (BraidJoin over HandwrittenJoin)
+// the join benchmark must reach.
+const JoinTarget = 0.8
 
 // The join benchmark's input and windows. Each side has a record a
 // millisecond of event time (JoinEventRate a second); right record i has
@@ -59,8 +62,9 @@ type JoinOptions struct {
 	Partitions int       // partitions of every topic; default 4
 	Rounds     int       // rounds of each side; default 3
 	Out        io.Writer // where the report goes; default os.Stdout
-	// NoWarmUp skips the unmeasured count pass over the input made before
-	// the measured runs (see RunPipe for why there is one).
+	// NoWarmUp skips the unmeasured pass of the hand-written join over the
+	// input made before the measured runs (see RunPipe for why there is
+	// one).
 	NoWarmUp bool
 }
 
@@ -81,33 +85,40 @@ type JoinReport struct {
 	Pairs  int64
 	WarmUp Run // the unmeasured pass; zero with NoWarmUp
 	Rounds int
-	// Join and Count are each side's median round.
-	Join, Count Run
-	// Ratios are the rounds' records/s of join over count, sorted; Ratio
-	// is their median.
+	// Join, Ceiling and Count are each side's median round.
+	Join, Ceiling, Count Run
+	// Ratios are the rounds' records/s of join over ceiling, sorted;
+	// Ratio is their median.
 	Ratios []float64
 	Ratio  float64
+	// CountRatios are the rounds' records/s of join over count, sorted;
+	// VsCount is their median.
+	CountRatios []float64
+	VsCount     float64
 }
 
 // RunJoin runs `braid bench join`: it starts an embedded broker with
 // opts.Partitions partitions, seeds opts.Records/2 records to each of
 // JoinLeftTopic and JoinRightTopic and all of them to JoinCountTopic
-// (SeedJoin), and runs join (BraidJoin, a stream-stream inner join of the
-// two sides) and count (BraidCount over JoinCountTopic, the same records)
-// opts.Rounds times each, interleaved, after an unmeasured pass of count.
-// It writes one line per run, the medians, the per-round ratios and last
+// (SeedJoin), and runs three sides opts.Rounds times each, in an order
+// rotated every round (rotateRounds), after an unmeasured pass of the
+// ceiling: the ceiling (HandwrittenJoin, the least durable work the join
+// does, by hand with franz-go), join (BraidJoin, a stream-stream inner
+// join of the two sides) and count (BraidCount over JoinCountTopic, the
+// same records). It writes one line per run, the medians, the per-round
+// ratios and last
 //
-//	RESULT join ratio=<join/count> join=<rec/s> count=<rec/s>
+//	RESULT join ratio=<join/ceiling> join=<rec/s> ceiling=<rec/s> vs_count=<join/count>
 //
-// where the ratio is the median of the rounds' ratios and the rates are
-// each side's median, in input records a second (both sides' for the
-// join).
+// where the ratios are medians of the rounds' ratios and the rates each
+// side's median, in input records a second (both sides' for the joins).
 //
 // Every run's output is read back (not timed) and checked: the count's
-// last count of every key equals its records; the join emitted, for every
-// left record, one result per right record of its key within JoinWindow
-// (its value is the left record's), and nothing else. Every topic a run
-// created is deleted after the check.
+// last count of every key equals its records; each join emitted, for
+// every left record, one result per right record of its key within
+// JoinWindow (its value is the left record's), and nothing else; the
+// ceiling's changelogs hold a record per input record of their side.
+// Every topic a run created is deleted after the check.
 //
 // It returns an error if a run fails or its output is wrong; it does not
 // judge the ratio (see JoinTarget).
@@ -129,7 +140,7 @@ func RunJoin(ctx context.Context, opts JoinOptions) (JoinReport, error) {
 	brokers := b.Addrs()
 
 	w := opts.Out
-	fmt.Fprintf(w, "bench join: %d records (%d a side), %d keys, %d partitions, inner join within %v (grace %v), right records %v after their left ones, against a count of the same records, commit every 1s, GOMAXPROCS=%d, embedded broker\n",
+	fmt.Fprintf(w, "bench join: %d records (%d a side), %d keys, %d partitions, inner join within %v (grace %v), right records %v after their left ones, against a hand-written franz-go join (in-memory buffers, every result and a changelog record per buffered record produced) and a count of the same records, commit every 1s at-least-once, GOMAXPROCS=%d, embedded broker\n",
 		opts.Records, half, opts.Keys, opts.Partitions, JoinWindow, JoinGrace, JoinRightDelay, rep.GOMAXPROCS)
 
 	t0 := time.Now()
@@ -155,13 +166,27 @@ func RunJoin(ctx context.Context, opts JoinOptions) (JoinReport, error) {
 	fmt.Fprintf(w, "input: %d join results to emit\n", rep.Pairs)
 
 	const (
-		joinName  = "braid stream-stream join"
-		countName = "braid groupByKey.count (record cache)"
-		warmName  = "warm-up (braid count)"
+		joinName    = "braid stream-stream join"
+		ceilingName = "hand-written join (ceiling)"
+		countName   = "braid groupByKey.count (record cache)"
+		warmName    = "warm-up (hand-written join)"
 	)
-	width := max(len(joinName), len(countName), len(warmName))
+	fmt.Fprintf(w, "%s: franz-go alone: consumes both sides, buffers them in memory by key, produces every result and one changelog record per buffered record, commits\n", ceilingName)
+	fmt.Fprintf(w, "%s: Braid's Join: buffers in pebble window stores with changelogs, produces every result, commits\n", joinName)
+	fmt.Fprintf(w, "%s: Braid's GroupByKey().Count() of both sides' records: each key written once per commit\n", countName)
+	width := max(len(joinName), len(ceilingName), len(countName), len(warmName))
 	checkCount := func(out string) (int64, error) { return checkCounts(ctx, brokers, out, perKey, countChecks{}) }
 	checkJoin := func(out string) (int64, error) { return checkJoinPairs(ctx, brokers, out, pairs) }
+	checkCeiling := func(out string) (int64, error) {
+		for _, t := range []string{JoinCeilingLeftChangelog, JoinCeilingRightChangelog} {
+			if n, err := topicRecords(ctx, adm, t); err != nil {
+				return 0, err
+			} else if n != int64(half) {
+				return 0, fmt.Errorf("changelog %s holds %d records, want one per record of its side, %d", t, n, half)
+			}
+		}
+		return checkJoinPairs(ctx, brokers, out, pairs)
+	}
 	counts := &countRuns{bench: "bench join", brokers: brokers, cl: cl, adm: adm, in: JoinCountTopic,
 		partitions: opts.Partitions, records: opts.Records, w: w, width: width}
 	joins := *counts
@@ -169,20 +194,35 @@ func RunJoin(ctx context.Context, opts JoinOptions) (JoinReport, error) {
 	join := func(ctx context.Context, brokers []string, _, out string, records int) (Result, error) {
 		return BraidJoin(ctx, brokers, JoinLeftTopic, JoinRightTopic, out, records)
 	}
-	var warmUp *Run
+	ceiling := func(ctx context.Context, brokers []string, _, out string, records int) (Result, error) {
+		return HandwrittenJoin(ctx, brokers, JoinLeftTopic, JoinRightTopic, out, JoinCeilingLeftChangelog, JoinCeilingRightChangelog,
+			fmt.Sprintf("bench-join-ceiling-%d", handwrittenJoins.Add(1)), records, time.Second)
+	}
 	if !opts.NoWarmUp {
 		rep.WarmUp = Run{Name: warmName, Out: JoinWarmUpOutputTopic}
-		warmUp = &rep.WarmUp
+		if err := joins.measure(ctx, &rep.WarmUp, "warm-up", ceiling, checkCeiling, true); err != nil {
+			return rep, err
+		}
 	}
-	c, err := compareRounds(ctx, opts.Rounds, warmUp,
-		roundSide{runs: &joins, name: joinName, label: "join", out: JoinOutputTopic, gated: true, fn: join, check: checkJoin},
-		roundSide{runs: counts, name: countName, label: "count", out: JoinCountOutputTopic, fn: BraidCount, check: checkCount},
-		"join/count")
+	runs, err := rotateRounds(ctx, opts.Rounds, []roundSide{
+		{runs: &joins, name: ceilingName, label: "ceiling", out: JoinCeilingOutputTopic, fn: ceiling, check: checkCeiling},
+		{runs: &joins, name: joinName, label: "join", out: JoinOutputTopic, gated: true, fn: join, check: checkJoin},
+		{runs: counts, name: countName, label: "count", out: JoinCountOutputTopic, fn: BraidCount, check: checkCount},
+	})
 	if err != nil {
 		return rep, err
 	}
-	rep.Rounds, rep.Join, rep.Count, rep.Ratios, rep.Ratio = opts.Rounds, c.num, c.den, c.ratios, c.ratio
-	fmt.Fprintf(w, "RESULT join ratio=%.3f join=%.0f count=%.0f\n", rep.Ratio, rep.Join.PerSecond(), rep.Count.PerSecond())
+	rep.Rounds = opts.Rounds
+	rep.Ceiling, rep.Join, rep.Count = medianRun(runs[0]), medianRun(runs[1]), medianRun(runs[2])
+	rep.Ratios, rep.Ratio = roundRatios(runs[1], runs[0])
+	rep.CountRatios, rep.VsCount = roundRatios(runs[1], runs[2])
+	fmt.Fprintf(w, "medians of %d rounds:\n", opts.Rounds)
+	for _, m := range []Run{rep.Ceiling, rep.Join, rep.Count} {
+		fmt.Fprintf(w, "  %-*s  %9s rec/s\n", width, m.Name, thousands(m.PerSecond()))
+	}
+	fmt.Fprintf(w, "per-round ratios of join/ceiling: %s\n", formatRatios(rep.Ratios))
+	fmt.Fprintf(w, "per-round ratios of join/count: %s\n", formatRatios(rep.CountRatios))
+	fmt.Fprintf(w, "RESULT join ratio=%.3f join=%.0f ceiling=%.0f vs_count=%.3f\n", rep.Ratio, rep.Join.PerSecond(), rep.Ceiling.PerSecond(), rep.VsCount)
 	return rep, nil
 }
 
@@ -336,5 +376,6 @@ func BraidJoin(ctx context.Context, brokers []string, left, right, out string, r
 	return runStateful(ctx, start, topo, brokers, fmt.Sprintf("bench-join-braid-%d", braidJoins.Add(1)), records)
 }
 
-// braidJoins numbers BraidJoin calls for their application ids.
-var braidJoins atomic.Int64
+// braidJoins numbers BraidJoin calls for their application ids,
+// handwrittenJoins HandwrittenJoin calls for their groups.
+var braidJoins, handwrittenJoins atomic.Int64

@@ -12,7 +12,8 @@ import (
 // TestBraidJoin runs the join benchmark small: with 5,000 keys a key
 // recurs every 5 s on each side, so a left record meets the right record
 // 1 s after it and, from the second recurrence on, the one 4 s before it
-// too; RunJoin checks every left record's results against that.
+// too; RunJoin checks every left record's results, Braid's and the
+// hand-written ceiling's, against that, and the ceiling's changelogs.
 func TestBraidJoin(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -23,18 +24,20 @@ func TestBraidJoin(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := int64(records/2 + records/2 - keys); rep.Pairs != want || rep.Join.OutRecords != want {
-		t.Errorf("%d pairs to emit, %d emitted; want %d", rep.Pairs, rep.Join.OutRecords, want)
+	if want := int64(records/2 + records/2 - keys); rep.Pairs != want || rep.Join.OutRecords != want || rep.Ceiling.OutRecords != want {
+		t.Errorf("%d pairs to emit, %d emitted by Braid, %d by the ceiling; want %d", rep.Pairs, rep.Join.OutRecords, rep.Ceiling.OutRecords, want)
 	}
-	if rep.Join.Records != records || rep.Count.Records != records || rep.Ratio <= 0 {
-		t.Errorf("join %+v, count %+v, ratio %v", rep.Join, rep.Count, rep.Ratio)
+	if rep.Join.Records != records || rep.Ceiling.Records != records || rep.Count.Records != records || rep.Ratio <= 0 || rep.VsCount <= 0 {
+		t.Errorf("join %+v, ceiling %+v, count %+v, ratio %v, vs count %v", rep.Join, rep.Ceiling, rep.Count, rep.Ratio, rep.VsCount)
 	}
 	text := out.String()
 	for _, re := range []string{
 		`(?m)^bench join: 20000 records \(10000 a side\), 5000 keys, 4 partitions, inner join within 5s`,
 		`(?m)^braid stream-stream join +20000 records +\d+\.\d\ds +[\d,]+ rec/s  \(15000 output records\)$`,
+		`(?m)^hand-written join \(ceiling\) +20000 records +\d+\.\d\ds +[\d,]+ rec/s  \(15000 output records\)$`,
+		`(?m)^per-round ratios of join/ceiling: \d+\.\d{3} \d+\.\d{3}$`,
 		`(?m)^per-round ratios of join/count: \d+\.\d{3} \d+\.\d{3}$`,
-		`RESULT join ratio=\d+\.\d{3} join=\d+ count=\d+\n$`,
+		`RESULT join ratio=\d+\.\d{3} join=\d+ ceiling=\d+ vs_count=\d+\.\d{3}\n$`,
 	} {
 		if !regexp.MustCompile(re).MatchString(text) {
 			t.Errorf("output does not match %s", re)

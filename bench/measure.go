@@ -161,3 +161,26 @@ func compareRounds(ctx context.Context, rounds int, warmUp *Run, num, den roundS
 	fmt.Fprintf(w, "per-round ratios of %s: %s\n", what, formatRatios(c.ratios))
 	return c, nil
 }
+
+// rotateRounds measures sides rounds times, every round running each side
+// once, in an order rotated by one each round (round r starts with side r
+// mod len(sides)), so that no side always runs first or after the same
+// other. It returns each side's runs by round and stops at the first
+// error.
+func rotateRounds(ctx context.Context, rounds int, sides []roundSide) ([][]Run, error) {
+	runs := make([][]Run, len(sides))
+	for i := range runs {
+		runs[i] = make([]Run, rounds)
+	}
+	for round := range rounds {
+		for k := range sides {
+			i := (round + k) % len(sides)
+			s := sides[i]
+			runs[i][round] = Run{Name: s.name, Gated: s.gated, Out: s.out}
+			if err := s.runs.measure(ctx, &runs[i][round], s.label, s.fn, s.check, false); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return runs, nil
+}

@@ -20,7 +20,7 @@ func runBench(ctx context.Context, args []string, stdout io.Writer) error {
 		"  windowed  Braid's tumbling-window count (emit final) against its plain Count()\n" +
 		"  failover  crash one of 3 instances of a count (standby or none, cooperative or eager, exactly-once): detection, recovery, downtime, stayed tasks' gaps\n" +
 		"  eos       Braid's Count() exactly-once (a transaction every 100ms) against at-least-once, both committing every 100ms\n" +
-		"  join      Braid's stream-stream inner join of two halves of the records (5s windows) against its Count() of all of them"
+		"  join      Braid's stream-stream inner join of two halves of the records (5s windows) against a hand-written franz-go join (in-memory buffers, changelog per record), and its Count() of all of them"
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" {
 		fmt.Fprintln(stdout, list)
 		if len(args) == 0 {
