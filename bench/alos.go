@@ -22,6 +22,11 @@ type alosConsumer struct {
 	in   string
 	cl   *kgo.Client
 
+	// beforeCommit, if set, is called first by every commit: a baseline
+	// that holds writes back (the cached count) produces them there, so
+	// that the flush covers them.
+	beforeCommit func()
+
 	produceErr firstError
 	// mu guards next, one past the last processed record per partition of
 	// in: the poll loop and the group's revoke and lose callbacks share it.
@@ -69,6 +74,9 @@ func (c *alosConsumer) promise(r *kgo.Record, err error) { c.produceErr.promise(
 
 // commit flushes the producer, then commits the processed offsets.
 func (c *alosConsumer) commit(ctx context.Context) error {
+	if c.beforeCommit != nil {
+		c.beforeCommit()
+	}
 	if err := c.cl.Flush(ctx); err != nil {
 		return fmt.Errorf("%s: flushing: %w", c.name, err)
 	}
