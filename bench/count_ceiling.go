@@ -27,6 +27,10 @@ import (
 // inside the span measured; out must exist with at least in's partition
 // count. It stops after records records and returns how long that took, as
 // Result says. Cancel ctx to give up.
+//
+// A partition revoked mid-run has its changed counts written and its
+// processed offsets committed (the commit does both); its counts stay in
+// memory until the call returns (one member never rebalances).
 func CachedCount(ctx context.Context, brokers []string, in, out, changelog, group string, records int, commitInterval time.Duration) (Result, error) {
 	start := time.Now()
 	if records <= 0 {
