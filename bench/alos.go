@@ -21,6 +21,11 @@ type alosConsumer struct {
 	name string // for errors: "raw pipe"
 	cl   *kgo.Client
 
+	// beforeCommit, if set, is called first by every commit: a baseline
+	// that holds writes back (the cached count) produces them there, so
+	// that the flush covers them.
+	beforeCommit func()
+
 	produceErr firstError
 	// mu guards next, one past the last processed record per partition of
 	// each input topic: the poll loop and the group's revoke and lose
@@ -78,6 +83,9 @@ func (c *alosConsumer) promise(r *kgo.Record, err error) { c.produceErr.promise(
 
 // commit flushes the producer, then commits the processed offsets.
 func (c *alosConsumer) commit(ctx context.Context) error {
+	if c.beforeCommit != nil {
+		c.beforeCommit()
+	}
 	if err := c.cl.Flush(ctx); err != nil {
 		return fmt.Errorf("%s: flushing: %w", c.name, err)
 	}

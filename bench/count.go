@@ -27,6 +27,11 @@ const (
 	HandwrittenCountOutputTopic    = "bench-count-handwritten-out"
 	HandwrittenCountChangelogTopic = "bench-count-handwritten-changelog"
 	HandwrittenCountGroup          = "bench-count-handwritten"
+	// The cached count ceiling's output, changelog and group; round i uses
+	// the group CachedCountGroup + "-" + i.
+	CachedCountOutputTopic    = "bench-count-ceiling-out"
+	CachedCountChangelogTopic = "bench-count-ceiling-changelog"
+	CachedCountGroup          = "bench-count-ceiling"
 	// The unmeasured warm-up pass (a hand-written count).
 	CountWarmUpOutputTopic    = "bench-count-warmup-out"
 	CountWarmUpChangelogTopic = "bench-count-warmup-changelog"
@@ -35,15 +40,18 @@ const (
 	BraidCountOutputTopic = "bench-count-braid-out"
 )
 
-// CountTarget is the ratio braid/handwritten the count benchmark must reach.
-const CountTarget = 1.5
+// CountTarget is the ratio braid/ceiling (Braid's count against
+// CachedCount) the count benchmark must reach. Braid against the naive
+// HandwrittenCount is reported beside it, not gated: it measures caching
+// against no caching.
+const CountTarget = 0.9
 
 // CountOptions configure RunCount. Zero fields take the defaults.
 type CountOptions struct {
 	Records        int           // records seeded and counted; default 1,000,000
 	Keys           int           // distinct keys; default 10,000
 	Partitions     int           // partitions of every topic; default 4
-	CommitInterval time.Duration // the hand-written count commits this often; default 1s
+	CommitInterval time.Duration // the hand-written counts commit this often; default 1s, BraidCount's interval
 	Rounds         int           // rounds of each side, each reports its median; default 3
 	Out            io.Writer     // where the report goes; default os.Stdout
 	// NoWarmUp skips the unmeasured hand-written pass over the input made
@@ -64,7 +72,7 @@ func (o CountOptions) withDefaults() CountOptions {
 // LongSerializer). Braid creates its own changelog. It returns once records
 // records are processed, their outputs and changelog writes flushed and
 // their offsets committed, measuring Result.Elapsed over the span Result
-// describes, as HandwrittenCount does.
+// describes, as HandwrittenCount and CachedCount do.
 type CountFunc func(ctx context.Context, brokers []string, in, out string, records int) (Result, error)
 
 // CountReport is what RunCount measured.
@@ -78,24 +86,55 @@ type CountReport struct {
 	WarmUp         Run           // the unmeasured pass; zero with NoWarmUp
 	Rounds         int
 	Handwritten    Run // the median round of HandwrittenCount
+	Ceiling        Run // the median round of CachedCount
 	Braid          Run // the median round of the CountFunc
-	// Ratio is Braid's records/s over the hand-written count's.
-	Ratio float64
+	// Ratios are each round's Braid records/s over the ceiling's, sorted;
+	// Ratio is their median, what CountTarget gates.
+	Ratios []float64
+	Ratio  float64
+	// NaiveRatios and NaiveRatio are the same of Braid over the
+	// hand-written count.
+	NaiveRatios []float64
+	NaiveRatio  float64
+}
+
+// countSide is one of the sides RunCount measures.
+type countSide struct {
+	name      string
+	out       string
+	changelog string // the hand-written sides' changelog, "" for Braid's
+	gated     bool
+	// exact: one output and one changelog record per input record (the
+	// hand-written count); otherwise at least one per key and at most one
+	// per input record, counts going up (the ceiling), or, with no
+	// changelog (Braid), at least one output per key.
+	exact bool
+	fn    func(round int) CountFunc
+	runs  []Run
 }
 
 // RunCount runs the count benchmark: it starts an embedded broker with
 // opts.Partitions partitions, seeds CountInputTopic once (Seed, keys over
-// opts.Keys), and runs HandwrittenCount and braid over the same input,
-// opts.Rounds times each, interleaved (odd rounds run Braid first), after an
-// unmeasured hand-written warm-up pass. It writes one line per run, the
-// medians, and last
+// opts.Keys), and runs three counts over the same input, opts.Rounds times
+// each, interleaved (round i starts with side i mod 3 of hand-written,
+// ceiling, Braid), after an unmeasured hand-written warm-up pass: the naive
+// HandwrittenCount (pebble, an output and a changelog record per input
+// record), the ceiling CachedCount (a map, each changed key written once
+// per commit, committing every opts.CommitInterval as Braid commits) and
+// braid. It writes one line per run, the medians, the per-round ratios,
+// and last
 //
-//	RESULT count ratio=<braid/handwritten> braid=<rec/s> handwritten=<rec/s>
+//	RESULT count ratio=<braid/ceiling> braid=<rec/s> ceiling=<rec/s> naive_ratio=<braid/handwritten> handwritten=<rec/s>
+//
+// where the rates are the sides' medians and the ratios the medians of the
+// rounds' ratios.
 //
 // Every run's output is read back (not timed) and checked: the last count
 // of every key must equal the number of input records with that key. The
 // hand-written count must also have written exactly opts.Records records
-// to its output and to its changelog; Braid, whose record cache folds
+// to its output and to its changelog; the ceiling, at least one per key
+// and at most opts.Records to each, every key's counts going up, the
+// changelog's last counts right too; Braid, whose record cache folds
 // updates of a key between commits, at least one per key. Every topic a
 // run created (its output, changelog, repartition topics) is deleted after
 // the check, so each run starts with the broker holding only the input.
@@ -128,6 +167,10 @@ func RunCount(ctx context.Context, opts CountOptions, braid CountFunc) (CountRep
 	w := opts.Out
 	fmt.Fprintf(w, "bench count: %d records, %d keys, %d partitions, commit every %v, GOMAXPROCS=%d, embedded broker\n",
 		opts.Records, opts.Keys, opts.Partitions, opts.CommitInterval, rep.GOMAXPROCS)
+	fmt.Fprintf(w, "  handwritten: franz-go + pebble, no cache: a store read and write, an output and a changelog record per input record (naive)\n")
+	fmt.Fprintf(w, "  ceiling:     franz-go, counts in a map: each key changed since the last commit written once to output and changelog per commit\n")
+	fmt.Fprintf(w, "  braid:       GroupByKey().Count(), record cache, at-least-once\n")
+	fmt.Fprintf(w, "  target: braid/ceiling >= %.1f (braid/handwritten is reported beside it)\n", CountTarget)
 
 	t0 := time.Now()
 	if err := Seed(ctx, brokers, CountInputTopic, opts.Partitions, opts.Records, opts.Keys); err != nil {
@@ -146,64 +189,6 @@ func RunCount(ctx context.Context, opts CountOptions, braid CountFunc) (CountRep
 		return rep, fmt.Errorf("bench count: %w", err)
 	}
 
-	const (
-		handName  = "handwritten franz-go+pebble count"
-		braidName = "braid groupByKey.count (record cache)"
-		warmName  = "warm-up (handwritten count)"
-	)
-	width := max(len(handName), len(braidName), len(warmName))
-
-	// measure runs one count to r.Out and checks what it wrote; changelog
-	// is the hand-written count's changelog, "" for Braid's.
-	measure := func(r *Run, fn CountFunc, changelog string, warmUp bool) error {
-		// Whatever topics the run creates are deleted after it.
-		before, err := topicNames(ctx, cl)
-		if err != nil {
-			return fmt.Errorf("bench count: %w", err)
-		}
-		if err := EnsureTopic(ctx, adm, r.Out, opts.Partitions); err != nil {
-			return fmt.Errorf("bench count: %w", err)
-		}
-		t := time.Now()
-		res, err := fn(ctx, brokers, CountInputTopic, r.Out, opts.Records)
-		r.Wall = time.Since(t)
-		if err != nil {
-			return fmt.Errorf("bench count: %s: %w", r.Name, err)
-		}
-		r.Result = res
-		switch {
-		case res.Records != opts.Records:
-			return fmt.Errorf("bench count: %s reports %d records processed, want %d", r.Name, res.Records, opts.Records)
-		case res.Elapsed <= 0 || res.Elapsed > r.Wall:
-			return fmt.Errorf("bench count: %s reports %v elapsed, but its call took %v", r.Name, res.Elapsed, r.Wall)
-		}
-		n, err := checkCounts(ctx, brokers, r.Out, want, countChecks{})
-		if err != nil {
-			return fmt.Errorf("bench count: %s: %w", r.Name, err)
-		}
-		r.OutRecords = n
-		if changelog != "" {
-			if n != int64(opts.Records) {
-				return fmt.Errorf("bench count: %s: output topic %s holds %d records, want one per input record, %d", r.Name, r.Out, n, opts.Records)
-			}
-			c, err := topicRecords(ctx, adm, changelog)
-			if err != nil {
-				return fmt.Errorf("bench count: %s: %w", r.Name, err)
-			}
-			if c != int64(opts.Records) {
-				return fmt.Errorf("bench count: %s: changelog %s holds %d records, want %d", r.Name, changelog, c, opts.Records)
-			}
-		}
-		line := runLine(width, r.Name, res.Records, res.Elapsed, res.PerSecond(), warmUp)
-		line += fmt.Sprintf("  (%d output records)", n)
-		fmt.Fprintln(w, line)
-
-		if err := deleteTopicsSince(ctx, cl, adm, before); err != nil {
-			return fmt.Errorf("bench count: %w", err)
-		}
-		return nil
-	}
-
 	// hand returns a CountFunc running HandwrittenCount in group with
 	// changelog, on a fresh state directory removed afterwards.
 	hand := func(group, changelog string) CountFunc {
@@ -220,45 +205,144 @@ func RunCount(ctx context.Context, opts CountOptions, braid CountFunc) (CountRep
 			return HandwrittenCount(ctx, brokers, in, out, changelog, group, dir, records, opts.CommitInterval)
 		}
 	}
+	sides := []*countSide{
+		{name: "handwritten franz-go+pebble count (naive)", out: HandwrittenCountOutputTopic, changelog: HandwrittenCountChangelogTopic, exact: true,
+			fn: func(round int) CountFunc {
+				return hand(fmt.Sprintf("%s-%d", HandwrittenCountGroup, round), HandwrittenCountChangelogTopic)
+			}},
+		{name: "ceiling franz-go cached count (map)", out: CachedCountOutputTopic, changelog: CachedCountChangelogTopic,
+			fn: func(round int) CountFunc {
+				return func(ctx context.Context, brokers []string, in, out string, records int) (Result, error) {
+					return CachedCount(ctx, brokers, in, out, CachedCountChangelogTopic, fmt.Sprintf("%s-%d", CachedCountGroup, round), records, opts.CommitInterval)
+				}
+			}},
+		{name: "braid groupByKey.count (record cache)", out: BraidCountOutputTopic, gated: true,
+			fn: func(int) CountFunc { return braid }},
+	}
+	const warmName = "warm-up (handwritten count)"
+	width := len(warmName)
+	for _, s := range sides {
+		width = max(width, len(s.name))
+		s.runs = make([]Run, opts.Rounds)
+	}
+	cr := &countRunner{opts: opts, brokers: brokers, cl: cl, adm: adm, want: want, w: w, width: width}
 
 	if !opts.NoWarmUp {
-		rep.WarmUp = Run{Name: warmName, Out: CountWarmUpOutputTopic}
-		if err := measure(&rep.WarmUp, hand(CountWarmUpGroup, CountWarmUpChangelogTopic), CountWarmUpChangelogTopic, true); err != nil {
+		warm := &countSide{name: warmName, out: CountWarmUpOutputTopic, changelog: CountWarmUpChangelogTopic, exact: true}
+		rep.WarmUp = Run{Name: warmName, Out: warm.out}
+		if err := cr.measure(ctx, &rep.WarmUp, warm, hand(CountWarmUpGroup, CountWarmUpChangelogTopic), true); err != nil {
 			return rep, err
 		}
 	}
-	handRounds := make([]Run, opts.Rounds)
-	braidRounds := make([]Run, opts.Rounds)
 	for round := range opts.Rounds {
-		measureHand := func() error {
-			handRounds[round] = Run{Name: handName, Out: HandwrittenCountOutputTopic}
-			group := fmt.Sprintf("%s-%d", HandwrittenCountGroup, round)
-			return measure(&handRounds[round], hand(group, HandwrittenCountChangelogTopic), HandwrittenCountChangelogTopic, false)
-		}
-		if round%2 == 0 {
-			if err := measureHand(); err != nil {
-				return rep, err
-			}
-		}
-		braidRounds[round] = Run{Name: braidName, Gated: true, Out: BraidCountOutputTopic}
-		if err := measure(&braidRounds[round], braid, "", false); err != nil {
-			return rep, err
-		}
-		if round%2 == 1 {
-			if err := measureHand(); err != nil {
+		for i := range sides {
+			s := sides[(round+i)%len(sides)]
+			s.runs[round] = Run{Name: s.name, Gated: s.gated, Out: s.out}
+			if err := cr.measure(ctx, &s.runs[round], s, s.fn(round), false); err != nil {
 				return rep, err
 			}
 		}
 	}
+	handSide, ceilSide, braidSide := sides[0], sides[1], sides[2]
 	rep.Rounds = opts.Rounds
-	rep.Handwritten = medianRun(handRounds)
-	rep.Braid = medianRun(braidRounds)
-	rep.Ratio = rep.Braid.PerSecond() / rep.Handwritten.PerSecond()
+	rep.Handwritten = medianRun(handSide.runs)
+	rep.Ceiling = medianRun(ceilSide.runs)
+	rep.Braid = medianRun(braidSide.runs)
+	rep.Ratios, rep.Ratio = roundRatios(braidSide.runs, ceilSide.runs)
+	rep.NaiveRatios, rep.NaiveRatio = roundRatios(braidSide.runs, handSide.runs)
 	fmt.Fprintf(w, "medians of %d rounds:\n", opts.Rounds)
 	fmt.Fprintf(w, "  %-*s  %9s rec/s\n", width, rep.Handwritten.Name, thousands(rep.Handwritten.PerSecond()))
-	fmt.Fprintf(w, "  %-*s  %9s rec/s  (%.3f of handwritten)\n", width, rep.Braid.Name, thousands(rep.Braid.PerSecond()), rep.Ratio)
-	fmt.Fprintf(w, "RESULT count ratio=%.3f braid=%.0f handwritten=%.0f\n", rep.Ratio, rep.Braid.PerSecond(), rep.Handwritten.PerSecond())
+	fmt.Fprintf(w, "  %-*s  %9s rec/s\n", width, rep.Ceiling.Name, thousands(rep.Ceiling.PerSecond()))
+	fmt.Fprintf(w, "  %-*s  %9s rec/s\n", width, rep.Braid.Name, thousands(rep.Braid.PerSecond()))
+	fmt.Fprintf(w, "per-round ratios of braid/ceiling: %s (target >= %.1f)\n", formatRatios(rep.Ratios), CountTarget)
+	fmt.Fprintf(w, "per-round ratios of braid/handwritten: %s\n", formatRatios(rep.NaiveRatios))
+	fmt.Fprintf(w, "RESULT count ratio=%.3f braid=%.0f ceiling=%.0f naive_ratio=%.3f handwritten=%.0f\n",
+		rep.Ratio, rep.Braid.PerSecond(), rep.Ceiling.PerSecond(), rep.NaiveRatio, rep.Handwritten.PerSecond())
 	return rep, nil
+}
+
+// countRunner measures RunCount's runs over its one input.
+type countRunner struct {
+	opts    CountOptions
+	brokers []string
+	cl      *kgo.Client
+	adm     *kadm.Client
+	want    map[string]int64
+	w       io.Writer
+	width   int
+}
+
+// measure runs fn, one count of side s, to r.Out, checks what it wrote as
+// s says, writes its line and deletes every topic the run created.
+func (c *countRunner) measure(ctx context.Context, r *Run, s *countSide, fn CountFunc, warmUp bool) error {
+	before, err := topicNames(ctx, c.cl)
+	if err != nil {
+		return fmt.Errorf("bench count: %w", err)
+	}
+	if err := EnsureTopic(ctx, c.adm, r.Out, c.opts.Partitions); err != nil {
+		return fmt.Errorf("bench count: %w", err)
+	}
+	t := time.Now()
+	res, err := fn(ctx, c.brokers, CountInputTopic, r.Out, c.opts.Records)
+	r.Wall = time.Since(t)
+	if err != nil {
+		return fmt.Errorf("bench count: %s: %w", r.Name, err)
+	}
+	r.Result = res
+	switch {
+	case res.Records != c.opts.Records:
+		return fmt.Errorf("bench count: %s reports %d records processed, want %d", r.Name, res.Records, c.opts.Records)
+	case res.Elapsed <= 0 || res.Elapsed > r.Wall:
+		return fmt.Errorf("bench count: %s reports %v elapsed, but its call took %v", r.Name, res.Elapsed, r.Wall)
+	}
+	n, err := c.check(ctx, r, s)
+	if err != nil {
+		return fmt.Errorf("bench count: %s: %w", r.Name, err)
+	}
+	r.OutRecords = n
+	line := runLine(c.width, r.Name, res.Records, res.Elapsed, res.PerSecond(), warmUp)
+	line += fmt.Sprintf("  (%d output records)", n)
+	fmt.Fprintln(c.w, line)
+
+	if err := deleteTopicsSince(ctx, c.cl, c.adm, before); err != nil {
+		return fmt.Errorf("bench count: %w", err)
+	}
+	return nil
+}
+
+// check checks a run's output (and changelog) as RunCount says and
+// returns how many records its output holds.
+func (c *countRunner) check(ctx context.Context, r *Run, s *countSide) (int64, error) {
+	records, keys := int64(c.opts.Records), int64(len(c.want))
+	n, err := checkCounts(ctx, c.brokers, r.Out, c.want, countChecks{increasing: s.changelog != ""})
+	if err != nil {
+		return n, err
+	}
+	if s.changelog == "" {
+		return n, nil
+	}
+	if _, err := checkCounts(ctx, c.brokers, s.changelog, c.want, countChecks{increasing: true}); err != nil {
+		return n, fmt.Errorf("changelog: %w", err)
+	}
+	// The records written, counted by offsets: the broker's cleaner may
+	// have compacted the changelog since, leaving the last count of each
+	// key.
+	cn, err := topicRecords(ctx, c.adm, s.changelog)
+	if err != nil {
+		return n, fmt.Errorf("changelog: %w", err)
+	}
+	for _, t := range []struct {
+		topic string
+		n     int64
+	}{{r.Out, n}, {s.changelog, cn}} {
+		switch {
+		case s.exact && t.n != records:
+			return n, fmt.Errorf("topic %s holds %d records, want one per input record, %d", t.topic, t.n, records)
+		case !s.exact && (t.n < keys || t.n > records):
+			return n, fmt.Errorf("topic %s holds %d records, want from one per key (%d) to one per input record (%d)", t.topic, t.n, keys, records)
+		}
+	}
+	return n, nil
 }
 
 // runLine is the line a benchmark prints for one run: its name, records,

@@ -17,11 +17,15 @@
 // The other benchmarks run the same way, each on its own embedded broker,
 // and end in a RESULT line of their own, with their target beside them:
 //
-//   - RunCount, `braid bench count`: a hand-written franz-go + pebble count
-//     against Braid's GroupByKey().Count() (CountTarget).
+//   - RunCount, `braid bench count`: Braid's GroupByKey().Count() against
+//     its ceiling, CachedCount (franz-go, counts in a map, each changed
+//     key written once per commit: CountTarget), and against the naive
+//     HandwrittenCount (franz-go + pebble, an output and a changelog
+//     record per input record), reported beside it.
 //   - RunRestore, `braid bench restore`: a plain consumer writing pebble
-//     batches against Braid restoring a store from its changelog
-//     (RestoreTarget).
+//     batches against Braid restoring a store from its changelog, both
+//     measured until every record is committed to pebble and both stores
+//     checked (RestoreTarget).
 //   - RunWindowed, `braid bench windowed`: Braid's tumbling-window count
 //     against its plain count (WindowedTarget).
 //   - RunFailover, `braid bench failover`: one of several instances of a

@@ -146,9 +146,13 @@ func TestRunRestore(t *testing.T) {
 
 	const records, keys = 20_000, 2_000
 	var calls atomic.Int64
-	standIn := func(ctx context.Context, brokers []string, changelog string, records int) (Result, error) {
+	standIn := func(ctx context.Context, brokers []string, changelog string, records int, check func(StoreRows) error) (Result, error) {
 		dir := filepath.Join(t.TempDir(), fmt.Sprint(calls.Add(1)))
-		return RawRestore(ctx, brokers, changelog, dir, records)
+		res, err := RawRestore(ctx, brokers, changelog, dir, records)
+		if err != nil {
+			return res, err
+		}
+		return res, check(dirRows(dir, 4, nil))
 	}
 	var out bytes.Buffer
 	rep, err := RunRestore(ctx, RestoreOptions{Records: records, Keys: keys, Rounds: 2, Out: &out}, standIn)
@@ -176,6 +180,9 @@ func TestRunRestore(t *testing.T) {
 	text := out.String()
 	for _, re := range []string{
 		`(?m)^bench restore: 20000 changelog records, 2000 keys, 4 partitions, GOMAXPROCS=\d+, embedded broker$`,
+		`(?m)^  raw: +a plain franz-go consumer writing each poll's records of a partition in one pebble batch$`,
+		`(?m)^  braid: an App restoring its store's changelog, a task per partition, before it processes$`,
+		`(?m)^  both measured until every record is committed to pebble \(no fsync, no flush\), both stores checked after$`,
 		`(?m)^warm-up \(raw restore\) +20000 records +\d+\.\d\ds +\(not measured\)$`,
 		`(?m)^raw consumer -> pebble batches +20000 records +\d+\.\d\ds +[\d,]+ rec/s  \(\d+ MB/s\)$`,
 		`(?m)^braid store restore +20000 records +\d+\.\d\ds +[\d,]+ rec/s  \(\d+ MB/s\)$`,
@@ -196,7 +203,7 @@ func TestRunRestore(t *testing.T) {
 func TestRunRestoreCatchesShortRestores(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	short := func(_ context.Context, _ []string, _ string, records int) (Result, error) {
+	short := func(_ context.Context, _ []string, _ string, records int, _ func(StoreRows) error) (Result, error) {
 		time.Sleep(5 * time.Millisecond)
 		return Result{Records: records / 2, Elapsed: time.Millisecond}, nil
 	}
@@ -208,4 +215,72 @@ func TestRunRestoreCatchesShortRestores(t *testing.T) {
 	if strings.Contains(out.String(), "RESULT") {
 		t.Errorf("output:\n%s", out.String())
 	}
+}
+
+// TestRunRestoreCatchesWrongState: a Braid restore that restores every
+// record but whose stores then hold a stale value fails the run.
+func TestRunRestoreCatchesWrongState(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	stale := func(ctx context.Context, brokers []string, changelog string, records int, check func(StoreRows) error) (Result, error) {
+		dir := t.TempDir()
+		res, err := RawRestore(ctx, brokers, changelog, dir, records)
+		if err != nil {
+			return res, err
+		}
+		return res, check(dirRows(dir, 4, func(key, value []byte) []byte {
+			if string(key) == string(Key(3, 10)) {
+				return []byte("stale")
+			}
+			return value
+		}))
+	}
+	var out bytes.Buffer
+	_, err := RunRestore(ctx, RestoreOptions{Records: 1_000, Keys: 10, Rounds: 1, NoWarmUp: true, Out: &out}, stale)
+	if err == nil || !strings.Contains(err.Error(), `braid store restore: checking the restored stores: key "key-000003" holds "stale"`) {
+		t.Errorf("err = %v", err)
+	}
+	if strings.Contains(out.String(), "RESULT") {
+		t.Errorf("output:\n%s", out.String())
+	}
+}
+
+// dirRows reads the rows RawRestore left under dir, partitions DBs, each
+// value passed through edit if it is not nil.
+func dirRows(dir string, partitions int, edit func(key, value []byte) []byte) StoreRows {
+	return func(fn func(key, value []byte) error) error {
+		for p := range partitions {
+			if err := dbRows(filepath.Join(dir, strconv.Itoa(p)), edit, fn); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+}
+
+func dbRows(path string, edit func(key, value []byte) []byte, fn func(key, value []byte) error) (err error) {
+	db, err := pebble.Open(path, &pebble.Options{ErrorIfNotExists: true, Logger: quietLogger{}})
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if cerr := db.Close(); cerr != nil && err == nil {
+			err = cerr
+		}
+	}()
+	it, err := db.NewIter(nil)
+	if err != nil {
+		return err
+	}
+	defer it.Close()
+	for it.First(); it.Valid(); it.Next() {
+		v := it.Value()
+		if edit != nil {
+			v = edit(it.Key(), v)
+		}
+		if err := fn(it.Key(), v); err != nil {
+			return err
+		}
+	}
+	return it.Error()
 }

@@ -59,16 +59,6 @@ func (quietLogger) Errorf(format string, args ...any) { pebble.DefaultLogger.Err
 
 func (quietLogger) Fatalf(format string, args ...any) { pebble.DefaultLogger.Fatalf(format, args...) }
 
-// flush flushes every DB's memtables to sstables.
-func (s *stores) flush() error {
-	for p, db := range s.dbs {
-		if err := db.Flush(); err != nil {
-			return fmt.Errorf("flushing the store of partition %d: %w", p, err)
-		}
-	}
-	return nil
-}
-
 // close closes every DB and releases the cache.
 func (s *stores) close() error {
 	var errs []error

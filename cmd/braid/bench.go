@@ -15,7 +15,7 @@ import (
 func runBench(ctx context.Context, args []string, stdout io.Writer) error {
 	const list = "Usage: braid bench <pipe|count|restore|windowed|failover|eos|join> [flags]\n\nBenchmarks:\n" +
 		"  pipe      a hand-written franz-go pipe against a Braid Filter+MapValues topology\n" +
-		"  count     a hand-written franz-go + pebble count against Braid's GroupByKey().Count()\n" +
+		"  count     Braid's GroupByKey().Count() against its ceiling (franz-go, a map, each changed key written once per commit) and a naive franz-go + pebble count\n" +
 		"  restore   a plain consumer writing pebble batches against Braid restoring a store\n" +
 		"  windowed  Braid's tumbling-window count (emit final) against its plain Count()\n" +
 		"  failover  crash one of 3 instances of a count (standby or none, cooperative or eager, exactly-once): detection, recovery, downtime, stayed tasks' gaps\n" +
