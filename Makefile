@@ -16,7 +16,7 @@ TEST_FLAGS := -count=1 -p 2 -timeout 10m
 # --keys, --partitions), e.g. make bench BENCH_ARGS='--records 2000000'.
 BENCH_ARGS ?=
 
-.PHONY: run test test-fresh deps fmt fmt-check vet tidy-check templ-check test-go fuzz-short fuzz bench chaos
+.PHONY: run test test-quick test-fresh deps fmt fmt-check vet tidy-check templ-check size-check test-go fuzz-short fuzz bench chaos
 
 run:
 	$(GO) run ./cmd/braid serve
@@ -80,6 +80,14 @@ templ-check:
 		exit 1; \
 	fi
 
+# No tracked file over 1 MB outside static/vendor/: build outputs are never
+# committed (a 54 MB cmd/braid/braid once was), and .gitignore names them.
+MAX_FILE_BYTES := 1048576
+size-check:
+	@if ! git rev-parse --is-inside-work-tree >/dev/null 2>&1; then echo "size-check: not a git checkout, skipped"; exit 0; fi; \
+	big=$$(git ls-files -z | grep -zv '^static/vendor/' | xargs -0 -r stat -c '%s %n' 2>/dev/null | awk '$$1 > $(MAX_FILE_BYTES)'); \
+	if [[ -n "$$big" ]]; then echo "size-check: tracked files over 1 MB (build outputs? git rm --cached them and add them to .gitignore):"; echo "$$big"; exit 1; fi
+
 # The concurrent packages (runtime/..., monitor, the websocket bridge, the
 # deployments) with the race detector, everything else without.
 RACE_PKGS = ^$(MODULE)/(runtime|monitor|deploy|web/wsbridge)(/|$$)
@@ -110,7 +118,12 @@ fuzz: fuzz-short
 test-fresh:
 	scripts/test-fresh.sh
 
+# The inner loop: every package's tests with -short (no race detector, no
+# browser, no long runs), under 3 minutes. make test stays the full check.
+test-quick:
+	$(GO) test -short -count=1 -p 2 -timeout 5m ./...
+
 test:
 	@scripts/install-deps.sh || { echo "make test: FAILED (installing dependencies)"; exit 1; }
-	@$(MAKE) --no-print-directory fmt-check vet tidy-check templ-check test-go fuzz-short || { echo "make test: FAILED"; exit 1; }
-	@echo "make test: PASSED (gofmt, vet, go mod tidy, templ, tests, short fuzzing)"
+	@$(MAKE) --no-print-directory fmt-check vet tidy-check templ-check size-check test-go fuzz-short || { echo "make test: FAILED"; exit 1; }
+	@echo "make test: PASSED (gofmt, vet, go mod tidy, templ, file sizes, tests, short fuzzing)"
