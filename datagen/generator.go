@@ -23,6 +23,12 @@ const (
 	// drainTimeout is how long Run waits, once its context ends, for the
 	// records it handed to the client to be acknowledged.
 	drainTimeout = 5 * time.Second
+	// drainStall cuts the drain short when no record was acknowledged for
+	// this long: the broker is gone or unreachable, and a person who
+	// pressed Ctrl-C is not made to wait for it. (Without it Run waited
+	// for the client, which retries a dead broker's records for as long
+	// as it lives: gen was seen running minutes after SIGTERM.)
+	drainStall = time.Second
 )
 
 // Generator produces a Spec's records to Kafka until stopped.
@@ -70,26 +76,28 @@ func New(cl *kgo.Client, spec Spec) (*Generator, error) {
 // Run produces at the spec's rate, in small batches every few tens of
 // milliseconds, until ctx ends; it returns nil then, or the first produce
 // error. Keys cycle uniformly at random over the cardinality. Once ctx
-// ends, Run waits a few seconds at most for the records in flight, so
-// that Stats are final when it returns. A Generator runs once.
+// ends, Run waits for the records in flight, for drainTimeout at most and
+// for drainStall at most without an acknowledgement, so that Stats are
+// final when it returns; records still unacknowledged then (a broker that
+// is gone) are abandoned, counted neither produced nor failed. A
+// Generator runs once.
 func (g *Generator) Run(ctx context.Context) error {
 	if !g.running.CompareAndSwap(false, true) {
 		return fmt.Errorf("datagen %q: Run called twice", g.spec.Topic)
 	}
-	// Records outlive ctx by drainTimeout, so that those handed to the
-	// client are delivered rather than failed at once by the cancellation.
+	// Records outlive ctx by the drain, so that those handed to the
+	// client are delivered rather than failed at once by the
+	// cancellation; cancelProduce ends the drain.
 	produceCtx, cancelProduce := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelProduce()
-	stopDrain := context.AfterFunc(ctx, func() { time.AfterFunc(drainTimeout, cancelProduce) })
-	defer stopDrain()
 
-	var (
-		inflight sync.WaitGroup
-		firstErr = make(chan error, 1)
-	)
+	fl := newFlight()
+	firstErr := make(chan error, 1)
 	promise := func(late bool) func(*kgo.Record, error) {
 		return func(_ *kgo.Record, err error) {
-			defer inflight.Done()
+			if !fl.land() {
+				return // abandoned: Run has returned
+			}
 			switch {
 			case err == nil:
 				g.produced.Add(1)
@@ -127,7 +135,7 @@ loop:
 	for {
 		for ; credit >= 1 && ctx.Err() == nil; credit-- {
 			rec, late := g.next(time.Now())
-			inflight.Add(1)
+			fl.takeOff()
 			g.cl.Produce(produceCtx, rec, promise(late))
 		}
 		select {
@@ -143,7 +151,8 @@ loop:
 	if err != nil {
 		cancelProduce()
 	}
-	inflight.Wait()
+	fl.drain(produceCtx.Done(), ticker.C)
+	cancelProduce()
 	if err == nil {
 		select {
 		case err = <-firstErr:
@@ -154,6 +163,69 @@ loop:
 		return fmt.Errorf("datagen %q: producing: %w", g.spec.Topic, err)
 	}
 	return nil
+}
+
+// flight counts the records handed to the client and not yet acknowledged.
+type flight struct {
+	mu       sync.Mutex
+	n        int
+	lastLand time.Time
+	landed   chan struct{} // signalled at every acknowledgement
+	closed   bool          // the drain ended: late acknowledgements are ignored
+}
+
+func newFlight() *flight { return &flight{landed: make(chan struct{}, 1)} }
+
+func (f *flight) takeOff() {
+	f.mu.Lock()
+	f.n++
+	f.mu.Unlock()
+}
+
+// land records an acknowledgement; false if the drain already ended.
+func (f *flight) land() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.closed {
+		return false
+	}
+	f.n--
+	f.lastLand = time.Now()
+	select {
+	case f.landed <- struct{}{}:
+	default:
+	}
+	return true
+}
+
+// drain waits until every record landed, abort is closed, drainTimeout
+// passed or no record landed for drainStall (checked at every tick), and
+// then ignores whatever lands later.
+func (f *flight) drain(abort <-chan struct{}, tick <-chan time.Time) {
+	start := time.Now()
+	f.mu.Lock()
+	f.lastLand = start
+	f.mu.Unlock()
+	for {
+		f.mu.Lock()
+		done := f.n == 0 || time.Since(start) > drainTimeout || time.Since(f.lastLand) > drainStall
+		if done {
+			f.closed = true
+		}
+		f.mu.Unlock()
+		if done {
+			return
+		}
+		select {
+		case <-abort:
+			f.mu.Lock()
+			f.closed = true
+			f.mu.Unlock()
+			return
+		case <-f.landed:
+		case <-tick:
+		}
+	}
 }
 
 // next returns the next record, made at now, and whether it is a late one.

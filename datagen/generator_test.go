@@ -332,3 +332,58 @@ func TestRunPacing(t *testing.T) {
 		t.Errorf("the topic holds %d records, Stats say %d produced", len(seen), st.Produced)
 	}
 }
+
+// TestRunStopsWithTheBrokerGone: once its context ends, Run returns even
+// if the broker died with records in flight, which the client would retry
+// for as long as it lives (braid gen kept running minutes after SIGTERM).
+func TestRunStopsWithTheBrokerGone(t *testing.T) {
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.AllowAutoTopicCreation(), kfake.DefaultNumPartitions(4))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()[0]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if _, err := kadm.NewClient(cl).CreateTopic(ctx, 3, 1, nil, "orders"); err != nil {
+		t.Fatal(err)
+	}
+	g, err := New(cl, Spec{Topic: "orders", Rate: 2000, Keys: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	ran := make(chan error, 1)
+	go func() { ran <- g.Run(runCtx) }()
+	for g.Stats().Produced < 100 && ctx.Err() == nil {
+		time.Sleep(5 * time.Millisecond)
+	}
+	c.Close()
+	before := g.Stats().Produced
+	// Let records pile up at the dead broker before stopping.
+	for g.Stats().Started.IsZero() || time.Since(g.Stats().Started) < 200*time.Millisecond {
+		time.Sleep(5 * time.Millisecond)
+	}
+	stop()
+	select {
+	case err := <-ran:
+		if err != nil && !strings.Contains(err.Error(), `datagen "orders": producing:`) {
+			t.Errorf("Run = %v", err)
+		}
+	case <-ctx.Done():
+		t.Fatal("Run did not return after its context ended with the broker gone")
+	}
+	st := g.Stats()
+	if st.Produced < before {
+		t.Errorf("Stats went back: %d produced, %d before", st.Produced, before)
+	}
+	// Nothing counts after Run returned.
+	cl.Close()
+	if after := g.Stats(); after != st {
+		t.Errorf("Stats changed after Run returned: %+v, then %+v", st, after)
+	}
+}
