@@ -157,9 +157,12 @@ func (s *serveProc) stop() {
 }
 
 // chromiumPath returns Debian's chromium. Without it the test skips,
-// unless CI is set.
+// unless CI is set. Under -short (make test-quick) browser tests skip.
 func chromiumPath(t *testing.T) string {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("browser test: skipped with -short")
+	}
 	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
 		if p, err := exec.LookPath(name); err == nil {
 			return p
