@@ -16,10 +16,12 @@ import (
 // under both guarantees.
 
 func TestBrokerKillRestartExactlyOnce(t *testing.T) {
+	skipShort(t, "waits out broker timeouts")
 	runBrokerFault(t, "kill-restart-5s", streams.ExactlyOnce)
 }
 
 func TestBrokerCutAtLeastOnce(t *testing.T) {
+	skipShort(t, "waits out broker timeouts")
 	runBrokerFault(t, "cut-15s", streams.AtLeastOnce)
 }
 

@@ -26,6 +26,7 @@ var buildChaosWorker = sync.OnceValues(func() (string, error) {
 })
 
 func TestChaosExactlyOnce(t *testing.T) {
+	skipShort(t, "waits out broker timeouts")
 	runChaos(t, chaos.Options{
 		Guarantee: streams.ExactlyOnce,
 		Records:   3000,
@@ -36,6 +37,7 @@ func TestChaosExactlyOnce(t *testing.T) {
 }
 
 func TestChaosAtLeastOnce(t *testing.T) {
+	skipShort(t, "waits out broker timeouts")
 	runChaos(t, chaos.Options{
 		Guarantee: streams.AtLeastOnce,
 		Records:   2000,
@@ -96,4 +98,13 @@ type logWriter struct{ t *testing.T }
 func (w logWriter) Write(p []byte) (int, error) {
 	w.t.Log(strings.TrimRight(string(p), "\n"))
 	return len(p), nil
+}
+
+// skipShort skips a test that takes tens of seconds by design under -short
+// (make test-quick); make test runs it.
+func skipShort(t *testing.T, why string) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("long test (" + why + "): skipped with -short")
+	}
 }

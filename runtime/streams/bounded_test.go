@@ -47,6 +47,7 @@ func holdOutputs(r kmsg.Request) bool {
 // the broker answers again it resumes by itself, with outputs exact under
 // exactly-once and complete under at-least-once.
 func TestBrokerSilenceIsBounded(t *testing.T) {
+	skipShort(t, "waits out broker timeouts")
 	for _, tc := range []struct {
 		name string
 		g    streams.Guarantee
@@ -108,6 +109,7 @@ func checkOutputs(t *testing.T, b *broker.Broker, g streams.Guarantee, tr *eosTr
 // commit while the broker holds its commit and its leave: Close returns
 // once their bounds passed.
 func TestCloseWithSilentBrokerReturns(t *testing.T) {
+	skipShort(t, "waits out broker timeouts")
 	for _, tc := range []struct {
 		g    streams.Guarantee
 		hold func(kmsg.Request) bool

@@ -238,6 +238,7 @@ func processedAll(t *testing.T, b *broker.Broker) {
 // checkpoints and replay only the committed tail), and the outputs, read
 // committed, hold every count and window result exactly once.
 func TestExactlyOnceCrashPoints(t *testing.T) {
+	skipShort(t, "crashes an instance at every commit point")
 	for _, point := range []string{streams.CrashBeforeCommit, streams.CrashAfterCommit, streams.CrashDuringApply} {
 		t.Run(point, func(t *testing.T) {
 			b := startEOSBroker(t)

@@ -312,3 +312,12 @@ func (r *recorder) skippedRecords() []streams.SkippedRecord {
 	defer r.mu.Unlock()
 	return append([]streams.SkippedRecord(nil), r.skipped...)
 }
+
+// skipShort skips a test that takes tens of seconds by design under -short
+// (make test-quick); make test runs it.
+func skipShort(t *testing.T, why string) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("long test (" + why + "): skipped with -short")
+	}
+}

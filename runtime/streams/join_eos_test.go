@@ -121,6 +121,7 @@ func joinProcessedAll(t *testing.T, b *broker.Broker) {
 // on the same state dir: read committed, the output holds every join
 // result and every outer result exactly once.
 func TestExactlyOnceJoinAcrossCrashes(t *testing.T) {
+	skipShort(t, "crashes an instance at every commit point")
 	for _, point := range []string{streams.CrashBeforeCommit, streams.CrashAfterCommit, streams.CrashDuringApply} {
 		t.Run(point, func(t *testing.T) {
 			b := startBroker(t)

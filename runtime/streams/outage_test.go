@@ -107,6 +107,7 @@ func (c *commitClock) committedSince(t time.Time, instances ...string) bool {
 // under exactly-once (no count repeated, lowered or missing) and complete
 // under at-least-once.
 func TestBrokerRestartRecovers(t *testing.T) {
+	skipShort(t, "waits out broker timeouts")
 	for _, g := range []streams.Guarantee{streams.AtLeastOnce, streams.ExactlyOnce} {
 		t.Run(g.String(), func(t *testing.T) {
 			rb := startRestartableBroker(t)

@@ -33,6 +33,7 @@ func (b *brokerEvents) snapshot() []streams.BrokerReachabilityEvent {
 // that the broker is unreachable, with the time of its last answer, lists
 // it in Stats while it is, and says once that it answers again.
 func TestBrokerUnreachableIsReported(t *testing.T) {
+	skipShort(t, "waits out broker timeouts")
 	dir := t.TempDir()
 	b, err := broker.Start(broker.Config{DataDir: dir})
 	if err != nil {
