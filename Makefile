@@ -16,10 +16,19 @@ TEST_FLAGS := -count=1 -p 2 -timeout 10m
 # --keys, --partitions), e.g. make bench BENCH_ARGS='--records 2000000'.
 BENCH_ARGS ?=
 
-.PHONY: run test test-quick test-fresh deps fmt fmt-check vet tidy-check templ-check size-check test-go fuzz-short fuzz bench chaos
+.PHONY: run kafka test test-quick test-kafka test-fresh deps fmt fmt-check vet tidy-check templ-check size-check test-go fuzz-short fuzz bench chaos
 
 run:
 	$(GO) run ./cmd/braid serve
+
+# Apache Kafka (kafka/pom.xml pins it; KRaft, no ZooKeeper) in the
+# foreground, for a person who wants the real broker: bootstrap
+# 127.0.0.1:$(KAFKA_PORT), KAFKA_NODES=3 for three nodes; Ctrl-C stops it.
+# Needs Java and Maven (make deps); never needed by make run.
+KAFKA_PORT ?= 19092
+KAFKA_NODES ?= 1
+kafka:
+	scripts/kafka.sh run --port $(KAFKA_PORT) --nodes $(KAFKA_NODES)
 
 bench:
 	$(GO) run ./cmd/braid bench pipe $(BENCH_ARGS)
@@ -123,7 +132,14 @@ test-fresh:
 test-quick:
 	$(GO) test -short -count=1 -p 2 -timeout 5m ./...
 
+# The real-Kafka pass: the tests kafka/tests.txt lists, where Kafka's own
+# coordinators, cleaner and leader election matter, on an Apache Kafka
+# cluster each package starts (brokertest). make test runs it after the
+# embedded-broker pass; a listed test that skips fails it.
+test-kafka:
+	GO=$(GO) scripts/test-kafka.sh
+
 test:
 	@scripts/install-deps.sh || { echo "make test: FAILED (installing dependencies)"; exit 1; }
-	@$(MAKE) --no-print-directory fmt-check vet tidy-check templ-check size-check test-go fuzz-short || { echo "make test: FAILED"; exit 1; }
-	@echo "make test: PASSED (gofmt, vet, go mod tidy, templ, file sizes, tests, short fuzzing)"
+	@$(MAKE) --no-print-directory fmt-check vet tidy-check templ-check size-check test-go test-kafka fuzz-short || { echo "make test: FAILED"; exit 1; }
+	@echo "make test: PASSED (gofmt, vet, go mod tidy, templ, file sizes, tests on the embedded broker and on Apache Kafka, short fuzzing)"

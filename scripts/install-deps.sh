@@ -8,6 +8,8 @@ deps=(
 	"kcat:kcat"
 	"chromium:chromium"
 	"ip:iproute2"
+	"java:openjdk-17-jre-headless"
+	"mvn:maven"
 )
 
 missing=()

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/braidstream/braid/runtime/broker"
+	"github.com/braidstream/braid/runtime/broker/brokertest"
 	"github.com/braidstream/braid/runtime/streams"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -78,7 +78,7 @@ func TestBrokerSilenceIsBounded(t *testing.T) {
 			// to commit when the broker freezes at the held request.
 			tr.produce(t, b, 1000)
 			waitFor(t, 60*time.Second, "the new input being processed", func() bool { return processed(app) > 200 })
-			resume := b.Silence(tc.hold)
+			resume := b.Embedded(t, "silences requests at the broker").Silence(tc.hold)
 			t.Cleanup(resume)
 			// The limit only catches a hang: the bound is the config's.
 			waitFor(t, 60*time.Second, "the instance to give its session up", func() bool {
@@ -96,7 +96,7 @@ func TestBrokerSilenceIsBounded(t *testing.T) {
 	}
 }
 
-func checkOutputs(t *testing.T, b *broker.Broker, g streams.Guarantee, tr *eosTruth) {
+func checkOutputs(t *testing.T, b *brokertest.Cluster, g streams.Guarantee, tr *eosTruth) {
 	t.Helper()
 	if g == streams.ExactlyOnce {
 		checkExactlyOnce(t, b, tr)
@@ -129,7 +129,7 @@ func TestCloseWithSilentBrokerReturns(t *testing.T) {
 			go func() { errc <- app.Run(context.Background()) }()
 			processedAll(t, b)
 			tr.produce(t, b, 500)
-			resume := b.Silence(tc.hold)
+			resume := b.Embedded(t, "silences requests at the broker").Silence(tc.hold)
 			t.Cleanup(resume)
 			waitFor(t, 60*time.Second, "the new input processed", func() bool { return processed(app) >= 1000 })
 			go app.Close()

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/braidstream/braid/runtime/broker"
+	"github.com/braidstream/braid/runtime/broker/brokertest"
 	"github.com/braidstream/braid/runtime/streams"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -69,7 +69,7 @@ func newEOSTruth() *eosTruth {
 
 // produce writes the next n events, key i%eosKeys at event time t0 +
 // i*eosStep, and counts them.
-func (tr *eosTruth) produce(t testing.TB, b *broker.Broker, n int) {
+func (tr *eosTruth) produce(t testing.TB, b *brokertest.Cluster, n int) {
 	t.Helper()
 	tr.mu.Lock()
 	recs := make([]*kgo.Record, 0, n)
@@ -87,7 +87,7 @@ func (tr *eosTruth) produce(t testing.TB, b *broker.Broker, n int) {
 // closeWindows writes one record per key a minute of event time past the
 // last: every window of the records before closes. Its own windows and
 // its count are left out of the truth's windows, but not of its totals.
-func (tr *eosTruth) closeWindows(t testing.TB, b *broker.Broker) {
+func (tr *eosTruth) closeWindows(t testing.TB, b *brokertest.Cluster) {
 	tr.mu.Lock()
 	ts := t0 + int64(tr.next)*eosStep + 60_000
 	var recs []*kgo.Record
@@ -100,7 +100,7 @@ func (tr *eosTruth) closeWindows(t testing.TB, b *broker.Broker) {
 	produce(t, b, recs...)
 }
 
-func startEOSBroker(t *testing.T) *broker.Broker {
+func startEOSBroker(t *testing.T) *brokertest.Cluster {
 	b := startBroker(t)
 	for _, topic := range []string{"events", "event-totals", "event-windows"} {
 		createTopic(t, b, topic, eosPartitions)
@@ -108,7 +108,7 @@ func startEOSBroker(t *testing.T) *broker.Broker {
 	return b
 }
 
-func eosConfig(b *broker.Broker, stateDir string, hooks ...streams.Hook) streams.Config {
+func eosConfig(b *brokertest.Cluster, stateDir string, hooks ...streams.Hook) streams.Config {
 	cfg := testConfig(b, "eos")
 	cfg.ProcessingGuarantee = streams.ExactlyOnce
 	cfg.CommitInterval = 0 // the exactly-once default, 100 ms
@@ -120,7 +120,7 @@ func eosConfig(b *broker.Broker, stateDir string, hooks ...streams.Hook) streams
 
 // readCommitted reads topic from the start to its last stable offset with
 // a read-committed consumer.
-func readCommitted(t *testing.T, b *broker.Broker, topic string) []*kgo.Record {
+func readCommitted(t *testing.T, b *brokertest.Cluster, topic string) []*kgo.Record {
 	t.Helper()
 	ends, err := admin(t, b).ListCommittedOffsets(context.Background(), topic)
 	if err == nil {
@@ -168,7 +168,7 @@ func readCommitted(t *testing.T, b *broker.Broker, topic string) []*kgo.Record {
 // against the truth: every key's totals rise by one at a time to its
 // truth (the record cache may skip values, but never repeats or goes
 // back), and every window's final result appears once and is right.
-func checkExactlyOnce(t *testing.T, b *broker.Broker, tr *eosTruth) {
+func checkExactlyOnce(t *testing.T, b *brokertest.Cluster, tr *eosTruth) {
 	t.Helper()
 	last := map[string]int64{}
 	for _, r := range readCommitted(t, b, "event-totals") {
@@ -218,7 +218,7 @@ func windowResultID(t *testing.T, r *kgo.Record) string {
 }
 
 // processedAll waits until the group committed every produced event.
-func processedAll(t *testing.T, b *broker.Broker) {
+func processedAll(t *testing.T, b *brokertest.Cluster) {
 	t.Helper()
 	waitFor(t, 60*time.Second, "every event committed", func() bool {
 		ends := endOffsets(t, b, "events")

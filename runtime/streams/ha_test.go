@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/braidstream/braid/runtime/broker"
+	"github.com/braidstream/braid/runtime/broker/brokertest"
 	"github.com/braidstream/braid/runtime/streams"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
@@ -16,7 +16,7 @@ import (
 // input, with every failover and restore recorded.
 type haGroup struct {
 	t       *testing.T
-	b       *broker.Broker
+	b       *brokertest.Cluster
 	sup     *streams.Supervisor
 	events  *haEvents
 	session time.Duration

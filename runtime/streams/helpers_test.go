@@ -12,24 +12,25 @@ import (
 	"time"
 
 	"github.com/braidstream/braid/runtime/broker"
+	"github.com/braidstream/braid/runtime/broker/brokertest"
 	"github.com/braidstream/braid/runtime/streams"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
-// startBroker starts an in-memory embedded broker for one test.
-func startBroker(t testing.TB) *broker.Broker {
+// TestMain starts Apache Kafka for the package when BRAID_TEST_KAFKA asks
+// (see brokertest).
+func TestMain(m *testing.M) { brokertest.Main(m) }
+
+// startBroker gives one test its broker: a new embedded one, or the shared
+// Apache Kafka cluster (see brokertest).
+func startBroker(t testing.TB) *brokertest.Cluster {
 	t.Helper()
-	b, err := broker.Start(broker.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { b.Close() })
-	return b
+	return brokertest.Start(t, broker.Config{})
 }
 
-func newClient(t testing.TB, b *broker.Broker, opts ...kgo.Opt) *kgo.Client {
+func newClient(t testing.TB, b *brokertest.Cluster, opts ...kgo.Opt) *kgo.Client {
 	t.Helper()
 	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(b.Addrs()...)}, opts...)...)
 	if err != nil {
@@ -39,7 +40,7 @@ func newClient(t testing.TB, b *broker.Broker, opts ...kgo.Opt) *kgo.Client {
 	return cl
 }
 
-func createTopic(t testing.TB, b *broker.Broker, topic string, partitions int32) {
+func createTopic(t testing.TB, b *brokertest.Cluster, topic string, partitions int32) {
 	t.Helper()
 	adm := kadm.NewClient(newClient(t, b))
 	resp, err := adm.CreateTopic(context.Background(), partitions, 1, nil, topic)
@@ -52,7 +53,7 @@ func createTopic(t testing.TB, b *broker.Broker, topic string, partitions int32)
 }
 
 // produce writes records synchronously.
-func produce(t testing.TB, b *broker.Broker, recs ...*kgo.Record) {
+func produce(t testing.TB, b *brokertest.Cluster, recs ...*kgo.Record) {
 	t.Helper()
 	cl := newClient(t, b, kgo.ProducerLinger(0))
 	if err := cl.ProduceSync(context.Background(), recs...).FirstErr(); err != nil {
@@ -61,14 +62,14 @@ func produce(t testing.TB, b *broker.Broker, recs ...*kgo.Record) {
 }
 
 // consumeN reads n records from topic, failing after timeout.
-func consumeN(t testing.TB, b *broker.Broker, topic string, n int, timeout time.Duration) []*kgo.Record {
+func consumeN(t testing.TB, b *brokertest.Cluster, topic string, n int, timeout time.Duration) []*kgo.Record {
 	t.Helper()
 	return consumeUntil(t, b, topic, fmt.Sprintf("%d records", n), timeout, func(out []*kgo.Record) bool { return len(out) >= n })
 }
 
 // consumeUntil reads topic from the start until done holds for everything
 // read so far, failing the test with what was awaited after timeout.
-func consumeUntil(t testing.TB, b *broker.Broker, topic, what string, timeout time.Duration, done func([]*kgo.Record) bool) []*kgo.Record {
+func consumeUntil(t testing.TB, b *brokertest.Cluster, topic, what string, timeout time.Duration, done func([]*kgo.Record) bool) []*kgo.Record {
 	t.Helper()
 	cl := newClient(t, b, kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
@@ -123,7 +124,7 @@ func testLogger() *slog.Logger {
 	return slog.New(slog.NewTextHandler(io.Discard, nil))
 }
 
-func testConfig(b *broker.Broker, app string) streams.Config {
+func testConfig(b *brokertest.Cluster, app string) streams.Config {
 	return streams.Config{
 		ApplicationID:  app,
 		Brokers:        b.Addrs(),
@@ -190,7 +191,7 @@ var errBoom = errors.New("boom")
 func key(i int) []byte { return []byte(fmt.Sprintf("key-%03d", i)) }
 
 // admin returns an admin client on b.
-func admin(t testing.TB, b *broker.Broker) *kadm.Client {
+func admin(t testing.TB, b *brokertest.Cluster) *kadm.Client {
 	t.Helper()
 	return kadm.NewClient(newClient(t, b))
 }
@@ -198,10 +199,12 @@ func admin(t testing.TB, b *broker.Broker) *kadm.Client {
 // committedOffsets returns the offsets group has committed, per partition
 // of topic; a partition without a commit is absent, and so is a group that
 // does not exist yet.
-func committedOffsets(t testing.TB, b *broker.Broker, group, topic string) map[int32]int64 {
+func committedOffsets(t testing.TB, b *brokertest.Cluster, group, topic string) map[int32]int64 {
 	t.Helper()
 	resps, err := admin(t, b).FetchOffsets(context.Background(), group)
-	if errors.Is(err, kerr.GroupIDNotFound) {
+	// A coordinator not yet loaded (Kafka, after a failover or the group's
+	// first commit) is a "not yet" for the callers, which poll.
+	if errors.Is(err, kerr.GroupIDNotFound) || kerr.IsRetriable(err) {
 		return map[int32]int64{}
 	}
 	if err != nil {
@@ -221,7 +224,7 @@ func committedOffsets(t testing.TB, b *broker.Broker, group, topic string) map[i
 }
 
 // endOffsets returns the end offset of every partition of topic.
-func endOffsets(t testing.TB, b *broker.Broker, topic string) map[int32]int64 {
+func endOffsets(t testing.TB, b *brokertest.Cluster, topic string) map[int32]int64 {
 	t.Helper()
 	listed, err := admin(t, b).ListEndOffsets(context.Background(), topic)
 	if err != nil {
@@ -242,7 +245,7 @@ func endOffsets(t testing.TB, b *broker.Broker, topic string) map[int32]int64 {
 // outputs before it commits the record, and under exactly-once they are in
 // the committed transaction: once the input is committed to its end, every
 // output it makes is in its topic.
-func allCommitted(t testing.TB, b *broker.Broker, group, topic string) bool {
+func allCommitted(t testing.TB, b *brokertest.Cluster, group, topic string) bool {
 	t.Helper()
 	got := committedOffsets(t, b, group, topic)
 	for p, end := range endOffsets(t, b, topic) {

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/braidstream/braid/runtime/broker"
+	"github.com/braidstream/braid/runtime/broker/brokertest"
 	"github.com/braidstream/braid/runtime/streams"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
@@ -40,7 +40,7 @@ func idleTopology(t *testing.T) *streams.Topology {
 	return topo
 }
 
-func idleBroker(t *testing.T) *broker.Broker {
+func idleBroker(t *testing.T) *brokertest.Cluster {
 	t.Helper()
 	b := startBroker(t)
 	for _, topic := range []string{"il", "ir", "ij"} {
@@ -73,7 +73,7 @@ func idleWant(from, to int) []string {
 // produceEach writes every record in a batch of its own, so that a fetch
 // can stop after any; with txn in transactions of txnRecords records, so
 // that commit markers lie between them and end the partition.
-func produceEach(t *testing.T, b *broker.Broker, txn bool, recs ...*kgo.Record) {
+func produceEach(t *testing.T, b *brokertest.Cluster, txn bool, recs ...*kgo.Record) {
 	t.Helper()
 	const txnRecords = 10
 	opts := []kgo.Opt{kgo.ProducerLinger(0)}
@@ -101,7 +101,7 @@ func produceEach(t *testing.T, b *broker.Broker, txn bool, recs ...*kgo.Record) 
 
 // readAll reads topic's committed records, up to its last stable offset,
 // as "key=value".
-func readAll(t *testing.T, b *broker.Broker, topic string) []string {
+func readAll(t *testing.T, b *brokertest.Cluster, topic string) []string {
 	t.Helper()
 	listed, err := admin(t, b).ListCommittedOffsets(context.Background(), topic)
 	if err != nil {
@@ -140,7 +140,7 @@ func taskStats(app *streams.App) (streams.TaskStats, bool) {
 
 // idleProcessedAll waits until task 0_0 has processed n records and committed
 // them: its inputs' committed offsets have reached their last records.
-func idleProcessedAll(t *testing.T, b *broker.Broker, app *streams.App, n int64, lastLeft, lastRight int64) {
+func idleProcessedAll(t *testing.T, b *brokertest.Cluster, app *streams.App, n int64, lastLeft, lastRight int64) {
 	t.Helper()
 	deadline := time.Now().Add(60 * time.Second)
 	for {

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/braidstream/braid/runtime/broker"
+	"github.com/braidstream/braid/runtime/broker/brokertest"
 	"github.com/braidstream/braid/runtime/streams"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
@@ -48,7 +48,7 @@ type joinEOSRecord struct {
 	ts         int64
 }
 
-func (in *joinEOSInput) produce(t *testing.T, b *broker.Broker, n int) {
+func (in *joinEOSInput) produce(t *testing.T, b *brokertest.Cluster, n int) {
 	t.Helper()
 	var recs []*kgo.Record
 	for i := in.next; i < in.next+n; i++ {
@@ -92,14 +92,14 @@ func (in *joinEOSInput) want() []string {
 	return out
 }
 
-func joinEOSConfig(b *broker.Broker, dir string) streams.Config {
+func joinEOSConfig(b *brokertest.Cluster, dir string) streams.Config {
 	cfg := eosConfig(b, dir)
 	cfg.ApplicationID = joinEOSApp
 	cfg.DefaultKeySerde, cfg.DefaultValueSerde = streams.String, streams.String
 	return cfg
 }
 
-func joinProcessedAll(t *testing.T, b *broker.Broker) {
+func joinProcessedAll(t *testing.T, b *brokertest.Cluster) {
 	t.Helper()
 	waitFor(t, 60*time.Second, "every join input committed", func() bool {
 		for _, topic := range []string{"jl", "jr"} {

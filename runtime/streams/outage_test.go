@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/braidstream/braid/runtime/broker"
+	"github.com/braidstream/braid/runtime/broker/brokertest"
 	"github.com/braidstream/braid/runtime/streams"
 )
 
@@ -112,15 +113,15 @@ func TestBrokerRestartRecovers(t *testing.T) {
 		t.Run(g.String(), func(t *testing.T) {
 			rb := startRestartableBroker(t)
 			for _, topic := range []string{"events", "event-totals", "event-windows"} {
-				createTopic(t, rb.b, topic, eosPartitions)
+				createTopic(t, rb.cluster(), topic, eosPartitions)
 			}
 			tr := newEOSTruth()
-			tr.produce(t, rb.b, 1000)
+			tr.produce(t, rb.cluster(), 1000)
 			clock := newCommitClock()
 			instances := []string{"eos-1", "eos-2"}
 			var apps []*streams.App
 			for _, id := range instances {
-				cfg := outageConfig(rb.b, g, id, t.TempDir(), clock)
+				cfg := outageConfig(rb.cluster(), g, id, t.TempDir(), clock)
 				app, err := streams.New(eosTopology(t), cfg)
 				if err != nil {
 					t.Fatal(err)
@@ -131,8 +132,8 @@ func TestBrokerRestartRecovers(t *testing.T) {
 			for _, app := range apps {
 				stops = append(stops, runApp(t, app))
 			}
-			processedAll(t, rb.b)
-			tr.produce(t, rb.b, 1000)
+			processedAll(t, rb.cluster())
+			tr.produce(t, rb.cluster(), 1000)
 
 			rb.stop()
 			t.Logf("%s broker stopped", time.Now().Format("15:04:05.000"))
@@ -153,7 +154,7 @@ func TestBrokerRestartRecovers(t *testing.T) {
 				if time.Now().After(deadline) {
 					t.Fatal("both instances did not commit again within 60 s of the broker's return")
 				}
-				tr.produce(t, rb.b, 2*eosKeys)
+				tr.produce(t, rb.cluster(), 2*eosKeys)
 				select {
 				case <-clock.commits:
 				case <-time.After(time.Second):
@@ -166,23 +167,23 @@ func TestBrokerRestartRecovers(t *testing.T) {
 				}
 			}
 
-			tr.closeWindows(t, rb.b)
-			processedAll(t, rb.b)
+			tr.closeWindows(t, rb.cluster())
+			processedAll(t, rb.cluster())
 			for _, stop := range stops {
 				if err := stop(); err != nil {
 					t.Errorf("Run: %v", err)
 				}
 			}
 			if g == streams.ExactlyOnce {
-				checkExactlyOnce(t, rb.b, tr)
+				checkExactlyOnce(t, rb.cluster(), tr)
 			} else {
-				checkAtLeastOnce(t, rb.b, tr)
+				checkAtLeastOnce(t, rb.cluster(), tr)
 			}
 		})
 	}
 }
 
-func outageConfig(b *broker.Broker, g streams.Guarantee, instance, stateDir string, hooks ...streams.Hook) streams.Config {
+func outageConfig(b *brokertest.Cluster, g streams.Guarantee, instance, stateDir string, hooks ...streams.Hook) streams.Config {
 	cfg := testConfig(b, "eos")
 	cfg.ProcessingGuarantee = g
 	cfg.CommitInterval = 200 * time.Millisecond
@@ -197,7 +198,7 @@ func outageConfig(b *broker.Broker, g streams.Guarantee, instance, stateDir stri
 // checkAtLeastOnce reads both outputs and checks that nothing is missing:
 // every key's last total and every window's result are at least their
 // truth (records processed twice count twice).
-func checkAtLeastOnce(t *testing.T, b *broker.Broker, tr *eosTruth) {
+func checkAtLeastOnce(t *testing.T, b *brokertest.Cluster, tr *eosTruth) {
 	t.Helper()
 	last := map[string]int64{}
 	for _, r := range readCommitted(t, b, "event-totals") {
@@ -221,3 +222,6 @@ func checkAtLeastOnce(t *testing.T, b *broker.Broker, tr *eosTruth) {
 		}
 	}
 }
+
+// cluster is the running broker, for the helpers that take a Cluster.
+func (rb *restartableBroker) cluster() *brokertest.Cluster { return brokertest.FromBroker(rb.b) }

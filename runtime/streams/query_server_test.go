@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/braidstream/braid/runtime/broker"
+	"github.com/braidstream/braid/runtime/broker/brokertest"
 	"github.com/braidstream/braid/runtime/storeserver"
 	"github.com/braidstream/braid/runtime/streams"
 )
@@ -54,7 +54,7 @@ func clickCounts(t *testing.T) *streams.Topology {
 	return topo
 }
 
-func startQueryProcess(t *testing.T, b *broker.Broker, topo *streams.Topology, id, token string) *queryProcess {
+func startQueryProcess(t *testing.T, b *brokertest.Cluster, topo *streams.Topology, id, token string) *queryProcess {
 	t.Helper()
 	cfg := testConfig(b, "routed-queries")
 	cfg.StateDir = t.TempDir()

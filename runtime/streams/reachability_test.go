@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/braidstream/braid/runtime/broker"
+	"github.com/braidstream/braid/runtime/broker/brokertest"
 	"github.com/braidstream/braid/runtime/streams"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
@@ -39,12 +40,13 @@ func TestBrokerUnreachableIsReported(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	c := brokertest.FromBroker(b)
 	addr := b.Addr()
-	createTopic(t, b, "clicks", 2)
-	createTopic(t, b, "click-counts", 2)
+	createTopic(t, c, "clicks", 2)
+	createTopic(t, c, "click-counts", 2)
 	events := &brokerEvents{}
 	rec := &recorder{}
-	cfg := testConfig(b, "reach")
+	cfg := testConfig(c, "reach")
 	cfg.StateDir = t.TempDir()
 	cfg.Hooks = []streams.Hook{events, rec}
 	app, err := streams.New(countTopology(t, false), cfg)
@@ -53,7 +55,7 @@ func TestBrokerUnreachableIsReported(t *testing.T) {
 	}
 	stop := runApp(t, app)
 	defer stop()
-	produce(t, b, &kgo.Record{Topic: "clicks", Key: []byte("ada"), Value: []byte("x")})
+	produce(t, c, &kgo.Record{Topic: "clicks", Key: []byte("ada"), Value: []byte("x")})
 	waitFor(t, 60*time.Second, "a commit", func() bool {
 		rec.mu.Lock()
 		defer rec.mu.Unlock()

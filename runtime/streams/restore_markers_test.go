@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/braidstream/braid/runtime/broker"
+	"github.com/braidstream/braid/runtime/broker/brokertest"
 	"github.com/braidstream/braid/runtime/streams"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
@@ -30,7 +30,7 @@ type changelogStep struct {
 // writeChangelog writes steps to partition 0 of topic, as the runs of an
 // App would: a transactional producer for the transactions, a plain one
 // for the rest.
-func writeChangelog(t *testing.T, b *broker.Broker, topic string, steps []changelogStep) {
+func writeChangelog(t *testing.T, b *brokertest.Cluster, topic string, steps []changelogStep) {
 	t.Helper()
 	ctx := context.Background()
 	txn := newClient(t, b, kgo.TransactionalID("writer-"+topic), kgo.DefaultProduceTopic(topic), kgo.ProducerLinger(0))
@@ -60,7 +60,7 @@ func writeChangelog(t *testing.T, b *broker.Broker, topic string, steps []change
 
 // newMarkerCountApp counts "clicks" by key into store "counts", with one
 // partition, under guarantee g.
-func newMarkerCountApp(t *testing.T, b *broker.Broker, appID, stateDir string, g streams.Guarantee, hooks ...streams.Hook) *streams.App {
+func newMarkerCountApp(t *testing.T, b *brokertest.Cluster, appID, stateDir string, g streams.Guarantee, hooks ...streams.Hook) *streams.App {
 	t.Helper()
 	builder := streams.NewBuilder()
 	builder.Stream([]string{"clicks"}, streams.WithSerdes(streams.String, streams.String)).

@@ -18,7 +18,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/braidstream/braid/runtime/broker"
+	"github.com/braidstream/braid/runtime/broker/brokertest"
 	"github.com/braidstream/braid/runtime/streams"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
@@ -206,7 +206,7 @@ func fromI64(t testing.TB, b []byte) int64 {
 }
 
 // topicConfig returns a topic's value of config name ("" if unset).
-func topicConfig(t testing.TB, b *broker.Broker, topic, name string) string {
+func topicConfig(t testing.TB, b *brokertest.Cluster, topic, name string) string {
 	t.Helper()
 	rcs, err := admin(t, b).DescribeTopicConfigs(context.Background(), topic)
 	if err != nil {
@@ -244,7 +244,7 @@ func (r *recorder) commitEvents() []streams.CommitEvent {
 
 // consumeAll reads topic from the start until done says the records read
 // so far are complete, failing after timeout.
-func consumeAll(t testing.TB, b *broker.Broker, topic string, timeout time.Duration, done func([]*kgo.Record) bool) []*kgo.Record {
+func consumeAll(t testing.TB, b *brokertest.Cluster, topic string, timeout time.Duration, done func([]*kgo.Record) bool) []*kgo.Record {
 	t.Helper()
 	cl := newClient(t, b, kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
 	deadline := time.Now().Add(timeout)
@@ -268,7 +268,7 @@ func consumeAll(t testing.TB, b *broker.Broker, topic string, timeout time.Durat
 
 // newCountApp builds GroupByKey().Count() from "clicks" (String keys) into
 // store "counts", written to "click-counts", and returns an App for it.
-func newCountApp(t testing.TB, b *broker.Broker, cfg streams.Config, store streams.StoreOptions) *streams.App {
+func newCountApp(t testing.TB, b *brokertest.Cluster, cfg streams.Config, store streams.StoreOptions) *streams.App {
 	t.Helper()
 	if store.Name == "" {
 		store.Name = "counts"
@@ -1046,7 +1046,7 @@ func TestAggregatorError(t *testing.T) {
 		}
 		return agg.(int64) + v.(int64), nil
 	}
-	newApp := func(t *testing.T, b *broker.Broker, cfg streams.Config) *streams.App {
+	newApp := func(t *testing.T, b *brokertest.Cluster, cfg streams.Config) *streams.App {
 		builder := streams.NewBuilder()
 		builder.Stream([]string{"in"}, streams.WithSerdes(streams.String, streams.Int64)).
 			GroupByKey().
@@ -1356,7 +1356,7 @@ func TestStateAheadOfChangelogIsRebuilt(t *testing.T) {
 	stateDir := t.TempDir()
 	run := func(t *testing.T, records int) error {
 		b := startBroker(t)
-		defer b.Close()
+		defer b.Embedded(t, "each run needs a broker of its own").Close()
 		createTopic(t, b, "clicks", 1)
 		createTopic(t, b, "click-counts", 1)
 		produce(t, b, clickRecords(0, records, users, time.UnixMilli(1_700_000_000_000))...)

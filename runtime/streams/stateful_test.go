@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/braidstream/braid/runtime/broker"
+	"github.com/braidstream/braid/runtime/broker/brokertest"
 	"github.com/braidstream/braid/runtime/streams"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
@@ -25,7 +25,7 @@ func countTopology(t *testing.T, cached bool) *streams.Topology {
 	return topo
 }
 
-func produceClicks(t *testing.T, b *broker.Broker, from, n, users int) {
+func produceClicks(t *testing.T, b *brokertest.Cluster, from, n, users int) {
 	t.Helper()
 	var recs []*kgo.Record
 	for i := from; i < from+n; i++ {

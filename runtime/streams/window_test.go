@@ -15,13 +15,22 @@ import (
 	"testing"
 	"time"
 
-	"github.com/braidstream/braid/runtime/broker"
+	"github.com/braidstream/braid/runtime/broker/brokertest"
 	"github.com/braidstream/braid/runtime/streams"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
-// t0 is a window start: tumbling 10 s windows align to the epoch.
-const t0 = int64(1_700_000_000_000)
+// t0 is a window start (windows up to an hour long align to it: they align
+// to the epoch) six to seven hours before the test runs: the records tests
+// write after it stay in the past (Kafka refuses a timestamp more than an
+// hour ahead of its clock, message.timestamp.after.max.ms) and within a
+// day (see below). Not a fixed date: on
+// Apache Kafka, records older than a topic's retention.ms are deleted by
+// their timestamps (a windowed changelog keeps its windows' retention plus
+// a day), and a segment whose first record is older than segment.ms rolls
+// at once, so a test on records from years ago would see its changelogs
+// emptied under it.
+var t0 = time.Now().Add(-6 * time.Hour).Truncate(time.Hour).UnixMilli()
 
 const readingKeys = 6
 
@@ -45,7 +54,7 @@ func windowTopology(t *testing.T) *streams.Topology {
 }
 
 // produceReadings writes one reading per key at each offset (ms after t0).
-func produceReadings(t testing.TB, b *broker.Broker, offsets ...int64) {
+func produceReadings(t testing.TB, b *brokertest.Cluster, offsets ...int64) {
 	t.Helper()
 	var recs []*kgo.Record
 	for _, off := range offsets {
@@ -118,7 +127,7 @@ func taskStreamTimes(app *streams.App) []int64 {
 	return out
 }
 
-func windowApp(t *testing.T, b *broker.Broker, topo *streams.Topology, stateDir string, hooks ...streams.Hook) *streams.App {
+func windowApp(t *testing.T, b *brokertest.Cluster, topo *streams.Topology, stateDir string, hooks ...streams.Hook) *streams.App {
 	t.Helper()
 	cfg := testConfig(b, "windows")
 	cfg.StateDir = stateDir
