@@ -286,13 +286,20 @@ func (r *Runner) createSinks(ctx context.Context, adm *kadm.Client) error {
 	}
 	cctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
-	resp, err := adm.CreateTopics(cctx, -1, -1, nil, missing...)
+	repl, err := ReplicationFor(cctx, adm, r.cfg.Config.ReplicationFactor)
+	if err != nil {
+		return fmt.Errorf("creating sink topics %q: %w", missing, err)
+	}
+	resp, err := repl.CreateTopics(cctx, adm, -1, nil, missing...)
 	if err != nil {
 		return fmt.Errorf("creating sink topics %q: %w", missing, err)
 	}
 	var errs []error
 	for _, t := range resp.Sorted() {
+		var rfe *ReplicationFactorError
 		switch {
+		case errors.As(t.Err, &rfe):
+			errs = append(errs, rfe)
 		case errors.Is(t.Err, kerr.TopicAlreadyExists):
 		case t.Err != nil:
 			errs = append(errs, fmt.Errorf("creating sink topic %q: %w", t.Topic, t.Err))
