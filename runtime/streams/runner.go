@@ -238,8 +238,8 @@ func (r *Runner) InstanceIDs() []string { return slices.Clone(r.ids) }
 func (r *Runner) Config() RunnerConfig { return r.cfg }
 
 // Prepare creates the missing sink topics, with the broker's default
-// partitions and replication factor (internal topics are the runtime's
-// to create), and returns once every source topic exists, checking every
+// partitions and Config.ReplicationFactor, by default min(3, brokers)
+// (TopicReplication; internal topics are the runtime's to create), and returns once every source topic exists, checking every
 // second, or when ctx ends, with nil. Kafka Streams does not create
 // source topics either: a missing one is most likely another's to
 // create, or a typo. A failure to reach the brokers is logged, when it
