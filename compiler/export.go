@@ -854,7 +854,7 @@ func (x *exporter) header(b *strings.Builder) {
 	b.WriteString("// Usage:\n//\n")
 	b.WriteString("//\tgo run . [--brokers host:port,...] [--app-id ID] [--instance-id ID] [--instances N]\n")
 	b.WriteString("//\t\t[--state-dir DIR] [--guarantee at-least-once|exactly-once] [--standbys N]\n")
-	b.WriteString("//\t\t[--session-timeout D] [--commit-interval D] [--static-membership]\n")
+	b.WriteString("//\t\t[--session-timeout D] [--commit-interval D] [--static-membership] [--replication-factor N]\n")
 	b.WriteString("//\t\t[--telemetry-topic T] [--control-topic T] [--control-secret-file F] [--describe]\n")
 }
 

@@ -274,7 +274,9 @@ func (m *Manager) Query(id string, q Query) (QueryResult, error) {
 }
 
 // ensureTopics creates the topics that do not exist yet, with
-// Config.Partitions partitions each.
+// Config.Partitions partitions each and the replication of every topic
+// Braid creates (streams.ReplicationFor: min(3, brokers), with
+// min.insync.replicas=2 at 3).
 func (m *Manager) ensureTopics(topics []string) error {
 	if len(topics) == 0 {
 		return nil
@@ -282,7 +284,11 @@ func (m *Manager) ensureTopics(topics []string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
 	adm := kadm.NewClient(m.client)
-	resp, err := adm.CreateTopics(ctx, int32(m.cfg.Partitions), -1, nil, topics...)
+	repl, err := streams.ReplicationFor(ctx, adm, 0)
+	if err != nil {
+		return fmt.Errorf("creating topics %v: %w", topics, err)
+	}
+	resp, err := repl.CreateTopics(ctx, adm, int32(m.cfg.Partitions), nil, topics...)
 	if err != nil {
 		return fmt.Errorf("creating topics %v: %w", topics, err)
 	}

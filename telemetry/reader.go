@@ -45,6 +45,9 @@ type ReaderConfig struct {
 	// Lookback is how far back in the topic the Reader starts; default a
 	// minute.
 	Lookback time.Duration
+	// ReplicationFactor of the topic when the Reader creates it; 0:
+	// min(3, the cluster's brokers), as streams.Config's.
+	ReplicationFactor int
 	// OnDesign, when set, receives an application's description and
 	// design file when the first report with its design arrives, and
 	// again when the design changes; OnRemoved, with the deployment's
@@ -141,7 +144,7 @@ func (r *Reader) Run(ctx context.Context) error {
 			r.remove(id)
 		}
 	}()
-	if err := rtelemetry.EnsureTopic(ctx, r.cl, r.cfg.Topic); err != nil && ctx.Err() == nil {
+	if err := rtelemetry.EnsureTopic(ctx, r.cl, r.cfg.Topic, r.cfg.ReplicationFactor, r.cfg.Logger); err != nil && ctx.Err() == nil {
 		r.cfg.Logger.Warn("telemetry: the topic could not be created; reading it once it exists", "err", err)
 	}
 	for {

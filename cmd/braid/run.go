@@ -61,13 +61,15 @@ type runner struct {
 func runRun(ctx context.Context, args []string, stdout io.Writer) error {
 	fs := newFlagSet("run", "braid run design.json [--brokers host:port,...] [--app-id ID] [--instance-id ID] [--instances N]\n"+
 		"                 [--state-dir DIR] [--guarantee at-least-once|exactly-once] [--standbys N]\n"+
-		"                 [--session-timeout D] [--commit-interval D]\n"+
+		"                 [--session-timeout D] [--commit-interval D] [--replication-factor N]\n"+
 		"       braid run --deployment ID [--brokers host:port,...] [--instance-id ID] [--instances N] [--state-dir DIR]\n"+
 		"                 [--session-timeout D] [--static-membership]\n\n"+
 		"Runs a design in this process as --instances instances of its application. Every process that\n"+
 		"runs the same design with the same --app-id joins one consumer group, which spreads the tasks over\n"+
 		"all their instances. Source topics must exist: run waits for missing ones, checking every second.\n"+
-		"Missing sink topics are created with the broker's default partitions and replication factor.\n"+
+		"Missing sink topics are created with the broker's default partitions; they, the internal topics and the\n"+
+		"telemetry topic get --replication-factor, by default min(3, the cluster's brokers), and at 3 or more\n"+
+		"min.insync.replicas=2.\n"+
 		"With --deployment, run takes the design and its settings from the deployment the designer wrote to\n"+
 		"the config topic, waits for it, and moves to each new revision in turn with the deployment's other processes.", stdout)
 	// The flags of exported programs too, from the runtime.

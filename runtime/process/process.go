@@ -120,7 +120,7 @@ func New(topo *streams.Topology, cfg Config) (*Process, error) {
 func newPublisher(topo *streams.Topology, rc streams.RunnerConfig, cfg Config) (*telemetry.Publisher, error) {
 	c := rc.Config
 	return telemetry.NewPublisher(telemetry.PublisherConfig{Brokers: c.Brokers, ClientOptions: c.ClientOptions,
-		Topic: cfg.TelemetryTopic, Process: rc.InstanceID, Logger: c.Logger, Topology: topo,
+		Topic: cfg.TelemetryTopic, ReplicationFactor: c.ReplicationFactor, Process: rc.InstanceID, Logger: c.Logger, Topology: topo,
 		Deployment: telemetry.Deployment{ApplicationID: c.ApplicationID, DesignID: cfg.Design.ID, DesignName: cfg.Design.Name,
 			Revision: cfg.Design.Revision, Instances: rc.Instances, Standbys: c.StandbyReplicas, Guarantee: c.ProcessingGuarantee.String(),
 			// The instances' interval: the runtime's default for the

@@ -143,7 +143,7 @@ func TestFlags(t *testing.T) {
 	}
 	fs := flag.NewFlagSet("p", flag.ContinueOnError)
 	f := DefineFlags(fs, "app", "application id")
-	if err := fs.Parse([]string{"--instance-id", "i1", "--telemetry-topic", "", "--control-topic", "ctl", "--control-secret-file", secretFile}); err != nil {
+	if err := fs.Parse([]string{"--instance-id", "i1", "--telemetry-topic", "", "--control-topic", "ctl", "--control-secret-file", secretFile, "--replication-factor", "2"}); err != nil {
 		t.Fatal(err)
 	}
 	cfg, err := f.Config()
@@ -151,18 +151,18 @@ func TestFlags(t *testing.T) {
 		t.Fatal(err)
 	}
 	if cfg.Runner.Config.ApplicationID != "app" || cfg.Runner.InstanceID != "i1" || cfg.TelemetryTopic != "" ||
-		cfg.ControlTopic != "ctl" || string(cfg.ControlSecret) != "s3cret" {
+		cfg.ControlTopic != "ctl" || string(cfg.ControlSecret) != "s3cret" || cfg.Runner.Config.ReplicationFactor != 2 {
 		t.Errorf("config %+v", cfg)
 	}
 
 	fs = flag.NewFlagSet("p", flag.ContinueOnError)
 	f = DefineFlags(fs, "app", "application id")
 	missing := filepath.Join(t.TempDir(), "nope")
-	if err := fs.Parse([]string{"--guarantee", "maybe", "--control-secret-file", missing}); err != nil {
+	if err := fs.Parse([]string{"--guarantee", "maybe", "--control-secret-file", missing, "--replication-factor", "-1"}); err != nil {
 		t.Fatal(err)
 	}
 	_, err = f.Config()
-	for _, want := range []string{"--guarantee", "--control-secret-file", missing} {
+	for _, want := range []string{"--guarantee", "--control-secret-file", missing, "--replication-factor -1"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("Config: %v, want it to name %s", err, want)
 		}

@@ -65,6 +65,8 @@ type App struct {
 
 	// sources maps every real topic the App reads to its source node.
 	sources map[string]*graphNode
+	// replication of the topics the App creates: prepareTopics decides it once.
+	replication *TopicReplication
 
 	// client is set by startClient, and by the group callbacks, which
 	// franz-go may call before NewClient has returned. produceCtx is set

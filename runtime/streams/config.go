@@ -284,8 +284,15 @@ type Config struct {
 	// deleted from repartition topics. Default 30 s, as in Kafka Streams.
 	RepartitionPurgeInterval time.Duration
 
-	// ReplicationFactor of the internal topics the App creates. Default -1:
-	// the broker's default.
+	// ReplicationFactor of the topics the App (changelogs, repartition
+	// topics) and its Runner (sink topics) create. Default 0: decided
+	// from the cluster's metadata at start, min(3, brokers)
+	// (DefaultReplicationFactor). A topic created with 3 or more also
+	// gets min.insync.replicas=2. Kafka Streams' default is the broker's
+	// default.replication.factor, often 1: see README.md. A factor above
+	// the brokers fails the App with a *ReplicationFactorError naming the
+	// topic; an existing topic of another factor is left as it is, with a
+	// warning.
 	ReplicationFactor int
 
 	// NodeMetrics makes every task count the records each processor node
@@ -348,9 +355,6 @@ func (c Config) WithDefaults() Config {
 	}
 	if c.ProbingRebalanceInterval == 0 {
 		c.ProbingRebalanceInterval = time.Minute
-	}
-	if c.ReplicationFactor == 0 {
-		c.ReplicationFactor = -1
 	}
 	if c.StateCleanupDelay == 0 {
 		c.StateCleanupDelay = 10 * time.Minute
@@ -478,8 +482,8 @@ func (c Config) Validate() error {
 	if c.StoreBlockCacheBytes < 0 {
 		bad("StoreBlockCacheBytes", "%d is negative", c.StoreBlockCacheBytes)
 	}
-	if c.ReplicationFactor < -1 || c.ReplicationFactor > 32767 {
-		bad("ReplicationFactor", "%d is out of range (-1 for the broker default, or 1 to 32767)", c.ReplicationFactor)
+	if c.ReplicationFactor < 0 || c.ReplicationFactor > 32767 {
+		bad("ReplicationFactor", "%d is out of range (0 for min(3, brokers), or 1 to 32767)", c.ReplicationFactor)
 	}
 	for i, h := range c.Hooks {
 		if !implementsAny(h) {

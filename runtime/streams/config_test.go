@@ -187,9 +187,9 @@ func TestConfigValidate(t *testing.T) {
 			},
 		},
 		{
-			name:   "replication factor too small",
-			modify: func(c *streams.Config) { c.ReplicationFactor = -2 },
-			want:   []string{"ReplicationFactor: -2 is out of range"},
+			name:   "replication factor negative",
+			modify: func(c *streams.Config) { c.ReplicationFactor = -1 },
+			want:   []string{"ReplicationFactor: -1 is out of range"},
 		},
 		{
 			name:   "replication factor too large",
@@ -198,7 +198,7 @@ func TestConfigValidate(t *testing.T) {
 		},
 		{
 			name:   "replication factor default",
-			modify: func(c *streams.Config) { c.ReplicationFactor = -1 },
+			modify: func(c *streams.Config) { c.ReplicationFactor = 0 },
 		},
 		{
 			name:   "nil hook",

@@ -169,7 +169,7 @@ func ExampleDefineRunnerFlags() {
 
 	bad := flag.NewFlagSet("shop", flag.ContinueOnError)
 	flags = streams.DefineRunnerFlags(bad, "shop", "application id")
-	if err := bad.Parse([]string{"--brokers", ",", "--instances", "0", "--guarantee", "at-most-once"}); err != nil {
+	if err := bad.Parse([]string{"--brokers", ",", "--instances", "0", "--guarantee", "at-most-once", "--replication-factor", "-1"}); err != nil {
 		log.Fatal(err)
 	}
 	_, err = flags.Config()
@@ -178,5 +178,6 @@ func ExampleDefineRunnerFlags() {
 	// shop [k1:9092 k2:9092] pod-0 1 exactly-once 1
 	// --guarantee "at-most-once" is not at-least-once or exactly-once
 	// --instances 0: must be at least 1
+	// --replication-factor -1: must be 0 (the default from the cluster's size) or more
 	// --brokers is empty
 }

@@ -238,8 +238,8 @@ func (r *Runner) InstanceIDs() []string { return slices.Clone(r.ids) }
 func (r *Runner) Config() RunnerConfig { return r.cfg }
 
 // Prepare creates the missing sink topics, with the broker's default
-// partitions and replication factor (internal topics are the runtime's
-// to create), and returns once every source topic exists, checking every
+// partitions and Config.ReplicationFactor, by default min(3, brokers)
+// (TopicReplication; internal topics are the runtime's to create), and returns once every source topic exists, checking every
 // second, or when ctx ends, with nil. Kafka Streams does not create
 // source topics either: a missing one is most likely another's to
 // create, or a typo. A failure to reach the brokers is logged, when it
@@ -286,13 +286,20 @@ func (r *Runner) createSinks(ctx context.Context, adm *kadm.Client) error {
 	}
 	cctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
-	resp, err := adm.CreateTopics(cctx, -1, -1, nil, missing...)
+	repl, err := ReplicationFor(cctx, adm, r.cfg.Config.ReplicationFactor)
+	if err != nil {
+		return fmt.Errorf("creating sink topics %q: %w", missing, err)
+	}
+	resp, err := repl.CreateTopics(cctx, adm, -1, nil, missing...)
 	if err != nil {
 		return fmt.Errorf("creating sink topics %q: %w", missing, err)
 	}
 	var errs []error
 	for _, t := range resp.Sorted() {
+		var rfe *ReplicationFactorError
 		switch {
+		case errors.As(t.Err, &rfe):
+			errs = append(errs, rfe)
 		case errors.Is(t.Err, kerr.TopicAlreadyExists):
 		case t.Err != nil:
 			errs = append(errs, fmt.Errorf("creating sink topic %q: %w", t.Topic, t.Err))

@@ -16,7 +16,7 @@ import (
 type RunnerFlags struct {
 	brokers, appID, instanceID, stateDir, guarantee *string
 	advertise, queryToken, queryListen              *string
-	instances, standbys                             *int
+	instances, standbys, replication                *int
 	sessionTimeout, commitInterval                  *time.Duration
 	static                                          *bool
 }
@@ -24,8 +24,9 @@ type RunnerFlags struct {
 // DefineRunnerFlags defines the Runner's flags on fs: --brokers,
 // --app-id (default appID, described by appIDUsage), --instance-id,
 // --instances, --state-dir, --guarantee, --standbys, --session-timeout,
-// --commit-interval, --static-membership, --advertise, --query-listen and
-// --query-token (default $BRAID_QUERY_TOKEN). Config reads them once fs is parsed.
+// --commit-interval, --static-membership, --replication-factor,
+// --advertise, --query-listen and --query-token (default
+// $BRAID_QUERY_TOKEN). Config reads them once fs is parsed.
 func DefineRunnerFlags(fs *flag.FlagSet, appID, appIDUsage string) *RunnerFlags {
 	f := &RunnerFlags{}
 	f.brokers = fs.String("brokers", "127.0.0.1:9092", "Kafka bootstrap addresses, comma-separated")
@@ -38,6 +39,7 @@ func DefineRunnerFlags(fs *flag.FlagSet, appID, appIDUsage string) *RunnerFlags 
 	f.sessionTimeout = fs.Duration("session-timeout", 0, "group session timeout (0: the runtime's default)")
 	f.commitInterval = fs.Duration("commit-interval", 0, "how often offsets are committed (0: the runtime's default for the guarantee)")
 	f.static = fs.Bool("static-membership", false, "join as a static member (group.instance.id = the instance id): a restart within the session timeout gets the same tasks back without a rebalance; give a stable --instance-id, such as a StatefulSet pod's name")
+	f.replication = fs.Int("replication-factor", 0, "replication factor of the topics the process creates (changelogs, repartition, sink and telemetry topics); 0: min(3, the cluster's brokers), with min.insync.replicas=2 at 3 or more")
 	f.advertise = fs.String("advertise", "", "host:port this process answers store lookups on, for its whole group (Kafka's application.server); other processes and braid serve reach it there. A non-loopback address needs --query-token")
 	f.queryListen = fs.String("query-listen", "", "host:port the store server listens on, when not --advertise's (e.g. 0.0.0.0:7070 in a container advertised by its pod's name)")
 	f.queryToken = fs.String("query-token", "", "bearer token store lookups must carry, and that this process sends with those it forwards (default $"+QueryTokenEnv+")")
@@ -60,6 +62,9 @@ func (f *RunnerFlags) Config() (RunnerConfig, error) {
 	if *f.instances < 1 {
 		errs = append(errs, fmt.Errorf("--instances %d: must be at least 1", *f.instances))
 	}
+	if *f.replication < 0 {
+		errs = append(errs, fmt.Errorf("--replication-factor %d: must be 0 (the default from the cluster's size) or more", *f.replication))
+	}
 	seeds := SplitBrokers(*f.brokers)
 	if len(seeds) == 0 {
 		errs = append(errs, errors.New("--brokers is empty"))
@@ -72,7 +77,7 @@ func (f *RunnerFlags) Config() (RunnerConfig, error) {
 			ApplicationID: *f.appID, Brokers: seeds, StateDir: *f.stateDir,
 			CommitInterval: *f.commitInterval, SessionTimeout: *f.sessionTimeout,
 			ProcessingGuarantee: g, StandbyReplicas: *f.standbys, StaticMembership: *f.static,
-			ApplicationServer: *f.advertise,
+			ApplicationServer: *f.advertise, ReplicationFactor: *f.replication,
 		},
 		InstanceID:  *f.instanceID,
 		Instances:   *f.instances,

@@ -25,6 +25,15 @@ func (a *App) prepareTopics(ctx context.Context) error {
 	defer cl.Close()
 	adm := kadm.NewClient(cl)
 
+	if a.replication == nil {
+		// Decided once per App, at its first connection: a later
+		// reconnection keeps it, and its warnings about existing topics.
+		r, err := ReplicationFor(ctx, adm, a.cfg.ReplicationFactor)
+		if err != nil {
+			return brokerErr("deciding the internal topics' replication factor", err)
+		}
+		a.replication = r
+	}
 	partitions, err := a.sourcePartitions(ctx, adm)
 	if err != nil {
 		return err
@@ -173,14 +182,22 @@ func changelogConfig(spec *storeSpec) map[string]*string {
 	}
 }
 
+// ensureInternalTopic creates an internal topic with the App's
+// replication (TopicReplication), or checks the partitions of the one
+// that exists; one of another replication factor is left as it is, with
+// a warning.
 func (a *App) ensureInternalTopic(ctx context.Context, adm *kadm.Client, topic string, partitions int, configs map[string]*string) error {
-	resp, err := adm.CreateTopic(ctx, int32(partitions), int16(a.cfg.ReplicationFactor), configs, topic)
+	resp, err := a.replication.CreateTopic(ctx, adm, int32(partitions), configs, topic)
 	if err == nil {
 		err = resp.Err
 	}
 	if err == nil {
-		a.log.Info("created internal topic", "topic", topic, "partitions", partitions)
+		a.log.Info("created internal topic", "topic", topic, "partitions", partitions, "replication_factor", a.replication.Factor)
 		return nil
+	}
+	var rfe *ReplicationFactorError
+	if errors.As(err, &rfe) {
+		return rfe // no retry heals it
 	}
 	if !errors.Is(err, kerr.TopicAlreadyExists) {
 		return brokerErr(fmt.Sprintf("creating internal topic %q", topic), err)
@@ -192,5 +209,6 @@ func (a *App) ensureInternalTopic(ctx context.Context, adm *kadm.Client, topic s
 	if have := len(details[topic].Partitions); have != partitions {
 		return &InternalTopicError{Topic: topic, Partitions: have, ExpectedPartitions: partitions}
 	}
+	a.replication.WarnIfDiffers(a.log, details[topic])
 	return nil
 }

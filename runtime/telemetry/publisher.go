@@ -36,6 +36,9 @@ type PublisherConfig struct {
 	// Topic is the telemetry topic; default DefaultTopic. It is created,
 	// with a retention of an hour, if it does not exist.
 	Topic string
+	// ReplicationFactor of the telemetry topic when the Publisher creates
+	// it; 0: min(3, the cluster's brokers), as streams.Config's.
+	ReplicationFactor int
 	// Deployment describes the application in every report; its
 	// ApplicationID is required, and its Design, if any, must be JSON
 	// (reports carry it compacted, every 10 s).
@@ -61,6 +64,9 @@ func (c PublisherConfig) Validate() error {
 	}
 	if len(c.Deployment.Design) > 0 && !json.Valid(c.Deployment.Design) {
 		errs = append(errs, errors.New("Deployment.Design: not JSON"))
+	}
+	if c.ReplicationFactor < 0 {
+		errs = append(errs, fmt.Errorf("ReplicationFactor: %d is negative", c.ReplicationFactor))
 	}
 	if c.Interval != 0 && c.Interval < MinInterval {
 		errs = append(errs, fmt.Errorf("Interval: %v is below the minimum %v", c.Interval, MinInterval))
@@ -293,7 +299,7 @@ func (p *Publisher) warn(what string, err error) {
 }
 
 func (p *Publisher) ensureTopic(ctx context.Context) bool {
-	if err := EnsureTopic(ctx, p.cl, p.cfg.Topic); err != nil {
+	if err := EnsureTopic(ctx, p.cl, p.cfg.Topic, p.cfg.ReplicationFactor, p.cfg.Logger); err != nil {
 		p.warn("creating the topic", err)
 		return false
 	}
