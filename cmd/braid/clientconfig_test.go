@@ -3,13 +3,24 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
 	"errors"
 	"io"
+	"math/big"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kfake"
 
 	"github.com/braidstream/braid/runtime/broker"
 	"github.com/braidstream/braid/runtime/clientconfig"
@@ -123,5 +134,68 @@ func TestClientConfigUnknownProperty(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), "ssl.trustore.type ("+path+":4): unknown property") {
 			t.Errorf("%s: %v, want ssl.trustore.type named at %s:4", cmd, err, path)
 		}
+	}
+}
+
+// selfSigned makes a self-signed certificate for 127.0.0.1 and its PEM.
+func selfSigned(t *testing.T, name string) (tls.Certificate, []byte) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: name}, IsCA: true, BasicConstraintsValid: true,
+		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}, KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}, NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour)}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
+}
+
+// TestGenClientConfigUntrustedBroker: braid gen with security.protocol
+// SSL against a TLS cluster whose certificate the truststore does not
+// hold fails at once, naming the broker and the truststore; with the
+// cluster's certificate in the truststore it produces.
+func TestGenClientConfigUntrustedBroker(t *testing.T) {
+	cert, certPEM := selfSigned(t, "broker")
+	cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "orders"), kfake.TLS(&tls.Config{Certificates: []tls.Certificate{cert}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cluster.Close)
+	addr := cluster.ListenAddrs()[0]
+	dir := t.TempDir()
+	_, otherPEM := selfSigned(t, "another CA")
+	for _, tc := range []struct {
+		name  string
+		trust []byte
+		err   string
+	}{
+		{"untrusted", otherPEM, "connecting to broker " + addr + " over TLS: its certificate is not trusted by ssl.truststore.location " + filepath.Join(dir, "untrusted.pem")},
+		{"trusted", certPEM, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			truststore := filepath.Join(dir, tc.name+".pem")
+			if err := os.WriteFile(truststore, tc.trust, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			t.Setenv("BRAID_KAFKA_SECURITY_PROTOCOL", "SSL")
+			t.Setenv("BRAID_KAFKA_SSL_TRUSTSTORE_LOCATION", truststore)
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			err := run(ctx, []string{"gen", "--brokers", addr, "--topic", "orders", "--duration", "200ms"}, io.Discard, io.Discard)
+			if tc.err == "" {
+				if err != nil {
+					t.Fatalf("gen: %v", err)
+				}
+				return
+			}
+			var ce *clientconfig.CertificateError
+			if !errors.As(err, &ce) || !strings.Contains(err.Error(), tc.err) {
+				t.Fatalf("gen: %v, want a *clientconfig.CertificateError saying %q", err, tc.err)
+			}
+		})
 	}
 }
