@@ -855,12 +855,21 @@ func (x *exporter) header(b *strings.Builder) {
 	b.WriteString("//\tgo run . [--brokers host:port,...] [--app-id ID] [--instance-id ID] [--instances N]\n")
 	b.WriteString("//\t\t[--state-dir DIR] [--guarantee at-least-once|exactly-once] [--standbys N]\n")
 	b.WriteString("//\t\t[--session-timeout D] [--commit-interval D] [--static-membership] [--replication-factor N]\n")
-	b.WriteString("//\t\t[--telemetry-topic T] [--control-topic T] [--control-secret-file F] [--describe]\n")
+	b.WriteString("//\t\t[--telemetry-topic T] [--control-topic T] [--control-secret-file F]\n")
+	b.WriteString("//\t\t[--client-config client.properties] [--describe]\n")
+	b.WriteString("//\n")
+	b.WriteString("// A cluster that needs TLS or SASL takes Kafka's client properties in\n")
+	b.WriteString("// --client-config (or $BRAID_CLIENT_CONFIG, and BRAID_KAFKA_<PROPERTY>\n")
+	b.WriteString("// variables); see " + clientconfigPath + ".\n")
 }
 
 // mainFunc writes main: braid run's flags, which the runtime defines for
 // both (process.DefineFlags), and a process.Process, which does what
 // braid run does with them; and the design, for the reports.
+// clientconfigPath is the package of --client-config, named in the
+// exported program's doc comment.
+const clientconfigPath = "github.com/braidstream/braid/runtime/clientconfig"
+
 func (x *exporter) mainFunc(b *strings.Builder) error {
 	fmt.Fprintf(b, `func main() {
 // braid run's flags, from the runtime, which defines them for both.

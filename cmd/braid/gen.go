@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/braidstream/braid/datagen"
-	"github.com/braidstream/braid/runtime/streams"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -23,7 +22,7 @@ var genReportInterval = 2 * time.Second
 func runGen(ctx context.Context, args []string, stdout io.Writer) error {
 	fs := newFlagSet("gen", "braid gen --topic T [--brokers 127.0.0.1:9092] [--rate R] [--keys N] [--key-prefix P]\n"+
 		"                 [--field name=generator ...] [--jitter D] [--late-fraction F] [--late-by D] [--duration D] [--seed S]\n"+
-		"                 [--partitions N] [--replication-factor N] [--create=false]\n\n"+
+		"                 [--partitions N] [--replication-factor N] [--create=false] [--client-config FILE]\n\n"+
 		"Produces JSON records to a topic at a rate, over a set of keys, optionally out of order\n"+
 		"(--jitter) and with a fraction of records far in the past (--late-fraction, --late-by).\n"+
 		"Field generators: key, sequence, sequence(start), random(min, max), randfloat(min, max),\n"+
@@ -35,7 +34,7 @@ func runGen(ctx context.Context, args []string, stdout io.Writer) error {
 	create := fs.Bool("create", true, "create the topic when it does not exist")
 	partitions := fs.Int("partitions", -1, "partitions of a topic gen creates; -1: the broker's default (num.partitions)")
 	replication := fs.Int("replication-factor", -1, "replication factor of a topic gen creates; -1: the broker's default")
-	brokers := fs.String("brokers", "127.0.0.1:9092", "comma-separated bootstrap brokers")
+	brokers := fs.String("brokers", "127.0.0.1:9092", "comma-separated bootstrap brokers; when not given, bootstrap.servers of --client-config if it has them")
 	rate := fs.Float64("rate", 10, "records per second, up to 1e6")
 	keys := fs.Int("keys", 10, "key cardinality: keys PREFIX-0 .. PREFIX-(N-1)")
 	keyPrefix := fs.String("key-prefix", "key", "prefix of the keys")
@@ -46,6 +45,7 @@ func runGen(ctx context.Context, args []string, stdout io.Writer) error {
 	lateBy := fs.Duration("late-by", time.Minute, "how far in the past late records lie; must exceed --jitter")
 	duration := fs.Duration("duration", 0, "stop after this long; 0: run until Ctrl-C")
 	seed := fs.Int64("seed", 0, "random seed, for repeatable data; 0: time-based")
+	client := clientFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -78,11 +78,18 @@ func runGen(ctx context.Context, args []string, stdout io.Writer) error {
 		return fmt.Errorf("gen: %w", err)
 	}
 
-	seeds := streams.SplitBrokers(*brokers)
+	if err := client.load(); err != nil {
+		return fmt.Errorf("gen: %w", err)
+	}
+	seeds := client.brokers(fs, "brokers")
 	if len(seeds) == 0 {
 		return errors.New("gen: --brokers is empty")
 	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...))
+	*brokers = strings.Join(seeds, ",")
+	if err := client.check(ctx, seeds); err != nil {
+		return fmt.Errorf("gen: %w", err)
+	}
+	cl, err := kgo.NewClient(append(client.opts, kgo.SeedBrokers(seeds...))...)
 	if err != nil {
 		return fmt.Errorf("gen: %w", err)
 	}

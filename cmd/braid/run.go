@@ -11,6 +11,7 @@ import (
 
 	"github.com/braidstream/braid/compiler"
 	"github.com/braidstream/braid/designer"
+	"github.com/braidstream/braid/runtime/clientconfig"
 	rprocess "github.com/braidstream/braid/runtime/process"
 	"github.com/braidstream/braid/runtime/streams"
 )
@@ -38,6 +39,10 @@ type runOptions struct {
 	// the telemetry reports (run_deployment.go).
 	design   []byte
 	revision int
+	// client is the client configuration (--client-config) whose
+	// options runner.Config.ClientOptions holds, which the process
+	// checks against the brokers before it runs.
+	client clientconfig.Config
 }
 
 // runner is one `braid run`: a compiled design and the process.Process
@@ -61,9 +66,9 @@ type runner struct {
 func runRun(ctx context.Context, args []string, stdout io.Writer) error {
 	fs := newFlagSet("run", "braid run design.json [--brokers host:port,...] [--app-id ID] [--instance-id ID] [--instances N]\n"+
 		"                 [--state-dir DIR] [--guarantee at-least-once|exactly-once] [--standbys N]\n"+
-		"                 [--session-timeout D] [--commit-interval D] [--replication-factor N]\n"+
+		"                 [--session-timeout D] [--commit-interval D] [--replication-factor N] [--client-config FILE]\n"+
 		"       braid run --deployment ID [--brokers host:port,...] [--instance-id ID] [--instances N] [--state-dir DIR]\n"+
-		"                 [--session-timeout D] [--static-membership]\n\n"+
+		"                 [--session-timeout D] [--static-membership] [--client-config FILE]\n\n"+
 		"Runs a design in this process as --instances instances of its application. Every process that\n"+
 		"runs the same design with the same --app-id joins one consumer group, which spreads the tasks over\n"+
 		"all their instances. Source topics must exist: run waits for missing ones, checking every second.\n"+
@@ -90,7 +95,7 @@ func runRun(ctx context.Context, args []string, stdout io.Writer) error {
 		return fmt.Errorf("run: %w", err)
 	}
 	r, err := newRunner(runOptions{path: files[0], runner: pc.Runner, telemetryTopic: pc.TelemetryTopic,
-		control: controlSettings{topic: pc.ControlTopic, secret: pc.ControlSecret}, stdout: stdout})
+		control: controlSettings{topic: pc.ControlTopic, secret: pc.ControlSecret}, stdout: stdout, client: pc.Client})
 	if err != nil {
 		return err
 	}
@@ -118,7 +123,7 @@ func newRunner(opts runOptions) (*runner, error) {
 		}
 	}
 	if r.proc, err = rprocess.New(compiled.Topology, rprocess.Config{Runner: rc, TelemetryTopic: opts.telemetryTopic,
-		ControlTopic: opts.control.topic, ControlSecret: opts.control.secret, Design: design}); err != nil {
+		ControlTopic: opts.control.topic, ControlSecret: opts.control.secret, Design: design, Client: opts.client}); err != nil {
 		return nil, fmt.Errorf("run: %s: %w", opts.path, err)
 	}
 	r.sup, r.instances = r.proc.Runner().Supervisor(), r.proc.Runner().InstanceIDs()

@@ -70,14 +70,19 @@ func runDeployment(ctx context.Context, fs *flag.FlagSet, flags *rprocess.Flags,
 	if rc.InstanceID == "" {
 		return errors.New("run: --instance-id: empty, and the host name is unknown: give one")
 	}
-	cfg, err := deployconfig.NewClient(deployconfig.Config{Brokers: rc.Config.Brokers, Topic: dep.topic})
+	if !pc.Client.IsZero() {
+		if err := pc.Client.Check(ctx, rc.Config.Brokers); err != nil {
+			return fmt.Errorf("run: %w", err)
+		}
+	}
+	cfg, err := deployconfig.NewClient(deployconfig.Config{Brokers: rc.Config.Brokers, Topic: dep.topic, ClientOptions: rc.Config.ClientOptions})
 	if err != nil {
 		return fmt.Errorf("run: %w", err)
 	}
 	defer cfg.Close()
 	d := &deploymentRun{id: dep.id, cfg: cfg, process: rc.InstanceID, log: slog.Default(),
 		base: runOptions{runner: rc, telemetryTopic: pc.TelemetryTopic,
-			control: controlSettings{topic: pc.ControlTopic, secret: pc.ControlSecret}, stdout: stdout}}
+			control: controlSettings{topic: pc.ControlTopic, secret: pc.ControlSecret}, stdout: stdout, client: pc.Client}}
 	return d.run(ctx)
 }
 

@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -38,12 +39,12 @@ var demoDesign []byte
 // runServe runs the designer's web server with the embedded broker beside
 // it, until ctx ends.
 func runServe(ctx context.Context, args []string, stdout io.Writer) error {
-	fs := newFlagSet("serve", "braid serve [--listen 127.0.0.1:8080] [--data-dir DIR] [--auth-token TOKEN] [--broker-listen 127.0.0.1:9092] [--sync] [--retention 15m] [--sasl-user USER --sasl-password PASS] [--insecure-broker] [--brokers ADDRS] [--no-demo] [--deployments-topic T] [--rebalance-protocol cooperative|eager]", stdout)
+	fs := newFlagSet("serve", "braid serve [--listen 127.0.0.1:8080] [--data-dir DIR] [--auth-token TOKEN] [--broker-listen 127.0.0.1:9092] [--sync] [--retention 15m] [--sasl-user USER --sasl-password PASS] [--insecure-broker] [--brokers ADDRS [--client-config FILE]] [--no-demo] [--deployments-topic T] [--rebalance-protocol cooperative|eager]", stdout)
 	listen := fs.String("listen", web.DefaultListen, "host:port of the web UI; a non-loopback address needs --auth-token")
 	dataDir := fs.String("data-dir", "braid-data", "directory of the designs (DIR/designs) and the broker's data (DIR/broker)")
 	token := fs.String("auth-token", os.Getenv("BRAID_AUTH_TOKEN"), "token every request must carry (default $BRAID_AUTH_TOKEN); required off loopback")
 	brokerListen := fs.String("broker-listen", "127.0.0.1:9092", "host:port of the embedded Kafka-compatible broker (a non-loopback address needs --sasl-user or --insecure-broker); empty: run none")
-	brokers := fs.String("brokers", "", "comma-separated Kafka bootstrap addresses for deployments and telemetry (default: the embedded broker, which --brokers turns off unless --broker-listen is given); --sasl-user and --sasl-password apply to them too")
+	brokers := fs.String("brokers", "", "comma-separated Kafka bootstrap addresses for deployments and telemetry (default: bootstrap.servers of --client-config, else the embedded broker, which --brokers turns off unless --broker-listen is given); --client-config's TLS and SASL apply to them, or else --sasl-user and --sasl-password")
 	noDemo := fs.Bool("no-demo", false, "do not deploy the demo design (orders-demo) with its generator on a new data directory")
 	control := controlFlags(fs)
 	queryToken := fs.String("query-token", "", "bearer token sent to the store servers of applications run elsewhere (their braid run --query-token), through which the store browser queries them (default $"+streams.QueryTokenEnv+")")
@@ -51,6 +52,7 @@ func runServe(ctx context.Context, args []string, stdout io.Writer) error {
 	deploymentsTopic := fs.String("deployments-topic", deployconfig.DefaultTopic, "config topic of the deployments to processes you start (braid run --deployment ID), read from its start")
 	protocol := fs.String("rebalance-protocol", "cooperative", "how the deployments' instances hand tasks over: cooperative stops only the tasks that move, eager every task of every instance for each rebalance")
 	auth := brokerAuthFlags(fs)
+	client := clientFlags(fs)
 	syncWrites := syncFlag(fs)
 	retention := fs.Duration("retention", serveRetention, "how long the embedded broker keeps records of delete-policy topics (sources, sinks, repartition topics); it holds them in memory")
 	if err := fs.Parse(args); err != nil {
@@ -64,6 +66,21 @@ func runServe(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 	if err := control.load(); err != nil {
 		return fmt.Errorf("serve: %w", err)
+	}
+	if err := client.load(); err != nil {
+		return fmt.Errorf("serve: %w", err)
+	}
+	if *brokers == "" {
+		*brokers = strings.Join(client.cfg.BootstrapServers, ",")
+	}
+	// The clients of --brokers log in as the client configuration says,
+	// or else with --sasl-user; the embedded broker takes --sasl-user.
+	clientOpts := broker.SASLClientOptions(*auth.user, *auth.password)
+	if !client.cfg.IsZero() {
+		if *brokers == "" {
+			return errors.New("serve: --client-config is for the cluster of --brokers (or its bootstrap.servers); the embedded broker takes --sasl-user")
+		}
+		clientOpts = client.opts
 	}
 	if *brokers != "" && !flagSet(fs, "broker-listen") {
 		// Deployments go to the cluster given: an embedded broker beside
@@ -111,12 +128,15 @@ func runServe(ctx context.Context, args []string, stdout io.Writer) error {
 	if len(bootstrap) == 0 && b != nil {
 		bootstrap = b.Addrs()
 	}
+	if err := client.check(ctx, bootstrap); err != nil {
+		return fmt.Errorf("serve: %w", err)
+	}
 	mon := monitor.New(monitor.Options{})
 	var deployments *deploy.Manager
 	var commands deploy.CommandSender
 	if len(bootstrap) > 0 && len(control.secret) > 0 {
 		sender, err := controlpkg.NewSender(controlpkg.SenderConfig{Brokers: bootstrap, Topic: control.topic, Secret: control.secret,
-			ClientOptions: broker.SASLClientOptions(*auth.user, *auth.password)})
+			ClientOptions: clientOpts})
 		if err != nil {
 			return fmt.Errorf("serve: %w", err)
 		}
@@ -128,7 +148,7 @@ func runServe(ctx context.Context, args []string, stdout io.Writer) error {
 			Brokers: bootstrap, StateDir: filepath.Join(*dataDir, "state"), Designs: store, Monitor: mon, Logger: quietLogger(),
 			RebalanceProtocol: rebalance,
 			RecordFile:        filepath.Join(*dataDir, "deployments.json"),
-			ClientOptions:     broker.SASLClientOptions(*auth.user, *auth.password),
+			ClientOptions:     clientOpts,
 			Commands:          commands,
 			DeploymentTopic:   *deploymentsTopic,
 			QueryToken:        cmp.Or(*queryToken, os.Getenv(streams.QueryTokenEnv)),
@@ -203,7 +223,7 @@ func runServe(ctx context.Context, args []string, stdout io.Writer) error {
 	// orchestrated deployment's reports find it (DeploymentOf).
 	if len(bootstrap) > 0 && *telemetryTopic != "" {
 		reader, err := telemetry.NewReader(telemetry.ReaderConfig{Brokers: bootstrap, Topic: *telemetryTopic, Monitor: mon,
-			ClientOptions: broker.SASLClientOptions(*auth.user, *auth.password), Local: deployments.RunsApplication, Logger: slog.Default(),
+			ClientOptions: clientOpts, Local: deployments.RunsApplication, Logger: slog.Default(),
 			// An application whose processes report its design gets a
 			// live page, drawn from that design.
 			OnDesign: func(info monitor.DeploymentInfo, design []byte) {

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"sync"
 
+	"github.com/braidstream/braid/runtime/clientconfig"
 	"github.com/braidstream/braid/runtime/control"
 	"github.com/braidstream/braid/runtime/streams"
 	"github.com/braidstream/braid/runtime/telemetry"
@@ -34,6 +35,12 @@ type Config struct {
 	// ControlSecret verifies the commands. Without one every command for
 	// the application is refused, and logged.
 	ControlSecret []byte
+	// Client is the client configuration the Runner's
+	// Config.ClientOptions were made of (Flags.Config sets both): Run
+	// checks it against the brokers first (clientconfig.Config.Check),
+	// so that a refused login or an untrusted certificate ends the
+	// process at once, saying which. The zero Config checks nothing.
+	Client clientconfig.Config
 	// Design describes what runs, for the reports.
 	Design Design
 	// Exit ends the process for a crash command of its only instance;
@@ -140,6 +147,12 @@ func (p *Process) Runner() *streams.Runner { return p.runner }
 // shows them stopped. A Process runs once.
 func (p *Process) Run(ctx context.Context) error {
 	app := p.runner.Config().Config.ApplicationID
+	if !p.cfg.Client.IsZero() {
+		if err := p.cfg.Client.Check(ctx, p.runner.Config().Config.Brokers); err != nil {
+			p.close()
+			return fmt.Errorf("running %s: %w", app, err)
+		}
+	}
 	if err := p.runner.Prepare(ctx); err != nil || ctx.Err() != nil {
 		// Nothing ran: the clients made for it are closed here.
 		p.close()
