@@ -54,6 +54,10 @@ type CountOptions struct {
 	CommitInterval time.Duration // the hand-written counts commit this often; default 1s, BraidCount's interval
 	Rounds         int           // rounds of each side, each reports its median; default 3
 	Out            io.Writer     // where the report goes; default os.Stdout
+	// Brokers is the cluster to run against (bootstrap addresses), whose
+	// topics and groups named bench-* are deleted first; empty starts an
+	// embedded broker for the run.
+	Brokers []string
 	// NoWarmUp skips the unmeasured hand-written pass over the input made
 	// before the measured runs (see RunPipe for why there is one).
 	NoWarmUp bool
@@ -157,16 +161,16 @@ func RunCount(ctx context.Context, opts CountOptions, braid CountFunc) (CountRep
 		return rep, errors.New("bench count: no Braid count to measure")
 	}
 
-	b, err := broker.Start(broker.Config{Partitions: opts.Partitions})
+	bc, err := openCluster(ctx, opts.Brokers, broker.Config{Partitions: opts.Partitions})
 	if err != nil {
 		return rep, fmt.Errorf("bench count: %w", err)
 	}
-	defer b.Close()
-	brokers := b.Addrs()
+	defer bc.close()
+	brokers := bc.brokers
 
 	w := opts.Out
-	fmt.Fprintf(w, "bench count: %d records, %d keys, %d partitions, commit every %v, GOMAXPROCS=%d, embedded broker\n",
-		opts.Records, opts.Keys, opts.Partitions, opts.CommitInterval, rep.GOMAXPROCS)
+	fmt.Fprintf(w, "bench count: %d records, %d keys, %d partitions, commit every %v, GOMAXPROCS=%d, %s\n",
+		opts.Records, opts.Keys, opts.Partitions, opts.CommitInterval, rep.GOMAXPROCS, bc.name)
 	fmt.Fprintf(w, "  handwritten: franz-go + pebble, no cache: a store read and write, an output and a changelog record per input record (naive)\n")
 	fmt.Fprintf(w, "  ceiling:     franz-go, counts in a map: each key changed since the last commit written once to output and changelog per commit\n")
 	fmt.Fprintf(w, "  braid:       GroupByKey().Count(), record cache, at-least-once\n")

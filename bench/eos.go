@@ -51,6 +51,10 @@ type EOSOptions struct {
 	Partitions int       // partitions of every topic; default 4
 	Rounds     int       // rounds of each side; default 5 (a run is short)
 	Out        io.Writer // where the report goes; default os.Stdout
+	// Brokers is the cluster to run against (bootstrap addresses), whose
+	// topics and groups named bench-* are deleted first; empty starts an
+	// embedded broker for the run.
+	Brokers []string
 	// NoWarmUp skips the unmeasured at-least-once pass over the input
 	// made before the measured runs (see RunPipe for why there is one).
 	NoWarmUp bool
@@ -132,16 +136,16 @@ func RunEOS(ctx context.Context, opts EOSOptions) (EOSReport, error) {
 		return rep, errors.New("bench eos: records, keys, partitions and rounds must not be negative")
 	}
 
-	b, err := broker.Start(broker.Config{Partitions: opts.Partitions})
+	bc, err := openCluster(ctx, opts.Brokers, broker.Config{Partitions: opts.Partitions})
 	if err != nil {
-		return rep, fmt.Errorf("bench eos: starting the broker: %w", err)
+		return rep, fmt.Errorf("bench eos: %w", err)
 	}
-	defer b.Close()
-	brokers := b.Addrs()
+	defer bc.close()
+	brokers := bc.brokers
 
 	w := opts.Out
-	fmt.Fprintf(w, "bench eos: %d records, %d keys, %d partitions, at-least-once committing every %v against exactly-once committing every %v, GOMAXPROCS=%d, embedded broker\n",
-		opts.Records, opts.Keys, opts.Partitions, EOSAtLeastOnceCommitInterval, EOSCommitInterval, rep.GOMAXPROCS)
+	fmt.Fprintf(w, "bench eos: %d records, %d keys, %d partitions, at-least-once committing every %v against exactly-once committing every %v, GOMAXPROCS=%d, %s\n",
+		opts.Records, opts.Keys, opts.Partitions, EOSAtLeastOnceCommitInterval, EOSCommitInterval, rep.GOMAXPROCS, bc.name)
 
 	t0 := time.Now()
 	if err := Seed(ctx, brokers, EOSInputTopic, opts.Partitions, opts.Records, opts.Keys); err != nil {

@@ -67,6 +67,10 @@ type FailoverOptions struct {
 	// minutes.
 	Timeout, SetupTimeout time.Duration
 	Out                   io.Writer // where the report goes; default os.Stdout
+	// Brokers is the cluster to run against (bootstrap addresses), whose
+	// topics and groups named bench-* are deleted first; empty starts an
+	// embedded broker for the run.
+	Brokers []string
 }
 
 func (o FailoverOptions) withDefaults() FailoverOptions {
@@ -255,12 +259,16 @@ func RunFailover(ctx context.Context, opts FailoverOptions) (FailoverReport, err
 	// without standby restores to about a record per key. The runs
 	// measure Braid, and restore the changelog they wrote, so the broker
 	// does not compact during them.
-	b, err := broker.Start(broker.Config{Partitions: opts.Partitions, RetentionCheckInterval: 24 * time.Hour})
+	bc, err := openCluster(ctx, opts.Brokers, broker.Config{Partitions: opts.Partitions, RetentionCheckInterval: 24 * time.Hour})
 	if err != nil {
 		return rep, fmt.Errorf("bench failover: %w", err)
 	}
-	defer b.Close()
-	brokers := b.Addrs()
+	defer bc.close()
+	brokers := bc.brokers
+	where := bc.name
+	if len(opts.Brokers) == 0 {
+		where += " (not compacting)"
+	}
 	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
 	if err != nil {
 		return rep, fmt.Errorf("bench failover: %w", err)
@@ -268,8 +276,8 @@ func RunFailover(ctx context.Context, opts FailoverOptions) (FailoverReport, err
 	defer cl.Close()
 
 	w := opts.Out
-	fmt.Fprintf(w, "bench failover: %d instances, %d partitions, count over %d keys with %d changelog records per run, steady input %d rec/s, session timeout %v, commit every %v, GOMAXPROCS=%d, embedded broker (not compacting)\n",
-		opts.Instances, opts.Partitions, opts.Keys, opts.Records, opts.Rate, opts.SessionTimeout, opts.CommitInterval, rep.GOMAXPROCS)
+	fmt.Fprintf(w, "bench failover: %d instances, %d partitions, count over %d keys with %d changelog records per run, steady input %d rec/s, session timeout %v, commit every %v, GOMAXPROCS=%d, %s\n",
+		opts.Instances, opts.Partitions, opts.Keys, opts.Records, opts.Rate, opts.SessionTimeout, opts.CommitInterval, rep.GOMAXPROCS, where)
 	fmt.Fprintf(w, "per moved task: detection = crash to the new owner's assignment; recovery = assignment to its first processed record\n"+
 		"  = assign (its assignment callback) + restore (to the restore's end) + batch (fetching what it missed, to its first record);\n"+
 		"  downtime = its last record on %s to its first record on the new owner\n", FailoverVictim)

@@ -42,6 +42,10 @@ type PipeOptions struct {
 	Partitions     int           // partitions of every topic; default 4
 	CommitInterval time.Duration // both pipes commit this often; default 1s
 	Out            io.Writer     // where the report goes; default os.Stdout
+	// Brokers is the cluster to run against (bootstrap addresses), whose
+	// topics and groups named bench-* are deleted first; empty starts an
+	// embedded broker for the run.
+	Brokers []string
 	// NoWarmUp skips the unmeasured raw pass over the input that RunPipe
 	// makes before the measured runs (see RunPipe for why it is there).
 	NoWarmUp bool
@@ -199,16 +203,16 @@ func RunPipe(ctx context.Context, opts PipeOptions, variants []Variant) (Report,
 		runs[i] = Run{Name: v.Name, Gated: i == gated, Out: out}
 	}
 
-	b, err := broker.Start(broker.Config{Partitions: opts.Partitions})
+	bc, err := openCluster(ctx, opts.Brokers, broker.Config{Partitions: opts.Partitions})
 	if err != nil {
 		return rep, fmt.Errorf("bench pipe: %w", err)
 	}
-	defer b.Close()
-	brokers := b.Addrs()
+	defer bc.close()
+	brokers := bc.brokers
 
 	w := opts.Out
-	fmt.Fprintf(w, "bench pipe: %d records, %d keys, %d partitions, commit every %v, GOMAXPROCS=%d, embedded broker\n",
-		opts.Records, opts.Keys, opts.Partitions, opts.CommitInterval, rep.GOMAXPROCS)
+	fmt.Fprintf(w, "bench pipe: %d records, %d keys, %d partitions, commit every %v, GOMAXPROCS=%d, %s\n",
+		opts.Records, opts.Keys, opts.Partitions, opts.CommitInterval, rep.GOMAXPROCS, bc.name)
 
 	t0 := time.Now()
 	if err := Seed(ctx, brokers, PipeInputTopic, opts.Partitions, opts.Records, opts.Keys); err != nil {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/braidstream/braid/bench"
+	"github.com/braidstream/braid/runtime/streams"
 )
 
 func runBench(ctx context.Context, args []string, stdout io.Writer) error {
@@ -72,6 +73,11 @@ func runBench(ctx context.Context, args []string, stdout io.Writer) error {
 	if name == "windowed" {
 		fs.IntVar(&eventRate, "event-rate", bench.DefaultEventRate, "records per second of event time")
 	}
+	var brokers string
+	if name == "pipe" || name == "count" || name == "eos" || name == "failover" {
+		usage += " [--brokers host:port,...]"
+		fs.StringVar(&brokers, "brokers", "", "run against this Kafka cluster instead of an embedded broker; the bench deletes its own topics and groups there (named "+bench.OwnPrefix+"*) first")
+	}
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	memProfile := fs.String("memprofile", "", "write a profile of the whole run's allocations to this file")
 	if err := fs.Parse(args[1:]); err != nil {
@@ -104,9 +110,9 @@ func runBench(ctx context.Context, args []string, stdout io.Writer) error {
 	var err error
 	switch name {
 	case "pipe":
-		_, err = bench.RunPipe(ctx, bench.PipeOptions{Records: *records, Keys: *keys, Partitions: *partitions, Rounds: rounds, Out: stdout}, bench.BraidVariants())
+		_, err = bench.RunPipe(ctx, bench.PipeOptions{Brokers: streams.SplitBrokers(brokers), Records: *records, Keys: *keys, Partitions: *partitions, Rounds: rounds, Out: stdout}, bench.BraidVariants())
 	case "count":
-		_, err = bench.RunCount(ctx, bench.CountOptions{Records: *records, Keys: *keys, Partitions: *partitions, Rounds: rounds, Out: stdout}, bench.BraidCount)
+		_, err = bench.RunCount(ctx, bench.CountOptions{Brokers: streams.SplitBrokers(brokers), Records: *records, Keys: *keys, Partitions: *partitions, Rounds: rounds, Out: stdout}, bench.BraidCount)
 	case "restore":
 		_, err = bench.RunRestore(ctx, bench.RestoreOptions{Records: *records, Keys: *keys, Partitions: *partitions, Rounds: rounds, Out: stdout}, bench.BraidRestore)
 	case "windowed":
@@ -114,9 +120,9 @@ func runBench(ctx context.Context, args []string, stdout io.Writer) error {
 	case "join":
 		_, err = bench.RunJoin(ctx, bench.JoinOptions{Records: *records, Keys: *keys, Partitions: *partitions, Rounds: rounds, Out: stdout})
 	case "eos":
-		_, err = bench.RunEOS(ctx, bench.EOSOptions{Records: *records, Keys: *keys, Partitions: *partitions, Rounds: rounds, Out: stdout})
+		_, err = bench.RunEOS(ctx, bench.EOSOptions{Brokers: streams.SplitBrokers(brokers), Records: *records, Keys: *keys, Partitions: *partitions, Rounds: rounds, Out: stdout})
 	case "failover":
-		_, err = bench.RunFailover(ctx, bench.FailoverOptions{Records: *records, Keys: *keys, Partitions: *partitions, Instances: instances,
+		_, err = bench.RunFailover(ctx, bench.FailoverOptions{Brokers: streams.SplitBrokers(brokers), Records: *records, Keys: *keys, Partitions: *partitions, Instances: instances,
 			SessionTimeout: sessionTimeout, Rate: rate, Out: stdout})
 	}
 	return err

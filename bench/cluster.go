@@ -1,0 +1,119 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/braidstream/braid/runtime/broker"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// OwnPrefix begins the name of every topic, group and application a bench
+// creates. On a cluster named by --brokers, a bench deletes the topics and
+// groups with this prefix before it runs, and nothing else.
+const OwnPrefix = "bench-"
+
+// cluster is the broker a bench runs against.
+type cluster struct {
+	brokers []string
+	// name says which, for the report's header: "embedded broker" or
+	// "cluster at host:port (N brokers)".
+	name  string
+	close func()
+}
+
+// openCluster returns the cluster brokers names, cleared of the benches'
+// own topics and groups (OwnPrefix) so that a run starts as on a new
+// broker, or, when brokers is empty, an embedded broker started with cfg.
+func openCluster(ctx context.Context, brokers []string, cfg broker.Config) (*cluster, error) {
+	if len(brokers) == 0 {
+		b, err := broker.Start(cfg)
+		if err != nil {
+			return nil, fmt.Errorf("starting the embedded broker: %w", err)
+		}
+		return &cluster{brokers: b.Addrs(), name: "embedded broker", close: func() { b.Close() }}, nil
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
+	if err != nil {
+		return nil, fmt.Errorf("creating a client of %s: %w", strings.Join(brokers, ","), err)
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	md, err := adm.BrokerMetadata(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("reaching the cluster at %s: %w", strings.Join(brokers, ","), err)
+	}
+	if err := clearOwn(ctx, adm); err != nil {
+		return nil, fmt.Errorf("clearing the benches' topics and groups (%s*) at %s: %w", OwnPrefix, strings.Join(brokers, ","), err)
+	}
+	name := fmt.Sprintf("cluster at %s (%d brokers)", strings.Join(brokers, ","), len(md.Brokers))
+	return &cluster{brokers: slices.Clone(brokers), name: name, close: func() {}}, nil
+}
+
+// clearOwn deletes the groups and topics whose names begin with OwnPrefix
+// and waits until the topics are gone: deletion is asynchronous on Kafka,
+// and the bench is about to create topics of the same names.
+func clearOwn(ctx context.Context, adm *kadm.Client) error {
+	groups, err := adm.ListGroups(ctx)
+	if err != nil {
+		return fmt.Errorf("listing groups: %w", err)
+	}
+	var own []string
+	for _, g := range groups.Groups() {
+		if strings.HasPrefix(g, OwnPrefix) {
+			own = append(own, g)
+		}
+	}
+	if len(own) > 0 {
+		resp, err := adm.DeleteGroups(ctx, own...)
+		if err != nil {
+			return fmt.Errorf("deleting groups: %w", err)
+		}
+		for _, r := range resp.Sorted() {
+			if r.Err != nil {
+				return fmt.Errorf("deleting group %s: %w (is an earlier run still going?)", r.Group, r.Err)
+			}
+		}
+	}
+	topics, err := adm.ListTopics(ctx)
+	if err != nil {
+		return fmt.Errorf("listing topics: %w", err)
+	}
+	var names []string
+	for _, t := range topics.Names() {
+		if strings.HasPrefix(t, OwnPrefix) {
+			names = append(names, t)
+		}
+	}
+	if len(names) == 0 {
+		return nil
+	}
+	resp, err := adm.DeleteTopics(ctx, names...)
+	if err != nil {
+		return fmt.Errorf("deleting topics: %w", err)
+	}
+	if err := resp.Error(); err != nil {
+		return fmt.Errorf("deleting topics: %w", err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	for {
+		left, err := adm.ListTopics(ctx, names...)
+		if err != nil {
+			return fmt.Errorf("waiting for topics to be deleted: %w", err)
+		}
+		if !slices.ContainsFunc(left.Sorted(), func(d kadm.TopicDetail) bool { return d.Err == nil }) {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return errors.New("waiting for topics to be deleted: still there after a minute")
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
