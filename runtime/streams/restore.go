@@ -159,7 +159,10 @@ func (a *App) runRestore(ctx context.Context, t *task, stores []*storeRestore) e
 		return fmt.Errorf("creating restore client for task %s: %w", t.id, err)
 	}
 	defer cl.Close()
-	remaining := len(stores)
+	remaining, err := a.skipDeletedChangelog(ctx, kadm.NewClient(cl), t, stores)
+	if err != nil {
+		return err
+	}
 	entries := make([]state.Entry, 0, 4096)
 	lastLog := time.Now()
 	for remaining > 0 {
@@ -238,6 +241,48 @@ func (a *App) runRestore(ctx context.Context, t *task, stores []*storeRestore) e
 		}
 	}
 	return nil
+}
+
+// skipDeletedChangelog finishes at once the restores of stores whose
+// changelog has no record left between the checkpoint and the end, and
+// returns how many restores remain. A changelog's records may be gone by
+// retention: a windowed store's changelog (compact,delete) on Kafka loses
+// its records by their timestamps, and records replayed from long ago are
+// deleted soon after they are written. The fetch starts at the log start
+// then (an offset before it is out of range, which resets to the start),
+// and a restore whose log start is its end would wait for records that
+// never come: its store is as restored as the changelog allows.
+func (a *App) skipDeletedChangelog(ctx context.Context, adm *kadm.Client, t *task, stores []*storeRestore) (int, error) {
+	topics := make([]string, 0, len(stores))
+	for _, sr := range stores {
+		topics = append(topics, sr.store.changelog)
+	}
+	starts, err := adm.ListStartOffsets(ctx, topics...)
+	if err != nil {
+		return 0, brokerErr(fmt.Sprintf("listing the start offsets of task %s's changelogs", t.id), err)
+	}
+	remaining := len(stores)
+	for _, sr := range stores {
+		start, ok := starts.Lookup(sr.store.changelog, sr.store.partition)
+		if !ok || start.Err != nil || start.Offset <= sr.start {
+			continue
+		}
+		a.log.Warn("changelog records before the log start were deleted (retention); restoring from the log start",
+			"task", t.id.String(), "store", sr.store.spec.name, "checkpoint", sr.start, "log_start", start.Offset, "changelog_end", sr.end)
+		if start.Offset < sr.end {
+			continue
+		}
+		cp := state.Checkpoint{ChangelogOffset: sr.end, StreamTime: sr.store.db.Checkpoint().StreamTime}
+		if err := sr.store.db.Restore(nil, cp); err != nil {
+			return 0, fmt.Errorf("restoring store %q of task %s: %w", sr.store.spec.name, t.id, err)
+		}
+		sr.next = sr.end
+		sr.store.lastOffset.Store(sr.end - 1)
+		remaining--
+		a.restoreEvent(t, sr, "end")
+		sr.store.restored = 0
+	}
+	return remaining, nil
 }
 
 // pollRestore polls a restore's client. Its stores are behind their
