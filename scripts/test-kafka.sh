@@ -13,12 +13,17 @@ scripts/kafka.sh fetch
 total=0 failed=0
 while read -r pkg tests; do
 	[[ -z $pkg || $pkg == \#* ]] && continue
+	nodes=1
+	if [[ $pkg == nodes=* ]]; then
+		nodes=${pkg#nodes=}
+		read -r pkg tests <<<"$tests"
+	fi
 	read -ra names <<<"$tests"
 	total=$((total + ${#names[@]}))
 	re="^($(IFS='|'; echo "${names[*]}"))\$"
-	echo "real Kafka: go test -run <${#names[@]} tests> $pkg"
+	echo "real Kafka ($nodes node(s)): go test -run <${#names[@]} tests> $pkg"
 	log=$(mktemp)
-	if ! BRAID_TEST_KAFKA=start $GO test -count=1 -timeout 20m -v -run "$re" "$pkg" >"$log" 2>&1; then
+	if ! BRAID_TEST_KAFKA=start BRAID_TEST_KAFKA_NODES=$nodes $GO test -count=1 -timeout 20m -v -run "$re" "$pkg" >"$log" 2>&1; then
 		failed=1
 	fi
 	grep -E '^(--- |FAIL|ok|panic)' "$log" | grep -v '^--- PASS' || true

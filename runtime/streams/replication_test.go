@@ -242,3 +242,60 @@ func TestReplicationFactorAboveBrokers(t *testing.T) {
 		}
 	}
 }
+
+// TestReplicationOnTheCluster checks the default on the broker under test:
+// on the embedded broker and a one-node Kafka, factor 1; on a three-node
+// Kafka (BRAID_TEST_KAFKA_NODES=3, as the real-Kafka pass runs it), factor
+// 3 and min.insync.replicas=2 on the repartition topic and the changelog.
+func TestReplicationOnTheCluster(t *testing.T) {
+	const app = "repl-cluster"
+	internal := []string{app + "-rekeyed-repartition", app + "-counts-changelog"}
+	b := startBroker(t)
+	createTopic(t, b, "clicks", 2)
+	createTopic(t, b, "counted", 2)
+	rec := &recorder{}
+	cfg := testConfig(b, app)
+	cfg.StateDir = t.TempDir()
+	cfg.Hooks = []streams.Hook{rec}
+	a, err := streams.New(replicationTopology(t), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runApp(t, a)
+	waitFor(t, 60*time.Second, "a task assigned", func() bool { return len(rec.assignedTasks()) > 0 })
+
+	wantRF := streams.DefaultReplicationFactor(b.Nodes())
+	wantISR := ""
+	if wantRF >= 3 {
+		wantISR = "2"
+	}
+	ctx := context.Background()
+	adm := admin(t, b)
+	details, err := adm.ListTopics(ctx, internal...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	configs, err := adm.DescribeTopicConfigs(ctx, internal...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, topic := range internal {
+		if got := details[topic].Partitions.NumReplicas(); got != wantRF {
+			t.Errorf("topic %s on %d brokers: replication factor %d, want %d", topic, b.Nodes(), got, wantRF)
+		}
+		rc, err := configs.On(topic, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		isr := ""
+		for _, c := range rc.Configs {
+			if c.Key == "min.insync.replicas" && c.Source == kmsg.ConfigSourceDynamicTopicConfig && c.Value != nil {
+				isr = *c.Value
+			}
+		}
+		if isr != wantISR {
+			t.Errorf("topic %s on %d brokers: min.insync.replicas set to %q, want %q", topic, b.Nodes(), isr, wantISR)
+		}
+	}
+	t.Logf("%d brokers: replication factor %d, min.insync.replicas %q", b.Nodes(), wantRF, wantISR)
+}
