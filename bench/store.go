@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"strconv"
+	"time"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -141,21 +142,8 @@ func readTopicAs(ctx context.Context, brokers []string, topic string, iso kgo.Is
 		return 0, fmt.Errorf("listing end offsets of %s: %w", topic, err)
 	}
 	if iso == kgo.ReadCommitted() {
-		stable, err := adm.ListCommittedOffsets(ctx, topic)
-		if err == nil {
-			err = stable.Error()
-		}
-		if err != nil {
-			return 0, fmt.Errorf("listing last stable offsets of %s: %w", topic, err)
-		}
-		var open error
-		ends.Each(func(end kadm.ListedOffset) {
-			if s, ok := stable.Lookup(topic, end.Partition); open == nil && (!ok || s.Offset != end.Offset) {
-				open = fmt.Errorf("%s[%d] has a transaction open: last stable offset %d, end offset %d", topic, end.Partition, s.Offset, end.Offset)
-			}
-		})
-		if open != nil {
-			return 0, open
+		if err := awaitStable(ctx, adm, topic, ends); err != nil {
+			return 0, err
 		}
 	}
 	left := map[int32]int64{} // partition -> end offset, for those not read to the end
@@ -199,4 +187,44 @@ func readTopicAs(ctx context.Context, brokers []string, topic string, iso kgo.Is
 		}
 	}
 	return n, nil
+}
+
+// stableWait bounds how long awaitStable waits for the markers of ended
+// transactions. Kafka's transaction coordinator writes them after it
+// answers EndTxn, so a run's last commit may still be settling when the
+// run is over; they land within milliseconds. A transaction left open
+// stays open far longer: until the transaction timeout aborts it.
+const stableWait = 5 * time.Second
+
+// awaitStable waits until every partition of topic has its last stable
+// offset at its end offset (ends), failing with the first partition whose
+// transaction is still open after stableWait.
+func awaitStable(ctx context.Context, adm *kadm.Client, topic string, ends kadm.ListedOffsets) error {
+	deadline := time.Now().Add(stableWait)
+	for {
+		stable, err := adm.ListCommittedOffsets(ctx, topic)
+		if err == nil {
+			err = stable.Error()
+		}
+		if err != nil {
+			return fmt.Errorf("listing last stable offsets of %s: %w", topic, err)
+		}
+		var open error
+		ends.Each(func(end kadm.ListedOffset) {
+			if s, ok := stable.Lookup(topic, end.Partition); open == nil && (!ok || s.Offset != end.Offset) {
+				open = fmt.Errorf("%s[%d] has a transaction open: last stable offset %d, end offset %d", topic, end.Partition, s.Offset, end.Offset)
+			}
+		})
+		if open == nil {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return open
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
 }

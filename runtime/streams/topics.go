@@ -202,13 +202,48 @@ func (a *App) ensureInternalTopic(ctx context.Context, adm *kadm.Client, topic s
 	if !errors.Is(err, kerr.TopicAlreadyExists) {
 		return brokerErr(fmt.Sprintf("creating internal topic %q", topic), err)
 	}
-	details, err := adm.ListTopics(ctx, topic)
+	d, err := a.describeCreatedTopic(ctx, adm, topic)
 	if err != nil {
-		return brokerErr(fmt.Sprintf("describing internal topic %q", topic), err)
+		return err
 	}
-	if have := len(details[topic].Partitions); have != partitions {
+	if have := len(d.Partitions); have != partitions {
 		return &InternalTopicError{Topic: topic, Partitions: have, ExpectedPartitions: partitions}
 	}
-	a.replication.WarnIfDiffers(a.log, details[topic])
+	a.replication.WarnIfDiffers(a.log, d)
 	return nil
+}
+
+// describeCreatedTopic describes a topic that exists, waiting until the
+// metadata shows its partitions. On Kafka, when several instances start
+// at once, one may learn that a topic exists (TOPIC_ALREADY_EXISTS, from
+// the controller) before the broker it asks for metadata has the topic's
+// partitions: for a moment the topic has none, or is unknown there, which
+// is no reason to call its partition count wrong.
+func (a *App) describeCreatedTopic(ctx context.Context, adm *kadm.Client, topic string) (kadm.TopicDetail, error) {
+	wctx, cancel := context.WithTimeout(ctx, a.brokerTimeout())
+	defer cancel()
+	for {
+		details, err := adm.ListTopics(wctx, topic)
+		if err != nil {
+			return kadm.TopicDetail{}, brokerErr(fmt.Sprintf("describing internal topic %q", topic), err)
+		}
+		d := details[topic]
+		if d.Err == nil && len(d.Partitions) > 0 {
+			return d, nil
+		}
+		if d.Err != nil && !kerr.IsRetriable(d.Err) && !errors.Is(d.Err, kerr.UnknownTopicOrPartition) {
+			return kadm.TopicDetail{}, brokerErr(fmt.Sprintf("describing internal topic %q", topic), d.Err)
+		}
+		select {
+		case <-wctx.Done():
+			if err := ctx.Err(); err != nil {
+				return kadm.TopicDetail{}, err
+			}
+			if d.Err != nil {
+				return kadm.TopicDetail{}, brokerErr(fmt.Sprintf("describing internal topic %q", topic), d.Err)
+			}
+			return d, nil // no partitions: the caller's InternalTopicError says so
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
 }
