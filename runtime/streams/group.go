@@ -254,12 +254,40 @@ func (a *App) commitTasks(ctx context.Context, only map[TaskID]bool, yielding bo
 // their ends, or under exactly-once their last stable offsets, since a
 // read-committed reader cannot read past an open transaction (one a
 // crashed instance left open stays so until it is aborted).
+//
+// On Kafka a changelog just created (by this instance or another) may be
+// unknown, or without a leader, at the broker asked for a moment after its
+// creation: such answers are asked again, for newTopicWait at most, rather
+// than failing the assignment or the restore that needs the offsets.
 func (a *App) listChangelogEnds(ctx context.Context, adm *kadm.Client, topics ...string) (kadm.ListedOffsets, error) {
-	if a.txn != nil {
-		return adm.ListCommittedOffsets(ctx, topics...)
+	wctx, cancel := context.WithTimeout(ctx, newTopicWait)
+	defer cancel()
+	for {
+		var listed kadm.ListedOffsets
+		var err error
+		if a.txn != nil {
+			listed, err = adm.ListCommittedOffsets(wctx, topics...)
+		} else {
+			listed, err = adm.ListEndOffsets(wctx, topics...)
+		}
+		if err == nil {
+			err = listed.Error()
+		}
+		if err == nil || !(kerr.IsRetriable(err) || errors.Is(err, kerr.UnknownTopicOrPartition)) {
+			return listed, err
+		}
+		select {
+		case <-wctx.Done():
+			return listed, err
+		case <-time.After(100 * time.Millisecond):
+		}
 	}
-	return adm.ListEndOffsets(ctx, topics...)
 }
+
+// newTopicWait bounds how long listChangelogEnds waits for a new topic's
+// partitions to be known: metadata reaches every Kafka broker within
+// moments of a topic's creation.
+const newTopicWait = 10 * time.Second
 
 // applyStores lets every store of the tasks that run (those in only, when
 // not nil) apply its pending writes with its checkpoint; afterFirst, when
