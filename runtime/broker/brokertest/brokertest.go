@@ -18,6 +18,9 @@
 // directory, SASL, silencing requests, restarting it) say so with
 // Cluster.Embedded or Kfake and are skipped on Kafka.
 //
+// A test that needs a cluster configured otherwise (a secured listener,
+// say) starts one of its own with StartKafkaWith.
+//
 // A package whose tests use Start calls Main from its TestMain:
 //
 //	func TestMain(m *testing.M) { brokertest.Main(m) }
