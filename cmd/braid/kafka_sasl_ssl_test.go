@@ -77,7 +77,8 @@ func TestClientConfigSASLSSLOnKafka(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	// Set-up over the PLAINTEXT listener: alice, and the source topic.
+	// Over the PLAINTEXT listener: alice, and the test's own reads and
+	// writes.
 	plain := newClient(t, kgo.SeedBrokers(k.Addrs...))
 	adm := kadm.NewClient(plain)
 	upserted, err := adm.AlterUserSCRAMs(ctx, nil, []kadm.UpsertSCRAM{{User: "alice", Mechanism: kadm.ScramSha512, Iterations: 4096, Password: kafkaPassword}})
@@ -96,11 +97,15 @@ func TestClientConfigSASLSSLOnKafka(t *testing.T) {
 	right := props("right.properties", kafkaPassword, truststore)
 	waitForLogin(ctx, t, right)
 
-	// braid gen over SASL_SSL creates the source topic and produces one
-	// customer's orders.
+	// braid gen over SASL_SSL produces one customer's orders to the source
+	// topic, created here with its partitions' leaders elected: gen stops
+	// after its --duration, and would count none of the records it had
+	// to retry meanwhile on a topic it just created.
 	demo := readDemoTopics(t)
+	createRunTopic(t, adm, demo.source, 2)
+	waitForLeaders(ctx, t, adm, demo.source)
 	var out bytes.Buffer
-	if err := run(ctx, []string{"gen", "--client-config", right, "--topic", demo.source, "--partitions", "2",
+	if err := run(ctx, []string{"gen", "--client-config", right, "--topic", demo.source, "--create=false",
 		"--keys", "1", "--key-prefix", "c", "--rate", "100", "--duration", "1s"}, &out, io.Discard); err != nil {
 		t.Fatalf("braid gen over SASL_SSL: %v\n%s", err, out.String())
 	}
@@ -180,6 +185,31 @@ func waitForLogin(ctx context.Context, t *testing.T, path string) {
 		case <-ctx.Done():
 			t.Fatalf("alice's login still refused: %v", err)
 		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// waitForLeaders waits until every partition of topic has a leader.
+func waitForLeaders(ctx context.Context, t *testing.T, adm *kadm.Client, topic string) {
+	t.Helper()
+	for {
+		details, err := adm.ListTopics(ctx, topic)
+		if err == nil {
+			d := details[topic]
+			if err = d.Err; err == nil {
+				led := len(d.Partitions) > 0
+				for _, p := range d.Partitions {
+					led = led && p.Err == nil && p.Leader >= 0
+				}
+				if led {
+					return
+				}
+			}
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("the partitions of %s have no leaders (%v): %v", topic, err, ctx.Err())
+		case <-time.After(50 * time.Millisecond):
 		}
 	}
 }
