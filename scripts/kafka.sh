@@ -7,7 +7,7 @@
 #
 #   scripts/kafka.sh fetch                 jars into the cache (offline after)
 #   scripts/kafka.sh start --dir D [--port P] [--controller-port C]
-#                          [--nodes N] [--watch-pid PID]
+#                          [--nodes N] [--watch-pid PID] [--extra-config F]
 #                                          format and start a cluster in D, in
 #                                          the background; returns when every
 #                                          node has started; prints the
@@ -24,7 +24,11 @@
 # Node I (1-based) listens for clients on P+I-1 and for its controller
 # quorum on C+I-1 (C defaults to P+100). --watch-pid makes a watchdog stop the cluster (and
 # delete D) when that process exits, so a test binary killed mid-run leaves
-# no broker behind. The cache is $BRAID_CACHE (default ~/.cache/braid).
+# no broker behind. --extra-config appends the lines of F to every node's
+# server.properties, where a property set again (listeners, say) overrides
+# the one above it: a test's secured listener beside the PLAINTEXT one. In
+# them @NODE@, @PORT@ and @CONTROLLER_PORT@ are the node's number and its
+# client and controller ports. The cache is $BRAID_CACHE (default ~/.cache/braid).
 set -euo pipefail
 
 KAFKA_VERSION=4.4.0
@@ -72,10 +76,10 @@ java_cmd() {
 		-cp "$cache/libs/*" "${@:2}"
 }
 
-# write_config D I N P C writes node I's server.properties and log4j2
-# config.
+# write_config D I N P C [X] writes node I's server.properties, followed
+# by the lines of file X when given, and log4j2 config.
 write_config() {
-	local dir=$1 i=$2 n=$3 port=$4 cport=$5
+	local dir=$1 i=$2 n=$3 port=$4 cport=$5 extra=${6:-}
 	local node="$dir/node-$i" voters="" j rf isr
 	for ((j = 1; j <= n; j++)); do
 		voters+="${voters:+,}$j@127.0.0.1:$((cport + j - 1))"
@@ -112,6 +116,10 @@ write_config() {
 		auto.create.topics.enable=true
 		delete.topic.enable=true
 	EOF
+	if [[ -n $extra ]]; then
+		sed -e "s/@NODE@/$i/g" -e "s/@PORT@/$((port + i - 1))/g" \
+			-e "s/@CONTROLLER_PORT@/$((cport + i - 1))/g" "$extra" >>"$node/server.properties"
+	fi
 	cat >"$node/log4j2.properties" <<-EOF
 		appender.file.type=File
 		appender.file.name=file
@@ -156,10 +164,11 @@ wait_started() {
 }
 
 cmd_start() {
-	local dir="" port=19092 cport="" nodes=1 watch=""
+	local dir="" port=19092 cport="" nodes=1 watch="" extra=""
 	while (($#)); do
 		case $1 in
 		--dir) dir=$2; shift 2 ;;
+		--extra-config) extra=$2; shift 2 ;;
 		--port) port=$2; shift 2 ;;
 		--controller-port) cport=$2; shift 2 ;;
 		--nodes) nodes=$2; shift 2 ;;
@@ -170,6 +179,10 @@ cmd_start() {
 	[[ -n $dir ]] || die "start: --dir is required"
 	[[ $nodes =~ ^[1-9]$ ]] || die "start: --nodes must be 1 to 9, not $nodes"
 	cport=${cport:-$((port + 100))}
+	if [[ -n $extra ]]; then
+		[[ -f $extra ]] || die "start: --extra-config $extra: no such file"
+		extra=$(cd "$(dirname "$extra")" && pwd)/$(basename "$extra")
+	fi
 	fetch
 	mkdir -p "$dir"
 	dir=$(cd "$dir" && pwd)
@@ -178,7 +191,7 @@ cmd_start() {
 	echo "$nodes" >"$dir/nodes"
 	echo "$port" >"$dir/port"
 	for ((i = 1; i <= nodes; i++)); do
-		write_config "$dir" "$i" "$nodes" "$port" "$cport"
+		write_config "$dir" "$i" "$nodes" "$port" "$cport" "$extra"
 		java_cmd "$dir/node-$i/log4j2.properties" kafka.tools.StorageTool format \
 			-t "$cluster_id" -c "$dir/node-$i/server.properties" --ignore-formatted \
 			>"$dir/node-$i/format.log" 2>&1 ||
@@ -307,5 +320,5 @@ start) shift; cmd_start "$@" ;;
 stop) shift; cmd_stop "$@" ;;
 node) shift; cmd_node "$@" ;;
 run) shift; cmd_run "$@" ;;
-*) die "usage: kafka.sh fetch | start --dir D [--port P] [--nodes N] [--watch-pid PID] | stop --dir D [--kill] | node ACTION --dir D --node I | run [--port P] [--nodes N]" ;;
+*) die "usage: kafka.sh fetch | start --dir D [--port P] [--nodes N] [--watch-pid PID] [--extra-config F] | stop --dir D [--kill] | node ACTION --dir D --node I | run [--port P] [--nodes N]" ;;
 esac

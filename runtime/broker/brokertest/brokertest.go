@@ -18,6 +18,9 @@
 // directory, SASL, silencing requests, restarting it) say so with
 // Cluster.Embedded or Kfake and are skipped on Kafka.
 //
+// A test that needs a cluster configured otherwise (a secured listener,
+// say) starts one of its own with StartKafkaWith.
+//
 // A package whose tests use Start calls Main from its TestMain:
 //
 //	func TestMain(m *testing.M) { brokertest.Main(m) }
@@ -307,6 +310,26 @@ type Kafka struct {
 // ports with scripts/kafka.sh, which fetches Kafka's jars on first use. A
 // watchdog stops it if this process dies without calling Stop.
 func StartKafka(nodes int) (*Kafka, error) {
+	return StartKafkaWith(KafkaOptions{Nodes: nodes})
+}
+
+// KafkaOptions configure a cluster StartKafkaWith starts.
+type KafkaOptions struct {
+	// Nodes is the node count, 1 when 0.
+	Nodes int
+	// ExtraConfig is broker properties appended to every node's
+	// server.properties (kafka.sh start --extra-config): a property set
+	// again overrides Braid's, so that a test can add a listener of its
+	// own (on a port from FreePort) beside the PLAINTEXT one whose
+	// addresses Addrs are. In it @NODE@, @PORT@ and @CONTROLLER_PORT@
+	// are each node's number and its PLAINTEXT and controller ports.
+	ExtraConfig string
+}
+
+// StartKafkaWith starts an Apache Kafka cluster as StartKafka does, with
+// opts.
+func StartKafkaWith(opts KafkaOptions) (*Kafka, error) {
+	nodes := max(opts.Nodes, 1)
 	script, err := findScript()
 	if err != nil {
 		return nil, err
@@ -321,9 +344,17 @@ func StartKafka(nodes int) (*Kafka, error) {
 		if err != nil {
 			return nil, err
 		}
-		cmd := exec.Command(script, "start", "--dir", dir, "--nodes", strconv.Itoa(nodes),
+		args := []string{"start", "--dir", dir, "--nodes", strconv.Itoa(nodes),
 			"--port", strconv.Itoa(port), "--controller-port", strconv.Itoa(cport),
-			"--watch-pid", strconv.Itoa(os.Getpid()))
+			"--watch-pid", strconv.Itoa(os.Getpid())}
+		if opts.ExtraConfig != "" {
+			extra := filepath.Join(dir, "extra.properties")
+			if err := os.WriteFile(extra, []byte(opts.ExtraConfig+"\n"), 0o600); err != nil {
+				return nil, fmt.Errorf("writing the extra broker config: %w", err)
+			}
+			args = append(args, "--extra-config", extra)
+		}
+		cmd := exec.Command(script, args...)
 		var stderr bytes.Buffer
 		cmd.Stderr = &stderr
 		out, err := cmd.Output()
@@ -401,6 +432,17 @@ func freePorts(n int) (port, cport int, err error) {
 	}
 	cport, err = pick(port)
 	return port, cport, err
+}
+
+// FreePort is a free loopback port, for a listener of a test's own in
+// KafkaOptions.ExtraConfig.
+func FreePort() (int, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, fmt.Errorf("finding a free port: %w", err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port, nil
 }
 
 func portsFree(base, n int) bool {
