@@ -2,7 +2,6 @@ package bench
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -90,30 +89,7 @@ func clearOwn(ctx context.Context, adm *kadm.Client) error {
 			names = append(names, t)
 		}
 	}
-	if len(names) == 0 {
-		return nil
-	}
-	resp, err := adm.DeleteTopics(ctx, names...)
-	if err != nil {
-		return fmt.Errorf("deleting topics: %w", err)
-	}
-	if err := resp.Error(); err != nil {
-		return fmt.Errorf("deleting topics: %w", err)
-	}
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	for {
-		left, err := adm.ListTopics(ctx, names...)
-		if err != nil {
-			return fmt.Errorf("waiting for topics to be deleted: %w", err)
-		}
-		if !slices.ContainsFunc(left.Sorted(), func(d kadm.TopicDetail) bool { return d.Err == nil }) {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return errors.New("waiting for topics to be deleted: still there after a minute")
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
+	return broker.DeleteTopics(ctx, adm, names...)
 }

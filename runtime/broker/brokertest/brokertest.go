@@ -262,39 +262,14 @@ func deleteGroups(ctx context.Context, cl *kgo.Client, adm *kadm.Client) error {
 	return errors.Join(errs...)
 }
 
-// deleteTopics deletes every topic but Kafka's own and waits until the
-// metadata no longer has them: deletion is asynchronous on Kafka, and a next
-// test creating one of the names would get TOPIC_ALREADY_EXISTS.
+// deleteTopics deletes every topic but Kafka's own, waiting until they are
+// gone (broker.DeleteTopics): a next test may create one of the names.
 func deleteTopics(ctx context.Context, adm *kadm.Client) error {
 	topics, err := adm.ListTopics(ctx)
 	if err != nil {
 		return fmt.Errorf("listing topics: %w", err)
 	}
-	names := topics.Names()
-	if len(names) == 0 {
-		return nil
-	}
-	resp, err := adm.DeleteTopics(ctx, names...)
-	if err != nil {
-		return fmt.Errorf("deleting topics: %w", err)
-	}
-	if err := resp.Error(); err != nil {
-		return fmt.Errorf("deleting topics: %w", err)
-	}
-	for {
-		left, err := adm.ListTopics(ctx, names...)
-		if err != nil {
-			return fmt.Errorf("waiting for topics to be deleted: %w", err)
-		}
-		if !slices.ContainsFunc(left.Sorted(), func(d kadm.TopicDetail) bool { return d.Err == nil }) {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("waiting for topics %v to be deleted: %w", names, ctx.Err())
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
+	return broker.DeleteTopics(ctx, adm, topics.Names()...)
 }
 
 // Kafka is an Apache Kafka cluster started by StartKafka.
