@@ -202,13 +202,42 @@ func (a *App) ensureInternalTopic(ctx context.Context, adm *kadm.Client, topic s
 	if !errors.Is(err, kerr.TopicAlreadyExists) {
 		return brokerErr(fmt.Sprintf("creating internal topic %q", topic), err)
 	}
-	details, err := adm.ListTopics(ctx, topic)
+	detail, err := createdTopic(ctx, adm, topic)
 	if err != nil {
 		return brokerErr(fmt.Sprintf("describing internal topic %q", topic), err)
 	}
-	if have := len(details[topic].Partitions); have != partitions {
+	if have := len(detail.Partitions); have != partitions {
 		return &InternalTopicError{Topic: topic, Partitions: have, ExpectedPartitions: partitions}
 	}
-	a.replication.WarnIfDiffers(a.log, details[topic])
+	a.replication.WarnIfDiffers(a.log, detail)
 	return nil
+}
+
+// createdTopic describes a topic the broker said exists, waiting, within
+// ctx, until its metadata has its partitions. Apache Kafka answers
+// TOPIC_ALREADY_EXISTS as soon as its controller has the topic, while the
+// brokers' metadata may still lack it (UNKNOWN_TOPIC_OR_PARTITION) or
+// list it with no partitions: when another instance of the application
+// has just created it, that is what this one sees, and taking it for the
+// topic's layout failed the App with "has 0 partitions" (the embedded
+// broker creates topics synchronously, so it never showed).
+func createdTopic(ctx context.Context, adm *kadm.Client, topic string) (kadm.TopicDetail, error) {
+	for {
+		details, err := adm.ListTopics(ctx, topic)
+		if err != nil {
+			return kadm.TopicDetail{}, err
+		}
+		d := details[topic]
+		if d.Err == nil && len(d.Partitions) > 0 {
+			return d, nil
+		}
+		if d.Err != nil && !errors.Is(d.Err, kerr.UnknownTopicOrPartition) && !errors.Is(d.Err, kerr.LeaderNotAvailable) {
+			return d, d.Err
+		}
+		select {
+		case <-ctx.Done():
+			return d, fmt.Errorf("waiting for its metadata: %w", ctx.Err())
+		case <-time.After(50 * time.Millisecond): // a poll interval
+		}
+	}
 }
