@@ -18,12 +18,18 @@ import (
 	"github.com/braidstream/braid/designer"
 	"github.com/braidstream/braid/monitor"
 	"github.com/braidstream/braid/runtime/broker"
+	"github.com/braidstream/braid/runtime/broker/brokertest"
 	"github.com/braidstream/braid/runtime/streams"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
-// harness is a running Manager on the embedded broker, with the
+// TestMain starts Apache Kafka for the package when BRAID_TEST_KAFKA asks
+// (see brokertest).
+func TestMain(m *testing.M) { brokertest.Main(m) }
+
+// harness is a running Manager on the test's broker (brokertest: the
+// embedded one, or the package's Apache Kafka cluster), with the
 // orders-windowed design stored.
 type harness struct {
 	brokers []string
@@ -35,11 +41,7 @@ type harness struct {
 
 func start(t *testing.T) *harness {
 	t.Helper()
-	b, err := broker.Start(broker.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { b.Close() })
+	b := brokertest.Start(t, broker.Config{})
 	store, err := designer.OpenStore(filepath.Join(t.TempDir(), "designs"))
 	if err != nil {
 		t.Fatal(err)

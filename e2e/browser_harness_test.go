@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/braidstream/braid/runtime/broker"
+	"github.com/braidstream/braid/runtime/broker/brokertest"
 	"github.com/chromedp/chromedp"
 )
 
@@ -47,7 +49,19 @@ func freePort(t *testing.T) string {
 // dir and returns its base URL once it answers.
 func startServe(t *testing.T) string {
 	t.Helper()
-	return startServeWith(t, "--broker-listen", freePort(t))
+	return startServeWith(t, serveBrokerArgs(t)...)
+}
+
+// serveBrokerArgs are the flags that give a `braid serve` the test's
+// broker: its embedded one on a free loopback port, or, when
+// BRAID_TEST_KAFKA asks, the package's Apache Kafka cluster (brokertest),
+// cleared of topics and groups when the test ends.
+func serveBrokerArgs(t *testing.T) []string {
+	t.Helper()
+	if brokertest.OnKafka() {
+		return []string{"--brokers", brokertest.Start(t, broker.Config{}).Bootstrap()}
+	}
+	return []string{"--broker-listen", freePort(t)}
 }
 
 // startServeWith runs `braid serve` with args on a free loopback port with

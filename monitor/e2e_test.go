@@ -3,6 +3,7 @@ package monitor
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -12,7 +13,7 @@ import (
 	"github.com/braidstream/braid/runtime/streams"
 )
 
-// TestSupervisorEndToEnd monitors a real deployment: an embedded broker
+// TestSupervisorEndToEnd monitors a real deployment: a broker (brokertest)
 // and a Supervisor with two instances and one standby per task running a
 // windowed count, with the monitor's hook in its config and the
 // Supervisor as its Source. The snapshot shows both instances with their
@@ -143,7 +144,7 @@ func TestSupervisorEndToEnd(t *testing.T) {
 	if n := len(eventsOf(events, kindRebalance)); n < 2 {
 		t.Errorf("%d rebalance events, want at least one per instance", n)
 	}
-	const wantClose = "window [22:13:20, 22:13:30) of per-window closed at stream time 22:13:35"
+	wantClose := fmt.Sprintf("window [%s, %s) of per-window closed at stream time %s", clock(t0), clock(t0+10_000), clock(t0+15_000))
 	for _, e := range eventsOf(events, kindWindowClosed) {
 		if !strings.HasPrefix(e.Message, wantClose) || e.Task == "" || e.Instance == "" || e.Detail["closesAt"] != t0+15_000 {
 			t.Errorf("window-closed event %+v, want message %q...", e, wantClose)

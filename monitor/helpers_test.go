@@ -12,23 +12,24 @@ import (
 	"time"
 
 	"github.com/braidstream/braid/runtime/broker"
+	"github.com/braidstream/braid/runtime/broker/brokertest"
 	"github.com/braidstream/braid/runtime/streams"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
-// startBroker starts an in-memory embedded broker for one test.
-func startBroker(t testing.TB) *broker.Broker {
+// TestMain starts Apache Kafka for the package when BRAID_TEST_KAFKA asks
+// (see brokertest).
+func TestMain(m *testing.M) { brokertest.Main(m) }
+
+// startBroker gives one test its broker: a new embedded one, or the shared
+// Apache Kafka cluster (see brokertest).
+func startBroker(t testing.TB) *brokertest.Cluster {
 	t.Helper()
-	b, err := broker.Start(broker.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { b.Close() })
-	return b
+	return brokertest.Start(t, broker.Config{})
 }
 
-func newClient(t testing.TB, b *broker.Broker, opts ...kgo.Opt) *kgo.Client {
+func newClient(t testing.TB, b *brokertest.Cluster, opts ...kgo.Opt) *kgo.Client {
 	t.Helper()
 	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(b.Addrs()...)}, opts...)...)
 	if err != nil {
@@ -38,7 +39,7 @@ func newClient(t testing.TB, b *broker.Broker, opts ...kgo.Opt) *kgo.Client {
 	return cl
 }
 
-func createTopic(t testing.TB, b *broker.Broker, topic string, partitions int32) {
+func createTopic(t testing.TB, b *brokertest.Cluster, topic string, partitions int32) {
 	t.Helper()
 	resp, err := kadm.NewClient(newClient(t, b)).CreateTopic(context.Background(), partitions, 1, nil, topic)
 	if err == nil {
@@ -49,7 +50,7 @@ func createTopic(t testing.TB, b *broker.Broker, topic string, partitions int32)
 	}
 }
 
-func produce(t testing.TB, b *broker.Broker, recs ...*kgo.Record) {
+func produce(t testing.TB, b *brokertest.Cluster, recs ...*kgo.Record) {
 	t.Helper()
 	cl := newClient(t, b, kgo.ProducerLinger(0))
 	if err := cl.ProduceSync(context.Background(), recs...).FirstErr(); err != nil {
@@ -102,8 +103,14 @@ func describe(d *Deployment) string {
 	return sb.String()
 }
 
-// t0 is a window start: tumbling 10 s windows align to the epoch.
-const t0 = int64(1_700_000_000_000)
+// t0 is a window start (tumbling 10 s windows align to the epoch) three
+// hours before the tests start: recent, since Apache Kafka deletes the
+// records of a windowed store's changelog past its retention by their
+// timestamp and refuses those more than an hour ahead.
+var t0 = func() int64 {
+	ms := time.Now().Add(-3 * time.Hour).UnixMilli()
+	return ms - ms%60_000
+}()
 
 const readingKeys = 6
 
@@ -127,7 +134,7 @@ func windowTopology(t testing.TB) *streams.Topology {
 }
 
 // produceReadings writes one reading per key at each offset (ms after t0).
-func produceReadings(t testing.TB, b *broker.Broker, offsets ...int64) {
+func produceReadings(t testing.TB, b *brokertest.Cluster, offsets ...int64) {
 	t.Helper()
 	var recs []*kgo.Record
 	for _, off := range offsets {

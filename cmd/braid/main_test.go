@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/braidstream/braid/runtime/broker/brokertest"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -129,11 +130,14 @@ func TestBrokerCommand(t *testing.T) {
 
 // TestMain runs the braid command instead of the tests when
 // BRAID_TEST_MAIN is 1, so that tests can run it as a process of its own
-// (os.Args[0] is this binary) without building it.
+// (os.Args[0] is this binary) without building it. Only the test binary
+// proper goes on to brokertest.Main, which starts Apache Kafka for the
+// package when BRAID_TEST_KAFKA asks: the braid processes it runs inherit
+// that variable, and must not start a cluster of their own.
 func TestMain(m *testing.M) {
 	if os.Getenv("BRAID_TEST_MAIN") == "1" {
 		main()
 		os.Exit(0)
 	}
-	os.Exit(m.Run())
+	brokertest.Main(m)
 }

@@ -78,6 +78,9 @@ func launchCommand(t *testing.T, cmd *exec.Cmd) *process {
 			p.cmd.Process.Kill()
 			<-p.done
 		}
+		if t.Failed() {
+			t.Logf("output of %s:\n%s", strings.Join(cmd.Args, " "), p.out.String())
+		}
 	})
 	return p
 }

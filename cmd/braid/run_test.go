@@ -15,6 +15,7 @@ import (
 
 	"github.com/braidstream/braid/designer"
 	"github.com/braidstream/braid/runtime/broker"
+	"github.com/braidstream/braid/runtime/broker/brokertest"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
@@ -48,17 +49,14 @@ func readDemoTopics(t *testing.T) demoTopics {
 	return demo
 }
 
-// startRunBroker starts an in-process broker and returns its address and an
-// admin client of it.
+// startRunBroker gives the test its broker (brokertest: an in-process
+// embedded one, or the package's Apache Kafka cluster) and returns its
+// bootstrap addresses, as --brokers takes them, and an admin client of it.
 func startRunBroker(t *testing.T) (string, *kgo.Client, *kadm.Client) {
 	t.Helper()
-	b, err := broker.Start(broker.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { b.Close() })
-	cl := newClient(t, kgo.SeedBrokers(b.Addrs()...))
-	return b.Addr(), cl, kadm.NewClient(cl)
+	b := brokertest.Start(t, broker.Config{})
+	cl := newClient(t, append([]kgo.Opt{kgo.SeedBrokers(b.Addrs()...)}, b.ClientOptions()...)...)
+	return b.Bootstrap(), cl, kadm.NewClient(cl)
 }
 
 func createRunTopic(t *testing.T, adm *kadm.Client, topic string, partitions int32) {

@@ -10,6 +10,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/braidstream/braid/runtime/broker"
+	"github.com/braidstream/braid/runtime/broker/brokertest"
 )
 
 // TestServeShowsRunProcesses is the issue's check, as a person would run
@@ -20,7 +23,7 @@ import (
 // Kafka, since nothing in that process could say it died.
 func TestServeShowsRunProcesses(t *testing.T) {
 	demo := readDemoTopics(t)
-	_, addr := startBrokerProcess(t, "--listen", "127.0.0.1:0", "--data-dir", t.TempDir())
+	addr := startSharedBroker(t)
 	serve := startProcess(t, "serve", "--listen", "127.0.0.1:0", "--brokers", addr, "--no-demo",
 		"--data-dir", t.TempDir())
 	gen := launchProcess(t, "gen", "--topic", demo.source, "--brokers", addr)
@@ -57,13 +60,26 @@ func TestServeShowsRunProcesses(t *testing.T) {
 	runs["i2"].terminate(t)
 }
 
+// startSharedBroker gives a test of processes its broker and returns the
+// bootstrap addresses: a `braid broker` process, as a person would start
+// one, or the package's Apache Kafka cluster (brokertest), which the test
+// leaves cleared of topics and groups.
+func startSharedBroker(t *testing.T) string {
+	t.Helper()
+	if brokertest.OnKafka() {
+		return brokertest.Start(t, broker.Config{}).Bootstrap()
+	}
+	_, addr := startBrokerProcess(t, "--listen", "127.0.0.1:0", "--data-dir", t.TempDir())
+	return addr
+}
+
 // TestServeFindsApplicationsStartedBefore: an application started by hand
 // (braid run twice, no server) appears on a server started later, with
 // both instances and their tasks: the server reads the reports of the
 // last minute.
 func TestServeFindsApplicationsStartedBefore(t *testing.T) {
 	demo := readDemoTopics(t)
-	_, addr := startBrokerProcess(t, "--listen", "127.0.0.1:0", "--data-dir", t.TempDir())
+	addr := startSharedBroker(t)
 	gen := launchProcess(t, "gen", "--topic", demo.source, "--brokers", addr)
 	defer gen.terminate(t)
 	for _, id := range []string{"i1", "i2"} {

@@ -95,6 +95,10 @@ func run(m *testing.M) int {
 		}
 		defer c.Stop()
 		kafka.addrs, kafka.nodes, kafka.dir = c.Addrs, nodes, c.Dir
+		// A process the tests start inherits the addresses, not
+		// "start": a test binary run again as a helper shares this
+		// cluster instead of starting one of its own.
+		os.Setenv(EnvKafka, strings.Join(c.Addrs, ","))
 	default:
 		kafka.addrs = strings.Split(v, ",")
 		kafka.nodes = len(kafka.addrs)
