@@ -202,13 +202,42 @@ func (a *App) ensureInternalTopic(ctx context.Context, adm *kadm.Client, topic s
 	if !errors.Is(err, kerr.TopicAlreadyExists) {
 		return brokerErr(fmt.Sprintf("creating internal topic %q", topic), err)
 	}
-	details, err := adm.ListTopics(ctx, topic)
+	d, err := describeCreatedTopic(ctx, adm, topic)
 	if err != nil {
 		return brokerErr(fmt.Sprintf("describing internal topic %q", topic), err)
 	}
-	if have := len(details[topic].Partitions); have != partitions {
+	if have := len(d.Partitions); have != partitions {
 		return &InternalTopicError{Topic: topic, Partitions: have, ExpectedPartitions: partitions}
 	}
-	a.replication.WarnIfDiffers(a.log, details[topic])
+	a.replication.WarnIfDiffers(a.log, d)
 	return nil
+}
+
+// createdTopicWait bounds describeCreatedTopic's wait for a topic's
+// metadata.
+const createdTopicWait = 10 * time.Second
+
+// describeCreatedTopic describes a topic that CreateTopics said exists.
+// On Kafka another instance may have just created it: the controller
+// knows it, but the broker answering the metadata request may not yet,
+// and describes it as unknown, without partitions. So it asks again until
+// the topic has partitions, for createdTopicWait at most, and then gives
+// what it has.
+func describeCreatedTopic(ctx context.Context, adm *kadm.Client, topic string) (kadm.TopicDetail, error) {
+	deadline := time.Now().Add(createdTopicWait)
+	for {
+		details, err := adm.ListTopics(ctx, topic)
+		if err != nil {
+			return kadm.TopicDetail{}, err
+		}
+		d := details[topic]
+		if (d.Err == nil && len(d.Partitions) > 0) || time.Now().After(deadline) {
+			return d, nil
+		}
+		select {
+		case <-ctx.Done():
+			return d, ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
 }
