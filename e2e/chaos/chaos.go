@@ -33,6 +33,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/braidstream/braid/runtime/broker/brokertest"
 	"github.com/braidstream/braid/runtime/streams"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -46,8 +47,17 @@ const AppID = "chaos"
 // field means its default.
 type Options struct {
 	// Braid is the built braid binary (it runs the broker); Worker the
-	// built worker command (see Build).
+	// built worker command (see Build). Braid is not needed on Kafka.
 	Braid, Worker string
+
+	// Kafka, when set, is the Apache Kafka cluster (a brokertest.Kafka of
+	// three nodes, say) the run uses instead of a `braid broker` of its
+	// own. It is cleared of every topic and group before the run, and the
+	// topics the run creates are replicated as Braid's own are
+	// (streams.ReplicationFor): on three nodes or more, factor 3 with
+	// min.insync.replicas=2. Its broker faults are the Kafka ones (see
+	// KafkaFaults).
+	Kafka *brokertest.Kafka
 
 	// Guarantee is the workers' processing guarantee.
 	Guarantee streams.Guarantee
@@ -125,8 +135,8 @@ func (o Options) withDefaults() (Options, error) {
 		o.Progress = io.Discard
 	}
 	switch {
-	case o.Braid == "" || o.Worker == "":
-		return o, errors.New("chaos: Options.Braid and Options.Worker are required")
+	case (o.Braid == "" && o.Kafka == nil) || o.Worker == "":
+		return o, errors.New("chaos: Options.Braid (without Kafka) and Options.Worker are required")
 	case o.Records < 0 || o.Keys < 0 || o.Partitions < 0 || o.Workers < 0 || o.Kills < 0:
 		return o, errors.New("chaos: negative Records, Keys, Partitions, Workers or Kills")
 	case o.Duration < 0 || o.RestartDelay < 0 || o.CommitInterval < 0 || o.SessionTimeout < 0 || o.CompletionTimeout < 0:
@@ -224,17 +234,24 @@ func Run(ctx context.Context, o Options) (rep Report, err error) {
 	}
 	say("seed %d, %d inputs over %d keys in %v, %d kills, %d workers, logs in %s", o.Seed, o.Records, o.Keys, o.Duration, o.Kills, o.Workers, logs)
 
-	brk, err := startBroker(ctx, o.Braid, "", filepath.Join(rep.Dir, "broker"), filepath.Join(logs, "broker.log"), o.Partitions)
-	if err != nil {
-		return rep, err
-	}
-	defer func() {
-		if serr := brk.stop(30 * time.Second); serr != nil && err == nil {
-			err = fmt.Errorf("stopping broker: %w", serr)
+	var brokers []string
+	if o.Kafka != nil {
+		if brokers, err = clearKafka(o.Kafka, say); err != nil {
+			return rep, err
 		}
-	}()
-	say("broker listening on %s", brk.addr)
-	brokers := []string{brk.addr}
+	} else {
+		brk, err := startBroker(ctx, o.Braid, "", filepath.Join(rep.Dir, "broker"), filepath.Join(logs, "broker.log"), o.Partitions)
+		if err != nil {
+			return rep, err
+		}
+		defer func() {
+			if serr := brk.stop(30 * time.Second); serr != nil && err == nil {
+				err = fmt.Errorf("stopping broker: %w", serr)
+			}
+		}()
+		say("broker listening on %s", brk.addr)
+		brokers = []string{brk.addr}
+	}
 	cl, err := connect(ctx, brokers, o.Partitions)
 	if err != nil {
 		return rep, err
@@ -242,7 +259,7 @@ func Run(ctx context.Context, o Options) (rep Report, err error) {
 	defer cl.Close()
 	adm := kadm.NewClient(cl)
 
-	ws := newWorkers(o, brk.addr, rep.Dir, logs, false)
+	ws := newWorkers(o, strings.Join(brokers, ","), rep.Dir, logs, false)
 	defer ws.stop(10 * time.Second) // a no-op once the workers were stopped
 	if err := ws.startAll(); err != nil {
 		return rep, err
@@ -318,7 +335,8 @@ func runDir(o Options, prefix string) (dir, logs string, cleanup func(), err err
 }
 
 // connect returns the producer's client of brokers, once it has created
-// the chaos topics with partitions each.
+// the chaos topics with partitions each, replicated as Braid replicates
+// the topics it creates.
 func connect(ctx context.Context, brokers []string, partitions int) (*kgo.Client, error) {
 	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.RecordPartitioner(keyPartitioner))
 	if err != nil {
@@ -332,7 +350,11 @@ func connect(ctx context.Context, brokers []string, partitions int) (*kgo.Client
 }
 
 func createTopics(ctx context.Context, adm *kadm.Client, partitions int) error {
-	resp, err := adm.CreateTopics(ctx, int32(partitions), 1, nil, append([]string{InputTopic}, outputTopics...)...)
+	repl, err := streams.ReplicationFor(ctx, adm, 0)
+	if err != nil {
+		return fmt.Errorf("creating topics: %w", err)
+	}
+	resp, err := repl.CreateTopics(ctx, adm, int32(partitions), nil, append([]string{InputTopic}, outputTopics...)...)
 	if err == nil {
 		err = resp.Error()
 	}
