@@ -37,6 +37,7 @@ import (
 	"github.com/braidstream/braid/runtime/streams"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // AppID is the chaos application's id: its group and its internal topics'
@@ -342,14 +343,15 @@ func connect(ctx context.Context, brokers []string, partitions int) (*kgo.Client
 	if err != nil {
 		return nil, fmt.Errorf("chaos: creating client: %w", err)
 	}
-	if err := createTopics(ctx, kadm.NewClient(cl), partitions); err != nil {
+	if err := createTopics(ctx, cl, partitions); err != nil {
 		cl.Close()
 		return nil, err
 	}
 	return cl, nil
 }
 
-func createTopics(ctx context.Context, adm *kadm.Client, partitions int) error {
+func createTopics(ctx context.Context, cl *kgo.Client, partitions int) error {
+	adm := kadm.NewClient(cl)
 	repl, err := streams.ReplicationFor(ctx, adm, 0)
 	if err != nil {
 		return fmt.Errorf("creating topics: %w", err)
@@ -361,7 +363,58 @@ func createTopics(ctx context.Context, adm *kadm.Client, partitions int) error {
 	if err != nil {
 		return fmt.Errorf("creating topics: %w", err)
 	}
-	return nil
+	return waitTopicsEverywhere(ctx, cl, partitions, append([]string{InputTopic}, outputTopics...))
+}
+
+// waitTopicsEverywhere waits until every broker's metadata has topics,
+// with partitions partitions each and a leader for each: on Kafka a
+// broker learns of a new topic a moment after the controller created it,
+// and a worker asking that broker would find its source topic missing.
+func waitTopicsEverywhere(ctx context.Context, cl *kgo.Client, partitions int, topics []string) error {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	for {
+		missing, err := topicsMissing(ctx, cl, partitions, topics)
+		if err == nil && missing == "" {
+			return nil
+		}
+		if ctx.Err() != nil {
+			return fmt.Errorf("waiting for every broker to know topics %v: %w (%s, %v)", topics, ctx.Err(), missing, err)
+		}
+		_ = sleepCtx(ctx, 100*time.Millisecond)
+	}
+}
+
+// topicsMissing asks each broker for the topics' metadata and says which
+// broker lacks one, or a leader of one, if any does.
+func topicsMissing(ctx context.Context, cl *kgo.Client, partitions int, topics []string) (string, error) {
+	brokers, err := kadm.NewClient(cl).BrokerMetadata(ctx)
+	if err != nil {
+		return "", err
+	}
+	for _, b := range brokers.Brokers {
+		req := kmsg.NewPtrMetadataRequest()
+		for _, t := range topics {
+			rt := kmsg.NewMetadataRequestTopic()
+			rt.Topic = kmsg.StringPtr(t)
+			req.Topics = append(req.Topics, rt)
+		}
+		resp, err := req.RequestWith(ctx, cl.Broker(int(b.NodeID)))
+		if err != nil {
+			return "", err
+		}
+		for _, t := range resp.Topics {
+			if t.ErrorCode != 0 || len(t.Partitions) != partitions {
+				return fmt.Sprintf("broker %d does not know %s", b.NodeID, *t.Topic), nil
+			}
+			for _, p := range t.Partitions {
+				if p.ErrorCode != 0 || p.Leader < 0 {
+					return fmt.Sprintf("broker %d knows no leader of %s/%d", b.NodeID, *t.Topic, p.Partition), nil
+				}
+			}
+		}
+	}
+	return "", nil
 }
 
 // produceDuring produces the inputs while act runs (it kills workers,

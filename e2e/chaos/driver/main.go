@@ -107,13 +107,15 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "chaos: building braid and the worker in %s\n", root)
 	// Kafka needs no braid binary: it runs no `braid broker`.
 	braid := ""
 	if kafka == nil {
+		fmt.Fprintf(stdout, "chaos: building braid and the worker in %s\n", root)
 		if braid, err = chaos.BuildBraid(ctx, root); err != nil {
 			return err
 		}
+	} else {
+		fmt.Fprintf(stdout, "chaos: building the worker in %s\n", root)
 	}
 	worker, err := chaos.BuildWorker(ctx, root)
 	if err != nil {
