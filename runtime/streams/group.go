@@ -254,11 +254,46 @@ func (a *App) commitTasks(ctx context.Context, only map[TaskID]bool, yielding bo
 // their ends, or under exactly-once their last stable offsets, since a
 // read-committed reader cannot read past an open transaction (one a
 // crashed instance left open stays so until it is aborted).
+//
+// On Kafka the broker that answers may not know a changelog another
+// instance has just created, or a partition whose leader just moved: it
+// asks again, every 100 ms for changelogListRetry at most, while the
+// answer is UNKNOWN_TOPIC_OR_PARTITION, NOT_LEADER_OR_FOLLOWER or
+// LEADER_NOT_AVAILABLE, rather than failing the assignment (which gave up
+// the group session for 5 s at every start of a three-node cluster).
 func (a *App) listChangelogEnds(ctx context.Context, adm *kadm.Client, topics ...string) (kadm.ListedOffsets, error) {
-	if a.txn != nil {
-		return adm.ListCommittedOffsets(ctx, topics...)
+	deadline := time.Now().Add(changelogListRetry)
+	for {
+		var ends kadm.ListedOffsets
+		var err error
+		if a.txn != nil {
+			ends, err = adm.ListCommittedOffsets(ctx, topics...)
+		} else {
+			ends, err = adm.ListEndOffsets(ctx, topics...)
+		}
+		first := err
+		if first == nil {
+			first = ends.Error()
+		}
+		if !isMetadataLag(first) || time.Now().After(deadline) {
+			return ends, err
+		}
+		select {
+		case <-ctx.Done():
+			return ends, err
+		case <-time.After(100 * time.Millisecond):
+		}
 	}
-	return adm.ListEndOffsets(ctx, topics...)
+}
+
+// changelogListRetry bounds listChangelogEnds' asking again.
+const changelogListRetry = 5 * time.Second
+
+// isMetadataLag reports whether err is a broker's answer that only says
+// its metadata is behind the cluster's: a topic or leader it does not
+// know yet.
+func isMetadataLag(err error) bool {
+	return errors.Is(err, kerr.UnknownTopicOrPartition) || errors.Is(err, kerr.NotLeaderForPartition) || errors.Is(err, kerr.LeaderNotAvailable)
 }
 
 // applyStores lets every store of the tasks that run (those in only, when
