@@ -180,7 +180,7 @@ func (o FaultOptions) withDefaults() (FaultOptions, error) {
 	if o.Duration == 0 {
 		o.Duration = settleAllowance + o.Fault.For + MaxResume + 5*time.Second
 		if o.Kafka != nil {
-			o.Duration += kafkaAllowance
+			o.Duration += kafkaAllowance(o.Fault.kind)
 		}
 	}
 	if o.Records == 0 {
