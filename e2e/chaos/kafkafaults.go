@@ -36,10 +36,14 @@ var KafkaFaults = []string{"leader-kill-20s", "stop-15s", "controller-kill-20s",
 // inputs still come when the workers' resume is timed: its group takes
 // longer to settle than the embedded broker's (15 s), and a node takes up
 // to half a minute to start again on a loaded machine (measured: 20 s on
-// two busy cores), which a stopped one does not.
+// two busy cores), which a stopped one does not; a whole cluster also
+// takes 10 s to stop cleanly and up to 30 s to start.
 func kafkaAllowance(kind faultKind) time.Duration {
-	if kind == stopCont {
+	switch kind {
+	case stopCont:
 		return 15 * time.Second
+	case clusterRestart:
+		return 60 * time.Second
 	}
 	return 45 * time.Second
 }
