@@ -47,7 +47,12 @@ bench:
 # return. make test runs short versions (e2e/chaos_test.go,
 # e2e/brokerfaults_test.go). Extra flags: CHAOS_ARGS, e.g.
 # CHAOS_ARGS='--duration 0 --alo-duration 0 --broker-faults cut-30s' runs one
-# fault alone, --broker-faults none none.
+# fault alone, --broker-faults none none. CHAOS_ARGS=--kafka runs it all on a
+# three-node Apache Kafka cluster (scripts/kafka.sh) instead, with Kafka's
+# broker faults: the leader of the most input, changelog and sink
+# partitions killed (every worker committing while it is down) and started
+# again after 20 s, one node stopped 15 s (SIGSTOP), the active controller
+# killed and restarted, the whole cluster stopped and started again.
 CHAOS_ARGS ?=
 chaos:
 	$(GO) run ./e2e/chaos/driver $(CHAOS_ARGS)

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/braidstream/braid/e2e/chaos"
+	"github.com/braidstream/braid/runtime/broker/brokertest"
 	"github.com/braidstream/braid/runtime/streams"
 )
 
@@ -30,12 +31,23 @@ func TestBrokerCutAtLeastOnce(t *testing.T) {
 // resume, or the check that did not pass, with the logs' tails.
 func runBrokerFault(t *testing.T, fault string, g streams.Guarantee) {
 	t.Helper()
+	runBrokerFaultOn(t, nil, fault, g)
+}
+
+// runBrokerFaultOn is runBrokerFault on an Apache Kafka cluster, or on
+// the embedded broker when k is nil.
+func runBrokerFaultOn(t *testing.T, k *brokertest.Kafka, fault string, g streams.Guarantee) {
+	t.Helper()
 	f, err := chaos.ParseFault(fault)
 	if err != nil {
 		t.Fatal(err)
 	}
-	o := chaos.FaultOptions{Options: chaos.Options{Guarantee: g, Keys: 40}, Fault: f}
-	o.Braid, o.Worker = chaosBinaries(t)
+	o := chaos.FaultOptions{Options: chaos.Options{Guarantee: g, Keys: 40, Kafka: k}, Fault: f}
+	if k == nil {
+		o.Braid, o.Worker = chaosBinaries(t)
+	} else if o.Worker, err = buildChaosWorker(); err != nil {
+		t.Fatal(err)
+	}
 	o.Dir = t.TempDir()
 	o.Progress = logWriter{t}
 	// Bounds on a run that does not end, not on how fast it is: a worker

@@ -42,9 +42,28 @@ const (
 	// cut cuts every connection at the proxy and refuses new ones: a
 	// network partition.
 	cut
+	// The faults of an Apache Kafka cluster (FaultOptions.Kafka), where
+	// stopCont stops one node (see kafkafaults.go).
+
+	// leaderKill kills the node that leads the most of the input,
+	// changelog and sink partitions (not the active controller) and
+	// starts it again after the fault's duration.
+	leaderKill
+	// controllerKill kills the active controller and starts it again.
+	controllerKill
+	// clusterRestart stops every node and starts them again on their
+	// data dirs and ports.
+	clusterRestart
 )
 
-var faultKindNames = []string{killRestart: "kill-restart", stopCont: "stop", cut: "cut"}
+var faultKindNames = []string{killRestart: "kill-restart", stopCont: "stop", cut: "cut",
+	leaderKill: "leader-kill", controllerKill: "controller-kill", clusterRestart: "cluster-restart"}
+
+// onKafka says whether the fault is one of an Apache Kafka cluster, on
+// the embedded broker, or both (stop).
+func (k faultKind) onKafka() bool { return k != killRestart && k != cut }
+
+func (k faultKind) onEmbedded() bool { return k <= cut }
 
 // Fault is one fault of the broker: what happens to it and for how long
 // it is gone. Its name, as ParseFault reads it, is the kind and the
@@ -66,8 +85,9 @@ func (f Fault) String() string {
 // guarantees.
 var BrokerFaults = []string{"kill-restart-5s", "stop-15s", "kill-restart-60s", "cut-30s"}
 
-// ParseFault reads a fault's name: kill-restart-D, stop-D or cut-D, with
-// D a positive Go duration.
+// ParseFault reads a fault's name: kill-restart-D, stop-D or cut-D (the
+// embedded broker's), leader-kill-D, stop-D, controller-kill-D or
+// cluster-restart-D (Kafka's), with D a positive Go duration.
 func ParseFault(name string) (Fault, error) {
 	for kind, prefix := range faultKindNames {
 		d, ok := strings.CutPrefix(name, prefix+"-")
@@ -80,22 +100,29 @@ func ParseFault(name string) (Fault, error) {
 		}
 		return Fault{kind: faultKind(kind), For: dur}, nil
 	}
-	return Fault{}, fmt.Errorf("broker fault %q: want kill-restart-D, stop-D or cut-D (D a duration, e.g. 5s)", name)
+	return Fault{}, fmt.Errorf("broker fault %q: want kill-restart-D, stop-D or cut-D, or on Kafka leader-kill-D, stop-D, controller-kill-D or cluster-restart-D (D a duration, e.g. 5s)", name)
 }
 
 // ParseFaults reads a comma-separated list of faults; "all" is
-// BrokerFaults, "none" or "" none.
-func ParseFaults(list string) ([]Fault, error) {
+// BrokerFaults (KafkaFaults when kafka), "none" or "" none. A fault of
+// the other broker is an error.
+func ParseFaults(list string, kafka bool) ([]Fault, error) {
 	switch list {
 	case "", "none":
 		return nil, nil
 	case "all":
 		list = strings.Join(BrokerFaults, ",")
+		if kafka {
+			list = strings.Join(KafkaFaults, ",")
+		}
 	}
 	var faults []Fault
 	for name := range strings.SplitSeq(list, ",") {
 		f, err := ParseFault(strings.TrimSpace(name))
 		if err != nil {
+			return nil, err
+		}
+		if err := f.check(kafka); err != nil {
 			return nil, err
 		}
 		faults = append(faults, f)
@@ -135,6 +162,9 @@ func (o FaultOptions) withDefaults() (FaultOptions, error) {
 	if o.Fault.For <= 0 {
 		return o, errors.New("chaos: FaultOptions.Fault is required")
 	}
+	if err := o.Fault.check(o.Kafka != nil); err != nil {
+		return o, fmt.Errorf("chaos: %w", err)
+	}
 	if o.Workers == 0 {
 		o.Workers = 2
 	}
@@ -149,6 +179,9 @@ func (o FaultOptions) withDefaults() (FaultOptions, error) {
 	}
 	if o.Duration == 0 {
 		o.Duration = settleAllowance + o.Fault.For + MaxResume + 5*time.Second
+		if o.Kafka != nil {
+			o.Duration += kafkaAllowance(o.Fault.kind)
+		}
 	}
 	if o.Records == 0 {
 		o.Records = int(o.Duration.Seconds() * float64(o.Rate))
@@ -174,6 +207,15 @@ type FaultReport struct {
 	// exited) has the time waited here and is listed in Unresumed.
 	Resume    map[string]time.Duration
 	Unresumed []string
+
+	// During is, on Kafka, per worker, the time from the fault to the end
+	// of the worker's first commit that began after it while the node
+	// was still down: the cluster's other nodes took over. A worker
+	// missing from it made no commit then. After a node's kill
+	// (leader-kill, controller-kill) every worker must be in it; after a
+	// stop it is measured only. Nil for faults of the whole broker.
+	During         map[string]time.Duration
+	DuringRequired bool
 
 	// BrokerLost counts acknowledged inputs the input topic did not hold
 	// after the fault; BrokerDuplicated the extra copies it held of
@@ -213,6 +255,13 @@ func (r FaultReport) Err() error {
 			errs = append(errs, fmt.Errorf("after %s (%s), %s resumed in %v, over %v", r.Fault, r.Guarantee, w, d, MaxResume))
 		}
 	}
+	if r.DuringRequired {
+		for _, w := range slices.Sorted(maps.Keys(r.Resume)) {
+			if _, ok := r.During[w]; !ok {
+				errs = append(errs, fmt.Errorf("during %s (%s), %s made no commit while the node was down: processing did not go on", r.Fault, r.Guarantee, w))
+			}
+		}
+	}
 	if r.BrokerLost > 0 {
 		errs = append(errs, fmt.Errorf("after %s, the broker lost %d acknowledged inputs", r.Fault, r.BrokerLost))
 	}
@@ -229,8 +278,20 @@ func (r FaultReport) ResultLine() string {
 	for _, w := range slices.Sorted(maps.Keys(r.Resume)) {
 		resumes = append(resumes, fmt.Sprintf("%s=%dms", w, r.Resume[w].Milliseconds()))
 	}
-	return fmt.Sprintf("FAULT %s %s recovered=%v resume %s inputs=%d duplicates=%d lost=%d wrong_counts=%d broker_lost=%d broker_duplicated=%d",
-		r.Fault, r.Guarantee, r.Err() == nil, strings.Join(resumes, " "), r.Inputs, r.Duplicates, r.Lost, r.WrongCounts, r.BrokerLost, r.BrokerDuplicated)
+	during := ""
+	if r.During != nil {
+		var ds []string
+		for _, w := range slices.Sorted(maps.Keys(r.Resume)) {
+			if d, ok := r.During[w]; ok {
+				ds = append(ds, fmt.Sprintf("%s=%dms", w, d.Milliseconds()))
+			} else {
+				ds = append(ds, w+"=none")
+			}
+		}
+		during = " during " + strings.Join(ds, " ")
+	}
+	return fmt.Sprintf("FAULT %s %s recovered=%v resume %s%s inputs=%d duplicates=%d lost=%d wrong_counts=%d broker_lost=%d broker_duplicated=%d",
+		r.Fault, r.Guarantee, r.Err() == nil, strings.Join(resumes, " "), during, r.Inputs, r.Duplicates, r.Lost, r.WrongCounts, r.BrokerLost, r.BrokerDuplicated)
 }
 
 // FaultsResultLine is the scenario's result over every fault run:
@@ -427,33 +488,53 @@ func RunFault(ctx context.Context, o FaultOptions) (rep FaultReport, err error) 
 	}
 	say("seed %d, %d inputs over %d keys in %v, %d workers committing every %v, logs in %s", o.Seed, o.Records, o.Keys, o.Duration, o.Workers, o.CommitInterval, logs)
 
-	proxy, err := StartProxy()
-	if err != nil {
-		return rep, err
-	}
-	defer proxy.Close()
-	brk := &faultedBroker{braid: o.Braid, dataDir: filepath.Join(rep.Dir, "broker"), logPath: filepath.Join(logs, "broker.log"),
-		partitions: o.Partitions, advertise: proxy.Addr()}
-	if err := brk.start(ctx, ""); err != nil {
-		return rep, err
-	}
-	// brk.broker is the restarted one after a kill-restart; the fault is
-	// over by the time this runs.
-	defer func() {
-		if serr := brk.stop(30 * time.Second); serr != nil && err == nil {
-			err = fmt.Errorf("stopping broker: %w", serr)
+	var (
+		brokers []string
+		inject  func(context.Context, *workers, *FaultReport) (time.Time, error)
+	)
+	if o.Kafka != nil {
+		if brokers, err = clearKafka(o.Kafka, say); err != nil {
+			return rep, err
 		}
-	}()
-	proxy.SetTarget(brk.addr)
-	say("broker listening on %s behind the proxy at %s", brk.addr, proxy.Addr())
-	brokers := []string{proxy.Addr()}
+		inject = func(ctx context.Context, ws *workers, rep *FaultReport) (time.Time, error) {
+			return injectKafka(ctx, o.Kafka, o.Fault, ws, rep, say)
+		}
+	} else {
+		proxy, err := StartProxy()
+		if err != nil {
+			return rep, err
+		}
+		defer proxy.Close()
+		brk := &faultedBroker{braid: o.Braid, dataDir: filepath.Join(rep.Dir, "broker"), logPath: filepath.Join(logs, "broker.log"),
+			partitions: o.Partitions, advertise: proxy.Addr()}
+		if err := brk.start(ctx, ""); err != nil {
+			return rep, err
+		}
+		// brk.broker is the restarted one after a kill-restart; the fault is
+		// over by the time this runs.
+		defer func() {
+			if serr := brk.stop(30 * time.Second); serr != nil && err == nil {
+				err = fmt.Errorf("stopping broker: %w", serr)
+			}
+		}()
+		proxy.SetTarget(brk.addr)
+		say("broker listening on %s behind the proxy at %s", brk.addr, proxy.Addr())
+		brokers = []string{proxy.Addr()}
+		inject = func(ctx context.Context, _ *workers, _ *FaultReport) (time.Time, error) {
+			back, err := brk.inject(ctx, o.Fault, proxy)
+			if err == nil {
+				say("the broker is back (listening on %s); waiting for every worker's next commit", brk.addr)
+			}
+			return back, err
+		}
+	}
 	cl, err := connect(ctx, brokers, o.Partitions)
 	if err != nil {
 		return rep, err
 	}
 	defer cl.Close()
 	adm := kadm.NewClient(cl)
-	ws := newWorkers(o.Options, proxy.Addr(), rep.Dir, logs, true)
+	ws := newWorkers(o.Options, strings.Join(brokers, ","), rep.Dir, logs, true)
 	defer ws.stop(10 * time.Second) // a no-op once the workers were stopped
 	if err := ws.startAll(); err != nil {
 		return rep, err
@@ -461,7 +542,7 @@ func RunFault(ctx context.Context, o FaultOptions) (rep FaultReport, err error) 
 	say("started %d workers", o.Workers)
 
 	sent, err := produceDuring(ctx, cl, adm, ws, o.Options, say, func(ctx context.Context) error {
-		return faultAndResume(ctx, o, brk, proxy, ws, &rep, say)
+		return faultAndResume(ctx, o, inject, ws, &rep, say)
 	})
 	if err != nil {
 		return rep, err
@@ -492,7 +573,7 @@ func RunFault(ctx context.Context, o FaultOptions) (rep FaultReport, err error) 
 
 // faultAndResume waits for every worker to be committing in a settled
 // group, injects the fault, and times each worker's resume into rep.
-func faultAndResume(ctx context.Context, o FaultOptions, brk *faultedBroker, proxy *Proxy, ws *workers, rep *FaultReport, say func(string, ...any)) error {
+func faultAndResume(ctx context.Context, o FaultOptions, inject func(context.Context, *workers, *FaultReport) (time.Time, error), ws *workers, rep *FaultReport, say func(string, ...any)) error {
 	// Settled: every worker has made settledCommits commits since all of
 	// them had made one, so the group's first rebalances are behind it
 	// and it has been processing for a while.
@@ -511,11 +592,10 @@ func faultAndResume(ctx context.Context, o FaultOptions, brk *faultedBroker, pro
 		return err
 	}
 	say("every worker is committing; %s", o.Fault)
-	returned, err := brk.inject(ctx, o.Fault, proxy)
+	returned, err := inject(ctx, ws, rep)
 	if err != nil {
 		return err
 	}
-	say("the broker is back (listening on %s); waiting for every worker's next commit", brk.addr)
 	resumed, err := waitCommits(ctx, ws, returned, 1, o.ResumeWait, fmt.Sprintf("after %s (%s) the broker was back, but", o.Fault, o.Guarantee))
 	gaveUp := time.Since(returned)
 	rep.Resume = make(map[string]time.Duration)

@@ -17,7 +17,7 @@ import (
 )
 
 func TestParseFaults(t *testing.T) {
-	all, err := ParseFaults("all")
+	all, err := ParseFaults("all", false)
 	if err != nil || len(all) != len(BrokerFaults) {
 		t.Fatalf("ParseFaults(all) = %v, %v", all, err)
 	}
@@ -29,17 +29,41 @@ func TestParseFaults(t *testing.T) {
 	if got := all[2]; got.kind != killRestart || got.For != time.Minute {
 		t.Errorf("kill-restart-60s = %+v", got)
 	}
-	if none, err := ParseFaults("none"); err != nil || len(none) != 0 {
+	if none, err := ParseFaults("none", false); err != nil || len(none) != 0 {
 		t.Errorf("ParseFaults(none) = %v, %v", none, err)
 	}
-	some, err := ParseFaults("cut-1500ms, stop-2s")
+	some, err := ParseFaults("cut-1500ms, stop-2s", false)
 	if err != nil || len(some) != 2 || some[0].String() != "cut-1.5s" || some[1].kind != stopCont {
 		t.Errorf("ParseFaults(cut-1500ms, stop-2s) = %v, %v", some, err)
 	}
 	for _, bad := range []string{"kill-5s", "cut", "cut-", "cut-soon", "stop--1s", "stop-0s"} {
-		if _, err := ParseFaults(bad); err == nil || !strings.Contains(err.Error(), "broker fault") {
+		if _, err := ParseFaults(bad, false); err == nil || !strings.Contains(err.Error(), "broker fault") {
 			t.Errorf("ParseFaults(%q) = %v, want an error naming the fault", bad, err)
 		}
+	}
+	kafka, err := ParseFaults("all", true)
+	if err != nil || len(kafka) != len(KafkaFaults) {
+		t.Fatalf("ParseFaults(all, kafka) = %v, %v", kafka, err)
+	}
+	for i, f := range kafka {
+		if f.String() != KafkaFaults[i] {
+			t.Errorf("Kafka fault %d reads back as %q, want %q", i, f, KafkaFaults[i])
+		}
+	}
+	if got := kafka[0]; got.kind != leaderKill || got.For != 20*time.Second {
+		t.Errorf("leader-kill-20s = %+v", got)
+	}
+	// Each broker's faults only on that broker; stop on both.
+	for _, c := range []struct {
+		list  string
+		kafka bool
+	}{{"cut-5s", true}, {"kill-restart-5s", true}, {"leader-kill-5s", false}, {"controller-kill-5s", false}, {"cluster-restart-5s", false}} {
+		if _, err := ParseFaults(c.list, c.kafka); err == nil || !strings.Contains(err.Error(), "broker fault") {
+			t.Errorf("ParseFaults(%q, kafka %v) = %v, want an error naming the fault", c.list, c.kafka, err)
+		}
+	}
+	if _, err := ParseFaults("stop-15s", true); err != nil {
+		t.Errorf("ParseFaults(stop-15s, kafka) = %v", err)
 	}
 }
 

@@ -33,9 +33,11 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/braidstream/braid/runtime/broker/brokertest"
 	"github.com/braidstream/braid/runtime/streams"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // AppID is the chaos application's id: its group and its internal topics'
@@ -46,8 +48,17 @@ const AppID = "chaos"
 // field means its default.
 type Options struct {
 	// Braid is the built braid binary (it runs the broker); Worker the
-	// built worker command (see Build).
+	// built worker command (see Build). Braid is not needed on Kafka.
 	Braid, Worker string
+
+	// Kafka, when set, is the Apache Kafka cluster (a brokertest.Kafka of
+	// three nodes, say) the run uses instead of a `braid broker` of its
+	// own. It is cleared of every topic and group before the run, and the
+	// topics the run creates are replicated as Braid's own are
+	// (streams.ReplicationFor): on three nodes or more, factor 3 with
+	// min.insync.replicas=2. Its broker faults are the Kafka ones (see
+	// KafkaFaults).
+	Kafka *brokertest.Kafka
 
 	// Guarantee is the workers' processing guarantee.
 	Guarantee streams.Guarantee
@@ -125,8 +136,8 @@ func (o Options) withDefaults() (Options, error) {
 		o.Progress = io.Discard
 	}
 	switch {
-	case o.Braid == "" || o.Worker == "":
-		return o, errors.New("chaos: Options.Braid and Options.Worker are required")
+	case (o.Braid == "" && o.Kafka == nil) || o.Worker == "":
+		return o, errors.New("chaos: Options.Braid (without Kafka) and Options.Worker are required")
 	case o.Records < 0 || o.Keys < 0 || o.Partitions < 0 || o.Workers < 0 || o.Kills < 0:
 		return o, errors.New("chaos: negative Records, Keys, Partitions, Workers or Kills")
 	case o.Duration < 0 || o.RestartDelay < 0 || o.CommitInterval < 0 || o.SessionTimeout < 0 || o.CompletionTimeout < 0:
@@ -224,17 +235,24 @@ func Run(ctx context.Context, o Options) (rep Report, err error) {
 	}
 	say("seed %d, %d inputs over %d keys in %v, %d kills, %d workers, logs in %s", o.Seed, o.Records, o.Keys, o.Duration, o.Kills, o.Workers, logs)
 
-	brk, err := startBroker(ctx, o.Braid, "", filepath.Join(rep.Dir, "broker"), filepath.Join(logs, "broker.log"), o.Partitions)
-	if err != nil {
-		return rep, err
-	}
-	defer func() {
-		if serr := brk.stop(30 * time.Second); serr != nil && err == nil {
-			err = fmt.Errorf("stopping broker: %w", serr)
+	var brokers []string
+	if o.Kafka != nil {
+		if brokers, err = clearKafka(o.Kafka, say); err != nil {
+			return rep, err
 		}
-	}()
-	say("broker listening on %s", brk.addr)
-	brokers := []string{brk.addr}
+	} else {
+		brk, err := startBroker(ctx, o.Braid, "", filepath.Join(rep.Dir, "broker"), filepath.Join(logs, "broker.log"), o.Partitions)
+		if err != nil {
+			return rep, err
+		}
+		defer func() {
+			if serr := brk.stop(30 * time.Second); serr != nil && err == nil {
+				err = fmt.Errorf("stopping broker: %w", serr)
+			}
+		}()
+		say("broker listening on %s", brk.addr)
+		brokers = []string{brk.addr}
+	}
 	cl, err := connect(ctx, brokers, o.Partitions)
 	if err != nil {
 		return rep, err
@@ -242,7 +260,7 @@ func Run(ctx context.Context, o Options) (rep Report, err error) {
 	defer cl.Close()
 	adm := kadm.NewClient(cl)
 
-	ws := newWorkers(o, brk.addr, rep.Dir, logs, false)
+	ws := newWorkers(o, strings.Join(brokers, ","), rep.Dir, logs, false)
 	defer ws.stop(10 * time.Second) // a no-op once the workers were stopped
 	if err := ws.startAll(); err != nil {
 		return rep, err
@@ -318,28 +336,85 @@ func runDir(o Options, prefix string) (dir, logs string, cleanup func(), err err
 }
 
 // connect returns the producer's client of brokers, once it has created
-// the chaos topics with partitions each.
+// the chaos topics with partitions each, replicated as Braid replicates
+// the topics it creates.
 func connect(ctx context.Context, brokers []string, partitions int) (*kgo.Client, error) {
 	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.RecordPartitioner(keyPartitioner))
 	if err != nil {
 		return nil, fmt.Errorf("chaos: creating client: %w", err)
 	}
-	if err := createTopics(ctx, kadm.NewClient(cl), partitions); err != nil {
+	if err := createTopics(ctx, cl, partitions); err != nil {
 		cl.Close()
 		return nil, err
 	}
 	return cl, nil
 }
 
-func createTopics(ctx context.Context, adm *kadm.Client, partitions int) error {
-	resp, err := adm.CreateTopics(ctx, int32(partitions), 1, nil, append([]string{InputTopic}, outputTopics...)...)
+func createTopics(ctx context.Context, cl *kgo.Client, partitions int) error {
+	adm := kadm.NewClient(cl)
+	repl, err := streams.ReplicationFor(ctx, adm, 0)
+	if err != nil {
+		return fmt.Errorf("creating topics: %w", err)
+	}
+	resp, err := repl.CreateTopics(ctx, adm, int32(partitions), nil, append([]string{InputTopic}, outputTopics...)...)
 	if err == nil {
 		err = resp.Error()
 	}
 	if err != nil {
 		return fmt.Errorf("creating topics: %w", err)
 	}
-	return nil
+	return waitTopicsEverywhere(ctx, cl, partitions, append([]string{InputTopic}, outputTopics...))
+}
+
+// waitTopicsEverywhere waits until every broker's metadata has topics,
+// with partitions partitions each and a leader for each: on Kafka a
+// broker learns of a new topic a moment after the controller created it,
+// and a worker asking that broker would find its source topic missing.
+func waitTopicsEverywhere(ctx context.Context, cl *kgo.Client, partitions int, topics []string) error {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	for {
+		missing, err := topicsMissing(ctx, cl, partitions, topics)
+		if err == nil && missing == "" {
+			return nil
+		}
+		if ctx.Err() != nil {
+			return fmt.Errorf("waiting for every broker to know topics %v: %w (%s, %v)", topics, ctx.Err(), missing, err)
+		}
+		_ = sleepCtx(ctx, 100*time.Millisecond)
+	}
+}
+
+// topicsMissing asks each broker for the topics' metadata and says which
+// broker lacks one, or a leader of one, if any does.
+func topicsMissing(ctx context.Context, cl *kgo.Client, partitions int, topics []string) (string, error) {
+	brokers, err := kadm.NewClient(cl).BrokerMetadata(ctx)
+	if err != nil {
+		return "", err
+	}
+	for _, b := range brokers.Brokers {
+		req := kmsg.NewPtrMetadataRequest()
+		for _, t := range topics {
+			rt := kmsg.NewMetadataRequestTopic()
+			rt.Topic = kmsg.StringPtr(t)
+			req.Topics = append(req.Topics, rt)
+		}
+		resp, err := req.RequestWith(ctx, cl.Broker(int(b.NodeID)))
+		if err != nil {
+			return "", err
+		}
+		for _, t := range resp.Topics {
+			if t.ErrorCode != 0 || len(t.Partitions) != partitions {
+				return fmt.Sprintf("broker %d does not know %s", b.NodeID, *t.Topic), nil
+			}
+			for _, p := range t.Partitions {
+				if p.ErrorCode != 0 || p.Leader < 0 {
+					return fmt.Sprintf("broker %d knows no leader of %s/%d", b.NodeID, *t.Topic, p.Partition), nil
+				}
+			}
+		}
+	}
+	return "", nil
 }
 
 // produceDuring produces the inputs while act runs (it kills workers,

@@ -14,6 +14,14 @@
 //
 // --duration 0 --alo-duration 0 runs the broker faults alone;
 // --broker-faults none skips them.
+//
+// --kafka runs everything on an Apache Kafka cluster of three nodes
+// (brokertest.StartKafka, scripts/kafka.sh) instead of `braid broker`,
+// cleared between runs, and its broker faults are Kafka's
+// (chaos.KafkaFaults): the node leading the most input, changelog and
+// sink partitions killed and started again, one node stopped with
+// SIGSTOP, the active controller killed and started again, the whole
+// cluster stopped and started again.
 package main
 
 import (
@@ -30,6 +38,7 @@ import (
 	"time"
 
 	"github.com/braidstream/braid/e2e/chaos"
+	"github.com/braidstream/braid/runtime/broker/brokertest"
 	"github.com/braidstream/braid/runtime/streams"
 )
 
@@ -71,7 +80,8 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	keys := fs.Int("keys", 100, "distinct input keys")
 	seed := fs.Uint64("seed", 0, "seed of both runs; 0 picks one per run (printed)")
 	keep := fs.Bool("keep", false, "keep every run's directory (logs, state, broker data), not only a failed one's")
-	faultList := fs.String("broker-faults", "all", "broker faults to run after the kill runs, each under both guarantees: all ("+strings.Join(chaos.BrokerFaults, ",")+"), none, or a comma-separated list of kill-restart-D, stop-D, cut-D")
+	faultList := fs.String("broker-faults", "all", "broker faults to run after the kill runs, each under both guarantees: all ("+strings.Join(chaos.BrokerFaults, ",")+"; with --kafka "+strings.Join(chaos.KafkaFaults, ",")+"), none, or a comma-separated list of kill-restart-D, stop-D, cut-D (with --kafka leader-kill-D, stop-D, controller-kill-D, cluster-restart-D)")
+	onKafka := fs.Bool("kafka", false, "run on an Apache Kafka cluster of three nodes (scripts/kafka.sh) instead of the embedded broker, with Kafka's broker faults")
 	faultRate := fs.Int("fault-rate", 500, "inputs per second of the broker-fault runs")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -79,19 +89,33 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
-	faults, err := chaos.ParseFaults(*faultList)
+	faults, err := chaos.ParseFaults(*faultList, *onKafka)
 	if err != nil {
 		return err
+	}
+	var kafka *brokertest.Kafka
+	if *onKafka {
+		fmt.Fprintln(stdout, "chaos: starting Apache Kafka, three nodes")
+		if kafka, err = brokertest.StartKafka(3); err != nil {
+			return fmt.Errorf("starting Apache Kafka: %w", err)
+		}
+		defer kafka.Stop()
+		fmt.Fprintf(stdout, "chaos: Apache Kafka is up at %s (data in %s)\n", strings.Join(kafka.Addrs, ","), kafka.Dir)
 	}
 
 	root, err := os.MkdirTemp("", "braid-chaos-")
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "chaos: building braid and the worker in %s\n", root)
-	braid, err := chaos.BuildBraid(ctx, root)
-	if err != nil {
-		return err
+	// Kafka needs no braid binary: it runs no `braid broker`.
+	braid := ""
+	if kafka == nil {
+		fmt.Fprintf(stdout, "chaos: building braid and the worker in %s\n", root)
+		if braid, err = chaos.BuildBraid(ctx, root); err != nil {
+			return err
+		}
+	} else {
+		fmt.Fprintf(stdout, "chaos: building the worker in %s\n", root)
 	}
 	worker, err := chaos.BuildWorker(ctx, root)
 	if err != nil {
@@ -112,6 +136,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		rep, err := chaos.Run(ctx, chaos.Options{
 			Braid:          braid,
 			Worker:         worker,
+			Kafka:          kafka,
 			Guarantee:      spec.guarantee,
 			Records:        records,
 			Keys:           *keys,
@@ -142,7 +167,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		}
 	}
 	if ctx.Err() == nil && len(faults) > 0 {
-		bad := runFaults(ctx, stdout, faults, braid, worker, root, *keys, *faultRate, *seed, *keep)
+		bad := runFaults(ctx, stdout, faults, chaos.Options{Braid: braid, Worker: worker, Kafka: kafka, Keys: *keys, Seed: *seed}, root, *faultRate, *keep)
 		failed = append(failed, bad...)
 		keepRoot = keepRoot || len(bad) > 0
 	}
@@ -160,7 +185,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 // the RESULT broker-faults line, and returns the runs that failed: the
 // whole scenario when the result is not clean. A failed run's directory
 // is kept, the others' removed unless keep.
-func runFaults(ctx context.Context, stdout io.Writer, faults []chaos.Fault, braid, worker, root string, keys, rate int, seed uint64, keep bool) []string {
+func runFaults(ctx context.Context, stdout io.Writer, faults []chaos.Fault, base chaos.Options, root string, rate int, keep bool) []string {
 	var (
 		reps   []chaos.FaultReport
 		failed []string
@@ -168,8 +193,10 @@ func runFaults(ctx context.Context, stdout io.Writer, faults []chaos.Fault, brai
 	for _, f := range faults {
 		for _, g := range []streams.Guarantee{streams.AtLeastOnce, streams.ExactlyOnce} {
 			dir := filepath.Join(root, "broker-faults", f.String()+"-"+g.String())
+			o := base
+			o.Guarantee, o.Dir, o.Progress = g, dir, stdout
 			rep, err := chaos.RunFault(ctx, chaos.FaultOptions{
-				Options: chaos.Options{Braid: braid, Worker: worker, Guarantee: g, Keys: keys, Seed: seed, Dir: dir, Progress: stdout},
+				Options: o,
 				Fault:   f,
 				Rate:    rate,
 			})

@@ -361,6 +361,16 @@ func (k *Kafka) Stop() error {
 	return nil
 }
 
+// Reset deletes every topic but Kafka's own and every consumer group, as
+// after each test on a shared cluster, so that a next run may reuse the
+// names (the chaos runs share one cluster).
+func (k *Kafka) Reset() error {
+	if err := (&Cluster{addrs: k.Addrs}).reset(); err != nil {
+		return fmt.Errorf("clearing the Kafka cluster in %s: %w", k.Dir, err)
+	}
+	return nil
+}
+
 // Node runs action (stop, kill, pause, resume or start) on node i (from 1)
 // of the cluster, as broker-fault tests do.
 func (k *Kafka) Node(i int, action string) error {
