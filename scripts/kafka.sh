@@ -187,7 +187,12 @@ cmd_start() {
 	mkdir -p "$dir"
 	dir=$(cd "$dir" && pwd)
 	local cluster_id i
-	cluster_id=$(head -c 16 /dev/urandom | base64 | tr '+/' '-_' | tr -d '=')
+	# A random id, base64url as Kafka's; one that begins with "-" would
+	# read as an option to the storage tool, so draw again.
+	cluster_id=-
+	while [[ $cluster_id == -* ]]; do
+		cluster_id=$(head -c 16 /dev/urandom | base64 | tr '+/' '-_' | tr -d '=')
+	done
 	echo "$nodes" >"$dir/nodes"
 	echo "$port" >"$dir/port"
 	for ((i = 1; i <= nodes; i++)); do
