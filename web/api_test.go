@@ -321,6 +321,8 @@ func TestValidateAPI(t *testing.T) {
 		}},
 		{name: "expression syntax", method: "POST", path: "/api/validate", body: withParam(t, orders, "filter", "predicate", "value.amount >="), status: 200,
 			check: wantProblem("filter", "predicate", "unexpected token")},
+		{name: "predicate gives a number", method: "POST", path: "/api/validate", body: withParam(t, orders, "filter", "predicate", "value.amount + 1"), status: 200,
+			check: wantProblem("filter", "predicate", "expected a bool (true or false), but it gives a number")},
 		{name: "expression type", method: "POST", path: "/api/validate", body: withParam(t, orders, "window", "grace", "soon"), status: 200,
 			check: wantProblem("window", "grace", "")},
 		{name: "unconnected", method: "POST", path: "/api/validate", body: `{"nodes": [{"id": "f", "kind": "filter", "params": {"predicate": "true"}}]}`, status: 200,
