@@ -5,6 +5,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"flag"
@@ -79,12 +80,46 @@ func usage(w io.Writer) {
 }
 
 // newFlagSet returns a flag set that prints its usage to stdout on --help.
+// A bad flag or flag value prints nothing: parseFlags returns it as an
+// error, which main prints once, with a hint at --help.
 func newFlagSet(name, synopsis string, stdout io.Writer) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.SetOutput(stdout)
+	// The flag package writes a parse error's message to the output,
+	// then calls Usage: the message is kept from the user (the error
+	// returned carries it) and tells Usage it was not --help.
+	var failed bytes.Buffer
+	fs.SetOutput(&failed)
 	fs.Usage = func() {
+		if failed.Len() > 0 {
+			failed.Reset()
+			return
+		}
+		fs.SetOutput(stdout)
 		fmt.Fprintf(stdout, "Usage: %s\n\nFlags:\n", synopsis)
 		fs.PrintDefaults()
+		fs.SetOutput(&failed)
 	}
 	return fs
 }
+
+// parseFlags parses args with fs: a bad flag or value comes back as a
+// *flagError, which says where the flags are listed.
+func parseFlags(fs *flag.FlagSet, args []string) error {
+	err := fs.Parse(args)
+	if err != nil && !errors.Is(err, flag.ErrHelp) {
+		return &flagError{command: fs.Name(), err: err}
+	}
+	return err
+}
+
+// flagError is a bad flag or flag value of a command.
+type flagError struct {
+	command string
+	err     error
+}
+
+func (e *flagError) Error() string {
+	return fmt.Sprintf("%v\nRun 'braid %s --help' for its flags.", e.err, e.command)
+}
+
+func (e *flagError) Unwrap() error { return e.err }
