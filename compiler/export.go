@@ -3,6 +3,7 @@ package compiler
 import (
 	_ "embed"
 	"errors"
+	"flag"
 	"fmt"
 	"go/ast"
 	"go/format"
@@ -14,6 +15,7 @@ import (
 	"time"
 
 	"github.com/braidstream/braid/designer"
+	"github.com/braidstream/braid/runtime/process"
 )
 
 // ExportOptions adjust ExportGo.
@@ -870,11 +872,26 @@ func (x *exporter) header(b *strings.Builder) {
 // exported program's doc comment.
 const clientconfigPath = "github.com/braidstream/braid/runtime/clientconfig"
 
+// The usages of the exported program's own flags: --app-id's (its
+// default is the design's) and --describe, which braid run has not.
+const (
+	exportAppIDUsage    = "application id, the consumer group's id and internal topics' prefix (default: the design's, braid-<design id>, as with braid run)"
+	exportDescribeUsage = "print the topology as Kafka Streams' describe() does, and exit"
+)
+
+// DefineExportedFlags defines on fs the flags an exported program of a
+// design with application id appID takes, as its main defines them: for
+// braid export --help.
+func DefineExportedFlags(fs *flag.FlagSet, appID string) {
+	process.DefineFlags(fs, appID, exportAppIDUsage)
+	fs.Bool("describe", false, exportDescribeUsage)
+}
+
 func (x *exporter) mainFunc(b *strings.Builder) error {
 	fmt.Fprintf(b, `func main() {
 // braid run's flags, from the runtime, which defines them for both.
-flags := process.DefineFlags(flag.CommandLine, %s, "application id, the consumer group's id and internal topics' prefix (default: the design's, braid-<design id>, as with braid run)")
-describe := flag.Bool("describe", false, "print the topology as Kafka Streams' describe() does, and exit")
+flags := process.DefineFlags(flag.CommandLine, %s, %q)
+describe := flag.Bool("describe", false, %q)
 flag.Parse()
 
 topology, err := buildTopology()
@@ -903,7 +920,7 @@ if err != nil {
 log.Fatal(err)
 }
 }
-`, quote(designer.ApplicationID(x.d)))
+`, quote(designer.ApplicationID(x.d)), exportAppIDUsage, exportDescribeUsage)
 	file, err := designer.Encode(x.d)
 	if err != nil {
 		return err
