@@ -890,6 +890,8 @@ func DefineExportedFlags(fs *flag.FlagSet, appID string) {
 func (x *exporter) mainFunc(b *strings.Builder) error {
 	fmt.Fprintf(b, `func main() {
 // braid run's flags, from the runtime, which defines them for both.
+// braid run's log format, from the runtime too.
+slog.SetDefault(process.Logger(os.Stderr))
 flags := process.DefineFlags(flag.CommandLine, %s, %q)
 describe := flag.Bool("describe", false, %q)
 flag.Parse()

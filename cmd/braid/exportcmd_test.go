@@ -17,7 +17,7 @@ import (
 
 	"github.com/braidstream/braid/compiler"
 	"github.com/braidstream/braid/designer"
-	runtimeprocess "github.com/braidstream/braid/runtime/process"
+	rprocess "github.com/braidstream/braid/runtime/process"
 )
 
 func TestExportCommand(t *testing.T) {
@@ -96,7 +96,7 @@ func TestExportCommandErrors(t *testing.T) {
 	// It lists the exported program's flags: braid run's, from the
 	// runtime, and --describe.
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
-	runtimeprocess.DefineFlags(fs, "", "")
+	rprocess.DefineFlags(fs, "", "")
 	want := []string{"describe"}
 	fs.VisitAll(func(f *flag.Flag) { want = append(want, f.Name) })
 	for _, name := range want {
