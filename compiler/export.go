@@ -3,7 +3,6 @@ package compiler
 import (
 	_ "embed"
 	"errors"
-	"flag"
 	"fmt"
 	"go/ast"
 	"go/format"
@@ -15,7 +14,6 @@ import (
 	"time"
 
 	"github.com/braidstream/braid/designer"
-	"github.com/braidstream/braid/runtime/process"
 )
 
 // ExportOptions adjust ExportGo.
@@ -871,21 +869,6 @@ func (x *exporter) header(b *strings.Builder) {
 // clientconfigPath is the package of --client-config, named in the
 // exported program's doc comment.
 const clientconfigPath = "github.com/braidstream/braid/runtime/clientconfig"
-
-// The usages of the exported program's own flags: --app-id's (its
-// default is the design's) and --describe, which braid run has not.
-const (
-	exportAppIDUsage    = "application id, the consumer group's id and internal topics' prefix (default: the design's, braid-<design id>, as with braid run)"
-	exportDescribeUsage = "print the topology as Kafka Streams' describe() does, and exit"
-)
-
-// DefineExportedFlags defines on fs the flags an exported program of a
-// design with application id appID takes, as its main defines them: for
-// braid export --help.
-func DefineExportedFlags(fs *flag.FlagSet, appID string) {
-	process.DefineFlags(fs, appID, exportAppIDUsage)
-	fs.Bool("describe", false, exportDescribeUsage)
-}
 
 func (x *exporter) mainFunc(b *strings.Builder) error {
 	fmt.Fprintf(b, `func main() {
