@@ -44,7 +44,7 @@ func catch(err *error, node, role, source string) {
 // export could not write as Go.
 type expression struct {
 	node, role, source string
-	program      *vm.Program
+	program            *vm.Program
 }
 
 func compileExpression(node, role, source string) (*expression, error) {
