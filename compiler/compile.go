@@ -137,6 +137,7 @@ func (c *compilation) compileExprs() {
 					c.add(i, p.Name, "%v", err)
 					continue
 				}
+				e.node = n.ID
 				if msg := c.unavailable(n.Kind, e); msg != "" {
 					c.add(i, p.Name, "%s", msg)
 				}
@@ -156,6 +157,7 @@ func (c *compilation) compileExprs() {
 						c.add(i, p.Name, "branch %q: predicate: %v", br.Name, err)
 						continue
 					}
+					e.node = n.ID
 					if msg := c.unavailable(n.Kind, e); msg != "" {
 						c.add(i, p.Name, "branch %q: predicate: %s", br.Name, msg)
 					}

@@ -393,7 +393,7 @@ func wantProblem(t *testing.T, ps designer.Problems, node, param, msg string) {
 
 func TestCompileExpressionProblems(t *testing.T) {
 	d := design([]designer.Node{
-		node("src", "source-stream", map[string]any{"topic": "in", "timestamp": "value.ts + headers.x"}),
+		node("src", "source-stream", map[string]any{"topic": "in", "timestamp": "value.ts + int(headers.x)"}),
 		node("f", "filter", map[string]any{"predicate": "valu.amount > 1"}),
 		node("f2", "filter", map[string]any{"predicate": "1 + 1"}),
 		node("split", "branch", map[string]any{"branches": []any{
@@ -700,7 +700,7 @@ func TestCompiledEvalErrors(t *testing.T) {
 	if pe.Node != "big" || pe.Topic != "in" || ee.Source != "value.amount > 1" {
 		t.Errorf("got %v", err)
 	}
-	if !strings.Contains(err.Error(), `processor "big" on record in/0@0: predicate expression "value.amount > 1": `) {
+	if !strings.Contains(err.Error(), `processor "big" on record in/0@0: node "f": predicate expression "value.amount > 1": `) {
 		t.Errorf("message: %v", err)
 	}
 }

@@ -19,7 +19,10 @@
 // A name that is not one of these variables, a builtin or a variable the
 // expression declares itself is a compile error, as is a result of the
 // wrong type when the type is known at compile time (a predicate must be
-// a bool, a timestamp a number, a flat-map a list).
+// a bool, a timestamp a number or a time, a flat-map a list): from the
+// expression's static type or, when it reads a record's untyped values,
+// from its operator (value.temp + 1 is a number whatever temp is,
+// value.temp > 1 a bool; value.temp alone only a record tells).
 //
 // Keys and values are what the stream's serdes decode: for the JSON serde
 // map[string]any, []any, float64, string, bool and nil (a missing field of
@@ -50,7 +53,8 @@
 // An evaluation error (a field of a string, a wrong type) is returned to
 // the runtime as the operator's error, which hands it to the processing
 // error handler (Config.ProcessingErrors): failing the task names the
-// operator, topic, partition and offset.
+// operator, topic, partition and offset, and the EvalError the design's
+// node id.
 //
 // # Compilation
 //

@@ -668,17 +668,17 @@ func (x *exporter) exprSource(i int, suffix, what string, role designer.ExprRole
 	x.funcNames[name] = true
 	f, err := translateExpr(n.Kind, role, src)
 	if err != nil {
-		fmt.Fprintf(&x.setup, "%s, err := compileExpression(%s, %s)\nif err != nil {\nreturn nil, err\n}\n", name, quote(string(role)), quote(src))
+		fmt.Fprintf(&x.setup, "%s, err := compileExpression(%s, %s, %s)\nif err != nil {\nreturn nil, err\n}\n", name, quote(n.ID), quote(string(role)), quote(src))
 		return name + "." + fallbackMethod(n.Kind, role), nil
 	}
 	x.funcs.WriteString("\n// " + name + " computes " + what + " of node " + commentText(n.ID) + ": " + commentText(src) + ".\n")
-	x.funcs.WriteString(f.declaration(name, role, src))
+	x.funcs.WriteString(f.declaration(name, n.ID, role, src))
 	return name, nil
 }
 
 // declaration writes f as the function name, computing the expression
-// source of role.
-func (f *goFunc) declaration(name string, role designer.ExprRole, source string) string {
+// source of role of node.
+func (f *goFunc) declaration(name, node string, role designer.ExprRole, source string) string {
 	params := strings.Join(f.params, ", ")
 	switch {
 	case role == designer.TimestampExtractor:
@@ -689,7 +689,7 @@ func (f *goFunc) declaration(name string, role designer.ExprRole, source string)
 	var b strings.Builder
 	fmt.Fprintf(&b, "func %s(%s) %s {\n", name, params, signature(role, f.fails))
 	if f.fails {
-		fmt.Fprintf(&b, "defer catch(&err, %s, %s)\n", quote(string(role)), quote(source))
+		fmt.Fprintf(&b, "defer catch(&err, %s, %s, %s)\n", quote(node), quote(string(role)), quote(source))
 	}
 	b.WriteString(f.body + "}\n")
 	return b.String()
@@ -873,8 +873,10 @@ const clientconfigPath = "github.com/braidstream/braid/runtime/clientconfig"
 func (x *exporter) mainFunc(b *strings.Builder) error {
 	fmt.Fprintf(b, `func main() {
 // braid run's flags, from the runtime, which defines them for both.
-flags := process.DefineFlags(flag.CommandLine, %s, "application id, the consumer group's id and internal topics' prefix (default: the design's, braid-<design id>, as with braid run)")
-describe := flag.Bool("describe", false, "print the topology as Kafka Streams' describe() does, and exit")
+// braid run's log format, from the runtime too.
+slog.SetDefault(process.Logger(os.Stderr))
+flags := process.DefineFlags(flag.CommandLine, %s, %q)
+describe := flag.Bool("describe", false, %q)
 flag.Parse()
 
 topology, err := buildTopology()
@@ -903,7 +905,7 @@ if err != nil {
 log.Fatal(err)
 }
 }
-`, quote(designer.ApplicationID(x.d)))
+`, quote(designer.ApplicationID(x.d)), exportAppIDUsage, exportDescribeUsage)
 	file, err := designer.Encode(x.d)
 	if err != nil {
 		return err

@@ -157,7 +157,7 @@ func TestTranslateExprSubset(t *testing.T) {
 			t.Errorf("%s %q: not translated: %v", c.role, c.source, err)
 			continue
 		}
-		if _, err := parser.ParseFile(token.NewFileSet(), "f.go", "package p\n"+f.declaration("f", c.role, c.source), 0); err != nil {
+		if _, err := parser.ParseFile(token.NewFileSet(), "f.go", "package p\n"+f.declaration("f", "n", c.role, c.source), 0); err != nil {
 			t.Errorf("%s %q: the Go code does not parse: %v\n%s", c.role, c.source, err, f.body)
 		}
 	}
@@ -495,7 +495,7 @@ func exprCheckProgram(t *testing.T, cases, fallback []exprCase) (program string,
 			if err != nil {
 				t.Fatalf("%q: %v", c.source, err)
 			}
-			funcs.WriteString("\n" + f.declaration(name, c.role, c.source))
+			funcs.WriteString("\n" + f.declaration(name, name, c.role, c.source))
 		} else {
 			fmt.Fprintf(&funcs, "\nvar %s = mustCompile(%q, %q)\n", name, string(c.role), c.source)
 			fn += "." + fallbackMethod(c.kind, c.role)
@@ -506,6 +506,16 @@ func exprCheckProgram(t *testing.T, cases, fallback []exprCase) (program string,
 			want = append(want, fmt.Sprintf("%d %d %s", i, j, show(v, err)))
 		}
 	}
+	// An expression's error names the design's node: one written as Go
+	// (catch) and one compiled at start-up.
+	calls.WriteString(`fmt.Println(func() (err error) {
+defer catch(&err, "hot", "predicate", "value.temp + x")
+panic(fmt.Errorf("boom"))
+}())
+_, nodeErr := mustCompile("predicate", "value.temp").test(nil, map[string]any{"temp": 1.5})
+fmt.Println(nodeErr != nil && strings.HasPrefix(nodeErr.Error(), ` + "`" + `node "n": predicate expression "value.temp": ` + "`" + `))
+`)
+	want = append(want, `node "hot": predicate expression "value.temp + x": boom`, "true")
 	var inputCode strings.Builder
 	for _, in := range inputs {
 		fmt.Fprintf(&inputCode, "{key: %s, value: %s, aggregate: %s, agg2: %s, timestamp: %d},\n",
@@ -513,7 +523,7 @@ func exprCheckProgram(t *testing.T, cases, fallback []exprCase) (program string,
 	}
 	code := "package main\n\ntype input struct {\nkey, value, aggregate, agg2 any\ntimestamp int64\n}\n\n" +
 		"var inputs = []input{\n" + inputCode.String() + "}\n\nfunc main() {\n" + calls.String() + "}\n" +
-		"\nfunc mustCompile(role, source string) *expression {\ne, err := compileExpression(role, source)\nif err != nil {\npanic(err)\n}\nreturn e\n}\n" +
+		"\nfunc mustCompile(role, source string) *expression {\ne, err := compileExpression(\"n\", role, source)\nif err != nil {\npanic(err)\n}\nreturn e\n}\n" +
 		showSource(t) + funcs.String()
 	helpers, err := (&exporter{}).helpers(code)
 	if err != nil {

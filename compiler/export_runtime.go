@@ -27,14 +27,15 @@ import (
 )
 
 // catch turns a panic of an expression's code, which is how the helpers
-// below fail as expr-lang's do, into the expression's error.
-func catch(err *error, role, source string) {
+// below fail as expr-lang's do, into the expression's error, which names
+// the design's node.
+func catch(err *error, node, role, source string) {
 	if r := recover(); r != nil {
 		if e, ok := r.(error); ok {
-			*err = fmt.Errorf("%s expression %q: %w", role, source, e)
+			*err = fmt.Errorf("node %q: %s expression %q: %w", node, role, source, e)
 			return
 		}
-		*err = fmt.Errorf("%s expression %q: %v", role, source, r)
+		*err = fmt.Errorf("node %q: %s expression %q: %v", node, role, source, r)
 	}
 }
 
@@ -42,11 +43,11 @@ func catch(err *error, role, source string) {
 // variables and options braid's compiler gives its role, for what braid
 // export could not write as Go.
 type expression struct {
-	role, source string
-	program      *vm.Program
+	node, role, source string
+	program            *vm.Program
 }
 
-func compileExpression(role, source string) (*expression, error) {
+func compileExpression(node, role, source string) (*expression, error) {
 	var env types.Map
 	switch role {
 	case "initializer":
@@ -68,9 +69,9 @@ func compileExpression(role, source string) (*expression, error) {
 	}
 	program, err := expr.Compile(source, options...)
 	if err != nil {
-		return nil, fmt.Errorf("%s expression %q: %w", role, source, err)
+		return nil, fmt.Errorf("node %q: %s expression %q: %w", node, role, source, err)
 	}
-	return &expression{role: role, source: source, program: program}, nil
+	return &expression{node: node, role: role, source: source, program: program}, nil
 }
 
 // run evaluates the expression; it panics on failure (see catch).
@@ -88,57 +89,57 @@ func record(key, value any, timestamp int64) map[string]any {
 }
 
 func (e *expression) test(key, value any) (_ bool, err error) {
-	defer catch(&err, e.role, e.source)
+	defer catch(&err, e.node, e.role, e.source)
 	return truth(e.run(record(key, value, 0))), nil
 }
 
 func (e *expression) mapRecord(key, value any) (_ any, err error) {
-	defer catch(&err, e.role, e.source)
+	defer catch(&err, e.node, e.role, e.source)
 	return normalize(e.run(record(key, value, 0))), nil
 }
 
 func (e *expression) mapValue(value any) (_ any, err error) {
-	defer catch(&err, e.role, e.source)
+	defer catch(&err, e.node, e.role, e.source)
 	return normalize(e.run(record(nil, value, 0))), nil
 }
 
 func (e *expression) timestamp(key, value any, timestamp int64) (_ int64, err error) {
-	defer catch(&err, e.role, e.source)
+	defer catch(&err, e.node, e.role, e.source)
 	return millis(e.run(record(key, value, timestamp))), nil
 }
 
 func (e *expression) flatMap(key, value any) (_ []streams.KeyValue, err error) {
-	defer catch(&err, e.role, e.source)
+	defer catch(&err, e.node, e.role, e.source)
 	return records(e.run(record(key, value, 0))), nil
 }
 
 func (e *expression) flatMapValues(value any) (_ []any, err error) {
-	defer catch(&err, e.role, e.source)
+	defer catch(&err, e.node, e.role, e.source)
 	return values(e.run(record(nil, value, 0))), nil
 }
 
 func (e *expression) initialize() (_ any, err error) {
-	defer catch(&err, e.role, e.source)
+	defer catch(&err, e.node, e.role, e.source)
 	return normalize(e.run(map[string]any{})), nil
 }
 
 func (e *expression) aggregate(key, value, aggregate any) (_ any, err error) {
-	defer catch(&err, e.role, e.source)
+	defer catch(&err, e.node, e.role, e.source)
 	return normalize(e.run(map[string]any{"key": key, "value": value, "aggregate": aggregate})), nil
 }
 
 func (e *expression) reduce(aggregate, value any) (_ any, err error) {
-	defer catch(&err, e.role, e.source)
+	defer catch(&err, e.node, e.role, e.source)
 	return normalize(e.run(map[string]any{"aggregate": aggregate, "value": value})), nil
 }
 
 func (e *expression) merge(key, agg1, agg2 any) (_ any, err error) {
-	defer catch(&err, e.role, e.source)
+	defer catch(&err, e.node, e.role, e.source)
 	return normalize(e.run(map[string]any{"key": key, "agg1": agg1, "agg2": agg2})), nil
 }
 
 func (e *expression) join(key, left, right any) (_ any, err error) {
-	defer catch(&err, e.role, e.source)
+	defer catch(&err, e.node, e.role, e.source)
 	return normalize(e.run(map[string]any{"key": key, "left": left, "right": right})), nil
 }
 

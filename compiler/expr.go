@@ -37,6 +37,9 @@ type Expr struct {
 	// reuseEnv is false when the expression reads $env, which could
 	// return the map of variables itself: the map is then not reused.
 	reuseEnv bool
+	// node is the id of the design's node the expression is a parameter
+	// of, when Compile compiled it: its errors name it.
+	node string
 }
 
 // ExprError says why an expression does not compile.
@@ -74,6 +77,9 @@ func (e *ExprError) Error() string {
 
 // EvalError is an expression that failed on a record.
 type EvalError struct {
+	// Node is the id of the design's node whose expression failed; ""
+	// for an expression compiled alone.
+	Node   string
 	Role   designer.ExprRole
 	Source string
 	// Message is expr-lang's or the compiler's, with the position in the
@@ -84,6 +90,9 @@ type EvalError struct {
 }
 
 func (e *EvalError) Error() string {
+	if e.Node != "" {
+		return fmt.Sprintf("node %q: %s expression %q: %s", e.Node, e.Role, e.Source, e.Message)
+	}
 	return fmt.Sprintf("%s expression %q: %s", e.Role, e.Source, e.Message)
 }
 
@@ -163,7 +172,11 @@ func CompileExpr(role designer.ExprRole, source string) (*Expr, error) {
 			e.reuseEnv = false
 		}
 	}))
-	if msg := checkResultType(role, node.Type()); msg != "" {
+	msg := checkResultType(role, node.Type())
+	if msg == "" {
+		msg = checkResultKind(role, kindOf(node))
+	}
+	if msg != "" {
 		return nil, &ExprError{Message: msg}
 	}
 	return e, nil
@@ -317,7 +330,7 @@ func (e *Expr) run(fill func(env map[string]any)) (any, error) {
 }
 
 func (e *Expr) evalError(err error) *EvalError {
-	ee := &EvalError{Role: e.role, Source: e.source, Message: err.Error(), Err: err}
+	ee := &EvalError{Node: e.node, Role: e.role, Source: e.source, Message: err.Error(), Err: err}
 	var fe *file.Error
 	if errors.As(err, &fe) {
 		ee.Message = fe.Message
@@ -330,7 +343,7 @@ func (e *Expr) evalError(err error) *EvalError {
 }
 
 func (e *Expr) failf(format string, args ...any) *EvalError {
-	return &EvalError{Role: e.role, Source: e.source, Message: fmt.Sprintf(format, args...)}
+	return &EvalError{Node: e.node, Role: e.role, Source: e.source, Message: fmt.Sprintf(format, args...)}
 }
 
 func (e *Expr) runRecord(r Record) (any, error) {

@@ -232,7 +232,8 @@ func TestExprCompileErrors(t *testing.T) {
 	}{
 		{designer.Predicate, "value.amount >=", "unexpected token EOF", 1, 15},
 		{designer.Predicate, "valu.amount > 1", "unknown name valu", 1, 1},
-		{designer.Predicate, "value.amount + 1", "", 0, 0}, // unknown type: checked at run time
+		{designer.Predicate, "value.amount + 1", "expected a bool (true or false), but it gives a number", 0, 0},
+		{designer.Predicate, "value.amount", "", 0, 0}, // unknown type: checked at run time
 		{designer.Predicate, "1 + 1", "expected bool, but got int", 0, 0},
 		{designer.Predicate, `"yes"`, "expected bool, but got string", 0, 0},
 		{designer.Predicate, "timestamp + ''", "mismatched types int64 and string", 1, 11},

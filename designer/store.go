@@ -2,8 +2,6 @@ package designer
 
 import (
 	"bytes"
-	"crypto/rand"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -96,13 +94,6 @@ func ValidID(id string) bool {
 	return true
 }
 
-// NewID returns a fresh random design id: 16 URL-safe characters.
-func NewID() string {
-	var b [12]byte
-	_, _ = rand.Read(b[:]) // never fails (crypto/rand's documentation)
-	return base64.RawURLEncoding.EncodeToString(b[:])
-}
-
 // OpenStore opens the design store in dir, creating it if missing. Only
 // one Store may have a directory open at a time.
 func OpenStore(dir string) (*Store, error) {
@@ -136,6 +127,10 @@ func (s *Store) Close() error {
 }
 
 func metaKey(id string) []byte { return []byte("m/" + id) }
+
+// deletedKey marks id as the id of a deleted design, which freshID does
+// not give again.
+func deletedKey(id string) []byte { return []byte("d/" + id) }
 
 func revKey(family, id string, rev int) []byte {
 	return fmt.Appendf(nil, "%s/%s/%010d", family, id, rev)
@@ -299,7 +294,8 @@ func (s *Store) Revisions(id string) ([]Revision, error) {
 
 // Save stores d as a new revision of its design (revision 1 of a design
 // not stored yet) with an optional message. A design without an id gets
-// a fresh one (NewID), written into d.ID; d.Version is set to
+// one from its name (its slug, unique with a suffix; see freshID), which
+// becomes its application id braid-<id>, written into d.ID; d.Version is set to
 // FormatVersion. Save checks only that d has the JSON form Decode reads,
 // not Validate's rules, so drafts with problems can be saved.
 func (s *Store) Save(d *Design, message string) (Revision, error) {
@@ -317,7 +313,7 @@ func (s *Store) save(d *Design, message string) (Revision, error) {
 		return Revision{}, errors.New("designer: Save of a nil design")
 	}
 	if d.ID == "" {
-		id, err := s.freshID()
+		id, err := s.freshID(d.Name)
 		if err != nil {
 			return Revision{}, err
 		}
@@ -368,15 +364,27 @@ func (s *Store) save(d *Design, message string) (Revision, error) {
 	return r, nil
 }
 
-// freshID returns a new id that no stored design has. s.mu must be held.
-func (s *Store) freshID() (string, error) {
-	for {
-		id := NewID()
+// freshID returns an id for a new design named name that no stored or
+// deleted design has had: the name's slug (NameSlug), with "-2", "-3",
+// ... when that is taken. A deleted design's id is not given again,
+// since its application (braid-<id>) may have left a consumer group and
+// internal topics on the cluster. s.mu must be held.
+func (s *Store) freshID(name string) (string, error) {
+	slug := NameSlug(name)
+	for n := 1; ; n++ {
+		id := slug
+		if n > 1 {
+			id = fmt.Sprintf("%s-%d", slug, n)
+		}
 		m, err := s.meta(id)
 		if err != nil {
 			return "", err
 		}
-		if m == nil {
+		deleted, err := s.get(deletedKey(id))
+		if err != nil {
+			return "", err
+		}
+		if m == nil && deleted == nil {
 			return id, nil
 		}
 	}
@@ -416,7 +424,7 @@ func (s *Store) Delete(id string) error {
 	}
 	b := s.db.NewBatch()
 	defer b.Close()
-	errs := []error{b.Delete(metaKey(id), nil)}
+	errs := []error{b.Delete(metaKey(id), nil), b.Set(deletedKey(id), nil, nil)}
 	for _, family := range []string{"r", "b"} {
 		lower, upper := prefixBounds(family + "/" + id + "/")
 		errs = append(errs, b.DeleteRange(lower, upper, nil))

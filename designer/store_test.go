@@ -107,17 +107,45 @@ func TestStoreRevisions(t *testing.T) {
 	}
 }
 
+// TestStoreNewIDs: a new design's id is its name's slug, with a suffix
+// when taken, and never a deleted design's (its application, braid-<id>,
+// may have left topics and a group behind).
+func TestStoreNewIDs(t *testing.T) {
+	s := openStore(t, t.TempDir())
+	mustSave(t, s, &Design{Name: "draft"}, "")
+	for _, tc := range []struct{ name, id string }{
+		{"Big orders per 10s!", "big-orders-per-10s"},
+		{"Big orders per 10s", "big-orders-per-10s-2"},
+		{"", "design"},
+		{"***", "design-2"},
+	} {
+		other := &Design{Name: tc.name}
+		mustSave(t, s, other, "")
+		if other.ID != tc.id {
+			t.Errorf("a new design named %q got id %q, want %q", tc.name, other.ID, tc.id)
+		}
+	}
+	if err := s.Delete("draft"); err != nil {
+		t.Fatal(err)
+	}
+	again := &Design{Name: "draft"}
+	mustSave(t, s, again, "")
+	if again.ID != "draft-2" {
+		t.Errorf("a new design named draft after draft was deleted got id %q, want draft-2", again.ID)
+	}
+}
+
 func TestStoreSave(t *testing.T) {
 	s := openStore(t, t.TempDir())
 	d := &Design{Name: "draft", Nodes: []Node{{ID: "s", Kind: "sink"}}} // problems, but a valid shape
 	r := mustSave(t, s, d, "")
-	if !ValidID(d.ID) || len(d.ID) != 16 || d.Version != FormatVersion || r.Number != 1 {
+	if d.ID != "draft" || d.Version != FormatVersion || r.Number != 1 {
 		t.Errorf("saved draft: id %q, version %d, %+v", d.ID, d.Version, r)
 	}
 	other := &Design{Name: "draft"}
 	mustSave(t, s, other, "")
-	if other.ID == d.ID {
-		t.Error("two designs got the same id")
+	if other.ID != "draft-2" {
+		t.Errorf("a second design named draft got id %q, want draft-2", other.ID)
 	}
 	for _, tc := range []struct {
 		name string
@@ -322,7 +350,7 @@ func TestStoreConcurrent(t *testing.T) {
 
 func TestValidID(t *testing.T) {
 	for id, ok := range map[string]bool{
-		"orders-windowed": true, "a_B.9": true, NewID(): true, "": false, ".": false, "..": false,
+		"orders-windowed": true, "a_B.9": true, "big-orders-per-10s-2": true, "": false, ".": false, "..": false,
 		"a/b": false, "a b": false, "é": false, string(make([]byte, 129)): false,
 	} {
 		if ValidID(id) != ok {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"reflect"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -191,8 +192,8 @@ func TestDesignsAPI(t *testing.T) {
 		{name: "create named, id ignored", method: "POST", path: "/api/designs", body: `{"id": "mine", "name": "orders"}`, status: 201, check: func(t *testing.T, r *response) {
 			var a designAnswer
 			r.decode(t, &a)
-			if a.Design.Name != "orders" || a.Design.ID == "mine" {
-				t.Errorf("created %+v; want the name kept and a fresh id", a.Design)
+			if a.Design.Name != "orders" || !regexp.MustCompile(`^orders(-[0-9]+)?$`).MatchString(a.Design.ID) {
+				t.Errorf("created %+v; want the name kept and an id of it, orders or orders-N", a.Design)
 			}
 		}},
 		{name: "create with a syntax error", method: "POST", path: "/api/designs", body: "{\n  \"name\": }", status: 400,
@@ -321,6 +322,8 @@ func TestValidateAPI(t *testing.T) {
 		}},
 		{name: "expression syntax", method: "POST", path: "/api/validate", body: withParam(t, orders, "filter", "predicate", "value.amount >="), status: 200,
 			check: wantProblem("filter", "predicate", "unexpected token")},
+		{name: "predicate gives a number", method: "POST", path: "/api/validate", body: withParam(t, orders, "filter", "predicate", "value.amount + 1"), status: 200,
+			check: wantProblem("filter", "predicate", "expected a bool (true or false), but it gives a number")},
 		{name: "expression type", method: "POST", path: "/api/validate", body: withParam(t, orders, "window", "grace", "soon"), status: 200,
 			check: wantProblem("window", "grace", "")},
 		{name: "unconnected", method: "POST", path: "/api/validate", body: `{"nodes": [{"id": "f", "kind": "filter", "params": {"predicate": "true"}}]}`, status: 200,

@@ -80,7 +80,7 @@ func runBench(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	memProfile := fs.String("memprofile", "", "write a profile of the whole run's allocations to this file")
-	if err := fs.Parse(args[1:]); err != nil {
+	if err := parseFlags(fs, args[1:]); err != nil {
 		return err
 	}
 	if *memProfile != "" {

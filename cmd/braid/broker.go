@@ -21,7 +21,7 @@ func runBroker(ctx context.Context, args []string, stdout io.Writer) error {
 	partitions := fs.Int("partitions", 4, "partition count of automatically created topics")
 	auth := brokerAuthFlags(fs)
 	retention := fs.Duration("retention", broker.DefaultRetention, "how long records of delete-policy topics are kept (Kafka's log.retention.ms); compacted topics are compacted instead")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {

@@ -22,7 +22,7 @@ import (
 // listed, one a line, and an error.
 func runCompile(_ context.Context, args []string, stdout io.Writer) error {
 	fs := newFlagSet("compile", "braid compile [--app-id ID] design.json", stdout)
-	appID := fs.String("app-id", "", "application id that prefixes internal topic names (default: the design's name)")
+	appID := fs.String("app-id", "", "application id that prefixes internal topic names (default: braid-<design id>, the one braid run, exported programs and the editor use)")
 	files, err := parseFiles(fs, args)
 	if err != nil {
 		return err
@@ -52,7 +52,7 @@ func runCompile(_ context.Context, args []string, stdout io.Writer) error {
 	}
 	id := *appID
 	if id == "" {
-		id = d.Name
+		id = designer.ApplicationID(d)
 	}
 	printCompiled(stdout, c.Topology, id)
 	return nil

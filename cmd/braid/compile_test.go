@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestCompileCommand(t *testing.T) {
@@ -35,13 +36,42 @@ func TestCompileCommand(t *testing.T) {
 		}
 	}
 
-	// The application id defaults to the design's name.
-	out.Reset()
-	if err := runCompile(context.Background(), []string{"../../designer/testdata/orders-windowed.json"}, &out); err != nil {
+}
+
+// TestCompilePrintsTheTopicsRunUses: braid compile, without --app-id,
+// prints the internal topics braid run of the same design creates.
+func TestCompilePrintsTheTopicsRunUses(t *testing.T) {
+	var out bytes.Buffer
+	if err := runCompile(context.Background(), []string{"orders-demo.json"}, &out); err != nil {
+		t.Fatalf("runCompile: %v\n%s", err, out.String())
+	}
+	demo := readDemoTopics(t)
+	addr, cl, adm := startRunBroker(t)
+	createRunTopic(t, adm, demo.source, 2)
+	produceOrders(t, cl, demo.source)
+	p := startProcess(t, "run", "orders-demo.json", "--brokers", addr, "--instance-id", "i1", "--state-dir", t.TempDir(), "--commit-interval", "200ms")
+	waitForCount(t, addr, demo.sink, 5)
+	p.terminate(t)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	topics, err := adm.ListTopics(ctx)
+	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(out.String(), "orders-windowed-big-orders-per-10s-changelog") {
-		t.Errorf("the default application id is not the design's name:\n%s", out.String())
+	var internal []string
+	for _, name := range topics.Names() {
+		if strings.HasPrefix(name, demo.appID+"-") {
+			internal = append(internal, name)
+		}
+	}
+	if len(internal) < 2 {
+		t.Fatalf("braid run created internal topics %q, want a repartition and a changelog topic", internal)
+	}
+	for _, name := range internal {
+		if !strings.Contains(out.String(), "  "+name+" ") {
+			t.Errorf("braid run created %q, which braid compile does not print:\n%s", name, out.String())
+		}
 	}
 }
 
@@ -50,7 +80,7 @@ func TestCompileCommandStateless(t *testing.T) {
 	if err := runCompile(context.Background(), []string{"../../designer/testdata/payments-branches.json"}, &out); err != nil {
 		t.Fatal(err)
 	}
-	if got := out.String(); !strings.Contains(got, "Internal topics (application id payments-branches): none\n") || !strings.Contains(got, "Stores: none\n") {
+	if got := out.String(); !strings.Contains(got, "Internal topics (application id braid-payments-branches): none\n") || !strings.Contains(got, "Stores: none\n") {
 		t.Errorf("output:\n%s", got)
 	}
 }

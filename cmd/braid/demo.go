@@ -61,7 +61,7 @@ func runDemo(ctx context.Context, args []string, stdout io.Writer) error {
 	listen := fs.String("listen", "127.0.0.1:9092", "broker address; 127.0.0.1:0 picks a free port")
 	rate := fs.Int("rate", 200, "orders generated per second")
 	instances := fs.Int("instances", 2, "App instances of the demo topology in this process")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if *rate <= 0 || *instances <= 0 {

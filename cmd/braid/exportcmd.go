@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -15,6 +16,18 @@ import (
 // exportStdin is what "braid export -" reads; tests replace it.
 var exportStdin io.Reader = os.Stdin
 
+// exportedProgramFlags is the usage of the flags an exported program
+// takes, as its main defines them (compiler.DefineExportedFlags, on
+// process.DefineFlags).
+func exportedProgramFlags() string {
+	fs := flag.NewFlagSet("program", flag.ContinueOnError)
+	compiler.DefineExportedFlags(fs, "braid-<design id>")
+	var b strings.Builder
+	fs.SetOutput(&b)
+	fs.PrintDefaults()
+	return strings.TrimRight(b.String(), "\n")
+}
+
 // runExport is "braid export": it writes a design as a Go program that
 // builds the same topology with Braid's runtime and runs it, as one file
 // or as a module that builds anywhere.
@@ -22,11 +35,12 @@ func runExport(_ context.Context, args []string, stdout io.Writer) error {
 	fs := newFlagSet("export", "braid export [--revision N] design.json > main.go\n"+
 		"       braid export [--revision N] -o DIR design.json\n\n"+
 		"Writes the design (a file, or - for stdin) as a gofmt-ed Go program (package main) that builds\n"+
-		"the same topology with github.com/braidstream/braid/runtime/streams and runs it; its flags are\n"+
-		"--brokers, --state-dir, --app-id, --commit-interval and --describe. With -o, DIR becomes a Go\n"+
+		"the same topology with github.com/braidstream/braid/runtime/streams and runs it as braid run\n"+
+		"does, with its flags (below). With -o, DIR becomes a Go\n"+
 		"module: main.go, go.mod, go.sum and braid/, the source of this binary's runtime, so that\n"+
 		"`cd DIR && go build` works on any machine that reaches a module proxy. A design with problems\n"+
-		"is refused, its problems listed.", stdout)
+		"is refused, its problems listed.\n\n"+
+		"The exported program's flags:\n"+exportedProgramFlags(), stdout)
 	revision := fs.Int("revision", 0, "the design's revision, for the program's header comment (default: not known)")
 	outDir := fs.String("o", "", "write a Go module into this directory (made if missing; refused if it has a go.mod or main.go)")
 	files, err := parseFiles(fs, args)

@@ -11,11 +11,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/braidstream/braid/compiler"
 	"github.com/braidstream/braid/designer"
+	rprocess "github.com/braidstream/braid/runtime/process"
 )
 
 func TestExportCommand(t *testing.T) {
@@ -91,6 +93,29 @@ func TestExportCommandErrors(t *testing.T) {
 	if err := runExport(context.Background(), []string{"--help"}, &out); !errors.Is(err, flag.ErrHelp) || !strings.Contains(out.String(), "Usage: braid export") {
 		t.Errorf("export --help: %v\n%s", err, out.String())
 	}
+	// It lists the exported program's flags: braid run's, from the
+	// runtime, and --describe.
+	fs := flag.NewFlagSet("run", flag.ContinueOnError)
+	rprocess.DefineFlags(fs, "", "")
+	want := []string{"describe"}
+	fs.VisitAll(func(f *flag.Flag) { want = append(want, f.Name) })
+	for _, name := range want {
+		if !strings.Contains(out.String(), "\n  -"+name+" ") && !strings.Contains(out.String(), "\n  -"+name+"\n") {
+			t.Errorf("export --help lacks the program's flag -%s:\n%s", name, out.String())
+		}
+	}
+}
+
+// flagNames returns the flags a flag package usage lists, sorted.
+func flagNames(usage string) []string {
+	var names []string
+	for _, line := range strings.Split(usage, "\n") {
+		if rest, ok := strings.CutPrefix(line, "  -"); ok {
+			names = append(names, strings.Fields(rest)[0])
+		}
+	}
+	slices.Sort(names)
+	return names
 }
 
 // TestExportModuleBuilds does what a user does with `braid export -o`:
@@ -114,6 +139,17 @@ func TestExportModuleBuilds(t *testing.T) {
 		if !strings.Contains(string(help), f) {
 			t.Errorf("the exported program's --help lacks %s:\n%s", f, help)
 		}
+	}
+
+	// braid export --help lists the flags the program takes, each of them.
+	var usage bytes.Buffer
+	if err := runExport(context.Background(), []string{"--help"}, &usage); !errors.Is(err, flag.ErrHelp) {
+		t.Fatal(err)
+	}
+	program := flagNames(string(help))
+	listed := flagNames(usage.String()[strings.Index(usage.String(), "The exported program's flags:"):strings.Index(usage.String(), "\nFlags:")])
+	if !slices.Equal(program, listed) {
+		t.Errorf("braid export --help lists the program's flags %q, the program takes %q", listed, program)
 	}
 
 	// A second export into the same folder is refused: it would overwrite the program.

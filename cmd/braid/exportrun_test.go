@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -87,6 +88,13 @@ func TestExportedProgramJoinsRunProcesses(t *testing.T) {
 		}
 		return false
 	})
+	// Both log in one format, slog's text handler (process.Logger).
+	logDate := regexp.MustCompile(`(?m)^\d{4}/\d\d/\d\d \d\d:\d\d:\d\d `)
+	for name, p := range map[string]*process{"the exported program": exported, "braid run": run} {
+		if out := p.out.String(); !strings.Contains(out, " level=INFO msg=") || logDate.MatchString(out) {
+			t.Errorf("%s does not log as slog's text handler does:\n%s", name, out)
+		}
+	}
 	select {
 	case info := <-designs:
 		if info.ApplicationID != demo.appID || info.DesignName != "orders-demo" {

@@ -12,7 +12,7 @@ import (
 func parseFiles(fs *flag.FlagSet, args []string) ([]string, error) {
 	var files []string
 	for {
-		if err := fs.Parse(args); err != nil {
+		if err := parseFlags(fs, args); err != nil {
 			return nil, err
 		}
 		if fs.NArg() == 0 {

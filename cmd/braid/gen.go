@@ -46,7 +46,7 @@ func runGen(ctx context.Context, args []string, stdout io.Writer) error {
 	duration := fs.Duration("duration", 0, "stop after this long; 0: run until Ctrl-C")
 	seed := fs.Int64("seed", 0, "random seed, for repeatable data; 0: time-based")
 	client := clientFlags(fs)
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	switch {

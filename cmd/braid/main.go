@@ -5,6 +5,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"flag"
@@ -14,6 +15,8 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	rprocess "github.com/braidstream/braid/runtime/process"
 )
 
 // command is one subcommand: its name, a line of help, and its runner.
@@ -52,7 +55,7 @@ func main() {
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	slog.SetDefault(slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo})))
+	slog.SetDefault(rprocess.Logger(stderr)) // as exported programs log
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
 		usage(stdout)
 		if len(args) == 0 {
@@ -79,12 +82,46 @@ func usage(w io.Writer) {
 }
 
 // newFlagSet returns a flag set that prints its usage to stdout on --help.
+// A bad flag or flag value prints nothing: parseFlags returns it as an
+// error, which main prints once, with a hint at --help.
 func newFlagSet(name, synopsis string, stdout io.Writer) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.SetOutput(stdout)
+	// The flag package writes a parse error's message to the output,
+	// then calls Usage: the message is kept from the user (the error
+	// returned carries it) and tells Usage it was not --help.
+	var failed bytes.Buffer
+	fs.SetOutput(&failed)
 	fs.Usage = func() {
+		if failed.Len() > 0 {
+			failed.Reset()
+			return
+		}
+		fs.SetOutput(stdout)
 		fmt.Fprintf(stdout, "Usage: %s\n\nFlags:\n", synopsis)
 		fs.PrintDefaults()
+		fs.SetOutput(&failed)
 	}
 	return fs
 }
+
+// parseFlags parses args with fs: a bad flag or value comes back as a
+// *flagError, which says where the flags are listed.
+func parseFlags(fs *flag.FlagSet, args []string) error {
+	err := fs.Parse(args)
+	if err != nil && !errors.Is(err, flag.ErrHelp) {
+		return &flagError{command: fs.Name(), err: err}
+	}
+	return err
+}
+
+// flagError is a bad flag or flag value of a command.
+type flagError struct {
+	command string
+	err     error
+}
+
+func (e *flagError) Error() string {
+	return fmt.Sprintf("%v\nRun 'braid %s --help' for its flags.", e.err, e.command)
+}
+
+func (e *flagError) Unwrap() error { return e.err }

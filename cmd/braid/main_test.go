@@ -141,3 +141,41 @@ func TestMain(m *testing.M) {
 	}
 	brokertest.Main(m)
 }
+
+// TestBadFlagValue: a bad flag or flag value is said once, as main prints
+// the error, with a one-line hint at --help and no usage.
+func TestBadFlagValue(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"gen", "--topic", "t", "--field", "a=randm(1,2)"}, "unknown generator"},
+		{[]string{"broker", "--partitions", "many"}, `invalid value "many" for flag -partitions`},
+		{[]string{"demo", "--rate", "fast"}, `invalid value "fast" for flag -rate`},
+		{[]string{"serve", "--nope"}, "flag provided but not defined: -nope"},
+		{[]string{"run", "--instances", "x", "design.json"}, `invalid value "x" for flag -instances`},
+		{[]string{"watch", "--every", "soon", "d"}, `invalid value "soon" for flag -every`},
+		{[]string{"compile", "--nope", "design.json"}, "flag provided but not defined: -nope"},
+		{[]string{"import", "--nope"}, "flag provided but not defined: -nope"},
+		{[]string{"export", "--revision", "x"}, `invalid value "x" for flag -revision`},
+		{[]string{"bench", "pipe", "--nope"}, "flag provided but not defined: -nope"},
+	} {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			var out bytes.Buffer
+			err := run(context.Background(), tc.args, &out, &out)
+			if err == nil {
+				t.Fatalf("run(%q) succeeded", tc.args)
+			}
+			out.WriteString("braid: " + err.Error() + "\n") // as main prints it
+			got := out.String()
+			hint := "Run 'braid " + strings.Join(tc.args[:1], "") + " "
+			if tc.args[0] == "bench" {
+				hint = "Run 'braid bench pipe "
+			}
+			if strings.Count(got, tc.want) != 1 || !strings.Contains(got, hint+"--help' for its flags.") ||
+				strings.Contains(got, "Usage:") || strings.Count(got, "\n") != 2 {
+				t.Errorf("run(%q) printed\n%s\nwant %q once and a hint at --help, in two lines", tc.args, got, tc.want)
+			}
+		})
+	}
+}

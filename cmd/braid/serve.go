@@ -55,7 +55,7 @@ func runServe(ctx context.Context, args []string, stdout io.Writer) error {
 	client := clientFlags(fs)
 	syncWrites := syncFlag(fs)
 	retention := fs.Duration("retention", serveRetention, "how long the embedded broker keeps records of delete-policy topics (sources, sinks, repartition topics); it holds them in memory")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {

@@ -314,3 +314,25 @@ func TestServeBrokerAuth(t *testing.T) {
 		t.Error("a client without credentials listed the topics of the SASL broker")
 	}
 }
+
+// TestServeDesignIDsFromNames: a design created through the API gets an
+// id of its name, unique with a suffix, and so an application id a user
+// recognises (braid-big-orders), not a random one.
+func TestServeDesignIDsFromNames(t *testing.T) {
+	s := startServe(t, "--listen", "127.0.0.1:0", "--broker-listen", "127.0.0.1:0", "--data-dir", t.TempDir(), "--no-demo")
+	for _, want := range []string{"big-orders", "big-orders-2"} {
+		res, err := http.Post(strings.TrimSuffix(s.url, "/")+"/api/designs", "application/json", strings.NewReader(`{"name": "Big orders"}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var created struct{ Design designer.Design }
+		err = json.NewDecoder(res.Body).Decode(&created)
+		res.Body.Close()
+		if err != nil || res.StatusCode != http.StatusCreated {
+			t.Fatalf("POST /api/designs: %s, %v", res.Status, err)
+		}
+		if created.Design.ID != want || designer.ApplicationID(&created.Design) != "braid-"+want {
+			t.Errorf("created design %q, application %q; want %q, braid-%s", created.Design.ID, designer.ApplicationID(&created.Design), want, want)
+		}
+	}
+}

@@ -23,16 +23,17 @@ import (
 // as a line (late drops of one task and window grouped, eventGrouper), and
 // every few seconds one line per instance with its tasks.
 func runWatch(ctx context.Context, args []string, stdout io.Writer) error {
-	fs := newFlagSet("watch", "braid watch <deployment> [--server http://127.0.0.1:8080] [--auth-token TOKEN] [--every 5s]", stdout)
+	fs := newFlagSet("watch", "braid watch <deployment> [--server http://127.0.0.1:8080] [--auth-token TOKEN] [--every 5s] [--wait 30s]", stdout)
 	server := fs.String("server", "http://"+web.DefaultListen, "address of `braid serve`")
 	token := fs.String("auth-token", os.Getenv("BRAID_AUTH_TOKEN"), "the server's auth token (default $BRAID_AUTH_TOKEN)")
 	every := fs.Duration("every", 5*time.Second, "how often to print the instances' tasks; 0: never")
+	wait := fs.Duration("wait", 30*time.Second, "how long the deployment may be missing from the server (not yet deployed, or undeployed) before watch gives up, naming those there are; 0: forever")
 	// The deployment may come before the flags too.
 	var named []string
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
 		named, args = args[:1], args[1:]
 	}
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	named = append(named, fs.Args()...)
@@ -61,6 +62,7 @@ func runWatch(ctx context.Context, args []string, stdout io.Writer) error {
 	conn.SetReadLimit(64 << 20)
 	fmt.Fprintf(stdout, "watching %s on %s; stop with Ctrl-C\n", named[0], *server)
 	var lastSummary time.Time
+	missingSince := time.Now() // zero while the deployment is there
 	events := newEventGrouper(stdout)
 	for {
 		_, data, err := conn.Read(ctx)
@@ -76,6 +78,22 @@ func runWatch(ctx context.Context, args []string, stdout io.Writer) error {
 			return fmt.Errorf("watch: reading a message: %w", err)
 		}
 		events.tick(time.Now())
+		if msg.Snapshot != nil {
+			switch {
+			case slices.ContainsFunc(msg.Snapshot.Deployments, func(d monitor.Deployment) bool { return d.ID == named[0] }):
+				missingSince = time.Time{}
+			case missingSince.IsZero():
+				missingSince = time.Now()
+			case *wait > 0 && time.Since(missingSince) >= *wait:
+				conn.Close(websocket.StatusNormalClosure, "")
+				there, err := listDeployments(ctx, *server, header)
+				if err != nil {
+					return fmt.Errorf("watch: %s is not deployed on %s (waited %v); listing those there: %w", named[0], *server, *wait, err)
+				}
+				return fmt.Errorf("watch: %s is not deployed on %s (waited %v); deployments there: %s",
+					named[0], *server, *wait, listOrNone(there))
+			}
+		}
 		switch {
 		case msg.Event != nil:
 			events.event(msg.Event)
@@ -84,6 +102,46 @@ func runWatch(ctx context.Context, args []string, stdout io.Writer) error {
 			printSnapshot(stdout, msg.Snapshot, named[0])
 		}
 	}
+}
+
+// listDeployments returns the ids of the server's deployments, sorted,
+// from GET /api/deployments.
+func listDeployments(ctx context.Context, server string, header http.Header) ([]string, error) {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimSuffix(server, "/")+"/api/deployments", nil)
+	if err != nil {
+		return nil, err
+	}
+	req.Header = header.Clone()
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("GET %s: %s", req.URL.Redacted(), resp.Status)
+	}
+	var infos []struct {
+		ID string `json:"id"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&infos); err != nil {
+		return nil, fmt.Errorf("decoding GET %s: %w", req.URL.Redacted(), err)
+	}
+	ids := make([]string, len(infos))
+	for i, in := range infos {
+		ids[i] = in.ID
+	}
+	slices.Sort(ids)
+	return ids, nil
+}
+
+// listOrNone is ids joined with ", ", or "none".
+func listOrNone(ids []string) string {
+	if len(ids) == 0 {
+		return "none"
+	}
+	return strings.Join(ids, ", ")
 }
 
 func printEvent(w io.Writer, ev *monitor.Event) {

@@ -29,6 +29,24 @@ func TestWatch(t *testing.T) {
 	}
 }
 
+// TestWatchNoSuchDeployment: watch gives up on a deployment the server
+// does not have after --wait, naming those it has.
+func TestWatchNoSuchDeployment(t *testing.T) {
+	s := startServe(t, "--listen", "127.0.0.1:0", "--broker-listen", "127.0.0.1:0", "--data-dir", t.TempDir())
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute) // a guard, not the bound tested
+	defer cancel()
+	var out syncBuffer
+	start := time.Now()
+	err := runWatch(ctx, []string{"no-such-deployment", "--server", strings.TrimSuffix(s.url, "/"), "--wait", "1s"}, &out)
+	want := "watch: no-such-deployment is not deployed on " + strings.TrimSuffix(s.url, "/") + " (waited 1s); deployments there: orders-demo"
+	if err == nil || err.Error() != want {
+		t.Fatalf("watch: %v, want %q\n%s", err, want, out.String())
+	}
+	if ctx.Err() != nil {
+		t.Fatalf("watch returned only when the test's guard ended, after %v", time.Since(start))
+	}
+}
+
 func TestWatchBadInvocations(t *testing.T) {
 	for _, tt := range []struct {
 		args []string

@@ -18,7 +18,12 @@ type DeserializationError struct {
 }
 
 func (e *DeserializationError) Error() string {
-	return fmt.Sprintf("task %s: decoding %s of record %s/%d@%d: %v", e.Task, e.Part, e.Topic, e.Partition, e.Offset, e.Err)
+	return fmt.Sprintf("task %s: %s", e.Task, e.detail())
+}
+
+// detail is the error without its task.
+func (e *DeserializationError) detail() string {
+	return fmt.Sprintf("decoding %s of record %s/%d@%d: %v", e.Part, e.Topic, e.Partition, e.Offset, e.Err)
 }
 
 func (e *DeserializationError) Unwrap() error { return e.Err }
@@ -35,7 +40,12 @@ type ProcessingError struct {
 }
 
 func (e *ProcessingError) Error() string {
-	return fmt.Sprintf("task %s: processor %q on record %s/%d@%d: %v", e.Task, e.Node, e.Topic, e.Partition, e.Offset, e.Err)
+	return fmt.Sprintf("task %s: %s", e.Task, e.detail())
+}
+
+// detail is the error without its task.
+func (e *ProcessingError) detail() string {
+	return fmt.Sprintf("processor %q on record %s/%d@%d: %v", e.Node, e.Topic, e.Partition, e.Offset, e.Err)
 }
 
 func (e *ProcessingError) Unwrap() error { return e.Err }
@@ -48,7 +58,21 @@ type TaskFailedError struct {
 	Err  error
 }
 
-func (e *TaskFailedError) Error() string { return fmt.Sprintf("task %s failed: %v", e.Task, e.Err) }
+// Error names the task once: a DeserializationError or ProcessingError of
+// the same task is given without its own "task ...:".
+func (e *TaskFailedError) Error() string {
+	switch err := e.Err.(type) {
+	case *DeserializationError:
+		if err.Task == e.Task {
+			return fmt.Sprintf("task %s failed: %s", e.Task, err.detail())
+		}
+	case *ProcessingError:
+		if err.Task == e.Task {
+			return fmt.Sprintf("task %s failed: %s", e.Task, err.detail())
+		}
+	}
+	return fmt.Sprintf("task %s failed: %v", e.Task, e.Err)
+}
 
 func (e *TaskFailedError) Unwrap() error { return e.Err }
 

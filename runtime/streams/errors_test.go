@@ -293,3 +293,18 @@ func TestInternalTopicWithWrongPartitionCount(t *testing.T) {
 		t.Errorf("State() = %v, want %v", got, streams.Failed)
 	}
 }
+
+// A TaskFailedError names its task once, not again for the record error
+// it wraps.
+func TestTaskFailedErrorNamesTaskOnce(t *testing.T) {
+	id := streams.TaskID{Subtopology: 0, Partition: 3}
+	for _, err := range []error{
+		&streams.TaskFailedError{Task: id, Err: &streams.ProcessingError{Task: id, Node: "f", Topic: "in", Partition: 3, Offset: 7, Err: errors.New("boom")}},
+		&streams.TaskFailedError{Task: id, Err: &streams.DeserializationError{Task: id, Part: "value", Topic: "in", Partition: 3, Offset: 7, Err: errors.New("boom")}},
+	} {
+		msg := err.Error()
+		if n := strings.Count(msg, "task "); n != 1 || !strings.HasPrefix(msg, "task 0_3 failed: ") || !strings.HasSuffix(msg, "record in/3@7: boom") {
+			t.Errorf("got %q, want the task named once", msg)
+		}
+	}
+}
