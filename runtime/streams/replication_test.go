@@ -187,13 +187,7 @@ func TestReplicationOfInternalTopics(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				isr := ""
-				for _, c := range rc.Configs {
-					if c.Key == "min.insync.replicas" && c.Source == kmsg.ConfigSourceDynamicTopicConfig && c.Value != nil {
-						isr = *c.Value
-					}
-				}
-				if isr != wantISR {
+				if isr := topicMinISR(rc); isr != wantISR {
 					t.Errorf("topic %s: min.insync.replicas set to %q, want %q", topic, isr, wantISR)
 				}
 			}
@@ -287,15 +281,20 @@ func TestReplicationOnTheCluster(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		isr := ""
-		for _, c := range rc.Configs {
-			if c.Key == "min.insync.replicas" && c.Source == kmsg.ConfigSourceDynamicTopicConfig && c.Value != nil {
-				isr = *c.Value
-			}
-		}
-		if isr != wantISR {
+		if isr := topicMinISR(rc); isr != wantISR {
 			t.Errorf("topic %s on %d brokers: min.insync.replicas set to %q, want %q", topic, b.Nodes(), isr, wantISR)
 		}
 	}
 	t.Logf("%d brokers: replication factor %d, min.insync.replicas %q", b.Nodes(), wantRF, wantISR)
+}
+
+// topicMinISR is the min.insync.replicas set on the topic itself, "" when
+// the topic does not set it.
+func topicMinISR(rc kadm.ResourceConfig) string {
+	for _, c := range rc.Configs {
+		if c.Key == "min.insync.replicas" && c.Source == kmsg.ConfigSourceDynamicTopicConfig && c.Value != nil {
+			return *c.Value
+		}
+	}
+	return ""
 }
