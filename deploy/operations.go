@@ -301,32 +301,10 @@ func (m *Manager) ensureTopics(topics []string) error {
 	if err := errors.Join(errs...); err != nil {
 		return err
 	}
-	return waitForTopics(ctx, adm, topics)
-}
-
-// waitForTopics returns once the metadata lists every topic with its
-// partitions. Apache Kafka answers CreateTopics once its controller has
-// the topics, before every broker's metadata does: instances started at
-// once found their new source topic missing and failed with
-// MissingSourceTopicError (the embedded broker creates topics
-// synchronously, so it never showed).
-func waitForTopics(ctx context.Context, adm *kadm.Client, topics []string) error {
-	for {
-		details, err := adm.ListTopics(ctx, topics...)
-		if err != nil {
-			return fmt.Errorf("reading the metadata of topics %v: %w", topics, err)
-		}
-		missing := slices.DeleteFunc(slices.Clone(topics), func(t string) bool {
-			d, ok := details[t]
-			return ok && d.Err == nil && len(d.Partitions) > 0
-		})
-		if len(missing) == 0 {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("waiting for the metadata of created topics %v: %w", missing, ctx.Err())
-		case <-time.After(50 * time.Millisecond): // a poll interval
-		}
+	// Instances started before every broker has the new topics found
+	// their source missing on Kafka (MissingSourceTopicError).
+	if _, err := streams.AwaitTopics(ctx, adm, topics...); err != nil {
+		return fmt.Errorf("waiting for the metadata of created topics %v: %w", topics, err)
 	}
+	return nil
 }

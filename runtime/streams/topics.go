@@ -214,36 +214,59 @@ func (a *App) ensureInternalTopic(ctx context.Context, adm *kadm.Client, topic s
 }
 
 // describeCreatedTopic describes a topic that exists, waiting until the
-// metadata shows its partitions. On Kafka, when several instances start
-// at once, one may learn that a topic exists (TOPIC_ALREADY_EXISTS, from
-// the controller) before the broker it asks for metadata has the topic's
-// partitions: for a moment the topic has none, or is unknown there, which
-// is no reason to call its partition count wrong.
+// metadata shows its partitions (AwaitTopics): another instance may have
+// just created it. One still without partitions after the broker timeout
+// comes back as it is, for the caller's InternalTopicError.
 func (a *App) describeCreatedTopic(ctx context.Context, adm *kadm.Client, topic string) (kadm.TopicDetail, error) {
 	wctx, cancel := context.WithTimeout(ctx, a.brokerTimeout())
 	defer cancel()
+	details, err := AwaitTopics(wctx, adm, topic)
+	d := details[topic]
+	switch {
+	case err == nil:
+		return d, nil
+	case ctx.Err() != nil:
+		return kadm.TopicDetail{}, ctx.Err()
+	case errors.Is(err, context.DeadlineExceeded) && d.Err == nil:
+		return d, nil
+	case errors.Is(err, context.DeadlineExceeded):
+		return kadm.TopicDetail{}, brokerErr(fmt.Sprintf("describing internal topic %q", topic), d.Err)
+	}
+	return kadm.TopicDetail{}, brokerErr(fmt.Sprintf("describing internal topic %q", topic), err)
+}
+
+// AwaitTopics returns once the cluster's metadata lists every one of
+// topics with its partitions, with the metadata it read. Apache Kafka
+// answers CreateTopics (and TOPIC_ALREADY_EXISTS) once its controller has
+// a topic, before every broker's metadata does: for a moment the topic is
+// unknown there, or has no partitions, and a consumer or a partition
+// count check would take it for missing. A topic's error that no wait
+// heals ends the wait at once; ctx's end ends it with ctx's error and the
+// last metadata read.
+func AwaitTopics(ctx context.Context, adm *kadm.Client, topics ...string) (kadm.TopicDetails, error) {
 	for {
-		details, err := adm.ListTopics(wctx, topic)
+		details, err := adm.ListTopics(ctx, topics...)
 		if err != nil {
-			return kadm.TopicDetail{}, brokerErr(fmt.Sprintf("describing internal topic %q", topic), err)
+			return nil, fmt.Errorf("reading the metadata of topics %v: %w", topics, err)
 		}
-		d := details[topic]
-		if d.Err == nil && len(d.Partitions) > 0 {
-			return d, nil
+		ready := true
+		for _, t := range topics {
+			d := details[t]
+			if d.Err == nil && len(d.Partitions) > 0 {
+				continue
+			}
+			if d.Err != nil && !kerr.IsRetriable(d.Err) && !errors.Is(d.Err, kerr.UnknownTopicOrPartition) {
+				return details, fmt.Errorf("topic %q: %w", t, d.Err)
+			}
+			ready = false
 		}
-		if d.Err != nil && !kerr.IsRetriable(d.Err) && !errors.Is(d.Err, kerr.UnknownTopicOrPartition) {
-			return kadm.TopicDetail{}, brokerErr(fmt.Sprintf("describing internal topic %q", topic), d.Err)
+		if ready {
+			return details, nil
 		}
 		select {
-		case <-wctx.Done():
-			if err := ctx.Err(); err != nil {
-				return kadm.TopicDetail{}, err
-			}
-			if d.Err != nil {
-				return kadm.TopicDetail{}, brokerErr(fmt.Sprintf("describing internal topic %q", topic), d.Err)
-			}
-			return d, nil // no partitions: the caller's InternalTopicError says so
-		case <-time.After(100 * time.Millisecond):
+		case <-ctx.Done():
+			return details, ctx.Err()
+		case <-time.After(50 * time.Millisecond):
 		}
 	}
 }
