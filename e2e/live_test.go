@@ -217,9 +217,13 @@ func TestLiveFailover(t *testing.T) {
 			tasks = append(tasks, fmt.Sprintf("%d_%d", sub, p))
 		}
 	}
+	// And the group has settled on all three instances: on Apache Kafka
+	// (group.initial.rebalance.delay.ms=0 in the tests) the first member
+	// to join takes every task alone, and the others get theirs in the
+	// rebalances their joins start, a few heartbeats later.
 	var active map[string][]string
-	b.stepWithin(40*time.Second, "wait for every task to run",
-		waitJS(settledJS(tasks), 35*time.Second),
+	b.stepWithin(40*time.Second, "wait for every task to run, on every instance",
+		waitJS(fmt.Sprintf(`%s && new Set(Object.values(%s).map(w => w[0].split('/')[0])).size === 3`, settledJS(tasks), liveActive), 35*time.Second),
 		eval(liveActive, &active))
 	if got := keys(active); !slices.Equal(got, tasks) {
 		t.Fatalf("active tasks %v, want %v", got, tasks)

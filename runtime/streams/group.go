@@ -113,10 +113,21 @@ func (a *App) newBalancer() *assign.Balancer {
 }
 
 // listEnds lists the end offsets of changelog topics for the balancer.
+// The group client may not be the App's yet: under exactly-once the group
+// joins, and this instance may lead its first rebalance, while the App
+// still waits for the transactional id's producer id (seen on Apache
+// Kafka, where fencing a predecessor's transaction takes a while). A
+// client of its own then lists them, rather than placing every task by
+// the state members report.
 func (a *App) listEnds(ctx context.Context, topics []string) (map[string]map[int32]int64, error) {
 	cl := a.kc()
 	if cl == nil {
-		return nil, errors.New("the client is not ready yet")
+		own, err := a.newAdminClient()
+		if err != nil {
+			return nil, err
+		}
+		defer own.Close()
+		cl = own
 	}
 	listed, err := a.listChangelogEnds(ctx, kadm.NewClient(cl), topics...)
 	if err == nil {

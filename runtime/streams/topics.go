@@ -17,10 +17,9 @@ import (
 // internal topics, each with the partition count of the sub-topology that
 // writes it, so that a repartition preserves the parallelism upstream.
 func (a *App) prepareTopics(ctx context.Context) error {
-	cl, err := kgo.NewClient(slices.Concat(a.cfg.ClientOptions, a.reach.watch(a.log.With("client", "admin")),
-		[]kgo.Opt{kgo.SeedBrokers(a.cfg.Brokers...)})...)
+	cl, err := a.newAdminClient()
 	if err != nil {
-		return fmt.Errorf("creating admin client: %w", err)
+		return err
 	}
 	defer cl.Close()
 	adm := kadm.NewClient(cl)
@@ -269,4 +268,15 @@ func AwaitTopics(ctx context.Context, adm *kadm.Client, topics ...string) (kadm.
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
+}
+
+// newAdminClient returns a client for one round of admin requests, apart
+// from the group client: the caller closes it.
+func (a *App) newAdminClient() (*kgo.Client, error) {
+	cl, err := kgo.NewClient(slices.Concat(a.cfg.ClientOptions, a.reach.watch(a.log.With("client", "admin")),
+		[]kgo.Opt{kgo.SeedBrokers(a.cfg.Brokers...)})...)
+	if err != nil {
+		return nil, fmt.Errorf("creating admin client: %w", err)
+	}
+	return cl, nil
 }
