@@ -609,7 +609,13 @@ func faultAndResume(ctx context.Context, o FaultOptions, inject func(context.Con
 		}
 	}
 	if err != nil {
-		return err
+		var stacks strings.Builder
+		for i := range ws.procs {
+			if slices.Contains(rep.Unresumed, ws.name(i)) {
+				stacks.WriteString(ws.procs[i].stacks(ws.logPath(i)))
+			}
+		}
+		return fmt.Errorf("%w\n%s", err, stacks.String())
 	}
 	var resumes []string
 	for _, w := range slices.Sorted(maps.Keys(rep.Resume)) {

@@ -83,6 +83,34 @@ func (p *proc) kill() {
 	<-p.done
 }
 
+// stacks asks p, a stuck Go worker, for its goroutines' stacks (SIGQUIT),
+// waits up to 10 s for it to print them and exit, and returns those of
+// Braid's goroutines from logPath: what a "did not resume" needs to be
+// understood, which the log's tail alone rarely says.
+func (p *proc) stacks(logPath string) string {
+	if p == nil || quitSignal == nil || p.exited() {
+		return ""
+	}
+	_ = p.cmd.Process.Signal(quitSignal)
+	select {
+	case <-p.done:
+	case <-time.After(10 * time.Second):
+		p.kill()
+	}
+	b, err := os.ReadFile(logPath)
+	if err != nil {
+		return fmt.Sprintf("(reading %s: %v)", logPath, err)
+	}
+	var out strings.Builder
+	for _, g := range strings.Split(string(b), "\n\n") {
+		if strings.HasPrefix(g, "goroutine ") && strings.Contains(g, "braidstream/braid/runtime") {
+			out.WriteString(g)
+			out.WriteString("\n\n")
+		}
+	}
+	return fmt.Sprintf("--- the goroutines of %s in Braid's runtime when it was stuck\n%s", p.name, out.String())
+}
+
 // stop asks p to stop with SIGTERM and waits up to timeout; then it kills
 // it. It returns p's exit error, or an error saying it had to be killed.
 func (p *proc) stop(timeout time.Duration) error {

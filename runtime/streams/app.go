@@ -174,6 +174,9 @@ type App struct {
 	// only, says whether to crash at a crash point of a commit.
 	txn     *transactions
 	crashAt func(point string) bool
+	// markerWarn warns once that the broker refuses to say which
+	// transactions hold a changelog back (markers.go).
+	markerWarn sync.Once
 
 	// finished holds the restorations that ended, for the processing
 	// goroutine to resume their tasks; a restore goroutine appends and

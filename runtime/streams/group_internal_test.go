@@ -47,3 +47,80 @@ func TestListEndsBeforeTheGroupClient(t *testing.T) {
 		t.Errorf("ends %v, want partition 0 at 0 and 1 at 3", got)
 	}
 }
+
+// A transaction left open on a changelog (a crashed owner's) holds its
+// LSO back but is not waited for: awaitCommitMarkers returns the LSO at
+// once. heldBack finds it among the transactions in the Ongoing state:
+// the producers that hold a partition back, and their coordinators'
+// states, are learned from the broker as a committing one's would be.
+func TestAwaitCommitMarkersSkipsOpenTransactions(t *testing.T) {
+	b := brokertest.Start(t, broker.Config{})
+	const topic = "markers-changelog"
+	ctx := context.Background()
+	txnClient := func(id string) *kgo.Client {
+		cl, err := kgo.NewClient(append(b.ClientOptions(), kgo.SeedBrokers(b.Addrs()...), kgo.DefaultProduceTopic(topic),
+			kgo.TransactionalID(id), kgo.RecordPartitioner(kgo.ManualPartitioner()))...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(cl.Close)
+		return cl
+	}
+	committed, open := txnClient("markers-committed"), txnClient("markers-open")
+	adm := kadm.NewClient(committed)
+	if _, err := adm.CreateTopic(ctx, 2, 1, nil, topic); err != nil {
+		t.Fatal(err)
+	}
+	for _, step := range []struct {
+		cl     *kgo.Client
+		n      int
+		commit bool
+	}{{committed, 2, true}, {open, 1, false}} {
+		if err := step.cl.BeginTransaction(); err != nil {
+			t.Fatal(err)
+		}
+		for range step.n {
+			if err := step.cl.ProduceSync(ctx, &kgo.Record{Partition: 1, Value: []byte("v")}).FirstErr(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if step.commit {
+			if err := step.cl.EndTransaction(ctx, kgo.TryCommit); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	// Two records and a commit marker before the open transaction's record.
+	lsos, err := adm.ListCommittedOffsets(ctx, topic)
+	if err == nil {
+		err = lsos.Error()
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lso, _ := lsos.Lookup(topic, 1); lso.Offset != 3 {
+		t.Fatalf("LSO of %s/1 is %d, want 3", topic, lso.Offset)
+	}
+
+	held, err := heldBack(ctx, adm, lsos, []string{"Ongoing"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(held) != 1 || held[0].Topic != topic || held[0].Partition != 1 || held[0].State != "Ongoing" {
+		t.Fatalf("held back by Ongoing transactions: %v, want %s/1 alone", held, topic)
+	}
+	if held, err := heldBack(ctx, adm, lsos, committingStates); err != nil || len(held) != 0 {
+		t.Fatalf("held back by committing transactions: %v (%v), want none", held, err)
+	}
+
+	a := cleanupApp(t, 0)
+	a.cfg.Brokers = b.Addrs()
+	a.cfg.ClientOptions = b.ClientOptions()
+	ends, err := a.awaitCommitMarkers(ctx, adm, lsos)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if end, _ := ends.Lookup(topic, 1); end.Offset != 3 {
+		t.Errorf("restore end of %s/1 is %d, want the LSO, 3", topic, end.Offset)
+	}
+}

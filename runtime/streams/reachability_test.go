@@ -65,10 +65,12 @@ func TestBrokerUnreachableIsReported(t *testing.T) {
 		t.Fatalf("broker events while it answered: %+v", evs)
 	}
 
-	closed := time.Now()
+	// Closed once Close returns: it may answer requests in flight
+	// while it closes.
 	if err := b.Close(); err != nil {
 		t.Fatal(err)
 	}
+	closed := time.Now()
 	waitFor(t, 60*time.Second, "the broker reported unreachable", func() bool { return len(events.snapshot()) > 0 })
 	down := events.snapshot()[0]
 	if down.Reachable || down.Broker != addr || down.Err == nil || down.InstanceID != app.Stats().InstanceID {

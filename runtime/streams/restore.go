@@ -79,6 +79,11 @@ func (a *App) changelogEnds(ctx context.Context, adm *kadm.Client, tasks []*task
 	if err != nil {
 		return nil, brokerErr("listing changelog end offsets", err)
 	}
+	if a.txn != nil {
+		if ends, err = a.awaitCommitMarkers(ctx, adm, ends); err != nil {
+			return nil, brokerErr("listing changelog end offsets", err)
+		}
+	}
 	return ends, nil
 }
 

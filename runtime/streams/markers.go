@@ -1,0 +1,162 @@
+package streams
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+)
+
+// Under exactly-once a restore runs to the changelog's last stable offset
+// (LSO), not its end: the records after it belong to open transactions,
+// and those of an instance that crashed are aborted, so waiting for them
+// would hold a failover up for the transaction timeout. But the LSO also
+// stops before a transaction that is decided and whose markers are not
+// all written yet. Kafka's transaction coordinator answers EndTxn once it
+// has logged PrepareCommit, then writes a marker on every partition the
+// transaction touched, in no order: the group's offsets
+// (__consumer_offsets) may be marked committed while the changelog's
+// marker waits, for its leader to come back or for a restarted cluster's
+// coordinator to finish the job. A task restored to such an LSO lacks
+// the transaction's state while its inputs count as processed: counts
+// come out short (seen once after a whole-cluster restart on Apache
+// Kafka). Kafka Streams restores to the log end instead (KAFKA-10167),
+// which waits for every open transaction, a crashed instance's included.
+//
+// Braid waits for the decided ones only: where the LSO is below the log
+// end it asks the partition's leader which producers have a transaction
+// open there (DescribeProducers) and the transaction coordinators what
+// state those are in (ListTransactions), and lists the LSO again until no
+// transaction that is committing holds it back. A transaction that is
+// Ongoing is a crashed or fenced owner's (a live owner commits before it
+// gives a task up), and is left to be aborted.
+
+// committingStates are the transaction states whose commit the LSO may
+// not show yet: PrepareCommit while markers are written, CompleteCommit
+// when they were written after the LSO was listed.
+var committingStates = []string{"PrepareCommit", "CompleteCommit"}
+
+// markerPoll is how often awaitCommitMarkers lists the LSO again while a
+// committed transaction's markers are being written.
+const markerPoll = 50 * time.Millisecond
+
+// awaitCommitMarkers returns the LSOs of ends' partitions once no
+// committing transaction holds one back, listing them again until then or
+// until ctx ends. When the broker refuses to describe producers or
+// transactions (a principal without DESCRIBE on them), it returns ends
+// as they are and warns once.
+func (a *App) awaitCommitMarkers(ctx context.Context, adm *kadm.Client, ends kadm.ListedOffsets) (kadm.ListedOffsets, error) {
+	for {
+		held, err := heldBack(ctx, adm, ends, committingStates)
+		var ae *kadm.AuthError
+		if errors.As(err, &ae) || errors.Is(err, kerr.ClusterAuthorizationFailed) || errors.Is(err, kerr.TransactionalIDAuthorizationFailed) || errors.Is(err, kerr.TopicAuthorizationFailed) {
+			a.markerWarn.Do(func() {
+				a.log.Warn("cannot see which transactions hold changelogs back; restoring to their last stable offsets, which may miss a committed transaction whose markers are late", "err", err)
+			})
+			return ends, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("finding transactions that hold changelogs back: %w", err)
+		}
+		if len(held) == 0 {
+			return ends, nil
+		}
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("waiting for the commit markers of %s: %w", held, ctx.Err())
+		case <-time.After(markerPoll):
+		}
+		relisted, err := adm.ListCommittedOffsets(ctx, slices.Collect(maps.Keys(ends))...)
+		if err == nil {
+			err = relisted.Error()
+		}
+		if err != nil {
+			return nil, err
+		}
+		ends = relisted
+	}
+}
+
+// heldPartition is a changelog partition whose LSO a committing
+// transaction holds back.
+type heldPartition struct {
+	Topic      string
+	Partition  int32
+	ProducerID int64
+	State      string
+}
+
+func (h heldPartition) String() string {
+	return fmt.Sprintf("%s/%d (producer %d, %s)", h.Topic, h.Partition, h.ProducerID, h.State)
+}
+
+// heldBack lists the partitions of lsos whose LSO a transaction in one of
+// states holds back.
+func heldBack(ctx context.Context, adm *kadm.Client, lsos kadm.ListedOffsets, states []string) ([]heldPartition, error) {
+	ends, err := adm.ListEndOffsets(ctx, slices.Collect(maps.Keys(lsos))...)
+	if err == nil {
+		err = ends.Error()
+	}
+	if err != nil {
+		return nil, err
+	}
+	behind := make(kadm.TopicsSet)
+	lsos.Each(func(o kadm.ListedOffset) {
+		if end, ok := ends.Lookup(o.Topic, o.Partition); ok && end.Offset > o.Offset {
+			behind.Add(o.Topic, o.Partition)
+		}
+	})
+	if len(behind) == 0 {
+		return nil, nil
+	}
+	described, err := adm.DescribeProducers(ctx, behind)
+	if err != nil {
+		return nil, err
+	}
+	open := map[int64][]heldPartition{}
+	var ids []int64
+	var perr error
+	described.EachPartition(func(p kadm.DescribedProducersPartition) {
+		if p.Err != nil {
+			perr = fmt.Errorf("describing the producers of %s/%d: %w", p.Topic, p.Partition, p.Err)
+			return
+		}
+		lso, _ := lsos.Lookup(p.Topic, p.Partition)
+		for _, pr := range p.ActiveProducers {
+			if pr.CurrentTxnStartOffset < 0 || pr.CurrentTxnStartOffset < lso.Offset {
+				continue // no transaction open here, or one the LSO is past
+			}
+			if !slices.Contains(ids, pr.ProducerID) {
+				ids = append(ids, pr.ProducerID)
+			}
+			open[pr.ProducerID] = append(open[pr.ProducerID], heldPartition{Topic: p.Topic, Partition: p.Partition, ProducerID: pr.ProducerID})
+		}
+	})
+	if perr != nil {
+		return nil, perr
+	}
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	// Every broker is asked, as any may coordinate a transactional id; a
+	// broker that is down coordinates none for long (its partitions of
+	// __transaction_state move), so the others' answers stand.
+	txns, err := adm.ListTransactions(ctx, ids, states)
+	var se *kadm.ShardErrors
+	if err != nil && !(errors.As(err, &se) && !se.AllFailed) {
+		return nil, err
+	}
+	var held []heldPartition
+	txns.Each(func(t kadm.ListedTransaction) {
+		for _, h := range open[t.ProducerID] {
+			h.State = t.State
+			held = append(held, h)
+		}
+	})
+	return held, nil
+}
