@@ -241,6 +241,7 @@ func (a *App) resetSession() {
 // what a retry may heal. It returns nil when the client runs or ctx
 // ended (the App's client is then nil), else the error no retry heals.
 func (a *App) connect(ctx context.Context) error {
+	last := ""
 	for {
 		err := a.tryConnect(ctx)
 		if err == nil || ctx.Err() != nil {
@@ -250,6 +251,12 @@ func (a *App) connect(ctx context.Context) error {
 			return fatal
 		}
 		a.outageBegan(err)
+		// Each new reason once, not each attempt: what an outage that
+		// lasts is stuck on.
+		if msg := err.Error(); msg != last {
+			a.log.Info("joining the group failed; retrying", "err", err)
+			last = msg
+		}
 		select {
 		case <-ctx.Done():
 			return nil
