@@ -51,6 +51,7 @@ const markerPoll = 50 * time.Millisecond
 // transactions (a principal without DESCRIBE on them), it returns ends
 // as they are and warns once.
 func (a *App) awaitCommitMarkers(ctx context.Context, adm *kadm.Client, ends kadm.ListedOffsets) (kadm.ListedOffsets, error) {
+	var waited time.Time
 	for {
 		held, err := heldBack(ctx, adm, ends, committingStates)
 		var ae *kadm.AuthError
@@ -64,7 +65,14 @@ func (a *App) awaitCommitMarkers(ctx context.Context, adm *kadm.Client, ends kad
 			return nil, fmt.Errorf("finding transactions that hold changelogs back: %w", err)
 		}
 		if len(held) == 0 {
+			if !waited.IsZero() {
+				a.log.Info("the commit markers came; restoring", "waited", time.Since(waited).Round(time.Millisecond))
+			}
 			return ends, nil
+		}
+		if waited.IsZero() {
+			waited = time.Now()
+			a.log.Info("waiting for the commit markers of committed transactions before restoring", "held", fmt.Sprint(held))
 		}
 		select {
 		case <-ctx.Done():
