@@ -102,14 +102,14 @@ func TestAwaitCommitMarkersSkipsOpenTransactions(t *testing.T) {
 		t.Fatalf("LSO of %s/1 is %d, want 3", topic, lso.Offset)
 	}
 
-	held, err := heldBack(ctx, adm, lsos, []string{"Ongoing"})
-	if err != nil {
-		t.Fatal(err)
+	held, behind, err := heldBack(ctx, adm, lsos, []string{"Ongoing"})
+	if err != nil || !behind {
+		t.Fatalf("heldBack: behind %v, %v; want the LSO of %s/1 below its end", behind, err, topic)
 	}
 	if len(held) != 1 || held[0].Topic != topic || held[0].Partition != 1 || held[0].State != "Ongoing" {
 		t.Fatalf("held back by Ongoing transactions: %v, want %s/1 alone", held, topic)
 	}
-	if held, err := heldBack(ctx, adm, lsos, committingStates); err != nil || len(held) != 0 {
+	if held, _, err := heldBack(ctx, adm, lsos, committingStates); err != nil || len(held) != 0 {
 		t.Fatalf("held back by committing transactions: %v (%v), want none", held, err)
 	}
 
@@ -122,5 +122,23 @@ func TestAwaitCommitMarkersSkipsOpenTransactions(t *testing.T) {
 	}
 	if end, _ := ends.Lookup(topic, 1); end.Offset != 3 {
 		t.Errorf("restore end of %s/1 is %d, want the LSO, 3", topic, end.Offset)
+	}
+
+	// A checkpoint past the LSO (3) within the log (end 4) is a committed
+	// transaction's whose marker is late, under exactly-once: the store
+	// is not rebuilt. Past the log's end, or at-least-once, it is.
+	st := &taskStore{changelog: topic, partition: 1}
+	a.txn = &transactions{}
+	for _, c := range []struct {
+		checkpoint int64
+		want       bool
+	}{{4, true}, {5, false}} {
+		if got := a.aheadOfStableOffset(ctx, adm, st, c.checkpoint); got != c.want {
+			t.Errorf("exactly-once, checkpoint %d: ahead of the LSO within the log = %v, want %v", c.checkpoint, got, c.want)
+		}
+	}
+	a.txn = nil
+	if a.aheadOfStableOffset(ctx, adm, st, 4) {
+		t.Error("at-least-once: a checkpoint past the end offset is not kept")
 	}
 }

@@ -53,7 +53,7 @@ const markerPoll = 50 * time.Millisecond
 func (a *App) awaitCommitMarkers(ctx context.Context, adm *kadm.Client, ends kadm.ListedOffsets) (kadm.ListedOffsets, error) {
 	var waited time.Time
 	for {
-		held, err := heldBack(ctx, adm, ends, committingStates)
+		held, behind, err := heldBack(ctx, adm, ends, committingStates)
 		var ae *kadm.AuthError
 		if errors.As(err, &ae) || errors.Is(err, kerr.ClusterAuthorizationFailed) || errors.Is(err, kerr.TransactionalIDAuthorizationFailed) || errors.Is(err, kerr.TopicAuthorizationFailed) {
 			a.markerWarn.Do(func() {
@@ -64,11 +64,26 @@ func (a *App) awaitCommitMarkers(ctx context.Context, adm *kadm.Client, ends kad
 		if err != nil {
 			return nil, fmt.Errorf("finding transactions that hold changelogs back: %w", err)
 		}
+		if !behind {
+			return ends, nil // no transaction open on any: nothing to wait for
+		}
 		if len(held) == 0 {
-			if !waited.IsZero() {
-				a.log.Info("the commit markers came; restoring", "waited", time.Since(waited).Round(time.Millisecond))
+			// The LSOs were listed before the producers were described:
+			// markers written in between moved an LSO on, and the
+			// producer may have begun its next transaction since. The
+			// LSOs stand only if a new listing finds them where they were.
+			relisted, err := listStableOffsets(ctx, adm, ends)
+			if err != nil {
+				return nil, err
 			}
-			return ends, nil
+			if sameOffsets(relisted, ends) {
+				if !waited.IsZero() {
+					a.log.Info("the commit markers came; restoring", "waited", time.Since(waited).Round(time.Millisecond))
+				}
+				return ends, nil
+			}
+			ends = relisted
+			continue
 		}
 		if waited.IsZero() {
 			waited = time.Now()
@@ -79,15 +94,33 @@ func (a *App) awaitCommitMarkers(ctx context.Context, adm *kadm.Client, ends kad
 			return nil, fmt.Errorf("waiting for the commit markers of %s: %w", held, ctx.Err())
 		case <-time.After(markerPoll):
 		}
-		relisted, err := adm.ListCommittedOffsets(ctx, slices.Collect(maps.Keys(ends))...)
-		if err == nil {
-			err = relisted.Error()
-		}
+		relisted, err := listStableOffsets(ctx, adm, ends)
 		if err != nil {
 			return nil, err
 		}
 		ends = relisted
 	}
+}
+
+// listStableOffsets lists the LSOs of the topics of ends again.
+func listStableOffsets(ctx context.Context, adm *kadm.Client, ends kadm.ListedOffsets) (kadm.ListedOffsets, error) {
+	relisted, err := adm.ListCommittedOffsets(ctx, slices.Collect(maps.Keys(ends))...)
+	if err == nil {
+		err = relisted.Error()
+	}
+	return relisted, err
+}
+
+// sameOffsets reports whether b lists every partition of a at the same
+// offset.
+func sameOffsets(a, b kadm.ListedOffsets) bool {
+	same := true
+	a.Each(func(o kadm.ListedOffset) {
+		if other, ok := b.Lookup(o.Topic, o.Partition); !ok || other.Offset != o.Offset {
+			same = false
+		}
+	})
+	return same
 }
 
 // heldPartition is a changelog partition whose LSO a committing
@@ -104,14 +137,14 @@ func (h heldPartition) String() string {
 }
 
 // heldBack lists the partitions of lsos whose LSO a transaction in one of
-// states holds back.
-func heldBack(ctx context.Context, adm *kadm.Client, lsos kadm.ListedOffsets, states []string) ([]heldPartition, error) {
+// states holds back, and reports whether any LSO was below its log end.
+func heldBack(ctx context.Context, adm *kadm.Client, lsos kadm.ListedOffsets, states []string) (held []heldPartition, behindEnd bool, err error) {
 	ends, err := adm.ListEndOffsets(ctx, slices.Collect(maps.Keys(lsos))...)
 	if err == nil {
 		err = ends.Error()
 	}
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	behind := make(kadm.TopicsSet)
 	lsos.Each(func(o kadm.ListedOffset) {
@@ -120,11 +153,11 @@ func heldBack(ctx context.Context, adm *kadm.Client, lsos kadm.ListedOffsets, st
 		}
 	})
 	if len(behind) == 0 {
-		return nil, nil
+		return nil, false, nil
 	}
 	described, err := adm.DescribeProducers(ctx, behind)
 	if err != nil {
-		return nil, err
+		return nil, true, err
 	}
 	open := map[int64][]heldPartition{}
 	var ids []int64
@@ -146,10 +179,10 @@ func heldBack(ctx context.Context, adm *kadm.Client, lsos kadm.ListedOffsets, st
 		}
 	})
 	if perr != nil {
-		return nil, perr
+		return nil, true, perr
 	}
 	if len(ids) == 0 {
-		return nil, nil
+		return nil, true, nil
 	}
 	// Every broker is asked, as any may coordinate a transactional id; a
 	// broker that is down coordinates none for long (its partitions of
@@ -157,14 +190,13 @@ func heldBack(ctx context.Context, adm *kadm.Client, lsos kadm.ListedOffsets, st
 	txns, err := adm.ListTransactions(ctx, ids, states)
 	var se *kadm.ShardErrors
 	if err != nil && !(errors.As(err, &se) && !se.AllFailed) {
-		return nil, err
+		return nil, true, err
 	}
-	var held []heldPartition
 	txns.Each(func(t kadm.ListedTransaction) {
 		for _, h := range open[t.ProducerID] {
 			h.State = t.State
 			held = append(held, h)
 		}
 	})
-	return held, nil
+	return held, true, nil
 }

@@ -226,7 +226,7 @@ func (a *App) placeReplicas(plan assign.Assignment, left []*task) []*standbyTask
 // changelogs, pausing their partitions meanwhile, and starts the others.
 func (a *App) startRestores(ctx context.Context, cl *kgo.Client, tasks []*task, ends kadm.ListedOffsets) {
 	for _, t := range tasks {
-		restoring, err := a.restoreStores(ctx, t, ends)
+		restoring, err := a.restoreStores(ctx, kadm.NewClient(cl), t, ends)
 		if err != nil {
 			a.setAsyncError(&TaskFailedError{Task: t.id, Err: err})
 			continue

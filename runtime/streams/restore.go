@@ -90,7 +90,7 @@ func (a *App) changelogEnds(ctx context.Context, adm *kadm.Client, tasks []*task
 // restoreStores starts restoring t's stores that are behind their
 // changelogs' ends and reports whether it had to. The processing
 // goroutine resumes t once the restoration finished (finishRestore).
-func (a *App) restoreStores(ctx context.Context, t *task, ends kadm.ListedOffsets) (bool, error) {
+func (a *App) restoreStores(ctx context.Context, adm *kadm.Client, t *task, ends kadm.ListedOffsets) (bool, error) {
 	var behind []*storeRestore
 	for _, st := range t.storeList {
 		if st.changelog == "" {
@@ -101,6 +101,9 @@ func (a *App) restoreStores(ctx context.Context, t *task, ends kadm.ListedOffset
 			return false, fmt.Errorf("changelog %s has no partition %d for task %s", st.changelog, st.partition, t.id)
 		}
 		start := st.db.Checkpoint().ChangelogOffset
+		if start > end.Offset && a.aheadOfStableOffset(ctx, adm, st, start) {
+			continue // it holds a committed transaction the LSO does not show yet
+		}
 		if start > end.Offset {
 			// The changelog was deleted and recreated, or truncated: the
 			// local state describes records that no longer exist, so it
@@ -128,6 +131,30 @@ func (a *App) restoreStores(ctx context.Context, t *task, ends kadm.ListedOffset
 		a.finishRestore(r)
 	}()
 	return true, nil
+}
+
+// aheadOfStableOffset reports whether, under exactly-once, a store whose
+// checkpoint is past its changelog's LSO is within the log all the same.
+// A store applies a transaction's writes only once it committed, so such
+// a checkpoint is a committed transaction whose marker on the changelog
+// is not written yet (awaitCommitMarkers waits for those, but a marker
+// may come between two listings): the store holds that transaction, and
+// rebuilding it would restore to before it. A checkpoint past the log's
+// end is a changelog deleted and recreated, or truncated.
+func (a *App) aheadOfStableOffset(ctx context.Context, adm *kadm.Client, st *taskStore, checkpoint int64) bool {
+	if a.txn == nil {
+		return false
+	}
+	ends, err := adm.ListEndOffsets(ctx, st.changelog)
+	if err == nil {
+		err = ends.Error()
+	}
+	if err != nil {
+		a.log.Warn("listing a changelog's end for a checkpoint past its last stable offset", "changelog", st.changelog, "err", err)
+		return false
+	}
+	end, ok := ends.Lookup(st.changelog, st.partition)
+	return ok && checkpoint <= end.Offset
 }
 
 // storeRestore is the progress of one store's restore.
