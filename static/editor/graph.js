@@ -8,7 +8,7 @@
 // change the editor makes goes through a batch, so that one user action
 // is one undo step.
 
-import { fitReadable } from './fit.js'
+import { fitAll, MIN_ZOOM } from './fit.js'
 import { Catalog, DesignIndex, branchesOf, newNodeId, initialParams } from './catalog.js'
 
 export const NODE_WIDTH = 190
@@ -172,8 +172,8 @@ export class Canvas {
       grid: { visible: true, size: 10, type: 'dot', args: { color: '#ced4da' } },
       background: { color: '#f8f9fa' },
       panning: { enabled: true, eventTypes: ['rightMouseDown', 'mouseWheel'] },
-      mousewheel: { enabled: true, modifiers: ['ctrl', 'meta'], minScale: 0.2, maxScale: 2.5, zoomAtMousePosition: true },
-      scaling: { min: 0.2, max: 2.5 },
+      mousewheel: { enabled: true, modifiers: ['ctrl', 'meta'], minScale: MIN_ZOOM, maxScale: 2.5, zoomAtMousePosition: true },
+      scaling: { min: MIN_ZOOM, max: 2.5 },
       preventDefaultContextMenu: true,
       interacting: {
         edgeMovable: false,
@@ -628,6 +628,17 @@ export class Canvas {
     return node
   }
 
+  // minimapBox is the minimap's box in the canvas's pixels (it lies over
+  // the canvas's corner), or null when it is not shown.
+  minimapBox() {
+    const m = this.opts.minimap
+    if (!m || !m.offsetParent) return null
+    const r = m.getBoundingClientRect()
+    const c = this.opts.container.getBoundingClientRect()
+    if (!r.width || !r.height) return null
+    return { left: r.left - c.left, top: r.top - c.top, right: r.right - c.left, bottom: r.bottom - c.top }
+  }
+
   // startDrag starts dragging a new node of the kind from the palette.
   startDrag(kindName, e) {
     const kind = this.kindOf(kindName)
@@ -790,16 +801,36 @@ export class Canvas {
     this.graph.zoom(factor)
   }
 
-  // fit zooms to show the whole design, but not below MIN_FIT_ZOOM: a
-  // design that does not fit then shows from its top-left corner (its
-  // sources), the rest a pan away. The container's data-zoom is the zoom.
+  // fit zooms to show every node of the design, with a margin (fit.js);
+  // opening a design and Layout do it too. A node the minimap would cover
+  // is fitted again beside the minimap or above it, whichever shows the
+  // design bigger. The container's data-zoom is the zoom.
   fit() {
     const g = this.graph
     if (g.getNodes().length === 0) {
       g.zoomTo(1)
       return
     }
-    fitReadable(g, this.opts.container, 40, 1.2)
+    const c = this.opts.container
+    const pad = 40
+    fitAll(g, c, pad, 1.2)
+    const mini = this.minimapBox()
+    if (!mini || !this.nodesUnder(mini)) return
+    const beside = { top: pad, left: pad, bottom: pad, right: Math.max(pad, c.clientWidth - mini.left + 10) }
+    const above = { top: pad, left: pad, right: pad, bottom: Math.max(pad, c.clientHeight - mini.top + 10) }
+    fitAll(g, c, beside, 1.2)
+    const zoomBeside = g.zoom()
+    fitAll(g, c, above, 1.2)
+    if (zoomBeside > g.zoom()) fitAll(g, c, beside, 1.2)
+  }
+
+  // nodesUnder says whether a node lies (partly) under a box in the
+  // canvas's pixels.
+  nodesUnder(box) {
+    return this.graph.getNodes().some((n) => {
+      const r = this.graph.localToGraph(n.getBBox())
+      return r.x < box.right && box.left < r.x + r.width && r.y < box.bottom && box.top < r.y + r.height
+    })
   }
 
   // layout places the nodes left to right with dagre (one undo step).
