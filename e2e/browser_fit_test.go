@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -124,4 +125,85 @@ func TestEditorFitShowsEveryNode(t *testing.T) {
 			expectNone(t, b, "nodes of the opened grid", outsideJS(canvasNodes, `[data-testid="canvas"]`, 10, `[data-testid="minimap"]`), 5*time.Second)
 		})
 	}
+}
+
+// failoverTableJS lists the failover table's headers and cells that are
+// not inside its panel (or, with viewport, the window), and says so when
+// the table scrolls sideways.
+func failoverTableJS(viewport bool) string {
+	return fmt.Sprintf(`(() => {
+  const panel = document.querySelector('[data-testid="failovers"]');
+  const cs = getComputedStyle(panel), p = panel.getBoundingClientRect();
+  const left = p.left + parseFloat(cs.borderLeftWidth), right = p.right - parseFloat(cs.borderRightWidth);
+  const out = [];
+  for (const e of panel.querySelectorAll('.lv-table-wrap')) if (e.scrollWidth > e.clientWidth) out.push('the table scrolls sideways: ' + e.scrollWidth + ' px in ' + e.clientWidth);
+  const cells = panel.querySelectorAll('[data-testid="failover-table"] th, [data-testid="failover-table"] tbody td');
+  if (cells.length === 0) out.push('no cells');
+  for (const c of cells) {
+    const r = c.getBoundingClientRect(), name = c.tagName + ' "' + c.textContent + '"';
+    if (r.width === 0) out.push(name + ' not drawn');
+    else if (r.left < left - 0.5 || r.right > right + 0.5) out.push(name + ' [' + Math.round(r.left) + ', ' + Math.round(r.right) + '] not inside the panel [' + Math.round(left) + ', ' + Math.round(right) + ']');
+    else if (c.scrollWidth > c.clientWidth + 1) out.push(name + ' cut off');
+    else if (%v && (r.right > innerWidth || r.bottom > innerHeight || r.top < 0)) out.push(name + ' out of the window');
+  }
+  return out;
+})()`, viewport)
+}
+
+// TestLiveFitsAfterACrash crashes an instance of the demo deployment and
+// looks at its live page at 1600x1000, then at 1280x800: every node of
+// the topology inside its graph, and every header and cell of the
+// failover table inside its panel, without a sideways scroll. At
+// 1600x1000 both are in the window at once, which the screenshot
+// live-failover shows.
+func TestLiveFitsAfterACrash(t *testing.T) {
+	url := startServe(t)
+	const id = "orders-demo"
+	waitDeployment(t, url, id)
+	tasks := make([]string, 0, 2*demoPartitions)
+	for sub := range 2 {
+		for p := range demoPartitions {
+			tasks = append(tasks, fmt.Sprintf("%d_%d", sub, p))
+		}
+	}
+	const liveNodes = `[data-testid="live-graph-canvas"] [data-testid^="live-node-"]`
+	const withDowntime = `Array.from(document.querySelectorAll('[data-testid^="failover-"][data-task]')).filter(r => /^\d+$/.test(r.dataset.downtime)).length`
+
+	b := newBrowserSized(t, 1600, 1000)
+	var active map[string][]string
+	b.stepWithin(60*time.Second, "open the live view and wait for every task to run",
+		chromedp.Navigate(url+"/live/"+id),
+		chromedp.WaitVisible(chromedp.CSS(`body[data-live-ready="true"]`)),
+		waitJS(settledJS(tasks), 50*time.Second),
+		eval(liveActive, &active))
+	victim := ""
+	for _, where := range active {
+		if inst := strings.SplitN(where[0], "/", 2)[0]; victim == "" || inst < victim {
+			victim = inst
+		}
+	}
+	b.stepWithin(60*time.Second, "crash "+victim+" and see its tasks fail over",
+		chromedp.Click(tid("crash-"+victim)),
+		waitJS(withDowntime+` > 0`, 50*time.Second),
+		eval(`(window.scrollTo(0, 0), true)`, new(bool)),
+		until(`window.scrollY === 0`))
+	expectNone(t, b, "1600x1000: topology nodes in the graph", outsideJS(liveNodes, `[data-testid="live-graph-canvas"]`, 10, ""), 5*time.Second)
+	expectNone(t, b, "1600x1000: topology nodes in the window", outsideViewportJS(liveNodes), time.Second)
+	expectNone(t, b, "1600x1000: failover table", failoverTableJS(true), 5*time.Second)
+	saveSuccessShot(t, b, "live-failover")
+
+	small := newBrowserSized(t, 1280, 800)
+	small.stepWithin(60*time.Second, "open the live view at 1280x800 and see the failovers",
+		chromedp.Navigate(url+"/live/"+id),
+		chromedp.WaitVisible(chromedp.CSS(`body[data-live-ready="true"]`)),
+		waitJS(withDowntime+` > 0`, 50*time.Second),
+		until(`document.querySelector('[data-testid="live-graph-canvas"]').dataset.zoom !== undefined`))
+	expectNone(t, small, "1280x800: topology nodes in the graph", outsideJS(liveNodes, `[data-testid="live-graph-canvas"]`, 10, ""), 5*time.Second)
+	expectNone(t, small, "1280x800: failover table", failoverTableJS(false), 5*time.Second)
+}
+
+// outsideViewportJS is JavaScript listing the elements of items whose box
+// is not inside the window.
+func outsideViewportJS(items string) string {
+	return fmt.Sprintf(`Array.from(document.querySelectorAll(%q)).filter(e => { const r = e.getBoundingClientRect(); return r.left < 0 || r.top < 0 || r.right > innerWidth || r.bottom > innerHeight; }).map(e => e.dataset.testid + ' out of the window')`, items)
 }
