@@ -127,6 +127,50 @@ func TestEditorFitShowsEveryNode(t *testing.T) {
 	}
 }
 
+// TestPaletteDoubleClickPlacesApart double-clicks kinds in the palette:
+// each new node goes to a free place in view, none overlapping another
+// node (the demo's or a new one), inside the canvas and clear of the
+// minimap.
+func TestPaletteDoubleClickPlacesApart(t *testing.T) {
+	url := startServe(t)
+	id := demoDesignID(t, url)
+	b := newBrowser(t)
+	b.step("open the demo",
+		chromedp.Navigate(url+"/designs/"+id),
+		chromedp.WaitVisible(chromedp.CSS(`body[data-editor-ready="true"]`)),
+		until(`document.querySelector('[data-testid="canvas"]').dataset.zoom !== undefined`))
+	var before []string
+	b.step("list the nodes", eval(nodeIDs, &before))
+	kinds := []string{"filter", "map", "peek", "filter", "map-values", "source-stream", "peek"}
+	for i, kind := range kinds {
+		b.step(fmt.Sprintf("double-click %s in the palette", kind),
+			chromedp.DoubleClick(tid("palette-"+kind)),
+			until(fmt.Sprintf(`%s.length === %d`, nodeIDs, len(before)+i+1)))
+	}
+	var overlapping []string
+	b.step("find overlapping nodes",
+		eval(`(() => { `+overlaps+`
+		  const nodes = Array.from(document.querySelectorAll('`+canvasNodes+` .be-body')).map(e => [e.closest('[data-testid^="node-"]').dataset.testid, e.getBoundingClientRect()]);
+		  const out = [];
+		  for (let i = 0; i < nodes.length; i++) for (let j = i + 1; j < nodes.length; j++) if (overlap(nodes[i][1], nodes[j][1])) out.push(nodes[i][0] + ' overlaps ' + nodes[j][0]);
+		  return out })()`, &overlapping))
+	for _, s := range overlapping {
+		t.Error(s)
+	}
+	var added []string
+	b.step("list the new nodes", eval(nodeIDs, &added))
+	var fresh []string
+	for _, n := range added {
+		if !contains(before, n) {
+			fresh = append(fresh, `[data-testid="node-`+n+`"]`)
+		}
+	}
+	if len(fresh) != len(kinds) {
+		t.Fatalf("%d new nodes (%v), want %d", len(fresh), fresh, len(kinds))
+	}
+	expectNone(t, b, "new nodes in view", outsideJS(`[data-testid="canvas"] :is(`+strings.Join(fresh, ", ")+`)`, `[data-testid="canvas"]`, 0, `[data-testid="minimap"]`), time.Second)
+}
+
 // failoverTableJS lists the failover table's headers and cells that are
 // not inside its panel (or, with viewport, the window), and says so when
 // the table scrolls sideways.

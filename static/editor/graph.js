@@ -14,6 +14,9 @@ import { Catalog, DesignIndex, branchesOf, newNodeId, initialParams } from './ca
 export const NODE_WIDTH = 190
 const MIN_HEIGHT = 64
 const PORT_GAP = 22
+// NODE_GAP is the room a new node keeps from the others (the demo's
+// nodes are this far apart).
+const NODE_GAP = 30
 
 // Colours of the left stripe, by palette group.
 const GROUP_COLOURS = {
@@ -610,22 +613,72 @@ export class Canvas {
     return false
   }
 
-  // addNode adds a node of the kind (at a point of the graph, or the
-  // middle of the visible area) and selects it.
+  // addNode adds a node of the kind (at a point of the graph, or at a
+  // free place in view: freePlace) and selects it.
   addNode(kindName, at) {
     const kind = this.kindOf(kindName)
     if (!kind) return null
-    let pos = at
-    if (!pos) {
-      const area = this.graph.getGraphArea()
-      pos = { x: area.x + area.width / 2 - NODE_WIDTH / 2, y: area.y + area.height / 2 - MIN_HEIGHT / 2 }
-      // Do not drop onto another node's place.
-      const taken = new Set(this.graph.getNodes().map((n) => Math.round(n.getPosition().x) + ',' + Math.round(n.getPosition().y)))
-      while (taken.has(Math.round(pos.x) + ',' + Math.round(pos.y))) pos = { x: pos.x + 30, y: pos.y + 30 }
+    const spec = this.nodeSpec({ id: this.freshId(kind.name), kind: kind.name, params: initialParams(kind), position: at || { x: 0, y: 0 } })
+    let outOfView = false
+    if (!at) {
+      const place = this.freePlace(spec.width, spec.height)
+      spec.x = place.x
+      spec.y = place.y
+      outOfView = place.outOfView
     }
-    const node = this.graph.addNode(this.nodeSpec({ id: this.freshId(kind.name), kind: kind.name, params: initialParams(kind), position: pos }))
+    const node = this.graph.addNode(spec)
+    this.lastAdded = node.id
+    if (outOfView) this.graph.centerCell(node)
     this.selection.reset([node])
     return node
+  }
+
+  // freePlace is where a new node of the size goes, in the graph's
+  // coordinates: right of the node added last, else below it, else the
+  // free place of the visible area nearest its middle. A place is free
+  // when the node, NODE_GAP away from every other node, lies in the
+  // visible area (less a margin, and the minimap over its corner). With
+  // none free in view, it is right of the whole design (outOfView: the
+  // canvas pans to it).
+  freePlace(width, height) {
+    const g = this.graph
+    const view = g.getGraphArea()
+    const margin = 10 / g.zoom()
+    const boxes = g.getNodes().map((n) => n.getBBox())
+    const mini = this.minimapBox()
+    if (mini) {
+      const a = g.graphToLocal(mini.left, mini.top)
+      const b = g.graphToLocal(mini.right, mini.bottom)
+      boxes.push({ x: a.x, y: a.y, width: b.x - a.x, height: b.y - a.y })
+    }
+    const free = (x, y) =>
+      x >= view.x + margin &&
+      y >= view.y + margin &&
+      x + width <= view.x + view.width - margin &&
+      y + height <= view.y + view.height - margin &&
+      boxes.every((b) => x + width + NODE_GAP <= b.x || b.x + b.width + NODE_GAP <= x || y + height + NODE_GAP <= b.y || b.y + b.height + NODE_GAP <= y)
+    const last = this.lastAdded && this.node(this.lastAdded)
+    if (last) {
+      const b = last.getBBox()
+      for (const p of [{ x: b.x + b.width + NODE_GAP, y: b.y }, { x: b.x, y: b.y + b.height + NODE_GAP }]) {
+        if (free(p.x, p.y)) return p
+      }
+    }
+    // Places on the grid, some 10 px of the screen apart whatever the zoom.
+    const step = 10 * Math.max(1, Math.round(1 / g.zoom()))
+    const cx = view.x + view.width / 2 - width / 2
+    const cy = view.y + view.height / 2 - height / 2
+    const places = []
+    for (let x = Math.ceil((view.x + margin) / step) * step; x + width <= view.x + view.width - margin; x += step) {
+      for (let y = Math.ceil((view.y + margin) / step) * step; y + height <= view.y + view.height - margin; y += step) {
+        places.push({ x, y, d: (x - cx) ** 2 + (y - cy) ** 2 })
+      }
+    }
+    places.sort((a, b) => a.d - b.d)
+    const found = places.find((p) => free(p.x, p.y))
+    if (found) return { x: found.x, y: found.y }
+    const content = g.getContentArea()
+    return { x: content.x + content.width + NODE_GAP, y: content.y, outOfView: true }
   }
 
   // minimapBox is the minimap's box in the canvas's pixels (it lies over
