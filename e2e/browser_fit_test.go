@@ -171,6 +171,34 @@ func TestPaletteDoubleClickPlacesApart(t *testing.T) {
 	expectNone(t, b, "new nodes in view", outsideJS(`[data-testid="canvas"] :is(`+strings.Join(fresh, ", ")+`)`, `[data-testid="canvas"]`, 0, `[data-testid="minimap"]`), time.Second)
 }
 
+// TestExpressionErrorShownOnce gets the demo's filter's predicate wrong:
+// the properties panel says what is wrong once, at the expression, while
+// the problems list lists it and the node is marked.
+func TestExpressionErrorShownOnce(t *testing.T) {
+	url := startServe(t)
+	id := demoDesignID(t, url)
+	b := newBrowser(t)
+	var properties string
+	var listed int
+	b.step("open the demo and break the filter's predicate",
+		chromedp.Navigate(url+"/designs/"+id),
+		chromedp.WaitVisible(chromedp.CSS(`body[data-editor-ready="true"]`)),
+		chromedp.Click(tid("node-filter")),
+		chromedp.WaitVisible(tid("param-predicate")),
+		chromedp.SendKeys(tid("param-predicate"), " <"),
+		until(`document.querySelector('[data-testid="expr-status-predicate"]').dataset.ok === "false"`),
+		until(`document.querySelector('[data-testid="node-filter"]').dataset.problem === "true"`),
+		until(`document.querySelector('[data-testid="problems-count"]').textContent === "1"`),
+		eval(`document.querySelector('[data-testid="properties"]').innerText`, &properties),
+		eval(`document.querySelectorAll('[data-testid="problems"] [data-testid^="problem-"]').length`, &listed))
+	if n := strings.Count(properties, "unexpected token"); n != 1 {
+		t.Errorf("the properties panel says %d times what is wrong with the predicate, want once:\n%s", n, properties)
+	}
+	if listed != 1 {
+		t.Errorf("the problems list has %d entries, want the predicate's", listed)
+	}
+}
+
 // failoverTableJS lists the failover table's headers and cells that are
 // not inside its panel (or, with viewport, the window), and says so when
 // the table scrolls sideways.
