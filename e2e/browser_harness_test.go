@@ -205,7 +205,15 @@ type shot struct {
 	png  []byte
 }
 
+// newBrowser starts a tab in a window of 1600x1000 px.
 func newBrowser(t *testing.T) *browser {
+	t.Helper()
+	return newBrowserSized(t, 1600, 1000)
+}
+
+// newBrowserSized starts a tab in a window of width x height px (the
+// page's viewport is the window less the browser's own bars).
+func newBrowserSized(t *testing.T, width, height int) *browser {
 	t.Helper()
 	opts := append(chromedp.DefaultExecAllocatorOptions[:],
 		chromedp.ExecPath(chromiumPath(t)),
@@ -221,7 +229,7 @@ func newBrowser(t *testing.T) *browser {
 		chromedp.Flag("no-proxy-server", true),
 		chromedp.NoFirstRun,
 		chromedp.UserDataDir(t.TempDir()),
-		chromedp.WindowSize(1600, 1000),
+		chromedp.WindowSize(width, height),
 	)
 	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
 	b := &browser{t: t}

@@ -8,12 +8,15 @@
 // change the editor makes goes through a batch, so that one user action
 // is one undo step.
 
-import { fitReadable } from './fit.js'
+import { fitAll, MIN_ZOOM } from './fit.js'
 import { Catalog, DesignIndex, branchesOf, newNodeId, initialParams } from './catalog.js'
 
 export const NODE_WIDTH = 190
 const MIN_HEIGHT = 64
 const PORT_GAP = 22
+// NODE_GAP is the room a new node keeps from the others (the demo's
+// nodes are this far apart).
+const NODE_GAP = 30
 
 // Colours of the left stripe, by palette group.
 const GROUP_COLOURS = {
@@ -172,8 +175,8 @@ export class Canvas {
       grid: { visible: true, size: 10, type: 'dot', args: { color: '#ced4da' } },
       background: { color: '#f8f9fa' },
       panning: { enabled: true, eventTypes: ['rightMouseDown', 'mouseWheel'] },
-      mousewheel: { enabled: true, modifiers: ['ctrl', 'meta'], minScale: 0.2, maxScale: 2.5, zoomAtMousePosition: true },
-      scaling: { min: 0.2, max: 2.5 },
+      mousewheel: { enabled: true, modifiers: ['ctrl', 'meta'], minScale: MIN_ZOOM, maxScale: 2.5, zoomAtMousePosition: true },
+      scaling: { min: MIN_ZOOM, max: 2.5 },
       preventDefaultContextMenu: true,
       interacting: {
         edgeMovable: false,
@@ -610,22 +613,83 @@ export class Canvas {
     return false
   }
 
-  // addNode adds a node of the kind (at a point of the graph, or the
-  // middle of the visible area) and selects it.
+  // addNode adds a node of the kind (at a point of the graph, or at a
+  // free place in view: freePlace) and selects it.
   addNode(kindName, at) {
     const kind = this.kindOf(kindName)
     if (!kind) return null
-    let pos = at
-    if (!pos) {
-      const area = this.graph.getGraphArea()
-      pos = { x: area.x + area.width / 2 - NODE_WIDTH / 2, y: area.y + area.height / 2 - MIN_HEIGHT / 2 }
-      // Do not drop onto another node's place.
-      const taken = new Set(this.graph.getNodes().map((n) => Math.round(n.getPosition().x) + ',' + Math.round(n.getPosition().y)))
-      while (taken.has(Math.round(pos.x) + ',' + Math.round(pos.y))) pos = { x: pos.x + 30, y: pos.y + 30 }
+    const spec = this.nodeSpec({ id: this.freshId(kind.name), kind: kind.name, params: initialParams(kind), position: at || { x: 0, y: 0 } })
+    let outOfView = false
+    if (!at) {
+      const place = this.freePlace(spec.width, spec.height)
+      spec.x = place.x
+      spec.y = place.y
+      outOfView = place.outOfView
     }
-    const node = this.graph.addNode(this.nodeSpec({ id: this.freshId(kind.name), kind: kind.name, params: initialParams(kind), position: pos }))
+    const node = this.graph.addNode(spec)
+    this.lastAdded = node.id
+    if (outOfView) this.graph.centerCell(node)
     this.selection.reset([node])
     return node
+  }
+
+  // freePlace is where a new node of the size goes, in the graph's
+  // coordinates: right of the node added last, else below it, else the
+  // free place of the visible area nearest its middle. A place is free
+  // when the node, NODE_GAP away from every other node, lies in the
+  // visible area (less a margin, and the minimap over its corner). With
+  // none free in view, it is right of the whole design (outOfView: the
+  // canvas pans to it).
+  freePlace(width, height) {
+    const g = this.graph
+    const view = g.getGraphArea()
+    const margin = 10 / g.zoom()
+    const boxes = g.getNodes().map((n) => n.getBBox())
+    const mini = this.minimapBox()
+    if (mini) {
+      const a = g.graphToLocal(mini.left, mini.top)
+      const b = g.graphToLocal(mini.right, mini.bottom)
+      boxes.push({ x: a.x, y: a.y, width: b.x - a.x, height: b.y - a.y })
+    }
+    const free = (x, y) =>
+      x >= view.x + margin &&
+      y >= view.y + margin &&
+      x + width <= view.x + view.width - margin &&
+      y + height <= view.y + view.height - margin &&
+      boxes.every((b) => x + width + NODE_GAP <= b.x || b.x + b.width + NODE_GAP <= x || y + height + NODE_GAP <= b.y || b.y + b.height + NODE_GAP <= y)
+    const last = this.lastAdded && this.node(this.lastAdded)
+    if (last) {
+      const b = last.getBBox()
+      for (const p of [{ x: b.x + b.width + NODE_GAP, y: b.y }, { x: b.x, y: b.y + b.height + NODE_GAP }]) {
+        if (free(p.x, p.y)) return p
+      }
+    }
+    // Places on the grid, some 10 px of the screen apart whatever the zoom.
+    const step = 10 * Math.max(1, Math.round(1 / g.zoom()))
+    const cx = view.x + view.width / 2 - width / 2
+    const cy = view.y + view.height / 2 - height / 2
+    const places = []
+    for (let x = Math.ceil((view.x + margin) / step) * step; x + width <= view.x + view.width - margin; x += step) {
+      for (let y = Math.ceil((view.y + margin) / step) * step; y + height <= view.y + view.height - margin; y += step) {
+        places.push({ x, y, d: (x - cx) ** 2 + (y - cy) ** 2 })
+      }
+    }
+    places.sort((a, b) => a.d - b.d)
+    const found = places.find((p) => free(p.x, p.y))
+    if (found) return { x: found.x, y: found.y }
+    const content = g.getContentArea()
+    return { x: content.x + content.width + NODE_GAP, y: content.y, outOfView: true }
+  }
+
+  // minimapBox is the minimap's box in the canvas's pixels (it lies over
+  // the canvas's corner), or null when it is not shown.
+  minimapBox() {
+    const m = this.opts.minimap
+    if (!m || !m.offsetParent) return null
+    const r = m.getBoundingClientRect()
+    const c = this.opts.container.getBoundingClientRect()
+    if (!r.width || !r.height) return null
+    return { left: r.left - c.left, top: r.top - c.top, right: r.right - c.left, bottom: r.bottom - c.top }
   }
 
   // startDrag starts dragging a new node of the kind from the palette.
@@ -790,16 +854,36 @@ export class Canvas {
     this.graph.zoom(factor)
   }
 
-  // fit zooms to show the whole design, but not below MIN_FIT_ZOOM: a
-  // design that does not fit then shows from its top-left corner (its
-  // sources), the rest a pan away. The container's data-zoom is the zoom.
+  // fit zooms to show every node of the design, with a margin (fit.js);
+  // opening a design and Layout do it too. A node the minimap would cover
+  // is fitted again beside the minimap or above it, whichever shows the
+  // design bigger. The container's data-zoom is the zoom.
   fit() {
     const g = this.graph
     if (g.getNodes().length === 0) {
       g.zoomTo(1)
       return
     }
-    fitReadable(g, this.opts.container, 40, 1.2)
+    const c = this.opts.container
+    const pad = 40
+    fitAll(g, c, pad, 1.2)
+    const mini = this.minimapBox()
+    if (!mini || !this.nodesUnder(mini)) return
+    const beside = { top: pad, left: pad, bottom: pad, right: Math.max(pad, c.clientWidth - mini.left + 10) }
+    const above = { top: pad, left: pad, right: pad, bottom: Math.max(pad, c.clientHeight - mini.top + 10) }
+    fitAll(g, c, beside, 1.2)
+    const zoomBeside = g.zoom()
+    fitAll(g, c, above, 1.2)
+    if (zoomBeside > g.zoom()) fitAll(g, c, beside, 1.2)
+  }
+
+  // nodesUnder says whether a node lies (partly) under a box in the
+  // canvas's pixels.
+  nodesUnder(box) {
+    return this.graph.getNodes().some((n) => {
+      const r = this.graph.localToGraph(n.getBBox())
+      return r.x < box.right && box.left < r.x + r.width && r.y < box.bottom && box.top < r.y + r.height
+    })
   }
 
   // layout places the nodes left to right with dagre (one undo step).

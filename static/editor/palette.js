@@ -1,10 +1,11 @@
 // The palette: the catalog's kinds grouped in palette order, with a
 // search box. Dragging a kind onto the canvas adds a node (X6 Dnd);
-// double-click or Enter adds one in the middle of the view. Kinds the
-// catalog marks importOnly (what an import makes of a processor it could
-// not recognise) are not offered. Each group folds (its heading is a
-// button), and while kinds are out of sight below the scrolled column a
-// hint at its bottom names them and scrolls to them.
+// double-click or Enter adds one at a free place in view (Canvas.addNode:
+// right of or below the one added last). Kinds the catalog marks
+// importOnly (what an import makes of a processor it could not recognise)
+// are not offered. Each group folds (its heading is a button), and while
+// kinds are out of sight below the scrolled column a hint at its bottom
+// names them and scrolls to them.
 //
 // Test ids: palette-search, group-<group> (data-collapsed), group-toggle-
 // <group>, palette-<kind>, palette-more.

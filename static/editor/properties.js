@@ -226,7 +226,7 @@ export class Properties {
     const vars = this.catalog.roles[p.expr]
     const hint = h('div', { class: 'be-vars', text: vars ? `${p.expr}: ${vars.length ? vars.join(', ') : 'no variables'}` : p.expr || '' })
     const box = h('div', { class: 'be-expr-box' }, ta, status, hint)
-    const check = debounce(() => checkExpression(p.expr, ta.value, status, ta), 350)
+    const check = debounce(() => checkExpression(p.expr, ta.value, status, ta, () => this.showProblems()), 350)
     const apply = debounce(() => this.setParam(p, ta.value), 350)
     ta.addEventListener('input', () => {
       check()
@@ -264,7 +264,7 @@ export class Properties {
         })
         pred.value = b.predicate || ''
         const status = h('div', { class: 'be-expr-status', testid: `branch-status-${i}` })
-        const check = debounce(() => checkExpression('predicate', pred.value, status, pred), 350)
+        const check = debounce(() => checkExpression('predicate', pred.value, status, pred, () => this.showProblems()), 350)
         name.addEventListener('change', () => {
           const old = list[i].name
           list[i].name = name.value.trim()
@@ -370,6 +370,9 @@ export class Properties {
     this.showProblems()
   }
 
+  // An expression's error shows once, at the expression (its live check,
+  // which validation repeats): a problem of the field that says what one
+  // of its expression checks says is not shown again under it.
   showProblems() {
     if (!this.nodeId || !this.fields) return
     const mine = this.problems.filter((p) => p.node === this.nodeId)
@@ -381,8 +384,9 @@ export class Properties {
     for (const p of mine) {
       const f = p.param && this.fields.get(p.param)
       if (f) {
-        f.problem.textContent = (f.problem.textContent ? f.problem.textContent + '; ' : '') + p.message
         f.wrap.classList.add('has-problem')
+        if (shownByCheck(f.wrap, p.message)) continue
+        f.problem.textContent = (f.problem.textContent ? f.problem.textContent + '; ' : '') + p.message
       } else {
         this.nodeProblemsEl.append(h('li', { text: (p.param ? `${p.param}: ` : '') + p.message }))
       }
@@ -413,38 +417,55 @@ function convert(p, raw) {
 
 let exprSeq = 0
 
-// checkExpression asks the server whether source parses for role and
-// says so in status.
-async function checkExpression(role, source, status, input) {
+// checkExpression asks the server whether source parses for role, says so
+// in status and then calls done. A status showing an error keeps it in
+// data-error as validation words it (the compiler's ExprError: "message
+// (line:column)"), for shownByCheck.
+async function checkExpression(role, source, status, input, done) {
   const seq = ++exprSeq
   status._seq = seq
+  const show = (text, cls, ok, error) => {
+    status.textContent = text
+    status.className = 'be-expr-status' + cls
+    if (ok === undefined) delete status.dataset.ok
+    else status.dataset.ok = ok
+    if (error) status.dataset.error = error
+    else delete status.dataset.error
+    if (done) done()
+  }
   if (!source.trim()) {
-    status.textContent = ''
-    status.className = 'be-expr-status'
     input.classList.remove('be-invalid')
+    show('', '')
     return
   }
   try {
     const res = await api('POST', '/api/expression', { role, source })
     if (status._seq !== seq) return
     if (res && res.ok) {
-      status.textContent = '✓ valid'
-      status.className = 'be-expr-status be-ok'
-      status.dataset.ok = 'true'
       input.classList.remove('be-invalid')
+      show('✓ valid', ' be-ok', 'true')
     } else {
       const e = (res && res.error) || {}
       const where = e.line ? `line ${e.line}, column ${e.column}: ` : ''
-      status.textContent = where + (e.message || 'invalid')
-      status.className = 'be-expr-status be-bad'
-      status.dataset.ok = 'false'
+      const message = e.message || 'invalid'
       input.classList.add('be-invalid')
+      show(where + message, ' be-bad', 'false', e.line ? `${message} (${e.line}:${e.column})` : message)
     }
   } catch (err) {
     if (status._seq !== seq) return
-    status.textContent = `cannot check: ${err.message}`
-    status.className = 'be-expr-status'
+    show(`cannot check: ${err.message}`, '')
   }
+}
+
+// shownByCheck says whether an expression check in a field shows the
+// problem already: the problem is its error, or ends with it (a branch's
+// predicate: 'branch "b": predicate: <error>').
+function shownByCheck(field, message) {
+  for (const s of field.querySelectorAll('.be-expr-status[data-ok="false"]')) {
+    const e = s.dataset.error
+    if (e && (message === e || message.endsWith(': ' + e))) return true
+  }
+  return false
 }
 
 export { branchesOf }

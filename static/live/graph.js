@@ -7,12 +7,12 @@
 // data-in, data-out, data-lag and data-late-drops as they were last shown.
 
 import { rate, count, subtopologyOf, activeTasks } from './format.js'
-import { fitReadable, MIN_FIT_ZOOM } from '../editor/fit.js'
+import { fitAll, MIN_ZOOM } from '../editor/fit.js'
 
 const WIDTH = 200
 const HEIGHT = 78
-// The graph is as tall as the design at the zoom it fits at, from
-// HEIGHT_PX to MAX_HEIGHT_PX; a design that does not fit pans.
+// The graph is as wide as its panel and as tall as the design at the zoom
+// that fits it (every node shows), from HEIGHT_PX to MAX_HEIGHT_PX.
 const HEIGHT_PX = 220
 const MAX_HEIGHT_PX = 560
 const PADDING = 24
@@ -97,7 +97,7 @@ export class LiveGraph {
       background: { color: '#f8f9fa' },
       grid: { visible: true, size: 10, type: 'dot', args: { color: '#dee2e6' } },
       panning: { enabled: true },
-      mousewheel: { enabled: true, modifiers: ['ctrl', 'meta'], minScale: 0.2, maxScale: 2 },
+      mousewheel: { enabled: true, modifiers: ['ctrl', 'meta'], minScale: MIN_ZOOM, maxScale: 2 },
     })
     this.graph.on('view:mounted', ({ view }) => {
       if (view.cell.isNode()) {
@@ -172,22 +172,25 @@ export class LiveGraph {
     requestAnimationFrame(() => this.fit())
   }
 
-  // fit grows or shrinks the graph to the design's height at the zoom it
-  // fits the width at (never below MIN_FIT_ZOOM), then fits it there; the
-  // container's data-zoom is the zoom.
+  // fit scales the design to the panel: the zoom that fits its width in
+  // the panel's and its height in MAX_HEIGHT_PX (at most 1), the graph as
+  // tall as the design at that zoom (from HEIGHT_PX), and the design
+  // fitted there, every node inside (fit.js). The container's data-zoom
+  // is the zoom.
   fit() {
     const g = this.graph
     if (!g.getNodes().length) return
     const area = g.getContentArea()
     const { width } = this.size()
-    const s = Math.max(MIN_FIT_ZOOM, Math.min(1, (width - 2 * PADDING) / Math.max(1, area.width)))
+    const fits = Math.min((width - 2 * PADDING) / Math.max(1, area.width), (MAX_HEIGHT_PX - 2 * PADDING) / Math.max(1, area.height))
+    const s = Math.max(MIN_ZOOM, Math.min(1, fits))
     const height = Math.round(Math.min(MAX_HEIGHT_PX, Math.max(HEIGHT_PX, area.height * s + 2 * PADDING)))
     if (height !== this.height) {
       this.height = height
       this.container.style.height = `${height}px`
       g.resize(width, height)
     }
-    fitReadable(g, this.container, PADDING, 1)
+    fitAll(g, this.container, PADDING, 1)
   }
 
   // stats of a node: its operator's {in, out, lateDrops}, or null.

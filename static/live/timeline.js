@@ -175,11 +175,13 @@ export class FailoverTable {
     this.body = h('tbody')
     this.empty = h('p', { class: 'lv-muted', testid: 'failovers-empty', text: 'No failover yet: crash or stop an instance to see one.' })
     // The durations are whole milliseconds: the unit is in the header.
+    // The numbers' headers are right-aligned, as the numbers are.
     const heads = ['task', 'from → to', 'cause', 'replica', 'detection (ms)', 'recovery (ms)', 'downtime (ms)', 'restored (records)', 'at']
+    const numeric = new Set(['detection (ms)', 'recovery (ms)', 'downtime (ms)', 'restored (records)'])
     this.table = h(
       'table',
       { class: 'lv-table', testid: 'failover-table' },
-      h('thead', {}, h('tr', {}, heads.map((t) => h('th', { text: t, title: HELP[t.split(' (')[0]] || '' })))),
+      h('thead', {}, h('tr', {}, heads.map((t) => h('th', { text: t, class: numeric.has(t) ? 'lv-num' : '', title: HELP[t.split(' (')[0]] || '' })))),
       this.body,
     )
     root.append(this.empty, h('div', { class: 'lv-table-wrap' }, this.table))
