@@ -289,7 +289,7 @@ type Config struct {
 	// from the cluster's metadata at start, min(3, brokers)
 	// (DefaultReplicationFactor). A topic created with 3 or more also
 	// gets min.insync.replicas=2. Kafka Streams' default is the broker's
-	// default.replication.factor, often 1: see README.md. A factor above
+	// default.replication.factor, often 1: see docs/differences.md. A factor above
 	// the brokers fails the App with a *ReplicationFactorError naming the
 	// topic; an existing topic of another factor is left as it is, with a
 	// warning.

@@ -19,6 +19,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"unicode"
 
 	"github.com/braidstream/braid/runtime/streams"
 )
@@ -92,25 +93,49 @@ func TestKafkaCompatCoverage(t *testing.T) {
 	}
 }
 
-// TestKafkaCompatDifferencesDocumented keeps the README true: every
-// difference a case asserts is an item of the README's section "Where
-// Braid differs from Kafka Streams", whose items start "**<name>.**".
+// TestKafkaCompatDifferencesDocumented keeps the documentation true: every
+// difference a case asserts is a section "## <name>" of
+// docs/differences.md, and the README's list of differences links every
+// section of it, so that each is one click from the README.
 func TestKafkaCompatDifferencesDocumented(t *testing.T) {
+	doc, err := os.ReadFile("../../docs/differences.md")
+	if err != nil {
+		t.Fatal(err)
+	}
 	readme, err := os.ReadFile("../../README.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	const heading = "## Where Braid differs from Kafka Streams\n"
-	_, section, ok := strings.Cut(string(readme), heading)
-	if !ok {
-		t.Fatalf("README.md has no section %q", strings.TrimSpace(heading))
-	}
-	section, _, _ = strings.Cut(section, "\n## ")
-	for _, c := range kafkaPort {
-		if c.Differs != "" && !strings.Contains(section, "**"+c.Differs+".**") {
-			t.Errorf("case %s asserts the difference %q, which the README's section does not list as \"**%s.**\"", c.Kafka, c.Differs, c.Differs)
+	sections := make(map[string]bool)
+	for _, line := range strings.Split(string(doc), "\n") {
+		if name, ok := strings.CutPrefix(line, "## "); ok {
+			sections[name] = true
+			link := "](docs/differences.md#" + markdownAnchor(name) + ")"
+			if !strings.Contains(string(readme), link) {
+				t.Errorf("README.md does not link the difference %q (want a link ending %q)", name, link)
+			}
 		}
 	}
+	for _, c := range kafkaPort {
+		if c.Differs != "" && !sections[c.Differs] {
+			t.Errorf("case %s asserts the difference %q, which docs/differences.md has no section \"## %s\" for", c.Kafka, c.Differs, c.Differs)
+		}
+	}
+}
+
+// markdownAnchor is the fragment GitHub gives a heading: lower case,
+// spaces to hyphens, punctuation other than hyphens dropped.
+func markdownAnchor(heading string) string {
+	var b strings.Builder
+	for _, r := range strings.ToLower(heading) {
+		switch {
+		case r == ' ':
+			b.WriteByte('-')
+		case r == '-' || r == '_' || unicode.IsLetter(r) || unicode.IsDigit(r):
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
 }
 
 // kafkaDriver is a TestDriver used the way Kafka's tests use
