@@ -34,7 +34,14 @@ import (
 // state those are in (ListTransactions), and lists the LSO again until no
 // transaction that is committing holds it back. A transaction that is
 // Ongoing is a crashed or fenced owner's (a live owner commits before it
-// gives a task up), and is left to be aborted.
+// gives a task up), and is left to be aborted. One whose state no
+// coordinator tells, while some coordinator does not answer, is waited for
+// too: after a broker is killed, the coordinator that takes its partitions
+// of __transaction_state answers COORDINATOR_LOAD_IN_PROGRESS until it has
+// read them, and a transaction in PrepareCommit there is committing (seen
+// on Apache Kafka: an instance's commit timed out as the leader was killed,
+// the standby promoted in its place restored to the LSO before that
+// transaction, and counts came out short).
 
 // committingStates are the transaction states whose commit the LSO may
 // not show yet: PrepareCommit while markers are written, CompleteCommit
@@ -184,19 +191,46 @@ func heldBack(ctx context.Context, adm *kadm.Client, lsos kadm.ListedOffsets, st
 	if len(ids) == 0 {
 		return nil, true, nil
 	}
-	// Every broker is asked, as any may coordinate a transactional id; a
-	// broker that is down coordinates none for long (its partitions of
-	// __transaction_state move), so the others' answers stand.
-	txns, err := adm.ListTransactions(ctx, ids, states)
+	// Every broker is asked, as any may coordinate a transactional id,
+	// for the transactions of these producers in any state: one that no
+	// coordinator lists while some did not answer (a coordinator still
+	// loading its partitions of __transaction_state after a broker
+	// failed, which answers COORDINATOR_LOAD_IN_PROGRESS, or one that is
+	// down) may be committing, and is waited for.
+	txns, err := adm.ListTransactions(ctx, ids, nil)
 	var se *kadm.ShardErrors
 	if err != nil && !(errors.As(err, &se) && !se.AllFailed) {
 		return nil, true, err
 	}
-	txns.Each(func(t kadm.ListedTransaction) {
-		for _, h := range open[t.ProducerID] {
-			h.State = t.State
+	return heldBy(ids, open, txns, se != nil, states), true, nil
+}
+
+// unknownState is a held partition's State when no coordinator listed its
+// producer's transaction while one or more did not answer.
+const unknownState = "unknown (its coordinator did not answer)"
+
+// heldBy picks, of the producers ids with a transaction open on the
+// partitions open lists, those that hold a partition back: a transaction
+// the coordinators listed in one of states, and, when some coordinator
+// did not answer (partial), one none listed.
+func heldBy(ids []int64, open map[int64][]heldPartition, listed kadm.ListedTransactions, partial bool, states []string) []heldPartition {
+	state := make(map[int64]string)
+	listed.Each(func(t kadm.ListedTransaction) { state[t.ProducerID] = t.State })
+	var held []heldPartition
+	for _, id := range ids {
+		s, ok := state[id]
+		switch {
+		case ok && !slices.Contains(states, s):
+			continue
+		case !ok && !partial:
+			continue // no coordinator knows it: no transaction to wait for
+		case !ok:
+			s = unknownState
+		}
+		for _, h := range open[id] {
+			h.State = s
 			held = append(held, h)
 		}
-	})
-	return held, true, nil
+	}
+	return held
 }
