@@ -48,7 +48,7 @@ func runBrokerFaultOn(t *testing.T, k *brokertest.Kafka, fault string, g streams
 	} else if o.Worker, err = buildChaosWorker(); err != nil {
 		t.Fatal(err)
 	}
-	o.Dir = t.TempDir()
+	o.Dir = chaosDir(t)
 	o.Progress = logWriter{t}
 	// Bounds on a run that does not end, not on how fast it is: a worker
 	// that does not resume fails it after ResumeWait (30 s).

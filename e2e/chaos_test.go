@@ -63,13 +63,30 @@ func chaosBinaries(t *testing.T) (braid, worker string) {
 	return braid, worker
 }
 
+// chaosDir is where a chaos run keeps its workers' logs, state and commit
+// logs: a test dir, removed after the test, unless BRAID_CHAOS_KEEP names
+// a directory, where a failed run's files are left for a person to read
+// (the logs' tails in the failure are not always enough).
+func chaosDir(t *testing.T) string {
+	keep := os.Getenv("BRAID_CHAOS_KEEP")
+	if keep == "" {
+		return t.TempDir()
+	}
+	dir, err := os.MkdirTemp(keep, strings.NewReplacer("/", "-").Replace(t.Name())+"-")
+	if err != nil {
+		t.Fatalf("making a chaos dir under BRAID_CHAOS_KEEP: %v", err)
+	}
+	t.Logf("the run's files are kept in %s", dir)
+	return dir
+}
+
 // runChaos runs o with the built binaries, its logs in a test dir, and
 // fails with the report's examples and the logs' tails when the guarantee
 // did not hold or the run did not complete.
 func runChaos(t *testing.T, o chaos.Options) {
 	t.Helper()
 	o.Braid, o.Worker = chaosBinaries(t)
-	o.Dir = t.TempDir()
+	o.Dir = chaosDir(t)
 	o.Progress = logWriter{t}
 	// A worker killed while the group prepares a rebalance holds the
 	// group until the rebalance timeout (franz-go's 60 s) removes it;
