@@ -70,6 +70,14 @@ func (a *App) changelogEnds(ctx context.Context, adm *kadm.Client, tasks []*task
 	if len(topics) == 0 {
 		return nil, nil
 	}
+	if a.txn != nil && len(tasks) > 0 {
+		sctx, cancel := context.WithTimeout(ctx, a.stableOffsetsWait())
+		err := a.awaitStableOffsets(sctx, adm, tasks)
+		cancel()
+		if err != nil {
+			return nil, brokerErr("listing changelog end offsets", err)
+		}
+	}
 	ctx, cancel := context.WithTimeout(ctx, a.brokerTimeout())
 	defer cancel()
 	ends, err := a.listChangelogEnds(ctx, adm, topics...)
