@@ -246,9 +246,9 @@ func heldBy(ids []int64, open map[int64][]heldPartition, listed kadm.ListedTrans
 // listed the LSO then would miss them; the new owner's consumer, which
 // fetches the group's offsets with RequireStable, waits for the
 // transaction and resumes after it. The store would lack the records the
-// offsets count as processed (seen on Apache Kafka after a node was
-// stopped for 15 s: an instance's commit outlived its session, and counts
-// came out short). awaitStableOffsets is that fetch, done before the LSO
+// offsets count as processed, and counts come out short (as seen on
+// Apache Kafka after a node was stopped for 15 s, where an instance's
+// commit outlived its session). awaitStableOffsets is that fetch, done before the LSO
 // is listed: once it returns, a transaction that holds offsets of the
 // task's inputs has committed (and awaitCommitMarkers waits for its
 // markers) or aborted, and none can add any, since the group refuses
