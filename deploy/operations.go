@@ -14,7 +14,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 )
 
-// List describes every deployment, by id.
+// List describes every deployment, by id, and every application that
+// runs elsewhere and reports (Watch), marked Watched.
 func (m *Manager) List() []Info {
 	m.mu.Lock()
 	deps := make([]*deployment, 0, len(m.deps))
@@ -31,6 +32,10 @@ func (m *Manager) List() []Info {
 		local[in.ID] = true
 	}
 	out = append(out, m.orchestratedInfos(local)...)
+	for _, in := range out {
+		local[in.ID] = true
+	}
+	out = append(out, m.watchedInfos(local)...)
 	slices.SortFunc(out, func(x, y Info) int { return strings.Compare(x.ID, y.ID) })
 	return out
 }

@@ -59,7 +59,12 @@
 //
 //	GET    /api/deployment-limits            deploy.Limits {"maxInstances", "minCommitIntervalMs", "maxCommitIntervalMs"}:
 //	                                         the bounds the Deploy dialog shows and the API enforces
-//	GET    /api/deployments                  [deploy.Info], by id
+//	GET    /api/deployments                  [deploy.Info], by id: the deployments, and the applications other
+//	                                         processes run and report through the telemetry topic (braid run,
+//	                                         exported programs), marked "watched" (and "remote"), with "state"
+//	                                         (running, degraded, gone, stopped) and "processes" [{"process",
+//	                                         "revision", "state" (reporting, stopped, gone), "lastReport",
+//	                                         "instances" [{"id", "state"}]}]
 //	POST   /api/deployments                  body deploy.Request {"design", "revision"?, "instances"?, "standbys"?,
 //	                                         "guarantee"?, "commitIntervalMs"?}: 201 deploy.Info; an absent field
 //	                                         takes its default ("standbys": 1, or 0 with one instance; "standbys": 0

@@ -232,6 +232,9 @@ func runServe(ctx context.Context, args []string, stdout io.Writer) error {
 				}
 			},
 			OnRemoved: deployments.Unwatch,
+			// GET /api/deployments and the designs list show each
+			// application with its processes.
+			OnProcesses: deployments.WatchProcesses,
 			// The processes of an orchestrated deployment report under
 			// its application id and show as that deployment.
 			DeploymentID: deployments.DeploymentOf,
