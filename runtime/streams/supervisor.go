@@ -345,6 +345,28 @@ func (s *Supervisor) CrashAndWipe(id string) error {
 // <Config.StateDir>/<id>.
 func (s *Supervisor) StateDir(id string) string { return filepath.Join(s.cfg.Config.StateDir, id) }
 
+// Wipe deletes the state directory of instance id, which is crashed,
+// stopped or failed: its next Start restores every store from the
+// changelogs.
+func (s *Supervisor) Wipe(id string) error {
+	in, err := s.find(id, "wipe", InstanceCrashed, InstanceStopped, InstanceFailed)
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	if in.busy {
+		s.mu.Unlock()
+		return &InstanceStateError{ID: id, State: in.state, Op: "wipe"}
+	}
+	in.busy = true
+	s.mu.Unlock()
+	err = s.wipe(id)
+	s.mu.Lock()
+	in.busy = false
+	s.mu.Unlock()
+	return err
+}
+
 // wipe deletes the state directory of instance id, which is down.
 func (s *Supervisor) wipe(id string) error {
 	if err := os.RemoveAll(s.StateDir(id)); err != nil {
