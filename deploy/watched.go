@@ -34,7 +34,8 @@ func (e *RemoteError) Error() string {
 	return fmt.Sprintf("%s: %q runs in other processes, which report to this server: %s", e.Op, e.ID, e.Reason)
 }
 
-// CommandSender sends a command, "crash", "stop" or "start", to an
+// CommandSender sends a command, "crash", "crash-wipe", "stop" or
+// "start", to an
 // instance of an application other processes run; a control.Sender is
 // one.
 type CommandSender interface {
@@ -43,7 +44,7 @@ type CommandSender interface {
 
 // verbs are the commands of the instance operations, by the kind the
 // monitor logs.
-var verbs = map[string]string{"crashed": "crash", "stopped": "stop", "started": "start"}
+var verbs = map[string]string{"crashed": "crash", "crash-wiped": "crash-wipe", "stopped": "stop", "started": "start"}
 
 // command sends an instance operation on a watched application to its
 // processes, when the Manager has a Config.Commands; the instance itself

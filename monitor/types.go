@@ -268,7 +268,7 @@ type Event struct {
 	Task       string `json:"task,omitempty"`
 	// Kind is one of window-closed, late-drop, restore-started,
 	// restore-finished, standby-started, standby-promoted, rebalance,
-	// instance-crashed, instance-stopped, instance-started,
+	// instance-crashed, instance-crash-wiped, instance-stopped, instance-started,
 	// instance-added, task-assigned, task-revoked, task-failed-over,
 	// broker-unreachable, broker-reachable, error, deployment-added,
 	// deployment-removed.

@@ -81,8 +81,10 @@
 //	GET    /api/deployments/:id              deploy.Info (404 when not deployed)
 //	DELETE /api/deployments/:id              204: undeploy (an orchestrated one: its record's tombstone)
 //	POST   /api/deployments/:id/instances    201 {"instance"}: one more instance; 422 at maxInstances
-//	POST   /api/deployments/:id/instances/:instance/crash|stop|start
-//	                                         204; 404 for an unknown instance, 409 when its state forbids it
+//	POST   /api/deployments/:id/instances/:instance/crash|crash-wipe|stop|start
+//	                                         204; 404 for an unknown instance, 409 when its state forbids it;
+//	                                         crash-wipe also deletes its state dir and starts it again (a run
+//	                                         process wipes its own and exits with status 4, to be restarted)
 //	POST   /api/deployments/:id/generators   body deploy.GeneratorSpec: 201 {"topic"}; 422 for a bad template
 //	DELETE /api/deployments/:id/generators/:topic  204
 //	GET    /api/deployments/:id/query?store=&key=&from=&to=&limit=
