@@ -13,7 +13,12 @@
 // event log and hands the event to each subscriber's bounded queue.
 // Run samples the deployment's Source (a streams.Supervisor) every
 // PublishInterval for what hooks do not carry (processed counts, lags,
-// open windows, replicas) and publishes a snapshot.
+// open windows, replicas) and publishes a snapshot. Each node's rates
+// come twice: smoothed over about a second (NodeRate's In and Out) and
+// averaged over Options.RateWindow, 20 s by default (InAvgPerSec,
+// OutAvgPerSec, from a short series of the node's counts per sample,
+// rates.go): a windowed aggregation emitting on window close sends
+// bursts, and only the average reads what flows.
 //
 // Subscribers never block the Monitor: a subscriber that does not read
 // keeps at most one pending snapshot, the newest, and a bounded queue of

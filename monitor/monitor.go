@@ -48,6 +48,7 @@ func (m *Monitor) AddDeployment(info DeploymentInfo, src Source) streams.Hook {
 	}
 	info = info.WithTopology()
 	d := newDeployment(info, src)
+	d.rateWindow = m.opts.RateWindow
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if i := m.indexLocked(info.ID); i >= 0 {

@@ -48,6 +48,11 @@ type deployment struct {
 	pointAt    time.Time
 	pointCount float64 // records processed since pointAt
 	sampledAt  time.Time
+
+	// nodeSeries holds each node's counts over the last rateWindow, for
+	// its averaged rates (rates.go).
+	rateWindow time.Duration
+	nodeSeries map[string]*rateSeries
 }
 
 type failoverKey struct{ from, task string }
@@ -239,6 +244,7 @@ func (d *deployment) apply(now time.Time, s sample) {
 		}
 	}
 	var processed, lag int64
+	nodeCounts := map[string][2]int64{}
 	d.order = d.order[:0]
 	for _, info := range s.instances {
 		d.order = append(d.order, info.ID)
@@ -290,6 +296,8 @@ func (d *deployment) apply(now time.Time, s sample) {
 					}
 					smooth(&n.in, dIn)
 					smooth(&n.out, dOut)
+					c := nodeCounts[ns.Name]
+					nodeCounts[ns.Name] = [2]int64{c[0] + dIn, c[1] + dOut}
 				}
 				n.prevIn, n.prevOut = ns.In, ns.Out
 				if d.sinks[ns.Name] {
@@ -343,6 +351,9 @@ func (d *deployment) apply(now time.Time, s sample) {
 			}
 		}
 	}
+	if !prev.IsZero() {
+		d.addNodeCounts(now, nodeCounts, d.rateWindow)
+	}
 	// One throughput point per wall-clock second.
 	d.pointCount += float64(processed)
 	switch {
@@ -392,7 +403,7 @@ func InstanceStateName(info streams.InstanceInfo) string {
 // build returns the deployment's snapshot.
 func (d *deployment) build() Deployment {
 	out := Deployment{DeploymentInfo: d.info, Instances: make([]Instance, 0, len(d.order)), Nodes: map[string]NodeRate{},
-		Failovers: slices.Clone(d.failovers), Throughput: make([]Point, 0, len(d.throughput))}
+		Failovers: slices.Clone(d.failovers), Throughput: make([]Point, 0, len(d.throughput)), RateWindowMs: d.rateWindow.Milliseconds()}
 	if out.Failovers == nil {
 		out.Failovers = []Failover{}
 	}
@@ -401,6 +412,11 @@ func (d *deployment) build() Deployment {
 	for _, id := range d.order {
 		in := d.instances[id]
 		out.Instances = append(out.Instances, d.buildInstance(in, out.Nodes))
+	}
+	for name, s := range d.nodeSeries {
+		nr := out.Nodes[name]
+		nr.InAvgPerSec, nr.OutAvgPerSec = s.avg()
+		out.Nodes[name] = nr
 	}
 	for k, l := range d.late {
 		if node := d.storeNode[k.store]; node != "" {

@@ -17,6 +17,9 @@ type Options struct {
 	// before the oldest are dropped (and counted in the next snapshot's
 	// MissedEvents). Default 512.
 	SubscriberEvents int
+	// RateWindow is the span a node's averaged rates (NodeRate's
+	// InAvgPerSec and OutAvgPerSec) cover. Default 20 s.
+	RateWindow time.Duration
 }
 
 const (
@@ -34,6 +37,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.SubscriberEvents <= 0 {
 		o.SubscriberEvents = defaultSubscriberEvents
+	}
+	if o.RateWindow <= 0 {
+		o.RateWindow = defaultRateWindow
 	}
 	return o
 }
@@ -132,21 +138,30 @@ type Deployment struct {
 	DeploymentInfo
 	Instances []Instance `json:"instances"`
 	// Nodes sums per processor node name over all active tasks: records/s
-	// in and out (zero unless the deployment runs with
-	// streams.Config.NodeMetrics), and the late drops of the store the
-	// node writes, if any.
+	// in and out, now and averaged over Options.RateWindow (zero unless
+	// the deployment runs with streams.Config.NodeMetrics), and the late
+	// drops of the store the node writes, if any.
 	Nodes map[string]NodeRate `json:"nodes"`
+	// RateWindowMs is the span of the nodes' averaged rates
+	// (Options.RateWindow).
+	RateWindowMs int64 `json:"rateWindowMs"`
 	// Failovers holds the last 50 failovers, newest last.
 	Failovers []Failover `json:"failovers"`
 	// Throughput holds the last 5 minutes, one point per second.
 	Throughput []Point `json:"throughput"`
 }
 
-// NodeRate is one processor node's traffic over all tasks.
+// NodeRate is one processor node's traffic over all tasks. In and Out
+// are records/s smoothed over about a second; InAvgPerSec and
+// OutAvgPerSec are averaged over Options.RateWindow (20 s by default),
+// which a bursty node, such as a windowed aggregation emitting on window
+// close, needs: its per-second rate is 0 between closes.
 type NodeRate struct {
-	In        float64 `json:"in"`
-	Out       float64 `json:"out"`
-	LateDrops int64   `json:"lateDrops"`
+	In           float64 `json:"in"`
+	Out          float64 `json:"out"`
+	InAvgPerSec  float64 `json:"inAvgPerSec"`
+	OutAvgPerSec float64 `json:"outAvgPerSec"`
+	LateDrops    int64   `json:"lateDrops"`
 }
 
 // Point is one second of a deployment's throughput: the records/s its

@@ -1,15 +1,20 @@
 // The deployed design's graph, read-only: the design's nodes where the
-// editor placed them, with live badges (records/s in and out, consumer lag
-// of sources, late drops of windowed aggregations) and edges as wide as
-// the rate of the node they leave, labelled with it.
+// editor placed them, with live badges (records/s in and out averaged over
+// the monitor's rate window, 20 s by default, consumer lag of sources,
+// late drops of windowed aggregations) and edges as wide as the averaged
+// rate of the node they leave, labelled with it. The rates are averaged
+// because a windowed aggregation emitting on window close sends bursts:
+// its per-second rate reads 0 between closes while its output flows.
 //
 // Each node's element has data-testid live-node-<id> and carries
-// data-in, data-out, data-lag and data-late-drops as they were last shown.
+// data-in, data-out (the averaged rates), data-lag and data-late-drops as
+// they were last shown.
 
 import { rate, count, subtopologyOf, activeTasks } from './format.js'
 import { fitAll, MIN_ZOOM } from '../editor/fit.js'
 
-const WIDTH = 200
+// WIDTH fits a rates label such as "in 10.0k/s  out 10.0k/s  avg 20s".
+const WIDTH = 250
 const HEIGHT = 78
 // The graph is as wide as its panel and as tall as the design at the zoom
 // that fits it (every node shows), from HEIGHT_PX to MAX_HEIGHT_PX.
@@ -193,17 +198,18 @@ export class LiveGraph {
     fitAll(g, this.container, PADDING, 1)
   }
 
-  // stats of a node: its operator's {in, out, lateDrops}, or null.
+  // stats of a node: its operator's {in, out, inAvgPerSec, outAvgPerSec,
+  // lateDrops}, or null.
   stats(dep, id) {
     const op = this.operators[id]
     return (op && dep && dep.nodes && dep.nodes[op]) || null
   }
 
-  // outRate is the rate a node sends on: its operator's, or for a node
-  // without one (group-by-key, windowed-by), what enters it.
+  // outRate is the averaged rate a node sends on: its operator's, or for
+  // a node without one (group-by-key, windowed-by), what enters it.
   outRate(dep, id, seen = new Set()) {
     const s = this.stats(dep, id)
-    if (s) return s.out || 0
+    if (s) return s.outAvgPerSec || 0
     if (seen.has(id)) return 0
     seen.add(id)
     let sum = 0
@@ -236,7 +242,8 @@ export class LiveGraph {
       const s = this.stats(dep, n.id)
       const view = this.graph.findViewByCell(node)
       const el = view && view.container
-      const rateText = s ? `in ${rate(s.in)}/s  out ${rate(s.out)}/s` : `${rate(rates.get(n.id))}/s`
+      const span = dep.rateWindowMs ? `  avg ${Math.round(dep.rateWindowMs / 1000)}s` : ''
+      const rateText = (s ? `in ${rate(s.inAvgPerSec || 0)}/s  out ${rate(s.outAvgPerSec || 0)}/s` : `${rate(rates.get(n.id))}/s`) + span
       const extras = []
       if (SOURCE_KINDS.has(n.kind)) {
         const lag = this.sourceLag(dep, n.id)
@@ -249,8 +256,8 @@ export class LiveGraph {
       }
       node.setAttrs({ rates: { text: rateText }, extra: { text: extras.join('  ') } }, { silent: false })
       if (el && s) {
-        el.dataset.in = String(s.in)
-        el.dataset.out = String(s.out)
+        el.dataset.in = String(s.inAvgPerSec || 0)
+        el.dataset.out = String(s.outAvgPerSec || 0)
       }
     }
     for (const e of this.graph.getEdges()) {
