@@ -36,6 +36,9 @@ func startServe(t *testing.T, args ...string) *serving {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &serving{cancel: cancel, done: make(chan error, 1), out: &syncBuffer{}}
+	// No state demo unless a test asks for it (a later flag wins): its
+	// 500,000 seeded orders are for a person's make run.
+	args = append([]string{"--state-demo-keys", "0"}, args...)
 	go func() { s.done <- runServe(ctx, args, s.out) }()
 	urlRE := regexp.MustCompile(`the designer is at (\S+)`)
 	brokerRE := regexp.MustCompile(`embedded broker at (\S+)`)
