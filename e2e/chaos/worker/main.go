@@ -25,7 +25,14 @@ import (
 )
 
 func main() {
-	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	// BRAID_CHAOS_DEBUG=1 logs at debug level, franz-go's group and
+	// transaction steps included: what a failed run's logs need to tell
+	// which offsets a rewind went back to.
+	level := slog.LevelInfo
+	if os.Getenv("BRAID_CHAOS_DEBUG") != "" {
+		level = slog.LevelDebug
+	}
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := run(ctx, os.Args[1:], log)
 	stop()
