@@ -31,6 +31,7 @@ import (
 	"github.com/braidstream/braid/designer"
 	"github.com/braidstream/braid/monitor"
 	"github.com/braidstream/braid/runtime/streams"
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -574,7 +575,7 @@ func (m *Manager) start(req Request, d *designer.Design, revision int, compiled 
 	if err := m.ensureTopics(slices.Concat(info.SourceTopics, info.SinkTopics)); err != nil {
 		return nil, err
 	}
-	src := &lazySource{}
+	src := &lazySource{adm: kadm.NewClient(m.client)}
 	hook := m.cfg.Monitor.AddDeployment(monitor.DeploymentInfo{
 		ID: info.ID, Design: info.Design, DesignName: info.DesignName, Revision: info.Revision,
 		ApplicationID: info.ApplicationID, Instances: info.Instances, Standbys: info.Standbys, Guarantee: info.Guarantee,
@@ -634,11 +635,20 @@ func describeCompiled(d *designer.Design, compiled *compiler.Compiled) Info {
 }
 
 // lazySource is the monitor's Source of a deployment: the Supervisor,
-// which is made after the monitor's hook it needs in its config.
+// which is made after the monitor's hook it needs in its config. It reads
+// the lag of a failed instance's tasks from the broker with adm
+// (monitor.BrokerLag).
 type lazySource struct {
+	adm *kadm.Client
 	mu  sync.Mutex
 	sup *streams.Supervisor
 }
+
+func (l *lazySource) CommittedLag(ctx context.Context, group string, readCommitted bool, partitions []streams.TopicPartition) (map[streams.TopicPartition]int64, error) {
+	return monitor.GroupLag(ctx, l.adm, group, readCommitted, partitions)
+}
+
+var _ monitor.BrokerLag = (*lazySource)(nil)
 
 func (l *lazySource) set(sup *streams.Supervisor) {
 	l.mu.Lock()

@@ -6,7 +6,7 @@
 // Each node's element has data-testid live-node-<id> and carries
 // data-in, data-out, data-lag and data-late-drops as they were last shown.
 
-import { rate, count, subtopologyOf, activeTasks } from './format.js'
+import { rate, count, subtopologyOf, laggingTasks } from './format.js'
 import { fitAll, MIN_ZOOM } from '../editor/fit.js'
 
 const WIDTH = 200
@@ -212,11 +212,11 @@ export class LiveGraph {
   }
 
   // sourceLag sums the lag of the active tasks of a source's
-  // sub-topologies.
+  // sub-topologies, and of the failed ones no one took over.
   sourceLag(dep, id) {
     const subs = new Set(this.subtopologies[id] || [])
     let lag = 0
-    for (const [, t] of activeTasks(dep)) if (subs.has(subtopologyOf(t.id)) && t.lag > 0) lag += t.lag
+    for (const [, t] of laggingTasks(dep)) if (subs.has(subtopologyOf(t.id)) && t.lag > 0) lag += t.lag
     return lag
   }
 
