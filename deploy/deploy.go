@@ -178,8 +178,15 @@ type StoreInfo struct {
 	// Type is "key-value", "window" or "session".
 	Type    string `json:"type"`
 	GraceMs int64  `json:"graceMs"`
-	// Node is the design node that keeps the store.
-	Node string `json:"node"`
+	// Node is the design node that keeps the store; Subtopology the
+	// sub-topology whose tasks keep it (task ids "<subtopology>_<n>").
+	Node        string `json:"node"`
+	Subtopology int    `json:"subtopology"`
+	// Join marks one side's buffer of a stream-stream join (a "window"
+	// store with no windows that close): it holds that side's records
+	// for RetentionMs behind the side's latest record.
+	Join        bool  `json:"join,omitempty"`
+	RetentionMs int64 `json:"retentionMs,omitempty"`
 }
 
 // NotDeployedError says a design has no deployment.
@@ -629,7 +636,8 @@ func describeCompiled(d *designer.Design, compiled *compiler.Compiled) Info {
 		SourceTopics: nonNil(topo.SourceTopics()), SinkTopics: nonNil(topo.SinkTopics()), Operators: compiled.Operators,
 	}
 	for _, st := range topo.Stores() {
-		info.Stores = append(info.Stores, StoreInfo{Name: st.Name, Type: st.Type, GraceMs: st.Grace.Milliseconds(), Node: compiled.StoreNodes[st.Name]})
+		info.Stores = append(info.Stores, StoreInfo{Name: st.Name, Type: st.Type, GraceMs: st.Grace.Milliseconds(), Node: compiled.StoreNodes[st.Name],
+			Subtopology: st.Subtopology, Join: st.Join, RetentionMs: st.Retention.Milliseconds()})
 	}
 	return info
 }

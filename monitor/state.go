@@ -148,7 +148,8 @@ func newDeployment(info DeploymentInfo, src Source) *deployment {
 		late: map[storeKey]*lateStat{}}
 	for _, st := range info.Stores {
 		d.storeNode[st.Name] = st.Processor
-		if st.Type == "window" || st.Type == "session" {
+		// A join's buffers have no windows to sample.
+		if (st.Type == "window" || st.Type == "session") && !st.Join {
 			d.windowed = append(d.windowed, st.Name)
 		}
 		d.sessions[st.Name] = st.Type == "session"
