@@ -31,6 +31,7 @@ import (
 	"github.com/braidstream/braid/designer"
 	"github.com/braidstream/braid/monitor"
 	"github.com/braidstream/braid/runtime/streams"
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -177,8 +178,15 @@ type StoreInfo struct {
 	// Type is "key-value", "window" or "session".
 	Type    string `json:"type"`
 	GraceMs int64  `json:"graceMs"`
-	// Node is the design node that keeps the store.
-	Node string `json:"node"`
+	// Node is the design node that keeps the store; Subtopology the
+	// sub-topology whose tasks keep it (task ids "<subtopology>_<n>").
+	Node        string `json:"node"`
+	Subtopology int    `json:"subtopology"`
+	// Join marks one side's buffer of a stream-stream join (a "window"
+	// store with no windows that close): it holds that side's records
+	// for RetentionMs behind the side's latest record.
+	Join        bool  `json:"join,omitempty"`
+	RetentionMs int64 `json:"retentionMs,omitempty"`
 }
 
 // NotDeployedError says a design has no deployment.
@@ -574,7 +582,7 @@ func (m *Manager) start(req Request, d *designer.Design, revision int, compiled 
 	if err := m.ensureTopics(slices.Concat(info.SourceTopics, info.SinkTopics)); err != nil {
 		return nil, err
 	}
-	src := &lazySource{}
+	src := &lazySource{adm: kadm.NewClient(m.client)}
 	hook := m.cfg.Monitor.AddDeployment(monitor.DeploymentInfo{
 		ID: info.ID, Design: info.Design, DesignName: info.DesignName, Revision: info.Revision,
 		ApplicationID: info.ApplicationID, Instances: info.Instances, Standbys: info.Standbys, Guarantee: info.Guarantee,
@@ -628,17 +636,27 @@ func describeCompiled(d *designer.Design, compiled *compiler.Compiled) Info {
 		SourceTopics: nonNil(topo.SourceTopics()), SinkTopics: nonNil(topo.SinkTopics()), Operators: compiled.Operators,
 	}
 	for _, st := range topo.Stores() {
-		info.Stores = append(info.Stores, StoreInfo{Name: st.Name, Type: st.Type, GraceMs: st.Grace.Milliseconds(), Node: compiled.StoreNodes[st.Name]})
+		info.Stores = append(info.Stores, StoreInfo{Name: st.Name, Type: st.Type, GraceMs: st.Grace.Milliseconds(), Node: compiled.StoreNodes[st.Name],
+			Subtopology: st.Subtopology, Join: st.Join, RetentionMs: st.Retention.Milliseconds()})
 	}
 	return info
 }
 
 // lazySource is the monitor's Source of a deployment: the Supervisor,
-// which is made after the monitor's hook it needs in its config.
+// which is made after the monitor's hook it needs in its config. It reads
+// the lag of a failed instance's tasks from the broker with adm
+// (monitor.BrokerLag).
 type lazySource struct {
+	adm *kadm.Client
 	mu  sync.Mutex
 	sup *streams.Supervisor
 }
+
+func (l *lazySource) CommittedLag(ctx context.Context, group string, readCommitted bool, partitions []streams.TopicPartition) (map[streams.TopicPartition]int64, error) {
+	return monitor.GroupLag(ctx, l.adm, group, readCommitted, partitions)
+}
+
+var _ monitor.BrokerLag = (*lazySource)(nil)
 
 func (l *lazySource) set(sup *streams.Supervisor) {
 	l.mu.Lock()

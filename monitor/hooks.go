@@ -2,6 +2,8 @@ package monitor
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/braidstream/braid/runtime/streams"
@@ -53,7 +55,12 @@ func (h *hook) OnTaskAssigned(ev streams.TaskEvent) {
 	}
 	defer h.m.mu.Unlock()
 	now := time.Now()
-	h.d.instance(ev.InstanceID).task(ev.Task).assignedAt = now
+	in := h.d.instance(ev.InstanceID)
+	in.task(ev.Task).assignedAt = now
+	if in.held == nil {
+		in.held = map[streams.TaskID][]streams.TopicPartition{}
+	}
+	in.held[ev.Task] = slices.Clone(ev.Partitions)
 	msg := fmt.Sprintf("task %s assigned to %s", ev.Task, ev.InstanceID)
 	if ev.FromReplica != "" {
 		msg += " from its " + ev.FromReplica + " replica"
@@ -74,6 +81,7 @@ func (h *hook) OnTaskRevoked(ev streams.TaskEvent) {
 	if t := in.tasks[ev.Task]; t != nil {
 		t.restores = nil
 	}
+	delete(in.held, ev.Task)
 	msg := fmt.Sprintf("task %s revoked from %s", ev.Task, ev.InstanceID)
 	if !ev.Clean {
 		msg += " without a commit: the instance lost its group membership"
@@ -127,6 +135,11 @@ func (h *hook) OnError(ev streams.ErrorEvent) {
 	defer h.m.mu.Unlock()
 	now := time.Now()
 	in := h.d.instance(ev.InstanceID)
+	if ev.Fatal {
+		// The App drops its tasks after this: what it held is kept for
+		// their lag (lag.go).
+		in.failed = maps.Clone(in.held)
+	}
 	// Handled errors can come once per record: at most a few a second
 	// are logged.
 	var suppressed int64

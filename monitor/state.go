@@ -43,6 +43,11 @@ type deployment struct {
 	lastDowntime   map[string]int64 // by task
 	late           map[storeKey]*lateStat
 
+	// brokerLag is the lag of the failed instances' tasks' partitions,
+	// as last read from the broker (lag.go), at brokerLagAt.
+	brokerLag   map[streams.TopicPartition]int64
+	brokerLagAt time.Time
+
 	throughput []Point // a ring of throughputPoints
 	tpHead     int
 	pointAt    time.Time
@@ -82,6 +87,13 @@ type instanceState struct {
 	errors        limiter
 	tasks         map[streams.TaskID]*taskState
 	replicas      map[streams.TaskID]map[string]bool // stores followed, from the standby hooks
+	// held are the active tasks the instance holds, with their input
+	// partitions (assigned, not revoked); failed those it held when it
+	// last failed (lag.go), and failedNow those of them that no running
+	// instance has taken over, as the last sample found them.
+	held      map[streams.TaskID][]streams.TopicPartition
+	failed    map[streams.TaskID][]streams.TopicPartition
+	failedNow []failedTask
 }
 
 type taskState struct {
@@ -141,7 +153,8 @@ func newDeployment(info DeploymentInfo, src Source) *deployment {
 		late: map[storeKey]*lateStat{}}
 	for _, st := range info.Stores {
 		d.storeNode[st.Name] = st.Processor
-		if st.Type == "window" || st.Type == "session" {
+		// A join's buffers have no windows to sample.
+		if (st.Type == "window" || st.Type == "session") && !st.Join {
 			d.windowed = append(d.windowed, st.Name)
 		}
 		d.sessions[st.Name] = st.Type == "session"
@@ -180,6 +193,9 @@ type sample struct {
 	// busy holds the instances whose windows could not be read: their
 	// queries gave up waiting (streams.StoreBusyError).
 	busy map[string]bool
+	// brokerLag is the lag of the failed instances' tasks' partitions
+	// read from the broker, nil when none was read.
+	brokerLag map[streams.TopicPartition]int64
 }
 
 // take reads d's Source. The caller must not hold the Monitor's mu:
@@ -245,6 +261,19 @@ func (d *deployment) apply(now time.Time, s sample) {
 	}
 	var processed, lag int64
 	nodeCounts := map[string][2]int64{}
+	if s.brokerLag != nil {
+		d.brokerLag = s.brokerLag
+	}
+	// The tasks some running instance holds: a failed instance's tasks
+	// that one took over are its.
+	taken := map[streams.TaskID]bool{}
+	for _, info := range s.instances {
+		if info.State == streams.InstanceRunning {
+			for _, ts := range slices.Concat(info.Stats.Tasks, info.Stats.Suspended) {
+				taken[ts.ID] = true
+			}
+		}
+	}
 	d.order = d.order[:0]
 	for _, info := range s.instances {
 		d.order = append(d.order, info.ID)
@@ -254,6 +283,13 @@ func (d *deployment) apply(now time.Time, s sample) {
 		if !running {
 			in.rebalanceFrom = time.Time{}
 			in.replicas = map[streams.TaskID]map[string]bool{}
+		}
+		in.failedNow = nil
+		if info.State == streams.InstanceFailed {
+			in.failedNow = d.failedTasks(in, taken)
+			for _, ft := range in.failedNow {
+				lag += max(0, ft.lag)
+			}
 		}
 		active := make(map[streams.TaskID]bool, len(info.Stats.Tasks))
 		for _, ts := range info.Stats.Tasks {
@@ -479,6 +515,15 @@ func (d *deployment) buildInstance(in *instanceState, nodes map[string]NodeRate)
 		}
 		if !ts.LastRecord.IsZero() {
 			task.LastRecord = ts.LastRecord.UnixMilli()
+		}
+		out.Tasks = append(out.Tasks, task)
+	}
+	for _, ft := range in.failedNow {
+		// A task the instance held when it failed, which no one runs:
+		// its lag is the broker's.
+		task := Task{ID: ft.id.String(), Role: "active", State: "failed", StreamTime: -1, Lag: ft.lag}
+		if t := in.tasks[ft.id]; t != nil {
+			task.StreamTime, task.LateDrops, task.Processed = t.streamTime, t.lateDrops, t.prevProcessed
 		}
 		out.Tasks = append(out.Tasks, task)
 	}

@@ -6,6 +6,8 @@ import (
 	"net"
 	"sync"
 	"time"
+
+	"github.com/braidstream/braid/runtime/streams"
 )
 
 // errClosed is what Next returns once the Subscriber is closed.
@@ -181,18 +183,21 @@ func (m *Monitor) publish() {
 		d        *deployment
 		src      Source
 		windowed []string
+		// failed are the partitions whose lag is read from the broker.
+		failed []streams.TopicPartition
 	}
 	m.mu.Lock()
 	jobs := make([]job, 0, len(m.deps))
 	for _, d := range m.deps {
 		if d.src != nil {
-			jobs = append(jobs, job{d, d.src, d.windowed})
+			jobs = append(jobs, job{d, d.src, d.windowed, d.failedPartitions(time.Now())})
 		}
 	}
 	m.mu.Unlock()
 	samples := make([]sample, len(jobs))
 	for i, j := range jobs {
 		samples[i] = take(j.d, j.src, j.windowed)
+		samples[i].brokerLag = readBrokerLag(j.src, j.d.info, j.failed)
 	}
 	now := time.Now()
 	m.mu.Lock()

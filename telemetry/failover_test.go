@@ -124,7 +124,7 @@ func TestReaderMeasuresFailoversBetweenProcesses(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			m := monitor.New(monitor.Options{})
 			reports := tc.reports(t)
-			app := newRemoteApp(reports[0], ReaderConfig{Monitor: m}.withDefaults())
+			app := newRemoteApp(reports[0], ReaderConfig{Monitor: m}.withDefaults(), nil)
 			for _, rep := range reports {
 				app.apply(rep, ReaderConfig{}.withDefaults().Logger)
 			}
@@ -167,7 +167,7 @@ func TestReaderShowsSilentProcessesGone(t *testing.T) {
 		Final: true, Instances: []rtelemetry.Instance{in(streams.InstanceStopped, "y1", 0)}}
 	live := rtelemetry.Report{Version: rtelemetry.ReportVersion, App: "app", Process: "pz", Started: 1, Seq: 1, Time: at(0), IntervalMs: 250,
 		Instances: []rtelemetry.Instance{running("z1")}}
-	app := newRemoteApp(quiet, cfg)
+	app := newRemoteApp(quiet, cfg, nil)
 	for _, rep := range []rtelemetry.Report{quiet, final, live} {
 		app.apply(rep, cfg.Logger)
 	}

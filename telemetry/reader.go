@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/braidstream/braid/monitor"
@@ -184,7 +185,7 @@ func (r *Reader) handle(rec *kgo.Record) {
 	}
 	app := r.apps[rep.App]
 	if app == nil {
-		app = newRemoteApp(rep, r.cfg)
+		app = newRemoteApp(rep, r.cfg, kadm.NewClient(r.cl))
 		r.apps[rep.App] = app
 	}
 	app.apply(rep, r.cfg.Logger.With("app", rep.App, "process", rep.Process, "offset", rec.Offset))
@@ -242,10 +243,10 @@ type process struct {
 	seen time.Time
 }
 
-func newRemoteApp(first rtelemetry.Report, cfg ReaderConfig) *remoteApp {
+func newRemoteApp(first rtelemetry.Report, cfg ReaderConfig, adm *kadm.Client) *remoteApp {
 	info := deploymentInfo(first)
 	info.ID = cfg.DeploymentID(first.App)
-	src := &remoteSource{}
+	src := &remoteSource{adm: adm}
 	app := &remoteApp{id: first.App, info: info, cfg: cfg, src: src, procs: make(map[string]*process), handoff: newHandoffs()}
 	app.hook = cfg.Monitor.AddDeployment(info, src)
 	return app
@@ -373,8 +374,10 @@ func goneInstance(info streams.InstanceInfo, p *process) streams.InstanceInfo {
 }
 
 // remoteSource is the monitor's Source of a remote application: the
-// instances of its processes' latest reports.
+// instances of its processes' latest reports. It reads the lag of a
+// failed instance's tasks from the broker with adm (monitor.BrokerLag).
 type remoteSource struct {
+	adm *kadm.Client
 	// mu guards the fields below: the Reader sets them, the monitor's
 	// Run reads them.
 	mu        sync.Mutex
@@ -400,4 +403,14 @@ func (s *remoteSource) OpenWindows(instance, store string) ([]streams.OpenWindow
 	return s.windows[instance][store], nil
 }
 
-var _ monitor.Source = (*remoteSource)(nil)
+func (s *remoteSource) CommittedLag(ctx context.Context, group string, readCommitted bool, partitions []streams.TopicPartition) (map[streams.TopicPartition]int64, error) {
+	if s.adm == nil {
+		return nil, errors.New("reading the lag of a remote application: no client")
+	}
+	return monitor.GroupLag(ctx, s.adm, group, readCommitted, partitions)
+}
+
+var (
+	_ monitor.Source    = (*remoteSource)(nil)
+	_ monitor.BrokerLag = (*remoteSource)(nil)
+)

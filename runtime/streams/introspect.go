@@ -42,6 +42,11 @@ type StoreInfo struct {
 	// EmitOnClose says a windowed store sends its results when windows
 	// close.
 	EmitOnClose bool
+	// Join says the store is one side's buffer of a stream-stream join
+	// (Type "window"): it holds that side's records for Retention behind
+	// the side's latest record; it has no windows that open and close,
+	// and App.OpenWindows refuses it.
+	Join bool `json:",omitempty"`
 }
 
 // InternalTopics lists the repartition topics and then the changelogs an
@@ -104,6 +109,7 @@ func (t *Topology) Stores() []StoreInfo {
 					info.Retention = time.Duration(spec.retention) * time.Millisecond
 					info.Grace = time.Duration(w.grace) * time.Millisecond
 					info.EmitOnClose = spec.emitFinal
+					info.Join = w.kind == joinWindowKind
 				}
 				out = append(out, info)
 			}

@@ -81,10 +81,12 @@ function registerShapes() {
         },
         marker: { refX: '100%', refX2: -12, refY: 12, r: 5, fill: '#e03131', display: 'none' },
       },
+      // A port's label sits outside the node, above the edge that meets
+      // the port: inside, it ran over the node's text ("rignter 5s").
       ports: {
         groups: {
-          in: { position: 'left', attrs: portAttrs('passive'), label: { position: { name: 'right', args: { x: 10 } } } },
-          out: { position: 'right', attrs: portAttrs(true), label: { position: { name: 'left', args: { x: -10 } } } },
+          in: { position: 'left', attrs: portAttrs('passive'), label: { position: { name: 'left', args: { x: -8, y: -9 } } } },
+          out: { position: 'right', attrs: portAttrs(true), label: { position: { name: 'right', args: { x: 8, y: -9 } } } },
         },
       },
     },

@@ -90,6 +90,18 @@ export function activeTasks(dep) {
   return out
 }
 
+// laggingTasks are the active tasks of the live instances and the failed
+// tasks of failed instances that no one took over (their lag is the
+// broker's: nothing consumes their partitions), each with its instance.
+export function laggingTasks(dep) {
+  const out = activeTasks(dep)
+  for (const inst of (dep && dep.instances) || []) {
+    if (inst.state !== 'failed') continue
+    for (const t of inst.tasks || []) if (t.role === 'active' && t.state === 'failed') out.push([inst, t])
+  }
+  return out
+}
+
 // detail reads the first of several names a field of an event's detail may
 // have.
 export function field(obj, ...names) {

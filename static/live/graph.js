@@ -10,7 +10,7 @@
 // data-in, data-out (the averaged rates), data-lag and data-late-drops as
 // they were last shown.
 
-import { rate, count, subtopologyOf, activeTasks } from './format.js'
+import { rate, count, subtopologyOf, laggingTasks } from './format.js'
 import { fitAll, MIN_ZOOM } from '../editor/fit.js'
 
 // WIDTH fits a rates label such as "in 10.0k/s  out 10.0k/s  avg 20s".
@@ -218,11 +218,11 @@ export class LiveGraph {
   }
 
   // sourceLag sums the lag of the active tasks of a source's
-  // sub-topologies.
+  // sub-topologies, and of the failed ones no one took over.
   sourceLag(dep, id) {
     const subs = new Set(this.subtopologies[id] || [])
     let lag = 0
-    for (const [, t] of activeTasks(dep)) if (subs.has(subtopologyOf(t.id)) && t.lag > 0) lag += t.lag
+    for (const [, t] of laggingTasks(dep)) if (subs.has(subtopologyOf(t.id)) && t.lag > 0) lag += t.lag
     return lag
   }
 

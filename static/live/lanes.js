@@ -4,13 +4,16 @@
 // each open window drawn from its start to its end and its grace period
 // shaded up to closesAt. A window-closed event flashes the window and
 // moves it to the "closed" list (the last 20); a late-drop event is a mark
-// at the record's timestamp, left of stream time.
+// at the record's timestamp, left of stream time. A stream-stream join's
+// buffers (windowed stores with no windows that close) get a lane per
+// active task of their sub-topology, named by the store, with the span of
+// records each holds behind the task's stream time.
 //
 // Test ids: lane-<task>-<store> (data-stream-time), window-<task>-<start>,
 // closed-windows, closed-<n> (newest first), late-mark.
 
 import { h, clear } from '../editor/dom.js'
-import { clock, count, field, activeTasks, byTask } from './format.js'
+import { clock, count, field, millis, activeTasks, byTask, subtopologyOf } from './format.js'
 
 const BACK_MS = 60000
 const MIN_AHEAD_MS = 10000
@@ -33,7 +36,8 @@ export class Lanes {
 
   // setStores names the windowed stores of the deployment (from Info).
   setStores(stores) {
-    this.windowedStores = new Set((stores || []).filter((s) => s.type === 'window' || s.type === 'session').map((s) => s.name))
+    this.windowedStores = new Set((stores || []).filter((s) => (s.type === 'window' || s.type === 'session') && !s.join).map((s) => s.name))
+    this.joinStores = new Map((stores || []).filter((s) => s.join).map((s) => [s.name, s]))
     this.grace = new Map((stores || []).map((s) => [s.name, s.graceMs || 0]))
   }
 
@@ -43,6 +47,7 @@ export class Lanes {
     for (const [inst, t] of activeTasks(dep)) {
       const stores = new Set((t.windows || []).map((w) => w.store))
       for (const s of this.windowedStores) if (this.storeOfTask(t, s)) stores.add(s)
+      for (const [s, info] of this.joinStores) if (info.subtopology === subtopologyOf(t.id)) stores.add(s)
       for (const store of stores) want.push({ inst, t, store })
     }
     want.sort((a, b) => byTask(a.t.id, b.t.id) || (a.store < b.store ? -1 : 1))
@@ -90,9 +95,11 @@ export class Lanes {
   draw(lane, inst, t, store, now) {
     const st = t.streamTime
     const windows = (t.windows || []).filter((w) => w.store === store)
+    const join = this.joinStores.get(store)
     lane.el.dataset.streamTime = String(st)
     lane.el.dataset.windows = String(windows.length)
-    lane.label.textContent = `${t.id} · ${store} · ${inst.id} · stream time ${clock(st)}`
+    lane.el.dataset.join = join ? 'true' : 'false'
+    lane.label.textContent = `${t.id} · ${store}${join ? ' (join buffer)' : ''} · ${inst.id} · stream time ${clock(st)}`
     clear(lane.axis)
     if (typeof st !== 'number' || st < 0) {
       lane.axis.append(h('span', { class: 'lv-muted lv-axis-empty', text: 'no stream time yet' }))
@@ -114,6 +121,13 @@ export class Lanes {
       const title = `[${clock(w.start)} – ${clock(w.end)}) grace until ${clock(w.closesAt)} · ${count(w.keys ?? 0)} key(s)`
       if (b > a) lane.axis.append(h('div', { class: `lv-window ${extraClass}`, testid, style: `left:${a.toFixed(2)}%;width:${(b - a).toFixed(2)}%`, title, dataset: { start: String(w.start), end: String(w.end) } }, w.keys !== undefined ? h('span', { text: count(w.keys) }) : null))
       if (g1 > g0) lane.axis.append(h('div', { class: `lv-grace ${extraClass}`, style: `left:${g0.toFixed(2)}%;width:${(g1 - g0).toFixed(2)}%`, title }))
+    }
+    if (join) {
+      // The buffer keeps its side's records for its retention behind the
+      // side's latest record; the task's stream time stands in for it.
+      const [a, b] = clip(st - join.retentionMs, st)
+      const title = `${store} holds the records of its side of the join for ${millis(join.retentionMs)} (window and grace ${millis(join.graceMs)}) behind that side's latest record`
+      if (b > a) lane.axis.append(h('div', { class: 'lv-join-span', testid: `join-span-${t.id}-${store}`, style: `left:${a.toFixed(2)}%;width:${(b - a).toFixed(2)}%`, title }))
     }
     for (const w of windows) drawWindow(w, '', `window-${t.id}-${w.start}`)
     for (const [k, f] of this.flashing) if (k.startsWith(`${t.id}/${store}@`) && f.until >= now) drawWindow(f.window, 'lv-flash', `closing-${t.id}-${f.window.start}`)

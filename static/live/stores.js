@@ -50,7 +50,7 @@ export class StoreBrowser {
     this.types.clear()
     for (const s of list) {
       this.types.set(s.name, s.type)
-      this.select.append(h('option', { value: s.name, text: `${s.name} (${s.type})`, selected: s.name === keep }))
+      this.select.append(h('option', { value: s.name, text: `${s.name} (${s.join ? 'join buffer, ' : ''}${s.type})`, selected: s.name === keep }))
     }
     this.none.hidden = list.length > 0
     this.form.hidden = list.length === 0
