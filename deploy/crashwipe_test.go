@@ -37,7 +37,7 @@ func TestCrashWipeRestoresFromTheChangelog(t *testing.T) {
 	if err := h.m.CrashWipe(h.design, "instance-1"); err != nil {
 		t.Fatal(err)
 	}
-	var started []monitor.Event
+	var started, progress []monitor.Event
 	finished := map[string]monitor.Event{}
 	wiped := false
 	waitFor(t, time.Minute, "the wiped instance's restore finished", func() bool {
@@ -48,6 +48,8 @@ func TestCrashWipeRestoresFromTheChangelog(t *testing.T) {
 				wiped = ev.Instance == "instance-1"
 			case "restore-started":
 				started = append(started, ev)
+			case "restore-progress":
+				progress = append(progress, ev)
 			case "restore-finished":
 				finished[ev.Task] = ev
 			}
@@ -65,6 +67,16 @@ func TestCrashWipeRestoresFromTheChangelog(t *testing.T) {
 		// applied: some, not all, are restored.
 		if got := finished[ev.Task].Detail["restored"]; got == nil || got.(int64) <= 0 {
 			t.Errorf("restore %s ended with %v records restored, want some", ev.Message, got)
+		}
+	}
+	// Each restore tells its progress at least once, with its task's
+	// totals, between start and finish.
+	if len(progress) < len(started) {
+		t.Errorf("%d restore-progress events for %d restores, want one each at least", len(progress), len(started))
+	}
+	for _, ev := range progress {
+		if total, _ := ev.Detail["total"].(int64); total <= 0 || ev.Detail["restored"] == nil || ev.Detail["etaMs"] == nil {
+			t.Errorf("restore-progress %s: detail %v, want the task's restored, total, rate and etaMs", ev.Message, ev.Detail)
 		}
 	}
 	d, _ := h.deployment(h.design)

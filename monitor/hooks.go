@@ -193,12 +193,25 @@ func (h *hook) OnRestoreProgress(ev streams.RestoreEvent) {
 	if !h.lock() {
 		return
 	}
-	if t := h.d.instance(ev.InstanceID).tasks[ev.Task]; t != nil {
-		if r := t.restores[ev.Store]; r != nil {
-			r.restored, r.rate = ev.Restored, ev.Rate
-		}
+	defer h.m.mu.Unlock()
+	t := h.d.instance(ev.InstanceID).tasks[ev.Task]
+	if t == nil {
+		return
 	}
-	h.m.mu.Unlock()
+	r := t.restores[ev.Store]
+	if r == nil {
+		return
+	}
+	r.restored, r.rate = ev.Restored, ev.Rate
+	now := time.Now()
+	if now.Sub(r.told) < RestoreProgressInterval {
+		return
+	}
+	r.told = now
+	sum := t.restore()
+	h.emit(now, ev.InstanceID, ev.Task, kindRestoreProgress,
+		fmt.Sprintf("restoring task %s on %s: %d of %d records (%.0f/s)", ev.Task, ev.InstanceID, sum.Restored, sum.Total, sum.Rate),
+		map[string]any{"store": ev.Store, "offset": ev.Offset, "restored": sum.Restored, "total": sum.Total, "rate": sum.Rate, "etaMs": sum.EtaMs})
 }
 
 func (h *hook) OnRestoreEnd(ev streams.RestoreEvent) {

@@ -123,6 +123,8 @@ type nodeState struct {
 type restoreState struct {
 	start, end, restored int64
 	rate                 float64
+	// told is when a restore-progress event last told of it.
+	told time.Time
 }
 
 // limiter lets at most n events a second through and counts the others.

@@ -242,6 +242,10 @@ type Window struct {
 	Keys     int    `json:"keys"`
 }
 
+// RestoreProgressInterval is how often a store's restore in progress is
+// told in a restore-progress event, at most.
+const RestoreProgressInterval = 100 * time.Millisecond
+
 // Restore is the progress of a task's restore, over all its stores:
 // records restored of Total, at Rate records/s, done in EtaMs (-1 while
 // the rate is unknown).
@@ -282,7 +286,9 @@ type Event struct {
 	Instance   string `json:"instance,omitempty"`
 	Task       string `json:"task,omitempty"`
 	// Kind is one of window-closed, late-drop, restore-started,
-	// restore-finished, standby-started, standby-promoted, rebalance,
+	// restore-progress (at most every RestoreProgressInterval per store,
+	// detail the task's Restore: a restore shorter than a snapshot's
+	// interval moves its bar too), restore-finished, standby-started, standby-promoted, rebalance,
 	// instance-crashed, instance-crash-wiped, instance-stopped, instance-started,
 	// instance-added, task-assigned, task-revoked, task-failed-over,
 	// broker-unreachable, broker-reachable, error, deployment-added,
@@ -299,6 +305,7 @@ const (
 	kindWindowClosed      = "window-closed"
 	kindLateDrop          = "late-drop"
 	kindRestoreStarted    = "restore-started"
+	kindRestoreProgress   = "restore-progress"
 	kindRestoreFinished   = "restore-finished"
 	kindStandbyStarted    = "standby-started"
 	kindStandbyPromoted   = "standby-promoted"

@@ -32,8 +32,11 @@ type serving struct {
 }
 
 // startServe runs runServe with args and waits for it to print its URL.
+// It runs no state demo unless args ask for one (their flag comes later
+// and wins): seeding it takes seconds.
 func startServe(t *testing.T, args ...string) *serving {
 	t.Helper()
+	args = append([]string{"--state-demo-keys", "0"}, args...)
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &serving{cancel: cancel, done: make(chan error, 1), out: &syncBuffer{}}
 	// No state demo unless a test asks for it (a later flag wins): its
@@ -166,7 +169,7 @@ func TestServeStateDemo(t *testing.T) {
 
 func TestServe(t *testing.T) {
 	dir := t.TempDir()
-	args := []string{"--listen", "127.0.0.1:0", "--broker-listen", "127.0.0.1:0", "--data-dir", dir, "--state-demo-keys", "0"}
+	args := []string{"--listen", "127.0.0.1:0", "--broker-listen", "127.0.0.1:0", "--data-dir", dir}
 	s := startServe(t, args...)
 	if !strings.HasPrefix(s.url, "http://127.0.0.1:") || s.broker == "" {
 		t.Fatalf("printed URL %q, broker %q:\n%s", s.url, s.broker, s.out.String())

@@ -78,6 +78,28 @@ export class InstancesGrid {
     this.summary.textContent = `${up} of ${instances.length} instance(s) up · ${dep.standbys ?? 0} standby replica(s) per task`
   }
 
+  // restoreProgress draws a restore-progress event on its task's card,
+  // which it adds when no snapshot has shown the task yet: a restore
+  // shorter than a snapshot's interval shows too. The next snapshot
+  // redraws the card as it is.
+  restoreProgress(ev) {
+    const row = this.rows.get(ev.instance)
+    const d = ev.detail || {}
+    if (!row || !ev.task || !(d.total > 0)) return
+    const t = { id: ev.task, role: 'active', state: 'restoring', restore: { restored: d.restored, total: d.total, rate: d.rate, etaMs: d.etaMs } }
+    let card = row.cards.get(`${t.id}/active`)
+    if (!card) {
+      card = makeCard(ev.instance, t)
+      row.cards.set(`${t.id}/active`, card)
+      for (const e of row.tasks.querySelectorAll('.lv-no-tasks')) e.remove()
+      row.tasks.append(card.el)
+      card.el.className = `lv-task lv-role-active lv-task-restoring`
+      card.el.dataset.role = 'active'
+      card.el.dataset.state = 'restoring'
+    }
+    fillBar(card.bar, { id: ev.instance }, t)
+  }
+
   makeRow(id) {
     const button = (verb, title, label = verb) => {
       const b = h('button', { type: 'button', class: `lv-button lv-${verb}`, testid: `${verb}-${id}`, text: label, title })

@@ -209,6 +209,12 @@ class LivePage {
 
   onEvent(ev) {
     if (ev.deployment && ev.deployment !== this.id) return
+    // A restore's progress moves its bar between snapshots; the timeline
+    // tells its start and end.
+    if (ev.kind === 'restore-progress') {
+      this.instances.restoreProgress(ev)
+      return
+    }
     this.timeline.add(ev)
     this.lanes.event(ev)
     if (ev.kind === 'deployment-removed') this.refreshInfo()
