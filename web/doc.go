@@ -78,8 +78,17 @@
 //	POST   /api/deployments/:id/instances    201 {"instance"}: one more instance; 422 at maxInstances
 //	POST   /api/deployments/:id/instances/:instance/crash|stop|start
 //	                                         204; 404 for an unknown instance, 409 when its state forbids it
-//	POST   /api/deployments/:id/generators   body deploy.GeneratorSpec: 201 {"topic"}; 422 for a bad template
+//	POST   /api/deployments/:id/generators   body deploy.GeneratorSpec: 201 {"topic"}; 422 for a bad template;
+//	                                         409 when another producer feeds the topic (its latest records lack
+//	                                         the braid-generator header), unless "confirmExternal": true
 //	DELETE /api/deployments/:id/generators/:topic  204
+//	GET    /api/deployments/:id/generators/:topic/sample
+//	                                         deploy.GeneratorSample {"topic", "records" [{"key", "value",
+//	                                         "headers", "partition", "offset", "timestamp"}], "external" (how
+//	                                         many records another producer wrote), "proposal" {"template",
+//	                                         "keys", "keyPrefix", "rate", "notes"}}: the latest 10 records of
+//	                                         each partition and the generator proposed from them; 422 for a
+//	                                         topic the deployment does not read
 //	GET    /api/deployments/:id/query?store=&key=&from=&to=&limit=
 //	                                         deploy.QueryResult: a key-value store's value of key (and the
 //	                                         instance holding it) or, without a key, its rows in [from, to)
