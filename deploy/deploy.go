@@ -162,6 +162,13 @@ type Info struct {
 	RunCommand   string          `json:"runCommand,omitempty"`
 	Reporting    bool            `json:"reporting,omitempty"`
 	Processes    []ProcessStatus `json:"processes,omitempty"`
+	// Watched marks an application this server found in the telemetry
+	// topic and did not deploy (Remote too): processes others started
+	// (braid run, exported programs) run it. Processes is then what each
+	// last reported, and State what they add up to: running, degraded,
+	// gone or stopped (WatchedRunning...).
+	Watched bool   `json:"watched,omitempty"`
+	State   string `json:"state,omitempty"`
 }
 
 // StoreInfo is one state store of a deployment.

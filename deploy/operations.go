@@ -14,7 +14,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 )
 
-// List describes every deployment, by id.
+// List describes every deployment, by id, and every application that
+// runs elsewhere and reports (Watch), marked Watched.
 func (m *Manager) List() []Info {
 	m.mu.Lock()
 	deps := make([]*deployment, 0, len(m.deps))
@@ -31,6 +32,10 @@ func (m *Manager) List() []Info {
 		local[in.ID] = true
 	}
 	out = append(out, m.orchestratedInfos(local)...)
+	for _, in := range out {
+		local[in.ID] = true
+	}
+	out = append(out, m.watchedInfos(local)...)
 	slices.SortFunc(out, func(x, y Info) int { return strings.Compare(x.ID, y.ID) })
 	return out
 }
@@ -100,6 +105,15 @@ func (m *Manager) Crash(id, instance string) error {
 	return m.instanceOp(id, instance, "crashed", (*deployment).crash)
 }
 
+// CrashWipe crashes an instance, deletes its state dir and starts it
+// again (see streams.Supervisor.CrashAndWipe): a process that lost its
+// disk, which restores every store it gets from the changelogs. For an
+// application other processes run, the process wipes its state dir and
+// exits for whoever started it to restart it (see control.CrashWipe).
+func (m *Manager) CrashWipe(id, instance string) error {
+	return m.instanceOp(id, instance, "crash-wiped", (*deployment).crashWipe)
+}
+
 // Stop stops an instance gracefully.
 func (m *Manager) Stop(id, instance string) error {
 	return m.instanceOp(id, instance, "stopped", (*deployment).stopInstance)
@@ -138,6 +152,7 @@ func (m *Manager) Add(id string) (string, error) {
 }
 
 func (d *deployment) crash(instance string) error         { return d.sup.Crash(instance) }
+func (d *deployment) crashWipe(instance string) error     { return d.sup.CrashAndWipe(instance) }
 func (d *deployment) stopInstance(instance string) error  { return d.sup.Stop(instance) }
 func (d *deployment) startInstance(instance string) error { return d.sup.Start(instance) }
 
@@ -152,7 +167,7 @@ func (m *Manager) instanceOp(id, instance, kind string, op func(*deployment, str
 	if err != nil {
 		return err
 	}
-	if kind == "crashed" {
+	if kind == "crashed" || kind == "crash-wiped" {
 		m.cfg.Monitor.InstanceEvent(id, instance, kind)
 		return op(dep, instance)
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/braidstream/braid/compiler"
 	"github.com/braidstream/braid/deployconfig"
 	"github.com/braidstream/braid/designer"
+	"github.com/braidstream/braid/monitor"
 )
 
 // An orchestrated deployment runs in processes this server does not
@@ -24,11 +25,16 @@ import (
 
 // ProcessStatus is what one process of an orchestrated deployment last
 // wrote to the config topic: the revision it runs and its state
-// (deployconfig.StatusState: starting, running, restarting, waiting, failed).
+// (deployconfig.StatusState: starting, running, restarting, waiting,
+// failed); or what one process of a watched application last reported
+// to the telemetry topic: its state (monitor.ProcessReporting, stopped,
+// gone), when it reported and its instances.
 type ProcessStatus struct {
-	Process  string `json:"process"`
-	Revision int    `json:"revision"`
-	State    string `json:"state"`
+	Process    string                    `json:"process"`
+	Revision   int                       `json:"revision"`
+	State      string                    `json:"state"`
+	LastReport int64                     `json:"lastReport,omitempty"`
+	Instances  []monitor.ProcessInstance `json:"instances,omitempty"`
 }
 
 // orchestrated is the config topic as the Manager last read it.

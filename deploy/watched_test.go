@@ -31,9 +31,10 @@ func TestWatchDescribesAnApplicationRunElsewhere(t *testing.T) {
 	}
 	var remote *deploy.RemoteError
 	for name, err := range map[string]error{
-		"crash": h.m.Crash("shop", "i1"),
-		"stop":  h.m.Stop("shop", "i1"),
-		"start": h.m.Start("shop", "i1"),
+		"crash":      h.m.Crash("shop", "i1"),
+		"crash-wipe": h.m.CrashWipe("shop", "i1"),
+		"stop":       h.m.Stop("shop", "i1"),
+		"start":      h.m.Start("shop", "i1"),
 		"query": func() error {
 			_, err := h.m.Query("shop", deploy.Query{Store: info.Stores[0].Name, Key: "k"})
 			return err

@@ -88,7 +88,8 @@ func (m *Monitor) RemoveDeployment(id string) {
 }
 
 // InstanceEvent records what the deployer did to an instance: kind is
-// "crashed", "stopped", "started" or "added"; the event's kind is
+// "crashed", "crash-wiped" (crashed, its state dir deleted, and started
+// again), "stopped", "started" or "added"; the event's kind is
 // "instance-" + kind.
 func (m *Monitor) InstanceEvent(deployment, instance, kind string) {
 	m.mu.Lock()

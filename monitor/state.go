@@ -392,8 +392,8 @@ func taskLag(ts streams.TaskStats) int64 {
 	return lag
 }
 
-// instanceStateName is the Instance.State of a sampled instance.
-func instanceStateName(info streams.InstanceInfo) string {
+// InstanceStateName is the Instance.State of a sampled instance.
+func InstanceStateName(info streams.InstanceInfo) string {
 	if info.State == streams.InstanceRunning && info.Stats.State == streams.Rebalancing {
 		return "rebalancing"
 	}
@@ -432,7 +432,7 @@ func (d *deployment) build() Deployment {
 // nodes.
 func (d *deployment) buildInstance(in *instanceState, nodes map[string]NodeRate) Instance {
 	info := in.info
-	out := Instance{ID: in.id, State: instanceStateName(info), Since: info.Since.UnixMilli(), Server: info.Server, Tasks: []Task{},
+	out := Instance{ID: in.id, State: InstanceStateName(info), Since: info.Since.UnixMilli(), Server: info.Server, Tasks: []Task{},
 		CommitMs: float64(in.commitTook.Microseconds()) / 1000}
 	if out.State == "rebalancing" && !in.rebalanceFrom.IsZero() {
 		out.Since = in.rebalanceFrom.UnixMilli()

@@ -88,6 +88,35 @@ func (i DeploymentInfo) WithTopology() DeploymentInfo {
 	return i
 }
 
+// Process is one process of an application that runs elsewhere (braid
+// run, an exported program), as its telemetry last reported it (package
+// telemetry's Reader makes them).
+type Process struct {
+	Process string `json:"process"`
+	// Revision is the design revision it runs (0 for a design file).
+	Revision int `json:"revision"`
+	// State is "reporting", "stopped" (its last report said it stopped
+	// gracefully) or "gone" (it sent no report for a while).
+	State string `json:"state"`
+	// LastReport is when it wrote its last report, unix ms by its clock.
+	LastReport int64             `json:"lastReport"`
+	Instances  []ProcessInstance `json:"instances"`
+}
+
+// Process states.
+const (
+	ProcessReporting = "reporting"
+	ProcessStopped   = "stopped"
+	ProcessGone      = "gone"
+)
+
+// ProcessInstance is one instance of a Process and its state, as an
+// Instance's (a gone process's running instances are shown crashed).
+type ProcessInstance struct {
+	ID    string `json:"id"`
+	State string `json:"state"`
+}
+
 // Message is what a Subscriber receives: a snapshot or an event.
 type Message struct {
 	Type     string    `json:"type"` // "snapshot" or "event"
@@ -254,7 +283,7 @@ type Event struct {
 	Task       string `json:"task,omitempty"`
 	// Kind is one of window-closed, late-drop, restore-started,
 	// restore-finished, standby-started, standby-promoted, rebalance,
-	// instance-crashed, instance-stopped, instance-started,
+	// instance-crashed, instance-crash-wiped, instance-stopped, instance-started,
 	// instance-added, task-assigned, task-revoked, task-failed-over,
 	// broker-unreachable, broker-reachable, error, deployment-added,
 	// deployment-removed.

@@ -1,12 +1,18 @@
 // The designs list (/): every stored design with its revisions, when it
 // changed and whether it is deployed (GET /api/deployments, with a link
-// to its live view); a search box filters the list as one types; create
+// to its live view); the applications that processes started elsewhere
+// run and report to this server (deployments marked watched) in the
+// "Running elsewhere" section, each with its state and processes and a
+// link to its live page, refreshed every 2 s; a search box filters the
+// list as one types; create
 // (a dialog asks for the name, which the server validates), open, rename
 // (inline) and delete (asks once more, inline) designs, and upload a
 // design JSON as a new design. Loaded as a classic script or a module;
 // needs no library.
 //
-// Test ids: designs-search, designs-no-match, deployed-<id>, new-design,
+// Test ids: designs-search, designs-no-match, deployed-<id>,
+// running-elsewhere, elsewhere-list, elsewhere-<id>, elsewhere-link-<id>,
+// elsewhere-state-<id>, elsewhere-process-<id>-<process>, new-design,
 // new-design-dialog, new-design-name, new-design-error, new-design-create,
 // new-design-cancel.
 ;(function () {
@@ -96,9 +102,68 @@
       say(`Cannot list the designs: ${err.message}`, true)
       return
     }
-    const deps = await deployments
-    deployed = new Map((Array.isArray(deps) ? deps : []).map((d) => [d.design || d.id, d]))
+    const deps = Array.isArray(await deployments) ? await deployments : []
+    // An application found in telemetry is not a deployment of a design
+    // here, even when it runs one of the same id: it is listed apart.
+    deployed = new Map(deps.filter((d) => !d.watched).map((d) => [d.design || d.id, d]))
     render(Array.isArray(designs) ? designs : [])
+    renderElsewhere(deps)
+  }
+
+  // refreshElsewhere lists the applications run elsewhere again: they
+  // come, go and change state while the page is open.
+  async function refreshElsewhere() {
+    try {
+      const deps = await api('GET', '/api/deployments')
+      renderElsewhere(Array.isArray(deps) ? deps : [])
+    } catch {
+      // load() said why the deployments cannot be listed; the next
+      // refresh tries again.
+    }
+  }
+
+  const liveURL = (id) => `/live/${encodeURIComponent(id)}`
+
+  // renderElsewhere fills the "Running elsewhere" section with the
+  // watched applications, and shows it only when there is one.
+  function renderElsewhere(deps) {
+    const section = byTestId('running-elsewhere')
+    const box = byTestId('elsewhere-list')
+    if (!section || !box) return
+    const apps = deps.filter((d) => d.watched)
+    section.hidden = apps.length === 0
+    box.textContent = ''
+    if (apps.length === 0) return
+    const body = h('tbody')
+    for (const a of apps) {
+      const procs = (a.processes || []).map((p) =>
+        h(
+          'li',
+          { testid: `elsewhere-process-${a.id}-${p.process}`, 'data-state': p.state },
+          h('strong', { text: p.process }),
+          ` ${p.state}`,
+          (p.instances || []).length ? ': ' + p.instances.map((i) => `${i.id} ${i.state}`).join(', ') : '',
+        ),
+      )
+      body.append(
+        h(
+          'tr',
+          { testid: `elsewhere-${a.id}`, 'data-state': a.state || '' },
+          h('td', { class: 'bd-name' }, h('a', { href: liveURL(a.id), testid: `elsewhere-link-${a.id}`, text: a.designName || a.design || a.id, title: 'open the live view' })),
+          h('td', {}, h('code', { text: a.applicationId })),
+          h('td', {}, h('span', { class: `bd-state bd-state-${a.state || 'unknown'}`, testid: `elsewhere-state-${a.id}`, text: a.state || 'unknown' })),
+          h('td', {}, procs.length ? h('ul', { class: 'bd-procs' }, procs) : 'no process reports'),
+        ),
+      )
+    }
+    box.append(
+      h(
+        'table',
+        { class: 'bd-table' },
+        h('thead', {}, h('tr', {}, ['Design', 'Application id', 'State', 'Processes'].map((t) => h('th', { text: t })))),
+        body,
+      ),
+    )
   }
 
   // filter shows the rows whose name or id holds the search text.
@@ -320,6 +385,7 @@
     status = h('span', { class: 'bd-status', testid: 'status', role: 'status' })
     bar.append(search, status)
     load()
+    setInterval(refreshElsewhere, 2000)
   }
 
   if (document.readyState === 'loading') document.addEventListener('DOMContentLoaded', start)

@@ -54,6 +54,11 @@ type ReaderConfig struct {
 	// ID, when the application is removed. Both run on Run's goroutine.
 	OnDesign  func(info monitor.DeploymentInfo, design []byte)
 	OnRemoved func(deploymentID string)
+	// OnProcesses, when set, receives an application's processes as
+	// they stand, on every report and at least every second, by
+	// deployment ID (those a gone process ran shown crashed). It runs
+	// on Run's goroutine.
+	OnProcesses func(deploymentID string, procs []monitor.Process)
 	// Local reports the applications the caller runs itself and shows
 	// through their own hooks: their reports are skipped.
 	Local  func(applicationID string) bool
@@ -317,6 +322,36 @@ func (a *remoteApp) publish(now time.Time) {
 	}
 	slices.SortFunc(infos, func(x, y streams.InstanceInfo) int { return strings.Compare(x.ID, y.ID) })
 	a.src.set(infos, windows)
+	if a.cfg.OnProcesses != nil {
+		a.cfg.OnProcesses(a.info.ID, a.processes(now))
+	}
+}
+
+// processes are the application's processes as they stand at now, by
+// name.
+func (a *remoteApp) processes(now time.Time) []monitor.Process {
+	out := make([]monitor.Process, 0, len(a.procs))
+	for _, p := range a.procs {
+		mp := monitor.Process{Process: p.last.Process, Revision: p.last.Deployment.Revision, State: monitor.ProcessReporting,
+			LastReport: p.seen.UnixMilli(), Instances: make([]monitor.ProcessInstance, 0, len(p.last.Instances))}
+		gone := a.gone(p, now)
+		switch {
+		case p.last.Final:
+			mp.State = monitor.ProcessStopped
+		case gone:
+			mp.State = monitor.ProcessGone
+		}
+		for _, w := range p.last.Instances {
+			info := w.Info()
+			if gone {
+				info = goneInstance(info, p)
+			}
+			mp.Instances = append(mp.Instances, monitor.ProcessInstance{ID: info.ID, State: monitor.InstanceStateName(info)})
+		}
+		out = append(out, mp)
+	}
+	slices.SortFunc(out, func(x, y monitor.Process) int { return strings.Compare(x.Process, y.Process) })
+	return out
 }
 
 // gone reports whether p stopped reporting without a last report.

@@ -59,7 +59,12 @@
 //
 //	GET    /api/deployment-limits            deploy.Limits {"maxInstances", "minCommitIntervalMs", "maxCommitIntervalMs"}:
 //	                                         the bounds the Deploy dialog shows and the API enforces
-//	GET    /api/deployments                  [deploy.Info], by id
+//	GET    /api/deployments                  [deploy.Info], by id: the deployments, and the applications other
+//	                                         processes run and report through the telemetry topic (braid run,
+//	                                         exported programs), marked "watched" (and "remote"), with "state"
+//	                                         (running, degraded, gone, stopped) and "processes" [{"process",
+//	                                         "revision", "state" (reporting, stopped, gone), "lastReport",
+//	                                         "instances" [{"id", "state"}]}]
 //	POST   /api/deployments                  body deploy.Request {"design", "revision"?, "instances"?, "standbys"?,
 //	                                         "guarantee"?, "commitIntervalMs"?}: 201 deploy.Info; an absent field
 //	                                         takes its default ("standbys": 1, or 0 with one instance; "standbys": 0
@@ -76,8 +81,10 @@
 //	GET    /api/deployments/:id              deploy.Info (404 when not deployed)
 //	DELETE /api/deployments/:id              204: undeploy (an orchestrated one: its record's tombstone)
 //	POST   /api/deployments/:id/instances    201 {"instance"}: one more instance; 422 at maxInstances
-//	POST   /api/deployments/:id/instances/:instance/crash|stop|start
-//	                                         204; 404 for an unknown instance, 409 when its state forbids it
+//	POST   /api/deployments/:id/instances/:instance/crash|crash-wipe|stop|start
+//	                                         204; 404 for an unknown instance, 409 when its state forbids it;
+//	                                         crash-wipe also deletes its state dir and starts it again (a run
+//	                                         process wipes its own and exits with status 4, to be restarted)
 //	POST   /api/deployments/:id/generators   body deploy.GeneratorSpec: 201 {"topic"}; 422 for a bad template;
 //	                                         409 when another producer feeds the topic (its latest records lack
 //	                                         the braid-generator header), unless "confirmExternal": true

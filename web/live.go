@@ -130,12 +130,14 @@ func (s *Server) instanceOp(c *fiber.Ctx) error {
 	switch op := c.Params("op"); op {
 	case "crash":
 		err = s.cfg.Deployments.Crash(id, instance)
+	case "crash-wipe":
+		err = s.cfg.Deployments.CrashWipe(id, instance)
 	case "stop":
 		err = s.cfg.Deployments.Stop(id, instance)
 	case "start":
 		err = s.cfg.Deployments.Start(id, instance)
 	default:
-		return errorf(fiber.StatusNotFound, fmt.Sprintf("no instance operation %q: crash, stop or start", op))
+		return errorf(fiber.StatusNotFound, fmt.Sprintf("no instance operation %q: crash, crash-wipe, stop or start", op))
 	}
 	if err != nil {
 		return deployError(err)

@@ -118,6 +118,7 @@ func TestDeploymentsAPI(t *testing.T) {
 		{name: "bad generator", method: "POST", path: "/api/deployments/orders-windowed/generators",
 			body: `{"topic": "orders", "template": {"amount": "random(9, 1)"}}`, status: 422},
 		{name: "unknown instance", method: "POST", path: "/api/deployments/orders-windowed/instances/instance-9/crash", status: 404},
+		{name: "crash-wipe an unknown instance", method: "POST", path: "/api/deployments/orders-windowed/instances/instance-9/crash-wipe", status: 404},
 		{name: "unknown operation", method: "POST", path: "/api/deployments/orders-windowed/instances/instance-1/explode", status: 404},
 		{name: "start a running instance", method: "POST", path: "/api/deployments/orders-windowed/instances/instance-1/start", status: 409},
 		{name: "query a windowed store without a key", method: "GET", path: "/api/deployments/orders-windowed/query?store=big-orders-per-10s", status: 422},
@@ -199,6 +200,31 @@ func TestDeploymentsAPI(t *testing.T) {
 // TestDeployStandbysAndInstanceCap: "standbys": 0 deploys no standby
 // (an absent field is the default), and the instance cap the API reports
 // is the one it enforces, at deploy and when adding instances.
+// TestCrashWipeAPI: POST .../crash-wipe crashes the instance, wipes its
+// state and starts it again: 204, the timeline says instance-crash-wiped,
+// and the instance runs; a second crash-wipe of it is as welcome.
+func TestCrashWipeAPI(t *testing.T) {
+	ts := startLive(t)
+	firstDeploy(t, ts, `{"design": "orders-windowed", "instances": 1}`)
+	for range 2 {
+		if r := ts.do("POST", "/api/deployments/orders-windowed/instances/instance-1/crash-wipe", ""); r.status != 204 {
+			t.Fatalf("crash-wipe: %d %s", r.status, r)
+		}
+	}
+	wiped := 0
+	for _, ev := range ts.srv.cfg.Monitor.Events(0) {
+		if ev.Kind == "instance-crash-wiped" && ev.Instance == "instance-1" {
+			wiped++
+		}
+	}
+	if wiped != 2 {
+		t.Errorf("%d instance-crash-wiped events for instance-1, want 2", wiped)
+	}
+	if r := ts.do("POST", "/api/deployments/orders-windowed/instances/instance-1/start", ""); r.status != 409 {
+		t.Errorf("start after a crash-wipe: %d %s, want 409: the crash-wipe started it again", r.status, r)
+	}
+}
+
 func TestDeployStandbysAndInstanceCap(t *testing.T) {
 	ts := startLiveConfig(t, deploy.Config{MaxInstances: 2})
 	var info deploy.Info

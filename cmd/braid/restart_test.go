@@ -182,7 +182,7 @@ func settingsOf(infos []deploy.Info) []settings {
 // across the next restart.
 func TestServeKeepsDeploymentsAcrossRestarts(t *testing.T) {
 	dir := t.TempDir()
-	args := []string{"serve", "--listen", "127.0.0.1:0", "--broker-listen", "127.0.0.1:0", "--data-dir", dir}
+	args := []string{"serve", "--listen", "127.0.0.1:0", "--broker-listen", "127.0.0.1:0", "--data-dir", dir, "--state-demo-keys", "0"}
 	p := startProcess(t, args...)
 	p.waitLine(t, func(line string) bool { return strings.Contains(line, "the demo design runs live at") })
 

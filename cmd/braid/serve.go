@@ -46,6 +46,7 @@ func runServe(ctx context.Context, args []string, stdout io.Writer) error {
 	brokerListen := fs.String("broker-listen", "127.0.0.1:9092", "host:port of the embedded Kafka-compatible broker (a non-loopback address needs --sasl-user or --insecure-broker); empty: run none")
 	brokers := fs.String("brokers", "", "comma-separated Kafka bootstrap addresses for deployments and telemetry (default: bootstrap.servers of --client-config, else the embedded broker, which --brokers turns off unless --broker-listen is given); --client-config's TLS and SASL apply to them, or else --sasl-user and --sasl-password")
 	noDemo := fs.Bool("no-demo", false, "do not deploy the demo design (orders-demo) with its generator on a new data directory")
+	stateDemoKeys := fs.Int("state-demo-keys", defaultStateDemoKeys, "customers of the state demo (customer-totals, a count per customer on one instance) deployed beside the demo on a new data directory, one order each, for a lost disk's restore to take seconds; 0: no state demo")
 	control := controlFlags(fs)
 	queryToken := fs.String("query-token", "", "bearer token sent to the store servers of applications run elsewhere (their braid run --query-token), through which the store browser queries them (default $"+streams.QueryTokenEnv+")")
 	telemetryTopic := fs.String("telemetry-topic", rtelemetry.DefaultTopic, "topic the instances of applications run elsewhere (braid run, exported programs) report on; the server shows each application it finds there; empty: read none")
@@ -63,6 +64,9 @@ func runServe(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 	if *dataDir == "" {
 		return errors.New("serve: --data-dir must not be empty")
+	}
+	if *stateDemoKeys < 0 {
+		return fmt.Errorf("serve: --state-demo-keys %d: want 0 (none) or more", *stateDemoKeys)
 	}
 	if err := control.load(); err != nil {
 		return fmt.Errorf("serve: %w", err)
@@ -112,6 +116,11 @@ func runServe(ctx context.Context, args []string, stdout io.Writer) error {
 	if newStore {
 		if err := loadDemo(store); err != nil {
 			return fmt.Errorf("serve: loading the demo design: %w", err)
+		}
+		if *stateDemoKeys > 0 && !*noDemo {
+			if err := loadStateDemo(store); err != nil {
+				return fmt.Errorf("serve: loading the state demo design: %w", err)
+			}
 		}
 	}
 
@@ -220,6 +229,13 @@ func runServe(ctx context.Context, args []string, stdout io.Writer) error {
 			default:
 				fmt.Fprintf(stdout, "braid serve: the demo design runs live at %s\n", liveURL(srv.URL(), demoID))
 			}
+			if _, _, err := store.Get(stateDemoID); err == nil && *stateDemoKeys > 0 {
+				if err := deployStateDemo(ctx, deployments, bootstrap, clientOpts, *stateDemoKeys); err != nil {
+					fmt.Fprintf(stdout, "braid serve: the state demo was not deployed: %v\n", err)
+				} else {
+					fmt.Fprintf(stdout, "braid serve: the state demo (%d customers) runs live at %s\n", *stateDemoKeys, liveURL(srv.URL(), stateDemoID))
+				}
+			}
 		}
 	}
 	// The telemetry is read once the deployments are known, so that an
@@ -235,6 +251,9 @@ func runServe(ctx context.Context, args []string, stdout io.Writer) error {
 				}
 			},
 			OnRemoved: deployments.Unwatch,
+			// GET /api/deployments and the designs list show each
+			// application with its processes.
+			OnProcesses: deployments.WatchProcesses,
 			// The processes of an orchestrated deployment report under
 			// its application id and show as that deployment.
 			DeploymentID: deployments.DeploymentOf,

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -35,6 +36,9 @@ func startServe(t *testing.T, args ...string) *serving {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &serving{cancel: cancel, done: make(chan error, 1), out: &syncBuffer{}}
+	// No state demo unless a test asks for it (a later flag wins): its
+	// 500,000 seeded orders are for a person's make run.
+	args = append([]string{"--state-demo-keys", "0"}, args...)
 	go func() { s.done <- runServe(ctx, args, s.out) }()
 	urlRE := regexp.MustCompile(`the designer is at (\S+)`)
 	brokerRE := regexp.MustCompile(`embedded broker at (\S+)`)
@@ -117,9 +121,52 @@ func TestServeNoDemo(t *testing.T) {
 	}
 }
 
+// TestServeStateDemo: a new data directory gets the state demo beside
+// the demo, customer-totals, deployed on one instance with no standby,
+// with one order for each of --state-demo-keys customers counted and a
+// generator over them.
+func TestServeStateDemo(t *testing.T) {
+	s := startServe(t, "--listen", "127.0.0.1:0", "--broker-listen", "127.0.0.1:0", "--data-dir", t.TempDir(), "--state-demo-keys", "1000")
+	ids := []string{}
+	for _, d := range s.designs(t) {
+		ids = append(ids, d.ID)
+	}
+	if !slices.Equal(ids, []string{"customer-totals", "orders-demo"}) {
+		t.Fatalf("designs of a new data directory: %v, want customer-totals and orders-demo", ids)
+	}
+	deadline := time.Now().Add(time.Minute)
+	for {
+		var r struct {
+			Found bool  `json:"found"`
+			Value int64 `json:"value"`
+		}
+		if s.get(t, "/api/deployments/customer-totals/query?store=orders-per-customer&key=customer-999", &r) == 200 && r.Found && r.Value >= 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("customer-999 not counted within a minute:\n%s", s.out.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	var info struct {
+		Instances  int `json:"instances"`
+		Standbys   int `json:"standbys"`
+		Generators []struct {
+			Keys int `json:"keys"`
+		} `json:"generators"`
+	}
+	if st := s.get(t, "/api/deployments/customer-totals", &info); st != 200 || info.Instances != 1 || info.Standbys != 0 ||
+		len(info.Generators) != 1 || info.Generators[0].Keys != 1000 {
+		t.Errorf("the state demo deployment: %d %+v, want 1 instance, no standby and a generator over 1000 keys", st, info)
+	}
+	if !strings.Contains(s.out.String(), "the state demo (1000 customers) runs live at") {
+		t.Errorf("serve did not print the state demo's live page:\n%s", s.out.String())
+	}
+}
+
 func TestServe(t *testing.T) {
 	dir := t.TempDir()
-	args := []string{"--listen", "127.0.0.1:0", "--broker-listen", "127.0.0.1:0", "--data-dir", dir}
+	args := []string{"--listen", "127.0.0.1:0", "--broker-listen", "127.0.0.1:0", "--data-dir", dir, "--state-demo-keys", "0"}
 	s := startServe(t, args...)
 	if !strings.HasPrefix(s.url, "http://127.0.0.1:") || s.broker == "" {
 		t.Fatalf("printed URL %q, broker %q:\n%s", s.url, s.broker, s.out.String())

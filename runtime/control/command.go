@@ -25,6 +25,10 @@ const (
 	// Crash kills the instance at once, with no leave, flush or commit:
 	// a real failure, for the group to notice.
 	Crash = "crash"
+	// CrashWipe crashes the instance and deletes its state dir, as when
+	// its pod is rescheduled on a node without its disk: it comes back
+	// with no state and restores every store from the changelogs.
+	CrashWipe = "crash-wipe"
 	// Stop shuts the instance down gracefully: it commits and leaves.
 	Stop = "stop"
 	// Start starts a stopped or crashed instance of a process again.
@@ -94,10 +98,10 @@ func newNonce() (string, error) {
 // checkVerb reports a verb that is none of Crash, Stop and Start.
 func checkVerb(verb string) error {
 	switch verb {
-	case Crash, Stop, Start:
+	case Crash, CrashWipe, Stop, Start:
 		return nil
 	}
-	return fmt.Errorf("unknown verb %q (want %s, %s or %s)", verb, Crash, Stop, Start)
+	return fmt.Errorf("unknown verb %q (want %s, %s, %s or %s)", verb, Crash, CrashWipe, Stop, Start)
 }
 
 var errNoSecret = errors.New("no secret: commands cannot be signed or verified")

@@ -1,6 +1,7 @@
 // Package control carries commands from a server to the processes of an
 // application it does not run (braid run, exported programs) through a
-// control topic: crash, stop or start one instance. It owns the topic's
+// control topic: crash, crash-wipe (crash and delete the state dir), stop
+// or start one instance. It owns the topic's
 // records, their signature, the Sender a server writes them with, the
 // Listener a process reads them with, and the command-line flags both
 // take (DefineFlags: --control-topic, --control-secret-file, and

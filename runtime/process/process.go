@@ -19,6 +19,12 @@ import (
 // ends it.
 const CrashExitCode = 3
 
+// WipeExitCode is the status a process exits with when a crash-wipe
+// command ends it, after deleting its instance's state dir: whoever
+// started it (Kubernetes, systemd, a shell loop) starts it again, and it
+// restores every store from the changelogs.
+const WipeExitCode = 4
+
 // Config configures a Process.
 type Config struct {
 	// Runner configures the process's instances; see
@@ -193,7 +199,10 @@ func (p *Process) close() {
 // flush or a commit: a real failure, which the group notices at the
 // session timeout and the orchestrator restarts. With several instances
 // the one crashes under the process's Supervisor, which sees it and
-// removes it from the group.
+// removes it from the group. A crash-wipe of the only instance crashes it
+// under the Supervisor (which closes its stores), deletes its state dir
+// and exits with WipeExitCode; with several, the Supervisor crashes,
+// wipes and starts the one again.
 func (p *Process) command(c control.Command) error {
 	switch c.Verb {
 	case control.Crash:
@@ -203,9 +212,30 @@ func (p *Process) command(c control.Command) error {
 			return nil
 		}
 		return p.sup.Crash(c.Instance)
+	case control.CrashWipe:
+		if len(p.instances) == 1 {
+			return p.crashWipeExit(c.Instance)
+		}
+		return p.sup.CrashAndWipe(c.Instance)
 	case control.Stop:
 		return p.sup.Stop(c.Instance)
 	default:
 		return p.sup.Start(c.Instance)
 	}
+}
+
+// crashWipeExit crashes the process's only instance, deletes its state
+// dir and exits with WipeExitCode. A failure leaves the process running,
+// its instance crashed, and is the command's error.
+func (p *Process) crashWipeExit(instance string) error {
+	if err := p.sup.Crash(instance); err != nil {
+		return err
+	}
+	if err := p.sup.Wipe(instance); err != nil {
+		return err
+	}
+	fmt.Fprintf(p.cfg.Stderr, "instance %s crashed and its state dir %s deleted by a command from the server: exiting with status %d\n",
+		instance, p.sup.StateDir(instance), WipeExitCode)
+	p.cfg.Exit(WipeExitCode)
+	return nil
 }

@@ -79,6 +79,37 @@ func TestRunEndingBeforeTheTopicsClosesItsClients(t *testing.T) {
 // instance of a process ends it with CrashExitCode, saying so; Run is
 // not asked to stop first.
 func TestCrashCommandExitsTheProcess(t *testing.T) {
+	code, stderr, _ := exitByCommand(t, control.Crash)
+	if code != CrashExitCode {
+		t.Errorf("exit code %d, want %d", code, CrashExitCode)
+	}
+	if !strings.Contains(stderr, "instance i1 crashed by a command") {
+		t.Errorf("stderr %q does not say why the process exits", stderr)
+	}
+}
+
+// TestCrashWipeCommandWipesAndExits: a signed crash-wipe command for the
+// only instance of a process deletes the instance's state dir and ends
+// the process with WipeExitCode, saying so, for whoever started it to
+// start it again with no state.
+func TestCrashWipeCommandWipesAndExits(t *testing.T) {
+	code, stderr, dir := exitByCommand(t, control.CrashWipe)
+	if code != WipeExitCode {
+		t.Errorf("exit code %d, want %d", code, WipeExitCode)
+	}
+	if !strings.Contains(stderr, "instance i1 crashed and its state dir") {
+		t.Errorf("stderr %q does not say why the process exits", stderr)
+	}
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Errorf("state dir %s after a crash-wipe: %v, want it gone", dir, err)
+	}
+}
+
+// exitByCommand runs a process of one instance, i1, with a file in its
+// state dir, sends it verb until it exits, and returns the exit code,
+// what it wrote to stderr and its instance's state dir.
+func exitByCommand(t *testing.T, verb string) (code int, stderr string, stateDir string) {
+	t.Helper()
 	b := startBroker(t)
 	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addrs()...))
 	if err != nil {
@@ -90,8 +121,8 @@ func TestCrashCommandExitsTheProcess(t *testing.T) {
 	}
 	secret := []byte("s3cret")
 	exited := make(chan int, 1)
-	var stderr strings.Builder
-	p, err := New(copyTopology(t), Config{ControlSecret: secret, Stderr: &stderr,
+	var out strings.Builder
+	p, err := New(copyTopology(t), Config{ControlSecret: secret, Stderr: &out,
 		Exit: func(code int) {
 			select {
 			case exited <- code:
@@ -100,6 +131,13 @@ func TestCrashCommandExitsTheProcess(t *testing.T) {
 		},
 		Runner: streams.RunnerConfig{InstanceID: "i1", Config: streams.Config{ApplicationID: "copy", Brokers: b.Addrs(), StateDir: t.TempDir()}}})
 	if err != nil {
+		t.Fatal(err)
+	}
+	stateDir = p.Runner().Supervisor().StateDir("i1")
+	if err := os.MkdirAll(stateDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(stateDir, "kept"), []byte("state"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -115,21 +153,15 @@ func TestCrashCommandExitsTheProcess(t *testing.T) {
 	// there: send until it hears one.
 	guard := time.After(time.Minute)
 	for {
-		if err := s.Send(context.Background(), "copy", "i1", control.Crash); err != nil {
+		if err := s.Send(context.Background(), "copy", "i1", verb); err != nil {
 			t.Fatal(err)
 		}
 		select {
 		case code := <-exited:
-			if code != CrashExitCode {
-				t.Errorf("exit code %d, want %d", code, CrashExitCode)
-			}
-			if !strings.Contains(stderr.String(), "instance i1 crashed by a command") {
-				t.Errorf("stderr %q does not say why the process exits", stderr.String())
-			}
-			return
+			return code, out.String(), stateDir
 		case <-time.After(200 * time.Millisecond): // a resend interval, not a margin
 		case <-guard:
-			t.Fatal("no exit within a minute of crash commands")
+			t.Fatalf("no exit within a minute of %s commands", verb)
 		}
 	}
 }

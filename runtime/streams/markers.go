@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -233,4 +234,113 @@ func heldBy(ids []int64, open map[int64][]heldPartition, listed kadm.ListedTrans
 		}
 	}
 	return held
+}
+
+// A restore must also not stop before a transaction that has yet to
+// commit and has already put its offsets in the group. A member the group
+// gave up on (its session expired while a broker was stopped, say) may
+// have sent TxnOffsetCommit before the rebalance and EndTxn after it: the
+// coordinator takes the EndTxn, since a transaction is not bound to the
+// group's membership, and commits. Until then the transaction is Ongoing
+// and the changelog's LSO stands before its records, so a restore that
+// listed the LSO then would miss them; the new owner's consumer, which
+// fetches the group's offsets with RequireStable, waits for the
+// transaction and resumes after it. The store would lack the records the
+// offsets count as processed, and counts come out short (as seen on
+// Apache Kafka after a node was stopped for 15 s, where an instance's
+// commit outlived its session). awaitStableOffsets is that fetch, done before the LSO
+// is listed: once it returns, a transaction that holds offsets of the
+// task's inputs has committed (and awaitCommitMarkers waits for its
+// markers) or aborted, and none can add any, since the group refuses
+// TxnOffsetCommit of an earlier generation. Kafka Streams restores to the
+// log end (KAFKA-10167), which waits for every open transaction.
+
+// stableOffsetsPoll is how often awaitStableOffsets fetches the offsets
+// again while a transaction holds some of them.
+const stableOffsetsPoll = 50 * time.Millisecond
+
+// transactionCleanupInterval is how often Kafka's transaction coordinator
+// looks for transactions open longer than their timeout to abort them
+// (transaction.abort.timed.out.transaction.cleanup.interval.ms, 10 s by
+// default): a crashed owner's transaction may hold offsets that long
+// past its timeout.
+const transactionCleanupInterval = 10 * time.Second
+
+// stableOffsetsWait bounds awaitStableOffsets: a crashed owner's
+// transaction is aborted within its timeout and the coordinator's next
+// clean-up, and the abort's markers take a broker request.
+func (a *App) stableOffsetsWait() time.Duration {
+	return a.cfg.TransactionTimeout + transactionCleanupInterval + a.brokerTimeout()
+}
+
+// awaitStableOffsets returns once the group's offsets of the input
+// partitions of tasks are stable: no open transaction has committed
+// offsets for them. It waits until ctx ends at most.
+func (a *App) awaitStableOffsets(ctx context.Context, adm *kadm.Client, tasks []*task) error {
+	inputs := make(map[TopicPartition]bool)
+	for _, t := range tasks {
+		if len(t.storeList) == 0 {
+			continue // nothing restored: its offsets are the consumer's alone
+		}
+		for _, q := range t.queues {
+			inputs[q.tp] = true
+		}
+	}
+	if len(inputs) == 0 {
+		return nil
+	}
+	var waited time.Time
+	for {
+		unstable, err := unstableOffsets(ctx, adm, a.cfg.ApplicationID, inputs)
+		if err != nil {
+			return fmt.Errorf("fetching the group's stable offsets: %w", err)
+		}
+		if len(unstable) == 0 {
+			if !waited.IsZero() {
+				a.log.Info("the transaction holding offsets ended; restoring", "waited", time.Since(waited).Round(time.Millisecond))
+			}
+			return nil
+		}
+		if waited.IsZero() {
+			waited = time.Now()
+			a.log.Info("waiting for a transaction that holds offsets of the arriving tasks before restoring", "partitions", fmt.Sprint(unstable))
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for the transaction holding offsets of %v: %w", unstable, ctx.Err())
+		case <-time.After(stableOffsetsPoll):
+		}
+	}
+}
+
+// unstableOffsets fetches group's offsets, requiring stable ones, and
+// lists the partitions of inputs for which an open transaction holds
+// offsets.
+func unstableOffsets(ctx context.Context, adm *kadm.Client, group string, inputs map[TopicPartition]bool) ([]TopicPartition, error) {
+	fetched, err := adm.FetchOffsets(kadm.RequireStable(ctx), group)
+	if errors.Is(err, kerr.UnstableOffsetCommit) {
+		return slices.Collect(maps.Keys(inputs)), nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var unstable []TopicPartition
+	for tp := range inputs {
+		o, ok := fetched.Lookup(tp.Topic, tp.Partition)
+		switch {
+		case !ok:
+			continue // never committed
+		case errors.Is(o.Err, kerr.UnstableOffsetCommit):
+			unstable = append(unstable, tp)
+		case o.Err != nil:
+			return nil, fmt.Errorf("fetching the offset of %s/%d: %w", tp.Topic, tp.Partition, o.Err)
+		}
+	}
+	slices.SortFunc(unstable, func(x, y TopicPartition) int {
+		if c := strings.Compare(x.Topic, y.Topic); c != 0 {
+			return c
+		}
+		return int(x.Partition - y.Partition)
+	})
+	return unstable, nil
 }

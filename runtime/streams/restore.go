@@ -15,7 +15,8 @@ import (
 
 // RestoreHook is called while a task's stores are restored from their
 // changelogs, before the task processes. Start and end come once per store,
-// progress once per applied batch.
+// progress once per applied batch, of RestoreProgressRecords records at
+// most.
 type RestoreHook interface {
 	OnRestoreStart(RestoreEvent)
 	OnRestoreProgress(RestoreEvent)
@@ -33,6 +34,9 @@ type RestoreEvent struct {
 	Partition     int32
 	StartOffset   int64
 	EndOffset     int64
+	// Offset is the next changelog offset to restore: the restore has
+	// read [StartOffset, Offset).
+	Offset int64
 	// Restored counts the records applied so far; Rate is their rate in
 	// records per second; Took is the time since the start.
 	Restored int64
@@ -69,6 +73,14 @@ func (a *App) changelogEnds(ctx context.Context, adm *kadm.Client, tasks []*task
 	}
 	if len(topics) == 0 {
 		return nil, nil
+	}
+	if a.txn != nil && len(tasks) > 0 {
+		sctx, cancel := context.WithTimeout(ctx, a.stableOffsetsWait())
+		err := a.awaitStableOffsets(sctx, adm, tasks)
+		cancel()
+		if err != nil {
+			return nil, brokerErr("listing changelog end offsets", err)
+		}
 	}
 	ctx, cancel := context.WithTimeout(ctx, a.brokerTimeout())
 	defer cancel()
@@ -212,44 +224,15 @@ func (a *App) runRestore(ctx context.Context, t *task, stores []*storeRestore) e
 		var applyErr error
 		fetches.EachPartition(func(p kgo.FetchTopicPartition) {
 			sr := byTopic[p.Topic]
-			if sr == nil || len(p.Records) == 0 || sr.next >= sr.end || applyErr != nil {
+			if sr == nil || sr.next >= sr.end || applyErr != nil {
 				return
 			}
-			entries = entries[:0]
-			last := sr.next - 1
-			streamTime := sr.store.db.Checkpoint().StreamTime
-			for _, r := range p.Records {
-				if r.Offset >= sr.end {
-					// Past the end, so every offset before it was
-					// read: under exactly-once the last ones may be
-					// an aborted transaction's records, which a
-					// read-committed reader never receives.
-					last = sr.end - 1
-					break
-				}
-				last = r.Offset
-				e, ts, apply, err := sr.store.restoreEntry(r)
-				if err != nil {
-					applyErr = fmt.Errorf("restoring store %q of task %s from %s/%d at offset %d: %w",
-						sr.store.spec.name, t.id, r.Topic, r.Partition, r.Offset, err)
-					return
-				}
-				streamTime = max(streamTime, ts)
-				if apply {
-					entries = append(entries, e)
-				}
+			for recs := p.Records; len(recs) > 0 && sr.next < sr.end && applyErr == nil; {
+				n := min(len(recs), RestoreProgressRecords)
+				entries, applyErr = a.applyRestore(t, sr, recs[:n], entries)
+				recs = recs[n:]
 			}
-			cp := state.Checkpoint{ChangelogOffset: last + 1, StreamTime: streamTime}
-			if err := sr.store.db.Restore(entries, cp); err != nil {
-				applyErr = fmt.Errorf("restoring store %q of task %s: %w", sr.store.spec.name, t.id, err)
-				return
-			}
-			sr.store.restoredBatch()
-			sr.restored += int64(len(entries))
-			sr.next = last + 1
-			sr.store.lastOffset.Store(last)
-			a.restoreEvent(t, sr, "progress")
-			if sr.next >= sr.end {
+			if applyErr == nil && sr.next >= sr.end {
 				remaining--
 				a.restoreEvent(t, sr, "end")
 				sr.store.restored = sr.restored
@@ -273,6 +256,51 @@ func (a *App) runRestore(ctx context.Context, t *task, stores []*storeRestore) e
 		}
 	}
 	return nil
+}
+
+// RestoreProgressRecords is the most changelog records a restore applies
+// in one pebble batch: a fetch may bring far more, and each batch ends
+// with a progress event (RestoreHook.OnRestoreProgress), so that a long
+// restore reports often enough to draw a moving bar.
+const RestoreProgressRecords = 16384
+
+// applyRestore applies recs, records of sr's changelog partition, in one
+// pebble batch with the checkpoint of the last one read, and reports the
+// progress. entries is reused; it is returned for the next batch.
+func (a *App) applyRestore(t *task, sr *storeRestore, recs []*kgo.Record, entries []state.Entry) ([]state.Entry, error) {
+	entries = entries[:0]
+	last := sr.next - 1
+	streamTime := sr.store.db.Checkpoint().StreamTime
+	for _, r := range recs {
+		if r.Offset >= sr.end {
+			// Past the end, so every offset before it was read: under
+			// exactly-once the last ones may be an aborted
+			// transaction's records, which a read-committed reader
+			// never receives.
+			last = sr.end - 1
+			break
+		}
+		last = r.Offset
+		e, ts, apply, err := sr.store.restoreEntry(r)
+		if err != nil {
+			return entries, fmt.Errorf("restoring store %q of task %s from %s/%d at offset %d: %w",
+				sr.store.spec.name, t.id, r.Topic, r.Partition, r.Offset, err)
+		}
+		streamTime = max(streamTime, ts)
+		if apply {
+			entries = append(entries, e)
+		}
+	}
+	cp := state.Checkpoint{ChangelogOffset: last + 1, StreamTime: streamTime}
+	if err := sr.store.db.Restore(entries, cp); err != nil {
+		return entries, fmt.Errorf("restoring store %q of task %s: %w", sr.store.spec.name, t.id, err)
+	}
+	sr.store.restoredBatch()
+	sr.restored += int64(len(entries))
+	sr.next = last + 1
+	sr.store.lastOffset.Store(last)
+	a.restoreEvent(t, sr, "progress")
+	return entries, nil
 }
 
 // skipDeletedChangelog finishes at once the restores of stores whose
@@ -340,7 +368,7 @@ func (a *App) restoreEvent(t *task, sr *storeRestore, what string) {
 	ev := RestoreEvent{
 		ApplicationID: a.cfg.ApplicationID, InstanceID: a.cfg.InstanceID,
 		Task: t.id, Store: sr.store.spec.name, Changelog: sr.store.changelog, Partition: sr.store.partition,
-		StartOffset: sr.start, EndOffset: sr.end, Restored: sr.restored, Took: took,
+		StartOffset: sr.start, EndOffset: sr.end, Offset: sr.next, Restored: sr.restored, Took: took,
 	}
 	if s := took.Seconds(); s > 0 {
 		ev.Rate = float64(sr.restored) / s

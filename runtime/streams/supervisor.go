@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -41,7 +42,8 @@ type InstanceState int
 const (
 	// InstanceRunning: its App runs (it may be rebalancing or restoring).
 	InstanceRunning InstanceState = iota
-	// InstanceCrashed: Crash killed it; its state dir is kept.
+	// InstanceCrashed: Crash killed it; its state dir is kept (but
+	// CrashAndWipe's, which starts it again).
 	InstanceCrashed
 	// InstanceStopped: Stop shut it down gracefully.
 	InstanceStopped
@@ -322,6 +324,57 @@ func (s *Supervisor) crash(id string, seen bool) error {
 	return nil
 }
 
+// CrashAndWipe crashes instance id as Crash does, deletes its state
+// directory, and starts it again: what happens to a process whose pod is
+// rescheduled on another node, which comes back under the same id with an
+// empty disk. Every store of every task it gets is then restored from its
+// changelog, from the first offset (see RestoreHook). CrashAndWipe
+// returns once the instance runs again; its state is then InstanceRunning.
+// A failure to delete the directory leaves the instance crashed.
+func (s *Supervisor) CrashAndWipe(id string) error {
+	if err := s.crash(id, true); err != nil {
+		return err
+	}
+	if err := s.wipe(id); err != nil {
+		return err
+	}
+	return s.Start(id)
+}
+
+// StateDir is the state directory of instance id:
+// <Config.StateDir>/<id>.
+func (s *Supervisor) StateDir(id string) string { return filepath.Join(s.cfg.Config.StateDir, id) }
+
+// Wipe deletes the state directory of instance id, which is crashed,
+// stopped or failed: its next Start restores every store from the
+// changelogs.
+func (s *Supervisor) Wipe(id string) error {
+	in, err := s.find(id, "wipe", InstanceCrashed, InstanceStopped, InstanceFailed)
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	if in.busy {
+		s.mu.Unlock()
+		return &InstanceStateError{ID: id, State: in.state, Op: "wipe"}
+	}
+	in.busy = true
+	s.mu.Unlock()
+	err = s.wipe(id)
+	s.mu.Lock()
+	in.busy = false
+	s.mu.Unlock()
+	return err
+}
+
+// wipe deletes the state directory of instance id, which is down.
+func (s *Supervisor) wipe(id string) error {
+	if err := os.RemoveAll(s.StateDir(id)); err != nil {
+		return fmt.Errorf("wiping the state of instance %q: %w", id, err)
+	}
+	return nil
+}
+
 // removeDead removes the member of app, which died, and logs how that
 // went: a failure leaves the group to the session timeout.
 func (s *Supervisor) removeDead(app *App) error {
@@ -443,7 +496,7 @@ func (s *Supervisor) release(in *instance, to InstanceState, err error) {
 func (s *Supervisor) launch(in *instance) error {
 	cfg := s.cfg.Config
 	cfg.InstanceID = in.id
-	cfg.StateDir = filepath.Join(s.cfg.Config.StateDir, in.id)
+	cfg.StateDir = s.StateDir(in.id)
 	cfg.Hooks = append(slices.Clip(cfg.Hooks), s.tracker)
 	app, err := New(s.topo, cfg)
 	if err != nil {

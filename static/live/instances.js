@@ -1,20 +1,23 @@
 // The instances x tasks grid: one row per instance (its state, last
-// commit, and crash / stop / start buttons enabled by its state), and in
+// commit, and crash / crash + wipe disk / stop / start buttons enabled by
+// its state), and in
 // it one card per task: filled for an active task, outlined for a standby,
 // striped for a warm-up replica; with its stream time, rates, a restore
-// progress bar while it restores and a lag bar for replicas. A rebalance
+// progress bar while it restores (records restored of the changelog's,
+// records/s and time left) and a lag bar for replicas. A rebalance
 // that suspends an active task (the eager protocol suspends all, the
 // cooperative one only those it takes away) leaves its card in place,
 // marked "suspended" and paled, until the task resumes or leaves.
 //
 // Test ids: instance-<id> (data-state, data-broker-down), broker-<id> (the
-// line naming the brokers it cannot reach), crash-<id>, stop-<id>, start-<id>,
-// add-instance; task-<instance>-<task> (data-task, data-role, data-state:
+// line naming the brokers it cannot reach), crash-<id>, crash-wipe-<id>,
+// stop-<id>, start-<id>, add-instance; task-<instance>-<task> (data-task, data-role, data-state:
 // running, restoring or suspended for an active task, the role for a
 // replica; data-stream-time, data-instance, and data-suspensions: how many
 // rebalances suspended the active task on the instance, which shows even a
 // suspension shorter than a snapshot's interval) and
-// stream-time-<instance>-<task>.
+// stream-time-<instance>-<task>; restore-<instance>-<task>, the restore
+// bar, shown while the task restores (data-restored, data-total: records).
 
 import { h } from '../editor/dom.js'
 import { clock, rate, count, millis, since, byInstance, byTask } from './format.js'
@@ -76,8 +79,8 @@ export class InstancesGrid {
   }
 
   makeRow(id) {
-    const button = (verb, title) => {
-      const b = h('button', { type: 'button', class: `lv-button lv-${verb}`, testid: `${verb}-${id}`, text: verb, title })
+    const button = (verb, title, label = verb) => {
+      const b = h('button', { type: 'button', class: `lv-button lv-${verb}`, testid: `${verb}-${id}`, text: label, title })
       b.addEventListener('click', () => {
         this.pending.add(id)
         b.disabled = true
@@ -97,6 +100,11 @@ export class InstancesGrid {
       broker: h('div', { class: 'lv-broker-down', testid: `broker-${id}`, hidden: true }),
       tasks: h('div', { class: 'lv-tasks' }),
       crash: button('crash', 'kill the instance without a goodbye: its tasks move once the group notices'),
+      wipe: button(
+        'crash-wipe',
+        'kill the instance and delete its state dir, as when its pod is rescheduled on another node: it comes back with no state and restores every store it gets from the changelogs',
+        'crash + wipe disk',
+      ),
       stop: button('stop', 'stop the instance gracefully: it commits and leaves the group'),
       start: button('start', 'start the instance again'),
       cards: new Map(),
@@ -104,7 +112,7 @@ export class InstancesGrid {
     row.el = h(
       'div',
       { class: 'lv-instance', testid: `instance-${id}`, dataset: { instance: id } },
-      h('div', { class: 'lv-instance-head' }, row.name, row.state, row.info, h('span', { class: 'lv-spacer' }), row.crash, row.stop, row.start),
+      h('div', { class: 'lv-instance-head' }, row.name, row.state, row.info, h('span', { class: 'lv-spacer' }), row.crash, row.wipe, row.stop, row.start),
       row.error,
       row.broker,
       row.tasks,
@@ -128,6 +136,7 @@ export class InstancesGrid {
     const busy = this.pending.has(inst.id)
     const up = inst.state === 'running' || inst.state === 'rebalancing'
     row.crash.disabled = busy || !up
+    row.wipe.disabled = busy || !up
     row.stop.disabled = busy || !up
     row.start.disabled = busy || !DOWN.has(inst.state)
 
@@ -168,12 +177,13 @@ function fillBroker(el, inst) {
 }
 
 function makeCard(instance, t) {
+  const bar = h('div', { class: 'lv-bar', hidden: true }, h('div', { class: 'lv-bar-fill' }), h('span', { class: 'lv-bar-text' }))
   const card = {
     title: h('span', { class: 'lv-task-id', text: t.id }),
     role: h('span', { class: 'lv-task-role' }),
     time: h('div', { class: 'lv-task-time', testid: `stream-time-${instance}-${t.id}`, title: 'stream time: the largest record timestamp the task has processed (UTC)' }),
     rates: h('div', { class: 'lv-task-rates' }),
-    bar: h('div', { class: 'lv-bar', hidden: true }, h('div', { class: 'lv-bar-fill' }), h('span', { class: 'lv-bar-text' })),
+    bar,
   }
   card.el = h(
     'div',
@@ -204,28 +214,42 @@ function fillCard(card, inst, t) {
     parts.push(`applied to offset ${count(t.processed || 0)}`)
   }
   card.rates.textContent = parts.join(' · ')
-  const fill = card.bar.firstChild
-  const text = card.bar.lastChild
-  if (t.restore && t.restore.total > 0 && t.state === 'restoring') {
-    const pct = Math.min(100, (100 * (t.restore.restored || 0)) / t.restore.total)
-    card.bar.hidden = false
-    card.bar.className = 'lv-bar lv-bar-restore'
-    fill.style.width = pct.toFixed(1) + '%'
-    text.textContent = `restored ${count(t.restore.restored || 0)}/${count(t.restore.total)}${t.restore.etaMs > 0 ? ` · ETA ${millis(t.restore.etaMs)}` : ''}`
-    card.bar.title = `restoring the changelog at ${rate(t.restore.rate)} records/s`
-  } else if ((t.role === 'standby' || t.role === 'warmup') && t.standbyLag) {
-    const recs = t.standbyLag.records || 0
-    // Log scale: 0 empty, 10 000 records and more full.
-    const pct = recs <= 0 ? 0 : Math.min(100, (100 * Math.log10(1 + recs)) / 4)
-    card.bar.hidden = false
-    card.bar.className = 'lv-bar lv-bar-lag'
-    fill.style.width = pct.toFixed(1) + '%'
-    text.textContent = `lag ${count(recs)} rec · ${millis(t.standbyLag.timeMs || 0)}`
-    card.bar.title = 'how far the replica is behind its changelog'
-  } else {
-    card.bar.hidden = true
-  }
+  fillBar(card.bar, inst, t)
   const paused = t.state === 'suspended' ? ' (a rebalance suspended it: it processes nothing until the assignment says whether it stays)' : ''
   const suspensions = t.suspensions ? `; suspended by ${count(t.suspensions)} rebalance(s) here` : ''
   el.title = `task ${t.id} on ${inst.id}: ${t.role}, ${t.state}${paused}; ${count(t.processed || 0)} records processed${suspensions}`
+}
+
+// fillBar draws a task's restore (records restored of the total, the rate
+// and the time left) while it restores, or a replica's lag.
+function fillBar(bar, inst, t) {
+  const fill = bar.firstChild
+  const text = bar.lastChild
+  if (t.restore && t.restore.total > 0 && t.state === 'restoring') {
+    const done = t.restore.restored || 0
+    const pct = Math.min(100, (100 * done) / t.restore.total)
+    bar.hidden = false
+    bar.className = 'lv-bar lv-bar-restore'
+    bar.dataset.testid = `restore-${inst.id}-${t.id}`
+    bar.dataset.restored = String(done)
+    bar.dataset.total = String(t.restore.total)
+    fill.style.width = pct.toFixed(1) + '%'
+    const left = t.restore.etaMs > 0 ? ` · ${millis(t.restore.etaMs)} left` : ''
+    text.textContent = `restoring ${count(done)}/${count(t.restore.total)} · ${rate(t.restore.rate || 0)} rec/s${left}`
+    bar.title = 'restoring the task\'s stores from their changelogs: records restored of the changelog records to read, at records/s, with the time left'
+    return
+  }
+  delete bar.dataset.testid
+  if ((t.role === 'standby' || t.role === 'warmup') && t.standbyLag) {
+    const recs = t.standbyLag.records || 0
+    // Log scale: 0 empty, 10 000 records and more full.
+    const pct = recs <= 0 ? 0 : Math.min(100, (100 * Math.log10(1 + recs)) / 4)
+    bar.hidden = false
+    bar.className = 'lv-bar lv-bar-lag'
+    fill.style.width = pct.toFixed(1) + '%'
+    text.textContent = `lag ${count(recs)} rec · ${millis(t.standbyLag.timeMs || 0)}`
+    bar.title = 'how far the replica is behind its changelog'
+  } else {
+    bar.hidden = true
+  }
 }

@@ -110,7 +110,9 @@ class LivePage {
     document.body.dataset.orchestrated = i.orchestrated ? 'true' : 'false'
     document.body.dataset.reporting = i.reporting ? 'true' : 'false'
     this.showRunCommand(i)
-    const procs = (i.processes || []).map((p) => `${p.process} ${p.state} r${p.revision}`).join(', ')
+    // A watched application's processes run a design file (revision 0)
+    // or a revision of their own: the revision is shown when there is one.
+    const procs = (i.processes || []).map((p) => `${p.process} ${p.state}${p.revision ? ` r${p.revision}` : ''}`).join(', ')
     this.summary.textContent = [
       `app ${i.applicationId}`,
       i.orchestrated ? `revision ${i.revision}, run by processes you start` : i.remote ? 'runs in other processes, watched through the telemetry topic' : `revision ${i.revision}`,

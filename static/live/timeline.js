@@ -23,6 +23,7 @@ const KINDS = [
   'standby-promoted',
   'rebalance',
   'instance-crashed',
+  'instance-crash-wiped',
   'instance-stopped',
   'instance-started',
   'instance-added',

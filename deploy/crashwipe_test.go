@@ -1,0 +1,74 @@
+package deploy_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/braidstream/braid/deploy"
+	"github.com/braidstream/braid/monitor"
+)
+
+// TestCrashWipeRestoresFromTheChangelog deploys the orders-windowed design
+// on one instance, feeds it, and crashes the instance with its disk: the
+// timeline says instance-crash-wiped, the instance runs again, and its
+// store restores from offset 0 of the changelog, which a crash that keeps
+// the disk never does.
+func TestCrashWipeRestoresFromTheChangelog(t *testing.T) {
+	h := start(t)
+	info, err := h.m.Deploy(deploy.Request{Design: h.design, Instances: 1, Standbys: new(0)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	topic := info.SourceTopics[0]
+	if err := h.m.StartGenerator(h.design, deploy.GeneratorSpec{Topic: topic, Rate: 500, Keys: 20, KeyPrefix: "customer", Template: orderTemplate}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 30*time.Second, "customer-1's windows committed", func() bool {
+		r, err := h.m.Query(h.design, deploy.Query{Store: "big-orders-per-10s", Key: "customer-1"})
+		return err == nil && r.Found
+	})
+	if err := h.m.StopGenerator(h.design, topic); err != nil {
+		t.Fatal(err)
+	}
+	var seq uint64
+	for _, ev := range h.mon.Events(0) {
+		seq = ev.Seq
+	}
+	if err := h.m.CrashWipe(h.design, "instance-1"); err != nil {
+		t.Fatal(err)
+	}
+	var started []monitor.Event
+	finished := map[string]monitor.Event{}
+	wiped := false
+	waitFor(t, time.Minute, "the wiped instance's restore finished", func() bool {
+		for _, ev := range h.mon.Events(seq) {
+			seq = ev.Seq
+			switch ev.Kind {
+			case "instance-crash-wiped":
+				wiped = ev.Instance == "instance-1"
+			case "restore-started":
+				started = append(started, ev)
+			case "restore-finished":
+				finished[ev.Task] = ev
+			}
+		}
+		return len(started) > 0 && len(finished) == len(started)
+	})
+	if !wiped {
+		t.Error("no instance-crash-wiped event for instance-1")
+	}
+	for _, ev := range started {
+		if ev.Detail["startOffset"] != int64(0) || ev.Detail["endOffset"].(int64) <= 0 {
+			t.Errorf("restore %s: from %v to %v, want from 0 to the changelog's end", ev.Message, ev.Detail["startOffset"], ev.Detail["endOffset"])
+		}
+		// Records of windows past the store's retention are read, not
+		// applied: some, not all, are restored.
+		if got := finished[ev.Task].Detail["restored"]; got == nil || got.(int64) <= 0 {
+			t.Errorf("restore %s ended with %v records restored, want some", ev.Message, got)
+		}
+	}
+	d, _ := h.deployment(h.design)
+	if len(d.Instances) != 1 || d.Instances[0].State != "running" {
+		t.Errorf("after the crash-wipe the instances are %+v, want instance-1 running", d.Instances)
+	}
+}
