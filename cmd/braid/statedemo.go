@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/braidstream/braid/datagen"
 	"github.com/braidstream/braid/deploy"
 	"github.com/braidstream/braid/designer"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -51,6 +52,11 @@ func deployStateDemo(ctx context.Context, m *deploy.Manager, brokers []string, o
 	return m.StartGenerator(stateDemoID, deploy.GeneratorSpec{Topic: "customer-orders", Rate: 20, Keys: keys, KeyPrefix: "customer", Template: demoOrder()})
 }
 
+// seedHeaders mark the seeded orders as the generator's records
+// (datagen.GeneratorHeader): they are Braid's, and the state demo's
+// generator, which refuses a topic another producer feeds, starts on them.
+var seedHeaders = []kgo.RecordHeader{{Key: datagen.GeneratorHeader, Value: []byte("state-demo seed")}}
+
 // seedCustomers writes one order for each of customers customer-0 ..
 // customer-(n-1) to customer-orders, shaped as the generator's.
 func seedCustomers(ctx context.Context, brokers []string, opts []kgo.Opt, n int) error {
@@ -70,7 +76,7 @@ func seedCustomers(ctx context.Context, brokers []string, opts []kgo.Opt, n int)
 		if err != nil {
 			return fmt.Errorf("seeding customer-orders: %w", err)
 		}
-		cl.Produce(ctx, &kgo.Record{Topic: "customer-orders", Key: []byte(customer), Value: value}, func(_ *kgo.Record, err error) {
+		cl.Produce(ctx, &kgo.Record{Topic: "customer-orders", Key: []byte(customer), Value: value, Headers: seedHeaders}, func(_ *kgo.Record, err error) {
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil && failed == nil {
