@@ -244,8 +244,12 @@ func (g *Generator) next(now time.Time) (*kgo.Record, bool) {
 	ts = time.UnixMilli(ts.UnixMilli())
 	value := s.tmpl.Render(key, g.seq, ts, g.rng)
 	g.seq++
-	return &kgo.Record{Topic: s.Topic, Key: []byte(key), Value: value, Timestamp: ts}, late
+	return &kgo.Record{Topic: s.Topic, Key: []byte(key), Value: value, Timestamp: ts, Headers: generatorHeaders}, late
 }
+
+// generatorHeaders mark a Generator's records (GeneratorHeader). The
+// client only reads them.
+var generatorHeaders = []kgo.RecordHeader{{Key: GeneratorHeader, Value: []byte("datagen")}}
 
 // Stats returns counts so far, safe from any goroutine.
 func (g *Generator) Stats() Stats {

@@ -6,8 +6,11 @@
 //
 // It owns the generator's specification (Spec) and its validation, the
 // template language (ParseTemplate, Template) and the producing loop
-// (Generator); it takes a franz-go client from its caller and never
-// creates topics.
+// (Generator), whose records carry the GeneratorHeader; and, for a topic
+// fed from elsewhere, reading back its latest records (Sample), which that
+// header tells apart, and proposing a template shaped like them
+// (Propose). It takes a franz-go client from its caller and never creates
+// topics.
 package datagen
 
 import (

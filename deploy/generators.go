@@ -27,6 +27,11 @@ type GeneratorSpec struct {
 	LateFraction float64           `json:"lateFraction"`
 	LateByMs     int64             `json:"lateByMs,omitempty"`
 	Seed         int64             `json:"seed,omitempty"`
+	// ConfirmExternal starts the generator on a topic another producer
+	// feeds, which StartGenerator otherwise refuses
+	// (ExternalProducerError): the person saw that its records will mix
+	// with theirs.
+	ConfirmExternal bool `json:"confirmExternal,omitempty"`
 }
 
 func (s GeneratorSpec) datagen() datagen.Spec {
@@ -54,18 +59,96 @@ func (e *NoGeneratorError) Error() string {
 	return fmt.Sprintf("deployment %q has no generator on topic %q", e.Deployment, e.Topic)
 }
 
+// ExternalProducerError says a generator was not started because
+// another producer feeds its topic: Records of the latest Sampled records
+// do not carry datagen.GeneratorHeader.
+type ExternalProducerError struct {
+	Topic            string
+	Records, Sampled int
+}
+
+func (e *ExternalProducerError) Error() string {
+	return fmt.Sprintf("topic %q is fed by another producer: %d of its latest %d records were not written by Braid's generator, "+
+		"and a generator would mix records of its own template with theirs; start it with confirmExternal to do so anyway",
+		e.Topic, e.Records, e.Sampled)
+}
+
+// sampleSize is how many of the latest records of each partition
+// GeneratorSample reads, and startCheckSize how many StartGenerator
+// looks at for another producer's.
+const (
+	sampleSize     = 10
+	startCheckSize = 5
+	sampleTimeout  = 10 * time.Second
+)
+
 // StartGenerator starts (or replaces) the generator of one of a
-// deployment's source topics.
+// deployment's source topics. On a topic whose latest records come from
+// another producer it answers an ExternalProducerError, unless the spec
+// confirms (ConfirmExternal).
 func (m *Manager) StartGenerator(id string, spec GeneratorSpec) error {
 	dep, err := m.find(id)
 	if err != nil {
 		return err
+	}
+	if !spec.ConfirmExternal && slices.Contains(dep.gens.sources, spec.Topic) {
+		ctx, cancel := context.WithTimeout(context.Background(), sampleTimeout)
+		recs, err := datagen.Sample(ctx, dep.gens.client, spec.Topic, startCheckSize)
+		cancel()
+		if err != nil {
+			return fmt.Errorf("starting a generator on %q: %w", spec.Topic, err)
+		}
+		if n := externalRecords(recs); n > 0 {
+			return &ExternalProducerError{Topic: spec.Topic, Records: n, Sampled: len(recs)}
+		}
 	}
 	if err := dep.gens.start(spec); err != nil {
 		return err
 	}
 	m.saveRecords()
 	return nil
+}
+
+// GeneratorSample is what a source topic holds: its latest records, how
+// many of them another producer wrote, and the generator spec proposed
+// from them.
+type GeneratorSample struct {
+	Topic    string                  `json:"topic"`
+	Records  []datagen.SampledRecord `json:"records"`
+	External int                     `json:"external"`
+	Proposal datagen.Proposal        `json:"proposal"`
+}
+
+// GeneratorSample reads the latest records of one of a deployment's
+// source topics (sampleSize of each partition) and proposes a generator
+// for records shaped like them (datagen.Propose).
+func (m *Manager) GeneratorSample(id, topic string) (GeneratorSample, error) {
+	dep, err := m.find(id)
+	if err != nil {
+		return GeneratorSample{}, err
+	}
+	if !slices.Contains(dep.gens.sources, topic) {
+		return GeneratorSample{}, &RequestError{Field: "topic",
+			Problem: fmt.Sprintf("%q is not a source topic of the deployment (%s)", topic, strings.Join(dep.gens.sources, ", "))}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), sampleTimeout)
+	defer cancel()
+	recs, err := datagen.Sample(ctx, dep.gens.client, topic, sampleSize)
+	if err != nil {
+		return GeneratorSample{}, err
+	}
+	return GeneratorSample{Topic: topic, Records: recs, External: externalRecords(recs), Proposal: datagen.Propose(recs)}, nil
+}
+
+// externalRecords counts the records no generator wrote.
+func externalRecords(recs []datagen.SampledRecord) int {
+	n := 0
+	for _, r := range recs {
+		if !r.FromGenerator() {
+			n++
+		}
+	}
+	return n
 }
 
 // StopGenerator stops the generator of a deployment's topic.

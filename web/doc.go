@@ -85,8 +85,17 @@
 //	                                         204; 404 for an unknown instance, 409 when its state forbids it;
 //	                                         crash-wipe also deletes its state dir and starts it again (a run
 //	                                         process wipes its own and exits with status 4, to be restarted)
-//	POST   /api/deployments/:id/generators   body deploy.GeneratorSpec: 201 {"topic"}; 422 for a bad template
+//	POST   /api/deployments/:id/generators   body deploy.GeneratorSpec: 201 {"topic"}; 422 for a bad template;
+//	                                         409 when another producer feeds the topic (its latest records lack
+//	                                         the braid-generator header), unless "confirmExternal": true
 //	DELETE /api/deployments/:id/generators/:topic  204
+//	GET    /api/deployments/:id/generators/:topic/sample
+//	                                         deploy.GeneratorSample {"topic", "records" [{"key", "value",
+//	                                         "headers", "partition", "offset", "timestamp"}], "external" (how
+//	                                         many records another producer wrote), "proposal" {"template",
+//	                                         "keys", "keyPrefix", "rate", "notes"}}: the latest 10 records of
+//	                                         each partition and the generator proposed from them; 422 for a
+//	                                         topic the deployment does not read
 //	GET    /api/deployments/:id/query?store=&key=&from=&to=&limit=
 //	                                         deploy.QueryResult: a key-value store's value of key (and the
 //	                                         instance holding it) or, without a key, its rows in [from, to)

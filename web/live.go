@@ -43,6 +43,7 @@ func (s *Server) liveRoutes() {
 	api.Post("/:id/instances/:instance/:op", s.instanceOp)
 	api.Post("/:id/generators", s.startGenerator)
 	api.Delete("/:id/generators/:topic", s.stopGenerator)
+	api.Get("/:id/generators/:topic/sample", s.generatorSample)
 	api.Get("/:id/query", s.queryStore)
 }
 
@@ -59,11 +60,12 @@ func deployError(err error) error {
 		sbe *streams.StoreBusyError
 		rem *deploy.RemoteError
 		una *storeserver.UnavailableError
+		ext *deploy.ExternalProducerError
 	)
 	switch {
 	case errors.As(err, &nd), errors.As(err, &ng), errors.As(err, &ui):
 		return errorf(fiber.StatusNotFound, err.Error())
-	case errors.As(err, &ise), errors.As(err, &rem):
+	case errors.As(err, &ise), errors.As(err, &rem), errors.As(err, &ext):
 		return errorf(fiber.StatusConflict, err.Error())
 	case errors.As(err, &re):
 		return errorf(fiber.StatusUnprocessableEntity, err.Error())
@@ -159,6 +161,16 @@ func (s *Server) stopGenerator(c *fiber.Ctx) error {
 		return deployError(err)
 	}
 	return c.SendStatus(fiber.StatusNoContent)
+}
+
+// generatorSample answers what a source topic holds: its latest records
+// and the generator proposed from them (deploy.GeneratorSample).
+func (s *Server) generatorSample(c *fiber.Ctx) error {
+	sample, err := s.cfg.Deployments.GeneratorSample(c.Params("id"), c.Params("topic"))
+	if err != nil {
+		return deployError(err)
+	}
+	return c.JSON(sample)
 }
 
 func (s *Server) queryStore(c *fiber.Ctx) error {

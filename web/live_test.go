@@ -35,6 +35,13 @@ func startLive(t *testing.T) *testServer {
 // taking cfg's MaxInstances and RecordFile.
 func startLiveConfig(t *testing.T, cfg deploy.Config) *testServer {
 	t.Helper()
+	ts, _ := startLiveBroker(t, cfg)
+	return ts
+}
+
+// startLiveBroker is startLiveConfig that also gives the broker.
+func startLiveBroker(t *testing.T, cfg deploy.Config) (*testServer, *broker.Broker) {
+	t.Helper()
 	b, err := broker.Start(broker.Config{})
 	if err != nil {
 		t.Fatal(err)
@@ -64,7 +71,7 @@ func startLiveConfig(t *testing.T, cfg deploy.Config) *testServer {
 		<-done
 		<-done
 	})
-	return start(t, Config{Store: store, Deployments: m, Monitor: mon})
+	return start(t, Config{Store: store, Deployments: m, Monitor: mon}), b
 }
 
 // firstDeploy posts a deploy request and returns its answer, which must be

@@ -221,9 +221,12 @@ func runServe(ctx context.Context, args []string, stdout io.Writer) error {
 		// Nor does one whose cluster holds orchestrated deployments: the
 		// demo, deployed here, would replace one of the demo's.
 		if _, _, err := store.Get(demoID); err == nil && !*noDemo && !deployments.HadRecords() && len(deployments.List()) == 0 {
-			if err := deployDemo(deployments); err != nil {
+			switch genErr, err := deployDemo(deployments); {
+			case err != nil:
 				fmt.Fprintf(stdout, "braid serve: the demo was not deployed: %v\n", err)
-			} else {
+			case genErr != nil:
+				fmt.Fprintf(stdout, "braid serve: the demo design runs live at %s, without its generator: %v\n", liveURL(srv.URL(), demoID), genErr)
+			default:
 				fmt.Fprintf(stdout, "braid serve: the demo design runs live at %s\n", liveURL(srv.URL(), demoID))
 			}
 			if _, _, err := store.Get(stateDemoID); err == nil && *stateDemoKeys > 0 {
@@ -288,9 +291,12 @@ const demoID = "orders-demo"
 // deployDemo deploys the demo design with 3 instances and 1 standby, and
 // a generator of orders: 20 customers, 50 orders a second, up to 2 s out
 // of order, 2% late beyond the 5 s grace. Run is running (Ready closed).
-func deployDemo(m *deploy.Manager) error {
+// The generator does not start on an orders topic another producer feeds
+// (a cluster's own): the demo then runs on that producer's records, and
+// genErr says why.
+func deployDemo(m *deploy.Manager) (genErr, err error) {
 	if _, err := m.Deploy(deploy.Request{Design: demoID, Instances: 3, Standbys: new(1)}); err != nil {
-		return err
+		return nil, err
 	}
 	return m.StartGenerator(demoID, deploy.GeneratorSpec{
 		Topic: "orders", Rate: 50, Keys: 20, KeyPrefix: "customer",
@@ -298,7 +304,7 @@ func deployDemo(m *deploy.Manager) error {
 		JitterMs:     2000,
 		LateFraction: 0.02,
 		LateByMs:     20_000,
-	})
+	}), nil
 }
 
 // demoOrder is the template of the demo's orders, which orders-demo.json

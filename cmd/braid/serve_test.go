@@ -386,3 +386,41 @@ func TestServeDesignIDsFromNames(t *testing.T) {
 		}
 	}
 }
+
+// TestServeDemoOnAnOutsideFedTopic: on a cluster whose orders topic
+// another producer feeds, serve deploys the demo without its generator
+// (which would mix its records with theirs) and says so.
+func TestServeDemoOnAnOutsideFedTopic(t *testing.T) {
+	b, err := broker.Start(broker.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addrs()...), kgo.AllowAutoTopicCreation())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	rec := &kgo.Record{Topic: "orders", Key: []byte("shop-1"), Value: []byte(`{"customer": "shop-1", "amount": 70, "ts": 1}`)}
+	if err := cl.ProduceSync(ctx, rec).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	s := startServe(t, "--listen", "127.0.0.1:0", "--brokers", b.Addrs()[0], "--data-dir", t.TempDir())
+	deadline := time.Now().Add(30 * time.Second)
+	want := `the demo design runs live at ` + strings.TrimSuffix(s.url, "/") + `/live/orders-demo, without its generator: topic "orders" is fed by another producer: 1 of its latest 1 records`
+	for !strings.Contains(s.out.String(), want) {
+		if time.Now().After(deadline) {
+			t.Fatalf("serve did not say %q:\n%s", want, s.out.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	var deployed []struct {
+		ID         string `json:"id"`
+		Generators []any  `json:"generators"`
+	}
+	if st := s.get(t, "/api/deployments", &deployed); st != 200 || len(deployed) != 1 || deployed[0].ID != "orders-demo" || len(deployed[0].Generators) != 0 {
+		t.Errorf("GET /api/deployments: %d %+v, want orders-demo without a generator", st, deployed)
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/braidstream/braid/datagen"
 	"github.com/braidstream/braid/deploy"
 	"github.com/braidstream/braid/designer"
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -83,6 +84,11 @@ func createTopic(ctx context.Context, cl *kgo.Client, topic string) error {
 	return nil
 }
 
+// seedHeaders mark the seeded orders as the generator's records
+// (datagen.GeneratorHeader): they are Braid's, and the state demo's
+// generator, which refuses a topic another producer feeds, starts on them.
+var seedHeaders = []kgo.RecordHeader{{Key: datagen.GeneratorHeader, Value: []byte("state-demo seed")}}
+
 // seedCustomers writes one order for each of customers customer-0 ..
 // customer-(n-1) to the state demo's topic, shaped as the generator's.
 func seedCustomers(ctx context.Context, cl *kgo.Client, n int) error {
@@ -97,7 +103,7 @@ func seedCustomers(ctx context.Context, cl *kgo.Client, n int) error {
 		if err != nil {
 			return fmt.Errorf("seeding %s: %w", stateDemoTopic, err)
 		}
-		cl.Produce(ctx, &kgo.Record{Topic: stateDemoTopic, Key: []byte(customer), Value: value}, func(_ *kgo.Record, err error) {
+		cl.Produce(ctx, &kgo.Record{Topic: stateDemoTopic, Key: []byte(customer), Value: value, Headers: seedHeaders}, func(_ *kgo.Record, err error) {
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil && failed == nil {
