@@ -542,7 +542,7 @@ func RunFault(ctx context.Context, o FaultOptions) (rep FaultReport, err error) 
 	say("started %d workers", o.Workers)
 
 	sent, err := produceDuring(ctx, cl, adm, ws, o.Options, say, func(ctx context.Context) error {
-		return faultAndResume(ctx, o, inject, ws, &rep, say)
+		return faultAndResume(ctx, o, inject, func(ctx context.Context) error { return nudge(ctx, cl, o.Partitions) }, ws, &rep, say)
 	})
 	if err != nil {
 		return rep, err
@@ -573,7 +573,7 @@ func RunFault(ctx context.Context, o FaultOptions) (rep FaultReport, err error) 
 
 // faultAndResume waits for every worker to be committing in a settled
 // group, injects the fault, and times each worker's resume into rep.
-func faultAndResume(ctx context.Context, o FaultOptions, inject func(context.Context, *workers, *FaultReport) (time.Time, error), ws *workers, rep *FaultReport, say func(string, ...any)) error {
+func faultAndResume(ctx context.Context, o FaultOptions, inject func(context.Context, *workers, *FaultReport) (time.Time, error), nudge func(context.Context) error, ws *workers, rep *FaultReport, say func(string, ...any)) error {
 	// Settled: every worker has made settledCommits commits since all of
 	// them had made one, so the group's first rebalances are behind it
 	// and it has been processing for a while.
@@ -595,6 +595,13 @@ func faultAndResume(ctx context.Context, o FaultOptions, inject func(context.Con
 	returned, err := inject(ctx, ws, rep)
 	if err != nil {
 		return err
+	}
+	// A broker slow to come back (a JVM starting on a loaded machine took
+	// 33 s) may return after the last input was processed, when no worker
+	// has anything to commit: a record for every partition gives each
+	// one something.
+	if err := nudge(ctx); err != nil {
+		return fmt.Errorf("producing a record to every partition after %s: %w", o.Fault, err)
 	}
 	resumed, err := waitCommits(ctx, ws, returned, 1, o.ResumeWait, fmt.Sprintf("after %s (%s) the broker was back, but", o.Fault, o.Guarantee))
 	gaveUp := time.Since(returned)
@@ -656,4 +663,21 @@ func inputTruth(sent truth, recs []*kgo.Record) (held truth, lost, duplicated in
 		}
 	}
 	return held, lost, duplicated
+}
+
+// nudge produces a record of a flush key, which the checks leave out, to
+// every partition of the input, with a timestamp long past: a late record
+// that a task drops from its windows, advancing no stream time, but
+// processes, so that its worker commits.
+func nudge(ctx context.Context, cl *kgo.Client, partitions int) error {
+	recs := make([]*kgo.Record, 0, partitions)
+	for p, key := range flushKeys(partitions) {
+		recs = append(recs, &kgo.Record{
+			Topic:     InputTopic,
+			Key:       []byte(key),
+			Value:     encodeInput(Input{Key: key, Seq: int64(p)}),
+			Timestamp: time.UnixMilli(1),
+		})
+	}
+	return cl.ProduceSync(ctx, recs...).FirstErr()
 }
