@@ -24,6 +24,7 @@ export class Lanes {
   constructor(root) {
     this.root = root
     this.windowedStores = new Set()
+    this.joinStores = new Map() // name -> the store's Info, for join buffers
     this.lanesEl = h('div', { class: 'lv-lane-list', testid: 'lane-list' })
     this.empty = h('p', { class: 'lv-muted', text: 'No windowed store is open yet.' })
     this.closedEl = h('ol', { class: 'lv-closed', testid: 'closed-windows' })
