@@ -317,3 +317,20 @@ func artifactsKept() bool {
 	}
 	return false
 }
+
+// serveOnReachableBroker runs braid serve with the demo on a broker the
+// test can reach too: the package's Apache Kafka under BRAID_TEST_KAFKA,
+// else the server's embedded broker on a free loopback port. It returns
+// the server's URL and the broker's addresses.
+func serveOnReachableBroker(t *testing.T) (url string, brokers []string) {
+	t.Helper()
+	var args []string
+	if brokertest.OnKafka() {
+		c := brokertest.Start(t, broker.Config{})
+		args, brokers = []string{"--brokers", c.Bootstrap()}, c.Addrs()
+	} else {
+		addr := freePort(t)
+		args, brokers = []string{"--broker-listen", addr}, []string{addr}
+	}
+	return startServeWith(t, args...), brokers
+}

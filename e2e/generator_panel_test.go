@@ -11,9 +11,6 @@ import (
 
 	"github.com/chromedp/chromedp"
 	"github.com/twmb/franz-go/pkg/kgo"
-
-	"github.com/braidstream/braid/runtime/broker"
-	"github.com/braidstream/braid/runtime/broker/brokertest"
 )
 
 // TestGeneratorPanelExternalProducer feeds the demo's source topic from
@@ -25,15 +22,7 @@ import (
 // feeds the topic. Start is refused until the confirmation box is ticked,
 // then the generator runs.
 func TestGeneratorPanelExternalProducer(t *testing.T) {
-	var args, brokers []string
-	if brokertest.OnKafka() {
-		c := brokertest.Start(t, broker.Config{})
-		args, brokers = []string{"--brokers", c.Bootstrap()}, c.Addrs()
-	} else {
-		addr := freePort(t)
-		args, brokers = []string{"--broker-listen", addr}, []string{addr}
-	}
-	url := startServeWith(t, args...)
+	url, brokers := serveOnReachableBroker(t)
 	const id = "orders-demo"
 	waitDeployment(t, url, id)
 	// The demo's generator starts after its deployment shows.

@@ -11,9 +11,6 @@ import (
 
 	"github.com/chromedp/chromedp"
 	"github.com/twmb/franz-go/pkg/kgo"
-
-	"github.com/braidstream/braid/runtime/broker"
-	"github.com/braidstream/braid/runtime/broker/brokertest"
 )
 
 // sinkArrivals counts what a topic receives, by the time each record
@@ -80,15 +77,7 @@ func (s *sinkArrivals) between(from, to time.Duration) int {
 // 20 s (a second's slack either side for the snapshot's age). The
 // per-second rate read 0.00-0.04/s there between closes.
 func TestLiveWindowedCountAverage(t *testing.T) {
-	var args, brokers []string
-	if brokertest.OnKafka() {
-		c := brokertest.Start(t, broker.Config{})
-		args, brokers = []string{"--brokers", c.Bootstrap()}, c.Addrs()
-	} else {
-		addr := freePort(t)
-		args, brokers = []string{"--broker-listen", addr}, []string{addr}
-	}
-	url := startServeWith(t, args...)
+	url, brokers := serveOnReachableBroker(t)
 	const id = "orders-demo"
 	waitDeployment(t, url, id)
 	sink := readArrivals(t, brokers, "big-orders-per-10s")
