@@ -207,8 +207,19 @@ func TestCrashWipeAPI(t *testing.T) {
 	ts := startLive(t)
 	firstDeploy(t, ts, `{"design": "orders-windowed", "instances": 1}`)
 	for range 2 {
-		if r := ts.do("POST", "/api/deployments/orders-windowed/instances/instance-1/crash-wipe", ""); r.status != 204 {
-			t.Fatalf("crash-wipe: %d %s", r.status, r)
+		// An instance the Supervisor is still launching (right after the
+		// deploy) is busy: 409, another operation under way.
+		var r *response
+		deadline := time.Now().Add(5 * time.Second)
+		for {
+			r = ts.do("POST", "/api/deployments/orders-windowed/instances/instance-1/crash-wipe", "")
+			if r.status != 409 || !strings.Contains(r.String(), "under way") || time.Now().After(deadline) {
+				break
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		if r.status != 204 {
+			t.Fatalf("crash-wipe: %d %s; the deployment: %s", r.status, r, ts.do("GET", "/api/deployments/orders-windowed", ""))
 		}
 	}
 	wiped := 0

@@ -90,15 +90,28 @@ type UnknownInstanceError struct{ ID string }
 func (e *UnknownInstanceError) Error() string { return fmt.Sprintf("no instance %q", e.ID) }
 
 // InstanceStateError says an instance is not in a state that allows the
-// operation asked for, e.g. starting one that runs.
+// operation asked for, e.g. starting one that runs, or that another
+// operation on it is under way (Busy): a crash, a stop, or the removal
+// from the group of an App that just failed.
 type InstanceStateError struct {
 	ID    string
 	State InstanceState
 	Op    string
+	Busy  bool
 }
 
 func (e *InstanceStateError) Error() string {
+	if e.Busy {
+		return fmt.Sprintf("cannot %s instance %q: another operation on it is under way (it is %s)", e.Op, e.ID, e.State)
+	}
 	return fmt.Sprintf("cannot %s instance %q: it is %s", e.Op, e.ID, e.State)
+}
+
+// claimError is the error of an operation that could not claim in.
+func (s *Supervisor) claimError(in *instance, op string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return &InstanceStateError{ID: in.id, State: in.state, Op: op, Busy: in.busy}
 }
 
 // Supervisor runs several instances of one topology in this process, each
@@ -300,7 +313,7 @@ func (s *Supervisor) crash(id string, seen bool) error {
 	}
 	app := s.claim(in)
 	if app == nil {
-		return &InstanceStateError{ID: id, State: in.state, Op: "crash"}
+		return s.claimError(in, "crash")
 	}
 	at := time.Now()
 	app.crash()
@@ -404,7 +417,7 @@ func (s *Supervisor) Stop(id string) error {
 	}
 	app := s.claim(in)
 	if app == nil {
-		return &InstanceStateError{ID: id, State: in.state, Op: "stop"}
+		return s.claimError(in, "stop")
 	}
 	// Recorded before the leave: the group may move the tasks before
 	// Close returns.
@@ -425,7 +438,7 @@ func (s *Supervisor) Start(id string) error {
 	s.mu.Lock()
 	if in.busy {
 		s.mu.Unlock()
-		return &InstanceStateError{ID: id, State: in.state, Op: "start"}
+		return &InstanceStateError{ID: id, State: in.state, Op: "start", Busy: true}
 	}
 	in.busy = true
 	s.mu.Unlock()
