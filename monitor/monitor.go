@@ -43,6 +43,9 @@ func (m *Monitor) AddDeployment(info DeploymentInfo, src Source) streams.Hook {
 	if info.CommitIntervalMs == 0 {
 		info.CommitIntervalMs = info.CommitInterval.Milliseconds()
 	}
+	if info.SessionTimeoutMs == 0 {
+		info.SessionTimeoutMs = info.SessionTimeout.Milliseconds()
+	}
 	if info.Started.IsZero() {
 		info.Started = time.Now()
 	}
@@ -133,6 +136,11 @@ func (m *Monitor) emitLocked(now time.Time, e entry) {
 	m.seq++
 	e.ev.Seq, e.ev.Time = m.seq, now.UnixMilli()
 	m.log.push(e)
+	if timelineKinds[e.ev.Kind] {
+		if i := m.indexLocked(e.ev.Deployment); i >= 0 {
+			m.deps[i].timelines.add(e.render())
+		}
+	}
 	for s := range m.subs {
 		s.push(&e)
 	}
@@ -142,7 +150,7 @@ func (m *Monitor) emitLocked(now time.Time, e entry) {
 func (m *Monitor) snapshotLocked(now time.Time) *Snapshot {
 	s := &Snapshot{Time: now.UnixMilli(), Deployments: make([]Deployment, 0, len(m.deps))}
 	for _, d := range m.deps {
-		s.Deployments = append(s.Deployments, d.build())
+		s.Deployments = append(s.Deployments, d.build(now))
 	}
 	return s
 }
