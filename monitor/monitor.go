@@ -109,6 +109,19 @@ func (m *Monitor) Snapshot() Snapshot {
 	return *m.snapshotLocked(time.Now())
 }
 
+// Timelines returns a deployment's failover timelines (the last 20,
+// newest last) as they stand now, and false when the monitor has no such
+// deployment.
+func (m *Monitor) Timelines(deployment string) ([]FailoverTimeline, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	i := m.indexLocked(deployment)
+	if i < 0 {
+		return nil, false
+	}
+	return m.deps[i].timelines.render(time.Now().UnixMilli()), true
+}
+
 // Events returns the logged events with Seq > since, oldest first.
 func (m *Monitor) Events(since uint64) []Event {
 	m.mu.Lock()

@@ -377,7 +377,7 @@ func (tl *timelines) failedOver(ev Event, mk mark) {
 	f := &Failover{Task: ev.Task, From: str(d, "from"), To: str(d, "to"), Cause: str(d, "cause"), Replica: str(d, "replica"),
 		DetectionMs: num(d, "detectionMs"), DetectedBy: str(d, "detectedBy"), RecoveryMs: num(d, "recoveryMs"),
 		DowntimeMs: num(d, "downtimeMs"), Restored: num(d, "restored"), At: cmp.Or(num(d, "resumedAt"), ev.Time)}
-	mk.failover, mk.failedAt, mk.t = f, num(d, "failedAt"), f.At
+	mk.failover, mk.failedAt, mk.t, mk.start = f, num(d, "failedAt"), f.At, num(d, "assignedAt")
 	mk.n = -1
 	if _, ok := d["standbyLag"]; ok {
 		mk.n = num(d, "standbyLag")
@@ -544,6 +544,7 @@ func (tl *timelines) lane(l *laneRef, now int64) *laneBuild {
 			}
 		case kindTaskResumed:
 			if m.instance == b.owner && l.planned {
+				b.retime(m.start)
 				b.lane.RecoveryMs = m.t - m.start
 				b.lane.DowntimeMs = m.t - cmp.Or(lastRecord, l.start)
 				b.lane.Restored = m.n
@@ -553,6 +554,7 @@ func (tl *timelines) lane(l *laneRef, now int64) *laneBuild {
 			if !l.planned && m.failover.From == l.from {
 				fo := m.failover
 				b.owner, b.lane.To = fo.To, fo.To
+				b.retime(m.start)
 				b.lane.DetectionMs, b.lane.RecoveryMs, b.lane.DowntimeMs, b.lane.Restored = fo.DetectionMs, fo.RecoveryMs, fo.DowntimeMs, fo.Restored
 				b.lane.Replica = fo.Replica
 				if m.n >= 0 {
@@ -585,6 +587,19 @@ func (tl *timelines) assign(b *laneBuild, m mark) {
 		detail = "warm-up on " + m.instance + " catches up"
 	}
 	b.to(PhaseRestoring, m.t, detail)
+}
+
+// retime moves the start of the lane's recovery phase to assignedAt, as
+// the runtime measured it (the task-assigned event is told a little
+// later), so that the phases before it add up to the detection and it to
+// the recovery.
+func (b *laneBuild) retime(assignedAt int64) {
+	n := len(b.phases)
+	if assignedAt == 0 || n == 0 || (b.cur.Kind != PhaseRestoring && b.cur.Kind != PhasePromoting) ||
+		assignedAt < b.phases[n-1].Start || assignedAt > b.cur.End && b.cur.End != 0 {
+		return
+	}
+	b.phases[n-1].End, b.cur.Start = assignedAt, assignedAt
 }
 
 func (tl *timelines) resume(b *laneBuild, t int64) {
