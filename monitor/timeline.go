@@ -414,7 +414,7 @@ func (tl *timelines) renderOne(f *failover, now int64) FailoverTimeline {
 		done = done && b.closed
 		end = max(end, b.end)
 	}
-	if f.cause == "instance-added" && !tl.rebalancedSince(f.instance, f.at) {
+	if f.cause != "probing" && !tl.rebalancedSince(f, f.at) {
 		done = false
 	}
 	if !done {
@@ -454,12 +454,19 @@ func (tl *timelines) rebalancesEnd(at, end int64) int64 {
 	return end
 }
 
-// rebalancedSince reports whether the instance finished a rebalance
-// after at.
-func (tl *timelines) rebalancedSince(instance string, at int64) bool {
-	for _, m := range tl.instances[instance] {
-		if m.kind == kindRebalance && m.t >= at {
-			return true
+// rebalancedSince reports whether the group has rebalanced since at, as
+// a failover makes it: the added instance, or another than the one that
+// crashed or stopped, finished a rebalance after at. Until then a crash,
+// a stop or an add is not done, though no lane may be open yet.
+func (tl *timelines) rebalancedSince(f *failover, at int64) bool {
+	for in, ms := range tl.instances {
+		if (in == f.instance) != (f.cause == "instance-added") {
+			continue
+		}
+		for _, m := range ms {
+			if m.kind == kindRebalance && m.t >= at {
+				return true
+			}
 		}
 	}
 	return false
@@ -522,7 +529,9 @@ func (tl *timelines) lane(l *laneRef, now int64) *laneBuild {
 		}
 		switch m.kind {
 		case kindTaskAssigned:
-			tl.assign(b, m)
+			if m.instance != l.from || l.planned || tl.movedBack(l) {
+				tl.assign(b, m)
+			}
 		case kindTaskRevoked:
 			if m.instance == l.from {
 				lastRecord = m.lastRecord
@@ -572,6 +581,18 @@ func (tl *timelines) lane(l *laneRef, now int64) *laneBuild {
 		b.end = now
 	}
 	return b
+}
+
+// movedBack reports whether a failed instance's task resumed on that
+// instance again (it was started again): otherwise an assignment to it
+// after its failure is one its dying App told, and no move.
+func (tl *timelines) movedBack(l *laneRef) bool {
+	for _, m := range tl.tasks[l.task] {
+		if m.kind == kindTaskFailedOver && m.t >= l.start && m.failover.From == l.from {
+			return m.failover.To == l.from
+		}
+	}
+	return false
 }
 
 // assign moves a lane to the instance a task was assigned to: it promotes
@@ -749,6 +770,12 @@ func (tl *timelines) instancePhases(f *failover, in string, end int64) []Phase {
 				b.to(PhaseRebalancing, max(s, b.cur.Start), "")
 			}
 			b.cur.Detail = fmt.Sprintf("rebalanced in %d ms", m.t-m.start)
+			if in == f.instance && f.cause != "instance-added" && f.cause != "probing" && s < f.at && m.t > f.at {
+				// A rebalance the failure cut short.
+				b.to(PhasePaused, f.at, f.cause)
+				failing = false
+				continue
+			}
 			b.to(PhaseProcessing, min(m.t, end), "")
 		}
 	}
