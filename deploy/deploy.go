@@ -587,7 +587,7 @@ func (m *Manager) start(req Request, d *designer.Design, revision int, compiled 
 		ID: info.ID, Design: info.Design, DesignName: info.DesignName, Revision: info.Revision,
 		ApplicationID: info.ApplicationID, Instances: info.Instances, Standbys: info.Standbys, Guarantee: info.Guarantee,
 		CommitInterval: time.Duration(req.CommitIntervalMs) * time.Millisecond, CommitIntervalMs: req.CommitIntervalMs,
-		Topology: topo, Started: info.Started,
+		SessionTimeout: m.cfg.SessionTimeout, Topology: topo, Started: info.Started,
 	}, src)
 	commit := time.Duration(req.CommitIntervalMs) * time.Millisecond
 	cfg := streams.Config{

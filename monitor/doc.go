@@ -20,6 +20,13 @@
 // rates.go): a windowed aggregation emitting on window close sends
 // bursts, and only the average reads what flows.
 //
+// Each deployment's events that tell of a failover (instances crashed,
+// stopped or added, rebalances, tasks assigned, revoked and resumed,
+// restores, standby promotions, tasks failed over) are also folded into
+// a FailoverTimeline per failover, a lane of phases per moved task and
+// per instance (timeline.go): the snapshot carries the last 20, and
+// Timelines renders them on demand.
+//
 // Subscribers never block the Monitor: a subscriber that does not read
 // keeps at most one pending snapshot, the newest, and a bounded queue of
 // events whose oldest are dropped and counted when it is full; the next

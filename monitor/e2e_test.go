@@ -190,6 +190,11 @@ func TestSupervisorEndToEnd(t *testing.T) {
 		t.Errorf("failover %+v, want task %s from %s to the other instance, caused by a crash the supervisor detected, onto its standby",
 			f, moved, victim)
 	}
+	if tls := d.Timelines; len(tls) != 1 || tls[0].Cause != "crash" || tls[0].Instance != victim || len(tls[0].Tasks) != 1 ||
+		tls[0].Tasks[0].Task != f.Task || tls[0].Tasks[0].To != f.To || tls[0].Tasks[0].DetectionMs != f.DetectionMs ||
+		tls[0].Tasks[0].RecoveryMs != f.RecoveryMs || tls[0].Tasks[0].DowntimeMs != f.DowntimeMs {
+		t.Errorf("timelines %+v, want one of the crash of %s with a lane for %s whose numbers are the failover's", tls, victim, moved)
+	}
 	if in := findInstance(d, victim); in == nil || in.State != "crashed" || len(in.Tasks) != 0 {
 		t.Errorf("crashed instance %+v", in)
 	}

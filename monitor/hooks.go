@@ -334,9 +334,19 @@ func (h *hook) OnStandbySuspended(ev streams.StandbyEvent) {
 		map[string]any{"warmup": ev.Warmup, "lag": ev.Lag, "timeLagMs": ev.TimeLag.Milliseconds()})
 }
 
-// OnTaskResumed needs nothing: a failover's event carries what it
-// measures.
-func (h *hook) OnTaskResumed(streams.TaskResumedEvent) {}
+// OnTaskResumed tells of a task's first record on an instance it moved
+// to: where a failover timeline's lane of a planned move ends.
+func (h *hook) OnTaskResumed(ev streams.TaskResumedEvent) {
+	if !h.lock() {
+		return
+	}
+	defer h.m.mu.Unlock()
+	took := ev.FirstRecordAt.Sub(ev.AssignedAt)
+	h.emit(time.Now(), ev.InstanceID, ev.Task, kindTaskResumed,
+		fmt.Sprintf("task %s resumed on %s, %v after its assignment", ev.Task, ev.InstanceID, took.Round(time.Millisecond)),
+		map[string]any{"assignedAt": ev.AssignedAt.UnixMilli(), "firstRecordAt": ev.FirstRecordAt.UnixMilli(),
+			"restored": ev.Restored, "fromReplica": ev.FromReplica})
+}
 
 func (h *hook) OnTaskFailedOver(ev streams.FailoverEvent) {
 	if !h.lock() {
@@ -368,7 +378,13 @@ func (h *hook) OnTaskFailedOver(ev streams.FailoverEvent) {
 		msg += " onto its " + ev.FromReplica + " replica"
 	}
 	detail := map[string]any{"from": ev.From, "to": ev.To, "cause": ev.Cause, "replica": ev.FromReplica,
-		"detectionMs": f.DetectionMs, "detectedBy": ev.DetectedBy, "recoveryMs": f.RecoveryMs, "downtimeMs": f.DowntimeMs, "restored": ev.Restored}
+		"detectionMs": f.DetectionMs, "detectedBy": ev.DetectedBy, "recoveryMs": f.RecoveryMs, "downtimeMs": f.DowntimeMs, "restored": ev.Restored,
+		"resumedAt": f.At}
+	for k, t := range map[string]time.Time{"failedAt": ev.FailedAt, "lastRecordAt": ev.LastRecordAt, "assignedAt": ev.AssignedAt} {
+		if !t.IsZero() {
+			detail[k] = t.UnixMilli()
+		}
+	}
 	if ev.StandbyLag >= 0 {
 		detail["standbyLag"] = ev.StandbyLag
 	}

@@ -43,6 +43,9 @@ func (m *Monitor) AddDeployment(info DeploymentInfo, src Source) streams.Hook {
 	if info.CommitIntervalMs == 0 {
 		info.CommitIntervalMs = info.CommitInterval.Milliseconds()
 	}
+	if info.SessionTimeoutMs == 0 {
+		info.SessionTimeoutMs = info.SessionTimeout.Milliseconds()
+	}
 	if info.Started.IsZero() {
 		info.Started = time.Now()
 	}
@@ -106,6 +109,19 @@ func (m *Monitor) Snapshot() Snapshot {
 	return *m.snapshotLocked(time.Now())
 }
 
+// Timelines returns a deployment's failover timelines (the last 20,
+// newest last) as they stand now, and false when the monitor has no such
+// deployment.
+func (m *Monitor) Timelines(deployment string) ([]FailoverTimeline, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	i := m.indexLocked(deployment)
+	if i < 0 {
+		return nil, false
+	}
+	return m.deps[i].timelines.render(time.Now().UnixMilli()), true
+}
+
 // Events returns the logged events with Seq > since, oldest first.
 func (m *Monitor) Events(since uint64) []Event {
 	m.mu.Lock()
@@ -133,6 +149,11 @@ func (m *Monitor) emitLocked(now time.Time, e entry) {
 	m.seq++
 	e.ev.Seq, e.ev.Time = m.seq, now.UnixMilli()
 	m.log.push(e)
+	if timelineKinds[e.ev.Kind] {
+		if i := m.indexLocked(e.ev.Deployment); i >= 0 {
+			m.deps[i].timelines.add(e.render())
+		}
+	}
 	for s := range m.subs {
 		s.push(&e)
 	}
@@ -142,7 +163,7 @@ func (m *Monitor) emitLocked(now time.Time, e entry) {
 func (m *Monitor) snapshotLocked(now time.Time) *Snapshot {
 	s := &Snapshot{Time: now.UnixMilli(), Deployments: make([]Deployment, 0, len(m.deps))}
 	for _, d := range m.deps {
-		s.Deployments = append(s.Deployments, d.build())
+		s.Deployments = append(s.Deployments, d.build(now))
 	}
 	return s
 }

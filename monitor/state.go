@@ -39,6 +39,7 @@ type deployment struct {
 	order []string
 
 	failovers      []Failover
+	timelines      *timelines
 	failoverCounts map[failoverKey]int64
 	lastDowntime   map[string]int64 // by task
 	late           map[storeKey]*lateStat
@@ -152,7 +153,7 @@ func (l *limiter) allow(now int64, max int) (ok bool, suppressed int64) {
 func newDeployment(info DeploymentInfo, src Source) *deployment {
 	d := &deployment{info: info, src: src, storeNode: map[string]string{}, sessions: map[string]bool{}, sinks: map[string]bool{},
 		instances: map[string]*instanceState{}, failoverCounts: map[failoverKey]int64{}, lastDowntime: map[string]int64{},
-		late: map[storeKey]*lateStat{}}
+		late: map[storeKey]*lateStat{}, timelines: newTimelines(info.SessionTimeoutMs)}
 	for _, st := range info.Stores {
 		d.storeNode[st.Name] = st.Processor
 		// A join's buffers have no windows to sample.
@@ -438,10 +439,10 @@ func InstanceStateName(info streams.InstanceInfo) string {
 	return info.State.String()
 }
 
-// build returns the deployment's snapshot.
-func (d *deployment) build() Deployment {
+// build returns the deployment's snapshot at now.
+func (d *deployment) build(now time.Time) Deployment {
 	out := Deployment{DeploymentInfo: d.info, Instances: make([]Instance, 0, len(d.order)), Nodes: map[string]NodeRate{},
-		Failovers: slices.Clone(d.failovers), Throughput: make([]Point, 0, len(d.throughput)), RateWindowMs: d.rateWindow.Milliseconds()}
+		Failovers: slices.Clone(d.failovers), Timelines: d.timelines.render(now.UnixMilli()), Throughput: make([]Point, 0, len(d.throughput)), RateWindowMs: d.rateWindow.Milliseconds()}
 	if out.Failovers == nil {
 		out.Failovers = []Failover{}
 	}

@@ -63,6 +63,11 @@ type DeploymentInfo struct {
 	Instances int    `json:"instances"`
 	Standbys  int    `json:"standbys"`
 	Guarantee string `json:"guarantee"`
+	// SessionTimeout is the instances' group session timeout, sent as
+	// SessionTimeoutMs, which AddDeployment fills from it when zero (0:
+	// not known).
+	SessionTimeout   time.Duration `json:"-"`
+	SessionTimeoutMs int64         `json:"sessionTimeoutMs,omitempty"`
 	// CommitInterval is sent as CommitIntervalMs, which AddDeployment
 	// fills from it when zero.
 	CommitInterval   time.Duration `json:"-"`
@@ -147,6 +152,11 @@ type Deployment struct {
 	RateWindowMs int64 `json:"rateWindowMs"`
 	// Failovers holds the last 50 failovers, newest last.
 	Failovers []Failover `json:"failovers"`
+	// Timelines holds the last 20 failovers' timelines (timeline.go),
+	// newest last: each crash, stop, added instance or probing move, with
+	// its tasks' and instances' phases. A crashed or stopped instance's
+	// lanes carry the numbers of the Failovers above.
+	Timelines []FailoverTimeline `json:"timelines"`
 	// Throughput holds the last 5 minutes, one point per second.
 	Throughput []Point `json:"throughput"`
 }
@@ -290,7 +300,8 @@ type Event struct {
 	// detail the task's Restore: a restore shorter than a snapshot's
 	// interval moves its bar too), restore-finished, standby-started, standby-promoted, rebalance,
 	// instance-crashed, instance-crash-wiped, instance-stopped, instance-started,
-	// instance-added, task-assigned, task-revoked, task-failed-over,
+	// instance-added, task-assigned, task-revoked, task-resumed (its first
+	// record on a new instance), task-failed-over,
 	// broker-unreachable, broker-reachable, error, deployment-added,
 	// deployment-removed.
 	Kind string `json:"kind"`
@@ -318,6 +329,13 @@ const (
 	kindError             = "error"
 	kindDeploymentAdded   = "deployment-added"
 	kindDeploymentRemoved = "deployment-removed"
+	kindTaskResumed       = "task-resumed"
+
+	kindInstanceCrashed    = "instance-crashed"
+	kindInstanceCrashWiped = "instance-crash-wiped"
+	kindInstanceStopped    = "instance-stopped"
+	kindInstanceStarted    = "instance-started"
+	kindInstanceAdded      = "instance-added"
 )
 
 // A Supervisor is what deployers sample.

@@ -104,6 +104,14 @@
 //	                                         queried through its processes' store servers (stale and lag set
 //	                                         when a standby answered); 409 when none advertises one, 503 when
 //	                                         none answers
+//	GET    /api/deployments/:id/failovers    [monitor.FailoverTimeline], newest last: the last 20 failovers (a
+//	                                         crash, a stop, an added instance, a probing move), each {"id",
+//	                                         "cause", "instance", "at", "end", "done", "sessionTimeoutMs",
+//	                                         "tasks" [{"task", "from", "to", "replica", "standbyLag", "restored",
+//	                                         "restoreRate", "detectionMs", "recoveryMs", "downtimeMs", "phases"
+//	                                         [{"kind", "start", "end", "detail"}]}], "unmoved", "instances"
+//	                                         [{"instance", "phases"}]}; a lane's numbers are the failover
+//	                                         table's; 404 when not deployed
 //	GET    /ws/live?deployment=:id           websocket: monitor.Message JSON, a snapshot first, then events
 //	                                         and snapshots at most 4 a second (package web/wsbridge)
 //	GET    /live/:id                         the live page

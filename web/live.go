@@ -45,6 +45,7 @@ func (s *Server) liveRoutes() {
 	api.Delete("/:id/generators/:topic", s.stopGenerator)
 	api.Get("/:id/generators/:topic/sample", s.generatorSample)
 	api.Get("/:id/query", s.queryStore)
+	api.Get("/:id/failovers", s.failovers)
 }
 
 // deployError turns the deployment manager's errors into answers.
@@ -190,6 +191,19 @@ func (s *Server) queryStore(c *fiber.Ctx) error {
 		return deployError(err)
 	}
 	return c.JSON(res)
+}
+
+// failovers answers a deployment's failover timelines (the monitor's
+// FailoverTimeline), newest last; [] when it has had none.
+func (s *Server) failovers(c *fiber.Ctx) error {
+	id := c.Params("id")
+	if tls, ok := s.cfg.Monitor.Timelines(id); ok {
+		return c.JSON(tls)
+	}
+	if _, err := s.cfg.Deployments.Get(id); err != nil {
+		return deployError(err)
+	}
+	return c.JSON([]monitor.FailoverTimeline{})
 }
 
 func (s *Server) livePage(c *fiber.Ctx) error {

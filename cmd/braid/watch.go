@@ -20,8 +20,9 @@ import (
 )
 
 // runWatch tails a deployment's live stream in the terminal: every event
-// as a line (late drops of one task and window grouped, eventGrouper), and
-// every few seconds one line per instance with its tasks.
+// as a line (late drops of one task and window grouped, eventGrouper),
+// every failover once done as a text timeline (failoverPrinter), and every
+// few seconds one line per instance with its tasks.
 func runWatch(ctx context.Context, args []string, stdout io.Writer) error {
 	fs := newFlagSet("watch", "braid watch <deployment> [--server http://127.0.0.1:8080] [--auth-token TOKEN] [--every 5s] [--wait 30s]", stdout)
 	server := fs.String("server", "http://"+web.DefaultListen, "address of `braid serve`")
@@ -64,6 +65,7 @@ func runWatch(ctx context.Context, args []string, stdout io.Writer) error {
 	var lastSummary time.Time
 	missingSince := time.Now() // zero while the deployment is there
 	events := newEventGrouper(stdout)
+	failovers := newFailoverPrinter(stdout)
 	for {
 		_, data, err := conn.Read(ctx)
 		if err != nil {
@@ -79,9 +81,11 @@ func runWatch(ctx context.Context, args []string, stdout io.Writer) error {
 		}
 		events.tick(time.Now())
 		if msg.Snapshot != nil {
+			i := slices.IndexFunc(msg.Snapshot.Deployments, func(d monitor.Deployment) bool { return d.ID == named[0] })
 			switch {
-			case slices.ContainsFunc(msg.Snapshot.Deployments, func(d monitor.Deployment) bool { return d.ID == named[0] }):
+			case i >= 0:
 				missingSince = time.Time{}
+				failovers.snapshot(&msg.Snapshot.Deployments[i])
 			case missingSince.IsZero():
 				missingSince = time.Now()
 			case *wait > 0 && time.Since(missingSince) >= *wait:

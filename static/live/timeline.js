@@ -29,6 +29,7 @@ const KINDS = [
   'instance-added',
   'task-assigned',
   'task-revoked',
+  'task-resumed',
   'task-failed-over',
   'broker-unreachable',
   'broker-reachable',
