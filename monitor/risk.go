@@ -14,10 +14,14 @@ import (
 // "What if it died now": for each running instance, whether losing it
 // would be safe, and how long each of its active tasks would stand still.
 //
-// A task stands still from its last record before the crash until its new
-// owner processes again: the group must notice (detection), the new owner
-// must replay what its replica of the task lacks (replay), and fetch and
-// process its first record (resume). Detection is what the deployment's
+// A task stands still, as a failover's downtime measures it, from its last
+// record before the crash until its new owner processes again: the time
+// since that record when the crash comes (gap), then the group must notice
+// (detection), the new owner must replay what its replica of the task
+// lacks (replay), and fetch and process its first record (resume). The gap
+// is projected as gapIntervals times the task's mean time between records
+// (from its records/s; 0 for a task with no input): random arrivals leave
+// a longer gap 2% of the time. Detection is what the deployment's
 // instances would see: a Supervisor that sees its instance die removes the
 // member at once (runtime/streams/detect.go), and the others join the
 // rebalance at their next heartbeat; nobody removes a member whose process
@@ -34,8 +38,7 @@ import (
 // state and no replica would restore its whole changelog, of a size the
 // snapshot does not know: at risk, with no projection.
 //
-// The projection assumes records keep arriving: the measured downtime
-// counts from the task's last record before the crash.
+// The projection assumes records keep arriving at the rate they do.
 
 const (
 	// defaultRestoreRate is the restore rate, in records/s, assumed before
@@ -52,10 +55,13 @@ const (
 	// rebalance time is the longest of.
 	maxRebalances = 8
 	// resumeAllowance is what the projection adds for the Supervisor's
-	// removal request, the new owner's first fetch and the gap between
-	// the task's last record and the crash, which TestFailoverShowsProjection
-	// measures at 20 to 60 ms together on the embedded broker.
+	// removal request and the new owner's first fetch, which
+	// TestFailoverShowsProjection measures at 20 to 60 ms together on the
+	// embedded broker.
 	resumeAllowance = 250 * time.Millisecond
+	// gapIntervals is how many mean intervals between a task's records
+	// the projected gap before a crash is.
+	gapIntervals = 4
 	// riskHistory is how many assessments of an instance are kept, one per
 	// sample, so that a failover finds the one made just before its crash.
 	riskHistory = 8
@@ -96,7 +102,9 @@ type TaskRisk struct {
 	Replica string `json:"replica,omitempty"`
 	Role    string `json:"role,omitempty"`
 	Lag     int64  `json:"lag"`
-	// ProjectedDowntimeMs is detection, replay and resume, -1 when
+	// GapMs is the projected time from its last record to the crash.
+	GapMs int64 `json:"gapMs"`
+	// ProjectedDowntimeMs is gap, detection, replay and resume, -1 when
 	// unknown.
 	ProjectedDowntimeMs int64 `json:"projectedDowntimeMs"`
 }
@@ -159,14 +167,14 @@ func AssessRisk(instances []Instance, p RiskParams) map[string]*Risk {
 			if t.Role != "active" {
 				continue
 			}
-			tr := TaskRisk{Task: t.ID, Lag: -1, ProjectedDowntimeMs: -1}
+			tr := TaskRisk{Task: t.ID, Lag: -1, ProjectedDowntimeMs: -1, GapMs: gapMs(t.InPerSec)}
 			if !p.Stateful[subtopology(t.ID)] {
-				tr.Safe, tr.Stateless, tr.ProjectedDowntimeMs = true, true, detection+resume
+				tr.Safe, tr.Stateless, tr.ProjectedDowntimeMs = true, true, tr.GapMs+detection+resume
 			} else if rs := replicas[t.ID]; len(rs) > 0 {
 				best := slices.MinFunc(rs, func(a, b replica) int { return cmp.Compare(a.lag, b.lag) })
 				tr.Replica, tr.Role, tr.Lag = best.instance, best.role, best.lag
 				tr.Safe = best.lag <= p.AcceptableRecoveryLag
-				tr.ProjectedDowntimeMs = detection + replayMs(best.lag, p.RestoreRate) + resume
+				tr.ProjectedDowntimeMs = tr.GapMs + detection + replayMs(best.lag, p.RestoreRate) + resume
 			}
 			r.Safe = r.Safe && tr.Safe
 			r.Tasks = append(r.Tasks, tr)
@@ -183,6 +191,15 @@ func replayMs(lag int64, rate float64) int64 {
 		return 0
 	}
 	return int64(math.Ceil(float64(lag) / rate * 1000))
+}
+
+// gapMs is the projected time from a task's last record to a crash, for a
+// task taking in perSec records/s.
+func gapMs(perSec float64) int64 {
+	if perSec <= 0 {
+		return 0
+	}
+	return int64(math.Ceil(gapIntervals * 1000 / perSec))
 }
 
 // worst returns the task that would stand still longest, an unknown

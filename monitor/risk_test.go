@@ -12,7 +12,8 @@ import (
 // instances: a caught-up standby is safe and costs detection only, a
 // standby beyond the acceptable lag is at risk and costs its replay at the
 // restore rate, state with no replica is at risk with no projection, a
-// stateless task replays nothing, and the session timeout counts when no
+// stateless task replays nothing, a task's input rate sets the gap before
+// the crash, and the session timeout counts when no
 // Supervisor sees the crash.
 func TestAssessRisk(t *testing.T) {
 	active := func(id string) Task { return Task{ID: id, Role: "active", State: "running"} }
@@ -58,6 +59,19 @@ func TestAssessRisk(t *testing.T) {
 				{Task: "0_1", Safe: false, Replica: "b", Role: "standby", Lag: 2500, ProjectedDowntimeMs: 3250}}},
 			"b": {Safe: true, Tasks: []TaskRisk{}},
 			"c": {Safe: true, Tasks: []TaskRisk{}},
+		},
+	}, {
+		name:   "the gap before a crash: four mean intervals between records",
+		params: supervised,
+		instances: []Instance{
+			inst("a", "running", Task{ID: "0_0", Role: "active", State: "running", InPerSec: 8}, Task{ID: "1_0", Role: "active", State: "running", InPerSec: 3}),
+			inst("b", "running", replica("0_0", "standby", 0)),
+		},
+		want: map[string]*Risk{
+			"a": {Safe: true, WorstTask: "1_0", ProjectedDowntimeMs: 2084, Tasks: []TaskRisk{
+				{Task: "0_0", Safe: true, Replica: "b", Role: "standby", Lag: 0, GapMs: 500, ProjectedDowntimeMs: 1250},
+				{Task: "1_0", Safe: true, Stateless: true, Lag: -1, GapMs: 1334, ProjectedDowntimeMs: 2084}}},
+			"b": {Safe: true, Tasks: []TaskRisk{}},
 		},
 	}, {
 		name:   "state with no replica: at risk, unknown; stateless: safe",
