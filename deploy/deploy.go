@@ -582,13 +582,6 @@ func (m *Manager) start(req Request, d *designer.Design, revision int, compiled 
 	if err := m.ensureTopics(slices.Concat(info.SourceTopics, info.SinkTopics)); err != nil {
 		return nil, err
 	}
-	src := &lazySource{adm: kadm.NewClient(m.client)}
-	hook := m.cfg.Monitor.AddDeployment(monitor.DeploymentInfo{
-		ID: info.ID, Design: info.Design, DesignName: info.DesignName, Revision: info.Revision,
-		ApplicationID: info.ApplicationID, Instances: info.Instances, Standbys: info.Standbys, Guarantee: info.Guarantee,
-		CommitInterval: time.Duration(req.CommitIntervalMs) * time.Millisecond, CommitIntervalMs: req.CommitIntervalMs,
-		SessionTimeout: m.cfg.SessionTimeout, Topology: topo, Started: info.Started,
-	}, src)
 	commit := time.Duration(req.CommitIntervalMs) * time.Millisecond
 	cfg := streams.Config{
 		ApplicationID:     info.ApplicationID,
@@ -600,13 +593,22 @@ func (m *Manager) start(req Request, d *designer.Design, revision int, compiled 
 		StandbyReplicas:   *req.Standbys,
 		ClientOptions:     m.cfg.ClientOptions,
 		NodeMetrics:       true,
-		Hooks:             []streams.Hook{hook},
 		Logger:            m.log.With("deployment", d.ID),
 	}
 	if req.Guarantee == streams.ExactlyOnce.String() {
 		cfg.ProcessingGuarantee = streams.ExactlyOnce
 		cfg.TransactionTimeout = streams.ExactlyOnceTransactionTimeout(commit)
 	}
+	src := &lazySource{adm: kadm.NewClient(m.client)}
+	// The Supervisor sees its instances crash and removes them from the
+	// group (Supervisor.Crash).
+	hook := m.cfg.Monitor.AddDeployment(monitor.DeploymentInfo{
+		ID: info.ID, Design: info.Design, DesignName: info.DesignName, Revision: info.Revision,
+		ApplicationID: info.ApplicationID, Instances: info.Instances, Standbys: info.Standbys, Guarantee: info.Guarantee,
+		CommitInterval: commit, CommitIntervalMs: req.CommitIntervalMs,
+		Topology: topo, Started: info.Started,
+	}.WithFailureSettings(cfg, streams.DetectedBySupervisor), src)
+	cfg.Hooks = []streams.Hook{hook}
 	sup, err := streams.NewSupervisor(topo, streams.SupervisorConfig{Config: cfg, Instances: req.Instances})
 	if err != nil {
 		m.cfg.Monitor.RemoveDeployment(info.ID)

@@ -27,6 +27,11 @@
 // per instance (timeline.go): the snapshot carries the last 20, and
 // Timelines renders them on demand.
 //
+// Each snapshot also says, per running instance, what losing it now would
+// do (Instance.Risk, risk.go): whether every active task has a caught-up
+// replica elsewhere, and each task's projected downtime. A failover of a
+// crash keeps the projection made before it (Failover.ProjectedDowntimeMs).
+//
 // Subscribers never block the Monitor: a subscriber that does not read
 // keeps at most one pending snapshot, the newest, and a bounded queue of
 // events whose oldest are dropped and counted when it is full; the next

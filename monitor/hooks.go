@@ -120,6 +120,7 @@ func (h *hook) OnStateChange(ev streams.StateChange) {
 		}
 		took := now.Sub(in.rebalanceFrom)
 		in.rebalanceFrom = time.Time{}
+		h.d.noteRebalance(took)
 		h.m.emitLocked(now, entry{ev: Event{Deployment: h.d.info.ID, Instance: ev.InstanceID, Kind: kindRebalance,
 			Message: fmt.Sprintf("%s rebalanced in %v", ev.InstanceID, took.Round(time.Millisecond)),
 			Detail:  map[string]any{"durationMs": took.Milliseconds()}}})
@@ -222,6 +223,7 @@ func (h *hook) OnRestoreEnd(ev streams.RestoreEvent) {
 	if t := h.d.instance(ev.InstanceID).tasks[ev.Task]; t != nil {
 		delete(t.restores, ev.Store)
 	}
+	h.d.noteRestore(ev.Restored, ev.Rate)
 	h.emit(time.Now(), ev.InstanceID, ev.Task, kindRestoreFinished,
 		fmt.Sprintf("restored %s of task %s on %s: %d records in %v (%.0f/s)",
 			ev.Store, ev.Task, ev.InstanceID, ev.Restored, ev.Took.Round(time.Millisecond), ev.Rate),
@@ -356,11 +358,14 @@ func (h *hook) OnTaskFailedOver(ev streams.FailoverEvent) {
 	task := ev.Task.String()
 	f := Failover{Task: task, From: ev.From, To: ev.To, Cause: ev.Cause, Replica: ev.FromReplica,
 		DetectionMs: ev.Detection.Milliseconds(), DetectedBy: ev.DetectedBy, RecoveryMs: ev.Recovery.Milliseconds(), DowntimeMs: ev.Downtime.Milliseconds(),
-		Restored: ev.Restored, At: ev.ResumedAt.UnixMilli()}
+		Restored: ev.Restored, At: ev.ResumedAt.UnixMilli(), ProjectedDowntimeMs: -1}
 	if ev.ResumedAt.IsZero() {
 		f.At = time.Now().UnixMilli()
 	}
 	d := h.d
+	if p := d.projectionBefore(ev.From, task, ev.FailedAt); p != nil && ev.Cause == "crash" {
+		f.ProjectedDowntimeMs, f.ProjectedSafe = p.ProjectedDowntimeMs, p.Safe
+	}
 	if len(d.failovers) == maxFailovers {
 		d.failovers = append(d.failovers[:0], d.failovers[1:]...)
 	}
@@ -388,6 +393,10 @@ func (h *hook) OnTaskFailedOver(ev streams.FailoverEvent) {
 	if ev.StandbyLag >= 0 {
 		detail["standbyLag"] = ev.StandbyLag
 	}
+	if f.ProjectedDowntimeMs >= 0 {
+		msg += fmt.Sprintf(" (projected before: %v, %s)", time.Duration(f.ProjectedDowntimeMs)*time.Millisecond, safeWord(f.ProjectedSafe))
+		detail["projectedDowntimeMs"], detail["projectedSafe"] = f.ProjectedDowntimeMs, f.ProjectedSafe
+	}
 	h.emit(time.Now(), ev.To, ev.Task, kindTaskFailedOver, msg, detail)
 }
 
@@ -409,6 +418,13 @@ func (h *hook) OnBrokerReachability(ev streams.BrokerReachabilityEvent) {
 	h.m.emitLocked(ev.At, entry{ev: Event{Deployment: h.d.info.ID, Instance: ev.InstanceID, Kind: kindBrokerUnreachable,
 		Message: fmt.Sprintf("%s cannot reach broker %s (no answer since %s): %v", ev.InstanceID, ev.Broker, ev.Since.Format("15:04:05"), ev.Err),
 		Detail:  detail}})
+}
+
+func safeWord(safe bool) string {
+	if safe {
+		return "safe"
+	}
+	return "at risk"
 }
 
 // detectedBy phrases how a failover's failure was noticed, for the event

@@ -59,6 +59,15 @@ type deployment struct {
 	// its averaged rates (rates.go).
 	rateWindow time.Duration
 	nodeSeries map[string]*rateSeries
+
+	// For the risk assessments (risk.go): the last rebalances' durations,
+	// the last restore rate measured (records/s, 0 none), and each
+	// instance's last assessments, the newest made from the sample taken
+	// at assessedAt.
+	rebalances  []time.Duration
+	restoreRate float64
+	risks       map[string][]riskAt
+	assessedAt  time.Time
 }
 
 type failoverKey struct{ from, task string }
@@ -452,6 +461,7 @@ func (d *deployment) build(now time.Time) Deployment {
 		in := d.instances[id]
 		out.Instances = append(out.Instances, d.buildInstance(in, out.Nodes))
 	}
+	d.assess(&out)
 	for name, s := range d.nodeSeries {
 		nr := out.Nodes[name]
 		nr.InAvgPerSec, nr.OutAvgPerSec = s.avg()

@@ -82,6 +82,25 @@ type DeploymentInfo struct {
 	Stores    []streams.StoreInfo `json:"-"`
 	SinkNodes []string            `json:"-"`
 	Started   time.Time           `json:"started"`
+	// HeartbeatInterval and AcceptableRecoveryLag are the instances'
+	// (streams.Config, with its defaults), as SessionTimeout above, and CrashDetectedBy
+	// how the group notices a crashed instance: streams.DetectedBySupervisor
+	// when a Supervisor in this process sees it die and removes its member,
+	// DetectedBySessionTimeout otherwise. WithFailureSettings sets them.
+	// The risk assessment (risk.go) needs them: a deployment without a
+	// SessionTimeout gets none.
+	HeartbeatInterval     time.Duration `json:"-"`
+	AcceptableRecoveryLag int64         `json:"-"`
+	CrashDetectedBy       string        `json:"-"`
+}
+
+// WithFailureSettings returns i with the failure settings of instances
+// configured with cfg, whose crashes are noticed as detectedBy says.
+func (i DeploymentInfo) WithFailureSettings(cfg streams.Config, detectedBy string) DeploymentInfo {
+	cfg = cfg.WithDefaults()
+	i.SessionTimeout, i.HeartbeatInterval, i.AcceptableRecoveryLag = cfg.SessionTimeout, cfg.HeartbeatInterval, cfg.AcceptableRecoveryLag
+	i.CrashDetectedBy = detectedBy
+	return i
 }
 
 // WithTopology returns i with Stores and SinkNodes taken from its
@@ -159,6 +178,9 @@ type Deployment struct {
 	Timelines []FailoverTimeline `json:"timelines"`
 	// Throughput holds the last 5 minutes, one point per second.
 	Throughput []Point `json:"throughput"`
+	// RiskiestInstance is the instance whose loss now would hurt most
+	// (RiskiestInstance), "" when none was assessed.
+	RiskiestInstance string `json:"riskiestInstance,omitempty"`
 }
 
 // NodeRate is one processor node's traffic over all tasks. In and Out
@@ -199,6 +221,10 @@ type Instance struct {
 	// UnreachableBrokers lists the brokers that do not answer the
 	// instance now: while one is listed it processes and commits nothing.
 	UnreachableBrokers []UnreachableBroker `json:"unreachableBrokers,omitempty"`
+	// Risk is what losing the instance now would do (risk.go): set for
+	// a running or rebalancing instance of a deployment whose failure
+	// settings are known.
+	Risk *Risk `json:"risk,omitempty"`
 }
 
 // UnreachableBroker is a broker an instance cannot reach: its address,
@@ -286,6 +312,12 @@ type Failover struct {
 	DowntimeMs  int64  `json:"downtimeMs"`
 	Restored    int64  `json:"restored"`
 	At          int64  `json:"at"` // unix ms of the resume
+	// ProjectedDowntimeMs is the task's projected downtime (risk.go) made
+	// from the last sample before a crash, -1 for a stop, when none was
+	// made or when it was unknown; ProjectedSafe says whether that
+	// projection called losing the instance safe for the task.
+	ProjectedDowntimeMs int64 `json:"projectedDowntimeMs"`
+	ProjectedSafe       bool  `json:"projectedSafe"`
 }
 
 // Event is one entry of the event log.

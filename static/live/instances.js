@@ -17,7 +17,11 @@
 // rebalances suspended the active task on the instance, which shows even a
 // suspension shorter than a snapshot's interval) and
 // stream-time-<instance>-<task>; restore-<instance>-<task>, the restore
-// bar, shown while the task restores (data-restored, data-total: records).
+// bar, shown while the task restores (data-restored, data-total: records);
+// risk-<id>, the one-line answer to "what if it died now" (data-safe,
+// data-projected-ms: the worst task's projected downtime, -1 unknown;
+// data-riskiest on it and on instance-<id> for the instance whose loss
+// would hurt most).
 
 import { h } from '../editor/dom.js'
 import { clock, rate, count, millis, since, byInstance, byTask } from './format.js'
@@ -65,7 +69,7 @@ export class InstancesGrid {
       // Keep the rows in order without moving those already in place.
       const want = previous ? previous.el.nextSibling : this.list.firstChild
       if (want !== row.el) this.list.insertBefore(row.el, want)
-      this.fillRow(row, inst)
+      this.fillRow(row, inst, dep.riskiestInstance === inst.id)
       previous = row
     }
     for (const [id, row] of this.rows) {
@@ -120,6 +124,7 @@ export class InstancesGrid {
       info: h('span', { class: 'lv-muted lv-instance-info' }),
       error: h('div', { class: 'lv-error', hidden: true }),
       broker: h('div', { class: 'lv-broker-down', testid: `broker-${id}`, hidden: true }),
+      risk: h('div', { class: 'lv-risk', testid: `risk-${id}`, hidden: true }),
       tasks: h('div', { class: 'lv-tasks' }),
       crash: button('crash', 'kill the instance without a goodbye: its tasks move once the group notices'),
       wipe: button(
@@ -137,12 +142,13 @@ export class InstancesGrid {
       h('div', { class: 'lv-instance-head' }, row.name, row.state, row.info, h('span', { class: 'lv-spacer' }), row.crash, row.wipe, row.stop, row.start),
       row.error,
       row.broker,
+      row.risk,
       row.tasks,
     )
     return row
   }
 
-  fillRow(row, inst) {
+  fillRow(row, inst, riskiest) {
     row.el.dataset.state = inst.state
     row.el.classList.toggle('lv-down', DOWN.has(inst.state))
     row.state.textContent = inst.state
@@ -154,6 +160,9 @@ export class InstancesGrid {
     row.error.hidden = !inst.error
     row.error.textContent = inst.error || ''
     fillBroker(row.broker, inst)
+    fillRisk(row.risk, inst.risk, riskiest)
+    row.el.dataset.riskiest = String(riskiest && !!inst.risk)
+    row.el.classList.toggle('lv-riskiest', riskiest && !!inst.risk)
     row.el.dataset.brokerDown = String(!!(inst.unreachableBrokers && inst.unreachableBrokers.length))
     const busy = this.pending.has(inst.id)
     const up = inst.state === 'running' || inst.state === 'rebalancing'
@@ -196,6 +205,43 @@ function fillBroker(el, inst) {
   el.hidden = !down.length
   el.textContent = down.map((b) => `broker ${b.broker} unreachable, no answer for ${since(b.since).replace(/ ago$/, '')}: processing waits for it`).join(' · ')
   el.title = down.map((b) => `${b.broker}: ${b.error}`).join('\n')
+}
+
+// fillRisk says what losing the instance now would do: safe when every
+// active task has a caught-up replica elsewhere (or no state), with the
+// longest projected downtime; otherwise the worst task and what it would
+// replay. The title has every task's projection and its parts.
+function fillRisk(el, risk, riskiest) {
+  el.hidden = !risk
+  if (!risk) return
+  const tasks = risk.tasks || []
+  const ms = risk.projectedDowntimeMs
+  // The task at risk that would stand still longest, unknown the longest.
+  const longest = (t) => (t.projectedDowntimeMs < 0 ? Infinity : t.projectedDowntimeMs)
+  const bad = tasks.filter((t) => !t.safe).sort((a, b) => longest(b) - longest(a))[0]
+  let text
+  if (!tasks.length) text = 'safe: no active task to lose'
+  else if (!bad) {
+    const covered = tasks.some((t) => t.stateless) ? 'a caught-up standby or no state' : 'a caught-up standby'
+    text = `safe: every task has ${covered}, ~${millis(ms)}`
+  } else if (bad.projectedDowntimeMs < 0) text = `at risk: task ${bad.task} has no replica elsewhere: it would restore its whole changelog`
+  else text = `at risk: task ${bad.task} would replay ${count(bad.lag)} records, ~${millis(bad.projectedDowntimeMs)}`
+  if (riskiest) text += ' · highest risk'
+  el.textContent = text
+  el.className = `lv-risk ${risk.safe ? 'lv-risk-safe' : 'lv-risk-bad'}`
+  el.dataset.safe = String(risk.safe)
+  el.dataset.projectedMs = String(ms)
+  el.dataset.riskiest = String(riskiest)
+  const how = risk.detectedBy === 'supervisor' ? 'the supervisor removes the dead member' : 'the group waits for the session timeout'
+  const rateText = `${rate(risk.restoreRate)} rec/s${risk.restoreRateMeasured ? ' (measured)' : ' (assumed: no restore measured yet)'}`
+  el.title = [
+    `if this instance died now, each task would stand still from its last record: the gap to the crash (four times its mean interval between records), detection ~${millis(risk.detectionMs)} (${how}, then the group rebalances), replay of the best replica's lag at ${rateText}, and ~${millis(risk.resumeMs)} to resume`,
+    ...tasks.map((t) => {
+      if (t.stateless) return `${t.task}: no state to replay, ~${millis(t.projectedDowntimeMs)}`
+      if (!t.replica) return `${t.task}: no replica on another running instance: a full restore, time unknown`
+      return `${t.task}: ${t.role} on ${t.replica}, ${count(t.lag)} records behind (${t.safe ? 'caught up' : 'beyond the acceptable recovery lag'}), ~${millis(t.projectedDowntimeMs)}`
+    }),
+  ].join('\n')
 }
 
 function makeCard(instance, t) {

@@ -1,13 +1,14 @@
 // The failover timeline: the deployment's events, newest on top and
 // filterable by kind, and the table of failovers (task, from -> to, cause,
 // replica, detection in ms and how the failure was noticed, recovery and
-// downtime in ms, restored records).
+// downtime in ms, the downtime projected before a crash, restored records).
 //
 // Test ids: event-filter, events-list, events-count, event-<seq> (data-kind;
 // a group of repeated events has data-group="true" and data-count, and its
 // text in event-group-text);
 // failover-table, failover-<n> (data-task, data-downtime), detection-<n>
-// (data-detected-by).
+// (data-detected-by), downtime-<n>, projected-<n> (data-projected: ms, -1
+// none; data-safe).
 
 import { h, clear } from '../editor/dom.js'
 import { clock, count, toMillis } from './format.js'
@@ -178,8 +179,8 @@ export class FailoverTable {
     this.empty = h('p', { class: 'lv-muted', testid: 'failovers-empty', text: 'No failover yet: crash or stop an instance to see one.' })
     // The durations are whole milliseconds: the unit is in the header.
     // The numbers' headers are right-aligned, as the numbers are.
-    const heads = ['task', 'from → to', 'cause', 'replica', 'detection (ms)', 'recovery (ms)', 'downtime (ms)', 'restored (records)', 'at']
-    const numeric = new Set(['detection (ms)', 'recovery (ms)', 'downtime (ms)', 'restored (records)'])
+    const heads = ['task', 'from → to', 'cause', 'replica', 'detection (ms)', 'recovery (ms)', 'downtime (ms)', 'projected (ms)', 'restored (records)', 'at']
+    const numeric = new Set(['detection (ms)', 'recovery (ms)', 'downtime (ms)', 'projected (ms)', 'restored (records)'])
     this.table = h(
       'table',
       { class: 'lv-table', testid: 'failover-table' },
@@ -212,12 +213,27 @@ export class FailoverTable {
           h('td', { class: 'lv-num', testid: `detection-${i}`, dataset: { detectedBy: f.detectedBy || '' }, text: detection(f, ms) }),
           h('td', { class: 'lv-num', text: ms(f.recoveryMs) }),
           h('td', { class: 'lv-num lv-strong', testid: `downtime-${i}`, text: ms(f.downtimeMs) }),
+          projected(f, i, ms),
           h('td', { class: 'lv-num', text: typeof f.restored === 'number' ? count(f.restored) : '—' }),
           h('td', { text: clock(toMillis(f.at), { millis: false }) }),
         ),
       )
     })
   }
+}
+
+// projected is the cell of the downtime projected before the crash, and
+// whether the projection called the loss safe.
+function projected(f, i, ms) {
+  const known = typeof f.projectedDowntimeMs === 'number' && f.projectedDowntimeMs >= 0
+  const td = h('td', {
+    class: 'lv-num',
+    testid: `projected-${i}`,
+    dataset: { projected: String(known ? f.projectedDowntimeMs : -1), safe: String(!!f.projectedSafe) },
+    text: known ? ms(f.projectedDowntimeMs) : '—',
+  })
+  if (known) td.title = `projected before the crash: ${f.projectedSafe ? 'safe (a caught-up replica)' : 'at risk'}`
+  return td
 }
 
 // detection is the detection time and, when known, how the failure was
@@ -233,5 +249,7 @@ const HELP = {
     'ms from the old instance going away to the group noticing (rebalance), and how it noticed: supervisor (the supervisor saw the crash and removed the member), session-timeout (nobody removed it: the group waited for its session to time out) or leave (a graceful stop)',
   recovery: 'ms from the assignment to the first record processed on the new instance',
   downtime: 'ms the task processed nothing: from its last record on the old instance to its first on the new',
+  projected:
+    'ms of downtime the page projected for the task just before the crash ("what if it died now"): detection, replay of its best replica\'s lag and resuming; — for a stop or when nothing was projected',
   restored: 'changelog records restored before processing again',
 }
