@@ -11,7 +11,7 @@ function boot() {
   const box = document.querySelector('[data-testid="failover-timeline"]')
   try {
     const tl = JSON.parse(document.getElementById('failover-data').textContent)
-    box.replaceChildren(drawTimeline(tl), legend())
+    box.replaceChildren(drawTimeline(tl, { width: box.clientWidth }), legend())
   } catch (err) {
     console.error(err)
     box.replaceChildren(h('p', { class: 'rp-error', testid: 'report-error', text: `drawing the timeline: ${err.message}` }))

@@ -9,7 +9,8 @@
 // the snapshot's time, so it grows as snapshots arrive.
 //
 // Swimlanes is the live page's section: a selector of the failovers,
-// newest first (it follows the newest until one is chosen), the chosen
+// newest first (it follows the newest until one is chosen; a choice
+// stays), the chosen
 // one's chart and a link to its printable report. drawTimeline draws one
 // chart; the report page (report.js) uses it too, so that there is one
 // drawing.
@@ -39,9 +40,12 @@ export const PHASES = [
   { kind: 'paused', colour: '#adb5bd', label: 'instance down' },
 ]
 const COLOUR = Object.fromEntries(PHASES.map((p) => [p.kind, p.colour]))
+// DOWNTIME underlines a task's downtime.
+const DOWNTIME = '#212529'
 
-// Geometry of a chart, in the units of its viewBox (px at 1000 px wide).
-const W = 1000
+// Geometry of a chart, in px: it is drawn at the width of its box (1000
+// px when that is unknown), so that its text keeps its size.
+const DEFAULT_W = 1000
 const LABEL_W = 210
 const RIGHT = 20
 const TOP = 40 // room for the session-timeout bracket
@@ -50,7 +54,7 @@ const INSTANCE_H = 12
 const UNMOVED_H = 6
 const GAP = 5
 const AXIS_H = 42
-const TICKS = [100, 200, 500, 1000, 2000, 5000, 10000, 20000, 30000, 60000, 120000]
+const TICKS = [10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000, 20000, 30000, 60000, 120000]
 
 // s creates an SVG element with attributes and children.
 function s(tag, attrs = {}, ...children) {
@@ -92,7 +96,8 @@ function span(p) {
 // and for a recovery what it replayed.
 function phaseText(p, lane, tl) {
   const what = (PHASES.find((x) => x.kind === p.kind) || { label: p.kind }).label
-  const lines = [`${what}${p.detail ? ': ' + p.detail : ''}`, span(p)]
+  const lines = [!p.detail ? what : p.detail.startsWith(what) ? p.detail : `${what}: ${p.detail}`, span(p)]
+  if (p.open) lines.push('and on since')
   if (p.kind === 'detecting') lines.push(`session timeout ${millis(tl.sessionTimeoutMs)}`)
   if (lane && p.kind === 'restoring' && lane.restored > 0) lines.push(`${count(lane.restored)} records restored at ${rate(lane.restoreRate)} records/s`)
   if (lane && p.kind === 'promoting' && lane.standbyLag >= 0) lines.push(`the standby was ${count(lane.standbyLag)} records behind at the crash`)
@@ -113,25 +118,38 @@ function tickStep(range) {
   return TICKS.find((t) => range / t <= 10) || TICKS[TICKS.length - 1]
 }
 
-// drawTimeline returns the SVG chart of one timeline. atMillis, when
-// given, draws a cursor at that time.
-export function drawTimeline(tl, atMillis) {
+// shownSpan is the time a chart shows: from a little before the failure
+// (a quarter of the failover, 100 ms to the second of processing the
+// monitor gives), to a little after its end, where a done failover's
+// lanes process on.
+function shownSpan(tl) {
+  const d = Math.max(0, tl.end - tl.at)
+  let from = tl.at - Math.min(1000, Math.max(100, d / 4))
+  for (const l of tl.tasks || []) for (const p of l.phases || []) if (p.kind !== 'processing') from = Math.min(from, p.start)
+  return [from, Math.max(tl.end + Math.max(100, d / 8), from + 500)]
+}
+
+// drawTimeline returns the SVG chart of one timeline, width px wide.
+// atMillis, when given, draws a cursor at that time.
+export function drawTimeline(tl, { atMillis, width } = {}) {
   const tasks = tl.tasks || []
   const instances = tl.instances || []
   const unmoved = tl.unmoved || []
-  let from = tl.at - 1000
-  let to = tl.end
-  for (const l of [...tasks, ...instances]) for (const p of l.phases || []) (from = Math.min(from, p.start)), (to = Math.max(to, p.end))
-  to = Math.max(to, from + 1000)
+  const W = Math.max(500, Math.round(width || DEFAULT_W))
+  const [from, to] = shownSpan(tl)
   const x0 = LABEL_W
   const x1 = W - RIGHT
-  const X = (t) => x0 + ((t - from) * (x1 - x0)) / (to - from)
+  const X = (t) => x0 + ((Math.min(Math.max(t, from), to) - from) * (x1 - x0)) / (to - from)
+  // A done failover's lanes go on as they ended (processing again, an
+  // instance down) past its end.
+  const last = (phases) =>
+    (phases || []).map((p, i, all) => (tl.done && i === all.length - 1 && p.end >= tl.end - 1 ? { ...p, open: true } : p))
   const rows = []
   let y = TOP
   const phaseRects = (phases, top, height, lane) =>
-    (phases || []).map((p) => {
+    last(phases).map((p) => {
       const x = X(p.start)
-      const w = Math.max(1, X(p.end) - x)
+      const w = Math.max(1, X(p.open ? to : p.end) - x)
       const label = inside(p, lane)
       const g = s(
         'g',
@@ -143,7 +161,7 @@ export function drawTimeline(tl, atMillis) {
           width: w.toFixed(1),
           height,
           fill: COLOUR[p.kind] || '#868e96',
-          dataset: { phase: p.kind, ms: p.end - p.start, start: p.start, end: p.end },
+          dataset: { phase: p.kind, ms: p.end - p.start, start: p.start, end: p.end, open: !!p.open },
         }),
         title(phaseText(p, lane, tl)),
       )
@@ -164,6 +182,7 @@ export function drawTimeline(tl, atMillis) {
         },
         s('text', { class: 'sl-label', x: 4, y: y + TASK_H / 2 + 4 }, s('tspan', { class: 'sl-task-name', text: l.task }), s('tspan', { text: `  ${l.from || '?'} → ${l.to || '?'}` }), title(`task ${l.task}: ${l.from || '?'} → ${l.to || '?'}${replica}\n${numbers}`)),
         phaseRects(l.phases, y, TASK_H, l),
+        downtimeMark(l, y + TASK_H - 3, X),
       ),
     )
     y += TASK_H + GAP
@@ -211,7 +230,7 @@ export function drawTimeline(tl, atMillis) {
   for (let t = tl.at + Math.ceil((from - tl.at) / step) * step; t <= to; t += step) {
     const x = X(t)
     const rel = (t - tl.at) / 1000
-    const text = `${rel > 0 ? '+' : ''}${step < 1000 ? rel.toFixed(1) : rel.toFixed(0)} s`
+    const text = `${rel > 0 ? '+' : ''}${rel.toFixed(step < 100 ? 2 : step < 1000 ? 1 : 0)} s`
     axis.append(
       s('line', { x1: x, x2: x, y1: TOP - 4, y2: bottom + 6, stroke: '#dee2e6', 'stroke-width': 1 }),
       s('text', { class: 'sl-tick', x, y: bottom + 17, 'text-anchor': 'middle', text }),
@@ -224,23 +243,47 @@ export function drawTimeline(tl, atMillis) {
   const at = X(tl.at)
   svg.append(s('line', { class: 'sl-failure', x1: at, x2: at, y1: TOP - 10, y2: bottom, stroke: '#c92a2a', 'stroke-width': 1.5, 'stroke-dasharray': '4 3' }, title(`${causeText(tl)} at ${clock(tl.at)} UTC`)))
   if (tl.sessionTimeoutMs > 0 && (tl.cause === 'crash' || tl.cause === 'stop')) {
+    // A timeout that ends past the chart is an open bracket with an arrow.
+    const beyond = tl.at + tl.sessionTimeoutMs > to
     const end = X(tl.at + tl.sessionTimeoutMs)
     const by = 14
     svg.append(
       s(
         'g',
         { class: 'sl-session', testid: 'session-timeout', dataset: { ms: tl.sessionTimeoutMs } },
-        s('path', { d: `M${at},${by + 8} V${by} H${end} V${by + 8}`, fill: 'none', stroke: '#c92a2a', 'stroke-width': 1.5 }),
-        s('text', { class: 'sl-small', x: at + 4, y: by - 3, text: `session timeout ${millis(tl.sessionTimeoutMs)}` }),
+        s('path', { d: beyond ? `M${at},${by + 8} V${by} H${end} m-6,-4 l6,4 l-6,4` : `M${at},${by + 8} V${by} H${end} V${by + 8}`, fill: 'none', stroke: '#c92a2a', 'stroke-width': 1.5 }),
+        s('text', { class: 'sl-small', x: at + 4, y: by - 3, text: `session timeout ${millis(tl.sessionTimeoutMs)}${beyond ? ` (ends at +${(tl.sessionTimeoutMs / 1000).toFixed(1)} s)` : ''}` }),
         title(`the group's session timeout: without a report, the group notices a crashed member ${tl.sessionTimeoutMs} ms after its last heartbeat (${clock(tl.at)} → ${clock(tl.at + tl.sessionTimeoutMs)} UTC)`),
       ),
     )
   }
-  if (!tl.done) svg.append(s('text', { class: 'sl-small sl-open', x: x1, y: TOP - 10, 'text-anchor': 'end', text: `in progress · ${clock(tl.end)}` }))
+  if (!tl.done) {
+    const now = X(tl.end)
+    svg.append(
+      s('line', { class: 'sl-now', x1: now, x2: now, y1: TOP - 4, y2: bottom, stroke: '#e67700', 'stroke-width': 1.5 }),
+      s('text', { class: 'sl-small sl-open', x: x1, y: TOP - 10, 'text-anchor': 'end', text: `in progress · ${clock(tl.end)}` }),
+    )
+  }
   if (typeof atMillis === 'number' && atMillis >= from && atMillis <= to) {
     svg.append(s('line', { class: 'sl-cursor', x1: X(atMillis), x2: X(atMillis), y1: TOP - 4, y2: bottom, stroke: '#212529', 'stroke-width': 1.5 }, title(`at ${clock(atMillis)} UTC`)))
   }
   return svg
+}
+
+// downtimeMark underlines a resumed task's downtime: from its last record
+// on the old instance to its first on the new, which may begin before
+// the failure.
+function downtimeMark(l, y, X) {
+  const phases = l.phases || []
+  const lastPhase = phases[phases.length - 1]
+  if (!(l.downtimeMs >= 0) || phases.length < 2 || lastPhase.kind !== 'processing') return null
+  const resumed = lastPhase.start
+  const x = X(resumed - l.downtimeMs)
+  return s(
+    'rect',
+    { class: 'sl-downtime', x: x.toFixed(1), y, width: Math.max(1, X(resumed) - x).toFixed(1), height: 3, fill: DOWNTIME, dataset: { ms: l.downtimeMs } },
+    title(`downtime ${l.downtimeMs} ms: no record of ${l.task} processed from ${clock(resumed - l.downtimeMs)} (its last on ${l.from}) to ${clock(resumed)} UTC (its first on ${l.to})`),
+  )
 }
 
 function ms(v) {
@@ -254,6 +297,7 @@ export function legend() {
     'div',
     { class: 'sl-legend', testid: 'swimlane-legend' },
     PHASES.map((p) => item(p.colour, p.label)),
+    item(DOWNTIME, 'downtime (last record to first record)'),
     h('span', { class: 'sl-legend-item' }, bracket(), 'session timeout'),
   )
 }
@@ -280,8 +324,7 @@ export class Swimlanes {
     this.chosen = null // a failover's id, or null: the newest
     this.select = h('select', { testid: 'failover-timeline-select', 'aria-label': 'failover to show' })
     this.select.addEventListener('change', () => {
-      const newest = this.select.options[0]
-      this.chosen = newest && this.select.value === newest.value ? null : this.select.value
+      this.chosen = this.select.value
       this.last = ''
       this.draw()
     })
@@ -329,7 +372,7 @@ export class Swimlanes {
       tl = list[0]
     }
     this.select.value = tl.id
-    const key = JSON.stringify(tl) + '@' + this.atMillis
+    const key = `${JSON.stringify(tl)}@${this.atMillis}@${this.chart.clientWidth}`
     if (key === this.last) return
     this.last = key
     this.root.dataset.failover = tl.id
@@ -337,6 +380,6 @@ export class Swimlanes {
     this.report.href = reportURL(this.deployment, tl.id)
     const moved = (tl.tasks || []).length
     this.summary.textContent = `${moved} task(s) moved, ${(tl.unmoved || []).length} kept running · ${tl.done ? `over in ${millis(tl.end - tl.at)}` : 'in progress'}`
-    this.chart.replaceChildren(drawTimeline(tl, this.atMillis))
+    this.chart.replaceChildren(drawTimeline(tl, { atMillis: this.atMillis, width: this.chart.clientWidth }))
   }
 }
