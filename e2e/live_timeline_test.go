@@ -1,13 +1,19 @@
 package e2e
 
 import (
+	"bytes"
+	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/chromedp"
 )
 
@@ -157,6 +163,23 @@ func TestLiveFailoverTimeline(t *testing.T) {
 			detection: Number(r.dataset.detection), downtime: Number(r.dataset.downtime) }))`, &report),
 		eval(`document.querySelectorAll('[data-testid="failover-timeline"] [data-testid^="swimlane-"][data-task]').length`, &chartRows))
 	saveSuccessShot(t, b, "failover-report")
+	// On paper: the links and the button go, the chart stays; the PDF is
+	// kept beside the screenshots.
+	var onPaper struct {
+		Nav   string  `json:"nav"`
+		Chart float64 `json:"chart"`
+	}
+	b.step("see the report as printed",
+		chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+			_, err := cdp.Call(ctx, tg, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{Media: "print"})
+			return err
+		}),
+		eval(`({ nav: getComputedStyle(document.querySelector('.rp-noprint')).display,
+			chart: document.querySelector('[data-testid="failover-timeline"] svg').getBoundingClientRect().height })`, &onPaper))
+	if onPaper.Nav != "none" || onPaper.Chart <= 0 {
+		t.Errorf("printed, the report's links show as %q and its chart is %v px high; want none and the chart", onPaper.Nav, onPaper.Chart)
+	}
+	savePDF(t, b, "failover-report")
 	if chartRows != len(moved) {
 		t.Errorf("the report's chart has %d task rows, want %d", chartRows, len(moved))
 	}
@@ -171,6 +194,28 @@ func TestLiveFailoverTimeline(t *testing.T) {
 	if !slices.Equal(reportTasks, moved) {
 		t.Errorf("report of %s lists %v, want %v", href, reportTasks, moved)
 	}
+}
+
+// savePDF prints the page to a PDF (A4, as its CSS asks) where
+// saveSuccessShot keeps its screenshots, and logs where.
+func savePDF(t *testing.T, b *browser, name string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(b.ctx, 20*time.Second)
+	defer cancel()
+	pdf, err := chromedp.Run(ctx, chromedp.PrintToPDF(chromedp.PDFPreferCSSPageSize(), chromedp.PDFPrintBackground()))
+	if err != nil || !bytes.HasPrefix(pdf, []byte("%PDF")) {
+		t.Errorf("printing the %s to PDF: %v (%d bytes)", name, err, len(pdf))
+		return
+	}
+	file := filepath.Join(os.TempDir(), "braid-e2e-"+name+".pdf")
+	if artifactsKept() {
+		file = filepath.Join(t.ArtifactDir(), name+".pdf")
+	}
+	if err := os.WriteFile(file, pdf, 0o644); err != nil {
+		t.Errorf("writing %s: %v", file, err)
+		return
+	}
+	t.Logf("the %s printed: %s", strings.ReplaceAll(name, "-", " "), file)
 }
 
 // checkPhases checks a moved task's lane: processing first and last, the

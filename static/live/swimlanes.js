@@ -48,6 +48,9 @@ const DOWNTIME = '#212529'
 const DEFAULT_W = 1000
 const LABEL_W = 210
 const RIGHT = 20
+// LABEL_CHARS is how many characters of a row's label fit before the
+// chart.
+const LABEL_CHARS = 32
 const TOP = 40 // room for the session-timeout bracket
 const TASK_H = 20
 const INSTANCE_H = 12
@@ -180,7 +183,7 @@ export function drawTimeline(tl, { atMillis, width } = {}) {
           testid: `swimlane-${l.task}`,
           dataset: { task: l.task, from: l.from || '', to: l.to || '', detection: l.detectionMs, recovery: l.recoveryMs, downtime: l.downtimeMs },
         },
-        s('text', { class: 'sl-label', x: 4, y: y + TASK_H / 2 + 4 }, s('tspan', { class: 'sl-task-name', text: l.task }), s('tspan', { text: `  ${l.from || '?'} → ${l.to || '?'}` }), title(`task ${l.task}: ${l.from || '?'} → ${l.to || '?'}${replica}\n${numbers}`)),
+        s('text', { class: 'sl-label', x: 4, y: y + TASK_H / 2 + 4 }, s('tspan', { class: 'sl-task-name', text: l.task }), s('tspan', { text: fit(`  ${l.from || '?'} → ${l.to || '?'}`, LABEL_CHARS - l.task.length) }), title(`task ${l.task}: ${l.from || '?'} → ${l.to || '?'}${replica}\n${numbers}`)),
         phaseRects(l.phases, y, TASK_H, l),
         downtimeMark(l, y + TASK_H - 3, X),
       ),
@@ -188,7 +191,7 @@ export function drawTimeline(tl, { atMillis, width } = {}) {
     y += TASK_H + GAP
   }
   if (unmoved.length) {
-    const shown = unmoved.length > 6 ? `${unmoved.slice(0, 6).join(', ')} +${unmoved.length - 6}` : unmoved.join(', ')
+    const shown = fit(unmoved.join(', '), LABEL_CHARS - 10)
     const p = { kind: 'processing', start: from, end: to, detail: `${unmoved.length} task(s) kept running: ${unmoved.join(', ')}` }
     rows.push(
       s(
@@ -206,7 +209,7 @@ export function drawTimeline(tl, { atMillis, width } = {}) {
       s(
         'g',
         { class: 'sl-row sl-instance', testid: `swimlane-instance-${in_.instance}`, dataset: { instance: in_.instance } },
-        s('text', { class: 'sl-label sl-small', x: 4, y: y + INSTANCE_H / 2 + 4, text: in_.instance }),
+        s('text', { class: 'sl-label sl-small', x: 4, y: y + INSTANCE_H / 2 + 4, text: fit(in_.instance, LABEL_CHARS + 4) }, title(in_.instance)),
         phaseRects(in_.phases, y, INSTANCE_H, null),
       ),
     )
@@ -284,6 +287,12 @@ function downtimeMark(l, y, X) {
     { class: 'sl-downtime', x: x.toFixed(1), y, width: Math.max(1, X(resumed) - x).toFixed(1), height: 3, fill: DOWNTIME, dataset: { ms: l.downtimeMs } },
     title(`downtime ${l.downtimeMs} ms: no record of ${l.task} processed from ${clock(resumed - l.downtimeMs)} (its last on ${l.from}) to ${clock(resumed)} UTC (its first on ${l.to})`),
   )
+}
+
+// fit shortens a label to n characters, with an ellipsis: the whole is
+// in its tooltip.
+function fit(text, n) {
+  return text.length <= n ? text : text.slice(0, Math.max(1, n - 1)) + '…'
 }
 
 function ms(v) {
