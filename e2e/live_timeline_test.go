@@ -108,6 +108,7 @@ func TestLiveFailoverTimeline(t *testing.T) {
 	var table []tableRow
 	var lanes []swimlaneRow
 	b.stepWithin(60*time.Second, "crash "+victim+" and see its timeline, done, a row per moved task",
+		eval(drawsJS, new(bool)),
 		chromedp.Click(tid("crash-"+victim)),
 		waitJS(fmt.Sprintf(`(() => { const r = %s.filter(r => r.from === %q); return r.length >= %d && r.every(r => r.downtime >= 0) })()`, failoverRowsJS, victim, len(moved)), 50*time.Second),
 		waitJS(`!!`+crashOption, 10*time.Second),
@@ -116,6 +117,10 @@ func TestLiveFailoverTimeline(t *testing.T) {
 			return s.dataset.done === 'true' && r.length === %d && r.every(r => r.downtime >= 0) })()`, swimlaneRowsJS, len(moved)), 30*time.Second),
 		eval(failoverRowsJS, &table),
 		eval(swimlaneRowsJS, &lanes))
+
+	var draws []chartDraw
+	b.step("read the chart's drawings", eval(`window.braidDraws`, &draws))
+	checkGrows(t, draws)
 
 	var laneTasks []string
 	for _, l := range lanes {
@@ -194,6 +199,40 @@ func TestLiveFailoverTimeline(t *testing.T) {
 	if !slices.Equal(reportTasks, moved) {
 		t.Errorf("report of %s lists %v, want %v", href, reportTasks, moved)
 	}
+}
+
+// drawsJS records in window.braidDraws each drawing of the live page's
+// swimlane chart: its failover, whether done, and the end of the time it
+// shows.
+const drawsJS = `(() => { const s = document.querySelector('[data-testid="failover-timeline"]'); window.braidDraws = [];
+  new MutationObserver(() => { const c = s.querySelector('[data-testid="swimlane-chart"]');
+    if (c) window.braidDraws.push({ failover: c.dataset.failover, done: c.dataset.done === 'true', to: Number(c.dataset.to) }) })
+    .observe(s.querySelector('.sl-chart-wrap'), { childList: true }); return true })()`
+
+type chartDraw struct {
+	Failover string  `json:"failover"`
+	Done     bool    `json:"done"`
+	To       float64 `json:"to"`
+}
+
+// checkGrows checks that a failover drawn while in progress grew from one
+// snapshot to the next: each of its drawings shows later than the one
+// before. How many there were depends on when the snapshots fell.
+func checkGrows(t *testing.T, draws []chartDraw) {
+	t.Helper()
+	last := map[string]float64{}
+	open := 0
+	for _, d := range draws {
+		if d.Done {
+			continue
+		}
+		open++
+		if prev, ok := last[d.Failover]; ok && d.To <= prev {
+			t.Errorf("failover %s in progress drawn to %v after %v: it did not grow", d.Failover, d.To, prev)
+		}
+		last[d.Failover] = d.To
+	}
+	t.Logf("%d drawings of the chart, %d of a failover in progress", len(draws), open)
 }
 
 // savePDF prints the page to a PDF (A4, as its CSS asks) where
