@@ -102,7 +102,7 @@ function phaseText(p, lane, tl) {
   const lines = [!p.detail ? what : p.detail.startsWith(what) ? p.detail : `${what}: ${p.detail}`, span(p)]
   if (p.open) lines.push('and on since')
   if (p.kind === 'detecting') lines.push(`session timeout ${millis(tl.sessionTimeoutMs)}`)
-  if (lane && p.kind === 'restoring' && lane.restored > 0) lines.push(`${count(lane.restored)} records restored at ${rate(lane.restoreRate)} records/s`)
+  if (lane && p.kind === 'restoring') lines.push(`${count(lane.restored)} records restored${lane.restoreRate > 0 ? ` at ${rate(lane.restoreRate)} records/s` : ''}`)
   if (lane && p.kind === 'promoting' && lane.standbyLag >= 0) lines.push(`the standby was ${count(lane.standbyLag)} records behind at the crash`)
   return lines.join('\n')
 }
