@@ -28,7 +28,7 @@ func liveScripts() []string {
 }
 
 func liveStyles() []string {
-	return append(static.Vendor(".css"), existing("vendor/uplot/uPlot.min.css", "live.css")...)
+	return append(static.Vendor(".css"), existing("vendor/uplot/uPlot.min.css", "live.css", "swimlanes.css")...)
 }
 
 func liveBody(p LiveProps) templ.Attributes {
@@ -39,7 +39,7 @@ func liveBody(p LiveProps) templ.Attributes {
 // static/live/main.js fills its sections from the JSON API and the
 // websocket /ws/live. Each section has an id and the same data-testid:
 // live-toolbar, connection, live-graph, instances, lanes, charts, events,
-// failovers, stores, generators. The body carries data-deployment-id,
+// failovers, failover-timeline, stores, generators. The body carries data-deployment-id,
 // data-design-id and data-design-name.
 func LivePage(p LiveProps) templ.Component {
 	return templruntime.GeneratedTemplate(func(templ_7745c5c3_Input templruntime.GeneratedComponentInput) (templ_7745c5c3_Err error) {
@@ -96,14 +96,14 @@ func LivePage(p LiveProps) templ.Component {
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 3, "</a> <span class=\"lv-live-tag\">live</span> <span id=\"deployment-summary\" class=\"lv-summary\" data-testid=\"deployment-summary\"></span> <span class=\"lv-spacer\"></span> <span id=\"connection\" class=\"lv-connection\" data-testid=\"connection\" data-state=\"connecting\">connecting…</span> <button type=\"button\" id=\"undeploy\" class=\"lv-danger\" data-testid=\"undeploy\">Undeploy</button></header><p id=\"live-message\" class=\"lv-message\" data-testid=\"live-message\" hidden></p><main class=\"lv-main\"><section id=\"live-graph\" class=\"lv-panel lv-graph-panel\" data-testid=\"live-graph\" aria-label=\"Topology\"><h2>Topology</h2><div id=\"live-graph-canvas\" class=\"lv-graph\" data-testid=\"live-graph-canvas\"></div></section><section id=\"failovers\" class=\"lv-panel lv-failovers\" data-testid=\"failovers\" aria-label=\"Failovers\"><h2>Failovers</h2></section><section id=\"charts\" class=\"lv-panel lv-charts\" data-testid=\"charts\" aria-label=\"Throughput and lag\"><h2>Throughput and lag</h2></section><section id=\"instances\" class=\"lv-panel lv-instances\" data-testid=\"instances\" aria-label=\"Instances and tasks\"><h2>Instances and tasks</h2></section><section id=\"lanes\" class=\"lv-panel lv-lanes\" data-testid=\"lanes\" aria-label=\"Stream time and windows\"><h2>Stream time and windows</h2></section><section id=\"events\" class=\"lv-panel lv-events\" data-testid=\"events\" aria-label=\"Events\"><h2>Events</h2></section><section id=\"stores\" class=\"lv-panel lv-stores\" data-testid=\"stores\" aria-label=\"Store browser\"><h2>Store browser</h2></section><section id=\"generators\" class=\"lv-panel lv-generators\" data-testid=\"generators\" aria-label=\"Generators\"><h2>Generators</h2></section></main><noscript><p class=\"lv-message\">The live view needs JavaScript.</p></noscript><script type=\"module\" src=\"")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 3, "</a> <span class=\"lv-live-tag\">live</span> <span id=\"deployment-summary\" class=\"lv-summary\" data-testid=\"deployment-summary\"></span> <span class=\"lv-spacer\"></span> <span id=\"connection\" class=\"lv-connection\" data-testid=\"connection\" data-state=\"connecting\">connecting…</span> <button type=\"button\" id=\"undeploy\" class=\"lv-danger\" data-testid=\"undeploy\">Undeploy</button></header><p id=\"live-message\" class=\"lv-message\" data-testid=\"live-message\" hidden></p><main class=\"lv-main\"><section id=\"live-graph\" class=\"lv-panel lv-graph-panel\" data-testid=\"live-graph\" aria-label=\"Topology\"><h2>Topology</h2><div id=\"live-graph-canvas\" class=\"lv-graph\" data-testid=\"live-graph-canvas\"></div></section><section id=\"failovers\" class=\"lv-panel lv-failovers\" data-testid=\"failovers\" aria-label=\"Failovers\"><h2>Failovers</h2></section><section id=\"failover-timeline\" class=\"lv-panel lv-failover-timeline\" data-testid=\"failover-timeline\" aria-label=\"Failover timeline\"><h2>Failover timeline</h2></section><section id=\"charts\" class=\"lv-panel lv-charts\" data-testid=\"charts\" aria-label=\"Throughput and lag\"><h2>Throughput and lag</h2></section><section id=\"instances\" class=\"lv-panel lv-instances\" data-testid=\"instances\" aria-label=\"Instances and tasks\"><h2>Instances and tasks</h2></section><section id=\"lanes\" class=\"lv-panel lv-lanes\" data-testid=\"lanes\" aria-label=\"Stream time and windows\"><h2>Stream time and windows</h2></section><section id=\"events\" class=\"lv-panel lv-events\" data-testid=\"events\" aria-label=\"Events\"><h2>Events</h2></section><section id=\"stores\" class=\"lv-panel lv-stores\" data-testid=\"stores\" aria-label=\"Store browser\"><h2>Store browser</h2></section><section id=\"generators\" class=\"lv-panel lv-generators\" data-testid=\"generators\" aria-label=\"Generators\"><h2>Generators</h2></section></main><noscript><p class=\"lv-message\">The live view needs JavaScript.</p></noscript><script type=\"module\" src=\"")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
 			var templ_7745c5c3_Var5 string
 			templ_7745c5c3_Var5, templ_7745c5c3_Err = templruntime.NewAttributeExpression(static.URL("live/main.js")).ResolveURL(ctx)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `templates/live.templ`, Line: 75, Col: 56}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `templates/live.templ`, Line: 78, Col: 56}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var5)
 			if templ_7745c5c3_Err != nil {

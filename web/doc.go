@@ -112,9 +112,16 @@
 //	                                         [{"kind", "start", "end", "detail"}]}], "unmoved", "instances"
 //	                                         [{"instance", "phases"}]}; a lane's numbers are the failover
 //	                                         table's; 404 when not deployed
+//	GET    /api/deployments/:id/failovers/:fid
+//	                                         monitor.FailoverTimeline: one of them, by its "id"; 404 naming it
+//	                                         when the deployment keeps no such failover
 //	GET    /ws/live?deployment=:id           websocket: monitor.Message JSON, a snapshot first, then events
 //	                                         and snapshots at most 4 a second (package web/wsbridge)
 //	GET    /live/:id                         the live page
+//	GET    /deployments/:id/failovers/:fid   the printable report of one failover (templates.FailoverReportPage):
+//	                                         its swimlane chart (drawn by the live page's live/swimlanes.js from
+//	                                         the timeline's JSON in the page), the moved tasks' numbers and
+//	                                         every phase's times, with print CSS; a 404 page naming an unknown one
 //	GET    /metrics                          Prometheus text 0.0.4: braid_* series per deployment, instance and
 //	                                         task, and the Go runtime's go_* and the process's process_*
 //

@@ -3,6 +3,7 @@ package web
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -16,7 +17,9 @@ import (
 // TestFailoversAPI crashes an instance of a deployment fed by a generator
 // and reads GET /api/deployments/:id/failovers: a timeline of the crash
 // with one lane per task the instance ran, whose numbers are the failover
-// table's (the snapshot's Failovers) for the same task.
+// table's (the snapshot's Failovers) for the same task. The one failover
+// (GET /api/deployments/:id/failovers/:fid) and its report page
+// (/deployments/:id/failovers/:fid) tell the same (checkOneFailover).
 func TestFailoversAPI(t *testing.T) {
 	ts := startLive(t)
 	const dep = "orders-windowed"
@@ -33,6 +36,7 @@ func TestFailoversAPI(t *testing.T) {
 	if len(before) != 0 {
 		t.Errorf("failovers before any: %+v", before)
 	}
+	checkUnknownFailover(t, ts, dep, "1")
 
 	read := liveSocket(t, ts, dep)
 	// Wait until both instances run tasks and every active task has
@@ -78,6 +82,7 @@ func TestFailoversAPI(t *testing.T) {
 		t.Fatalf("%d timelines, want 1: %+v", len(tls), tls)
 	}
 	tl := tls[0]
+	checkOneFailover(t, ts, dep, tl)
 	if tl.Cause != "crash" || tl.Instance != "instance-1" || !tl.Done || tl.SessionTimeoutMs != 2000 || tl.End < tl.At {
 		t.Errorf("timeline %+v, want the done crash of instance-1 with the 2 s session timeout", tl)
 	}
@@ -107,6 +112,58 @@ func TestFailoversAPI(t *testing.T) {
 	}) {
 		t.Errorf("instance lanes %+v, want instance-1 paused", tl.Instances)
 	}
+}
+
+// checkUnknownFailover asks for a failover the deployment does not have,
+// and of a deployment that is not deployed: 404s that name what is
+// missing, as JSON and as the report page.
+func checkUnknownFailover(t *testing.T, ts *testServer, dep, fid string) {
+	t.Helper()
+	r := ts.do("GET", "/api/deployments/"+dep+"/failovers/"+fid, "")
+	if e := r.apiErr(t); r.status != 404 || !strings.Contains(e.Error, `failover "`+fid+`"`) || !strings.Contains(e.Error, dep) {
+		t.Errorf("unknown failover %s: %d %s, want a 404 naming it and %s", fid, r.status, r, dep)
+	}
+	if r := ts.do("GET", "/deployments/"+dep+"/failovers/"+fid, ""); r.status != 404 || !strings.Contains(r.String(), "no failover &#34;"+fid+"&#34;") {
+		t.Errorf("report of unknown failover %s: %d %s, want a 404 page naming it", fid, r.status, r)
+	}
+	if r := ts.do("GET", "/api/deployments/nope/failovers/"+fid, ""); r.status != 404 || !strings.Contains(r.String(), "nope") {
+		t.Errorf("failover of an undeployed design: %d %s", r.status, r)
+	}
+}
+
+// checkOneFailover reads a failover alone, as JSON and as its report
+// page: the JSON is the list's entry, the page names each moved task with
+// its numbers and carries the timeline for the chart and its script.
+func checkOneFailover(t *testing.T, ts *testServer, dep string, tl monitor.FailoverTimeline) {
+	t.Helper()
+	var one monitor.FailoverTimeline
+	if r := ts.do("GET", "/api/deployments/"+dep+"/failovers/"+tl.ID, ""); r.status != 200 {
+		t.Fatalf("failover %s: %d %s", tl.ID, r.status, r)
+	} else {
+		r.decode(t, &one)
+	}
+	if one.ID != tl.ID || one.At != tl.At || one.End != tl.End || len(one.Tasks) != len(tl.Tasks) {
+		t.Errorf("failover %s alone: %+v, want the list's %+v", tl.ID, one, tl)
+	}
+	r := ts.do("GET", "/deployments/"+dep+"/failovers/"+tl.ID, "")
+	page := r.String()
+	if r.status != 200 || !strings.HasPrefix(r.header.Get("Content-Type"), "text/html") {
+		t.Fatalf("report of failover %s: %d %s", tl.ID, r.status, page)
+	}
+	for _, want := range []string{`data-testid="failover-report"`, `data-failover="` + tl.ID + `"`, "crash of instance-1",
+		`id="failover-data"`, `"sessionTimeoutMs":2000`, "live/report.js", "report.css", "swimlanes.css", `data-testid="failover-timeline"`} {
+		if !strings.Contains(page, want) {
+			t.Errorf("report page lacks %s:\n%s", want, page)
+		}
+	}
+	for _, l := range tl.Tasks {
+		row := fmt.Sprintf(`data-testid="report-task-%s" data-task="%s" data-detection="%d" data-recovery="%d" data-downtime="%d"`,
+			l.Task, l.Task, l.DetectionMs, l.RecoveryMs, l.DowntimeMs)
+		if !strings.Contains(page, row) {
+			t.Errorf("report page lacks the row %s", row)
+		}
+	}
+	checkUnknownFailover(t, ts, dep, "999")
 }
 
 // liveSocket opens the live websocket of a deployment and returns a

@@ -30,6 +30,7 @@ func (s *Server) liveRoutes() {
 	}
 	app := s.app
 	app.Get("/live/:id", s.livePage)
+	app.Get("/deployments/:id/failovers/:fid", s.failoverReport)
 	app.Get("/ws/live", s.bridge.Handler(s.liveSocket))
 	s.metricsRegistry = newMetricsRegistry(s.cfg.Monitor)
 	app.Get("/metrics", s.metrics)
@@ -46,6 +47,7 @@ func (s *Server) liveRoutes() {
 	api.Get("/:id/generators/:topic/sample", s.generatorSample)
 	api.Get("/:id/query", s.queryStore)
 	api.Get("/:id/failovers", s.failovers)
+	api.Get("/:id/failovers/:fid", s.failover)
 }
 
 // deployError turns the deployment manager's errors into answers.

@@ -1,8 +1,9 @@
 // The live view of a deployment (/live/:deployment). Loads the
 // deployment's Info, its design (the deployed revision) and that design's
 // compilation, then follows the websocket /ws/live: every snapshot redraws
-// the graph's badges, the instances grid, the stream-time lanes, the charts
-// and the failover table; every event goes to the timeline and the lanes.
+// the graph's badges, the instances grid, the stream-time lanes, the charts,
+// the failover table and the failover swimlanes; every event goes to the
+// timeline and the lanes.
 // The Info (generators' counts, stores) is read again every 2 s.
 //
 // The body's data-live-ready is "true" once the page is wired, and
@@ -16,6 +17,7 @@ import { LiveGraph } from './graph.js'
 import { InstancesGrid } from './instances.js'
 import { Lanes } from './lanes.js'
 import { Timeline, FailoverTable } from './timeline.js'
+import { Swimlanes } from './swimlanes.js'
 import { Charts } from './charts.js'
 import { StoreBrowser } from './stores.js'
 import { Generators } from './generators.js'
@@ -57,6 +59,7 @@ class LivePage {
     this.lanes = new Lanes(section('lanes'))
     this.timeline = new Timeline(section('events'))
     this.failovers = new FailoverTable(section('failovers'))
+    this.swimlanes = new Swimlanes(section('failover-timeline'), deployment)
     this.charts = new Charts(section('charts'))
     this.stores = new StoreBrowser(section('stores'), deployment)
     this.generators = new Generators(section('generators'), deployment, { status, refresh: () => this.refreshInfo() })
@@ -197,6 +200,7 @@ class LivePage {
       () => this.lanes.update(dep),
       () => this.charts.update(dep),
       () => this.failovers.update(dep),
+      () => this.swimlanes.update(dep),
     ]
     for (const p of parts) {
       try {
