@@ -172,7 +172,7 @@ func TestHistoryReloadsAFailover(t *testing.T) {
 // point, after the events of Seq up to t's second.
 func recordAt(h *History, t int64) {
 	h.record(&Snapshot{Time: t, Deployments: []Deployment{{DeploymentInfo: DeploymentInfo{ID: "dep"},
-		Instances: []Instance{{ID: "a", State: "running", Tasks: []Task{{ID: "0_0", Role: "active", State: "running"}}}},
+		Instances:  []Instance{{ID: "a", State: "running", Tasks: []Task{{ID: "0_0", Role: "active", State: "running"}}}},
 		Throughput: []Point{{Time: t, RecordsPerSec: float64(t % 1000), Lag: t / 1000}}}}}, uint64(t/1000))
 }
 
