@@ -4,7 +4,8 @@
 // cursor's clock time and a Live button. Moving the cursor fetches the
 // deployment as it was at that moment (GET .../snapshot?at=, the snapshot
 // recorded at or before it, with its failovers, timelines and throughput
-// of then) and hands it to onReplay, which draws it instead of the live
+// of then, and replayedAt: the snapshot's unix ms, the "now" of what it
+// says happened "ago") and hands it to onReplay, which draws it instead of the live
 // snapshots until Live hands back to them (onLive). One request is in
 // flight at a time; a move made meanwhile is fetched when it returns.
 //
@@ -96,7 +97,8 @@ export class Scrubber {
         this.state.dataset.replaying = 'true'
         this.state.dataset.time = String(r.time)
         this.state.classList.add('lv-replaying')
-        this.opts.onReplay(r.deployment, r)
+        // replayedAt is the clock of "since" and "ago" in the sections.
+        this.opts.onReplay({ ...r.deployment, replayedAt: r.time }, r)
       }
     } finally {
       this.busy = false
