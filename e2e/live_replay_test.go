@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -100,18 +101,25 @@ func TestLiveReplayBeforeTheCrash(t *testing.T) {
 		waitJS(fmt.Sprintf(`document.querySelector('[data-testid="instance-%s"]').dataset.state === 'crashed'`, victim), 10*time.Second))
 
 	var snapshots int
+	var head string
 	b.stepWithin(30*time.Second, "scrub to before the crash and see the crashed instance's cards as they were",
 		chromedp.Evaluate[chromedp.Void](fmt.Sprintf(`(() => { const s = document.querySelector('[data-testid="scrubber"]'); s.value = '%d'; s.dispatchEvent(new Event('input', { bubbles: true })) })()`, int64(target))),
 		waitJS(fmt.Sprintf(`(() => { const s = %s; return s.replaying && s.time > 0 && s.time <= %d && /^replaying \d\d:\d\d:\d\d$/.test(s.state) })()`, scrubberJS, int64(target)), 10*time.Second),
 		waitJS(activeOnJS(before), 10*time.Second),
 		waitJS(`document.querySelectorAll('[data-testid^="failover-"][data-task]').length === 0`, 10*time.Second),
 		eval(`Number(document.body.dataset.snapshots)`, &snapshots),
-		// Live snapshots keep coming; the replayed one stays drawn.
-		waitJS(fmt.Sprintf(`Number(document.body.dataset.snapshots) >= %d`, snapshots+8), 10*time.Second),
+		// Live snapshots keep coming; the replayed one stays drawn, and
+		// says how long ago things were of its moment: the last commit
+		// (every second) 6 s and more before now was just before it.
+		waitJS(fmt.Sprintf(`Number(document.body.dataset.snapshots) >= %d`, snapshots+24), 15*time.Second),
 		waitJS(activeOnJS(before), time.Second),
-		eval(scrubberJS, &sc))
+		eval(scrubberJS, &sc),
+		eval(fmt.Sprintf(`document.querySelector('[data-testid="instance-%s"] .lv-instance-head').textContent`, victim), &head))
 	if sc.Time > crashAt {
 		t.Errorf("replayed the snapshot at %v, after the crash at %v", sc.Time, crashAt)
+	}
+	if !regexp.MustCompile(`last commit (just now|[12] s ago)`).MatchString(head) {
+		t.Errorf("replayed %s: %q, want its last commit just before the moment replayed", victim, head)
 	}
 	saveSuccessShot(t, b, "live-replay")
 
