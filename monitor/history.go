@@ -555,11 +555,39 @@ func (e *NoSnapshotError) Error() string {
 // before at, with the throughput points of the throughputPoints seconds
 // up to it, and the events before it (by Seq), oldest first.
 func (h *History) snapshotAt(id string, at int64) (recordedSnapshot, []Point, []Event, error) {
+	ref, points, segs, err := h.locate(id, at)
+	if err != nil {
+		return recordedSnapshot{}, nil, nil, err
+	}
+	// The files are read without the lock, which Run's writes take: a
+	// segment trimmed meanwhile is missing, and its events with it.
+	rs, err := readSnapshot(ref)
+	if err != nil {
+		return recordedSnapshot{}, nil, nil, err
+	}
+	var events []Event
+	for _, s := range segs {
+		evs, err := readEvents(s, rs.Seq)
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return recordedSnapshot{}, nil, nil, err
+		}
+		events = append(events, evs...)
+	}
+	slices.SortStableFunc(events, func(a, b Event) int { return cmp.Compare(a.Seq, b.Seq) })
+	return rs, points, events, nil
+}
+
+// locate finds the snapshot at or before at, the throughput points up to
+// it and the event segments that may hold the events before it.
+func (h *History) locate(id string, at int64) (snapRef, []Point, []segment, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	d := h.deps[id]
 	if d == nil || len(d.snaps) == 0 {
-		return recordedSnapshot{}, nil, nil, &NoSnapshotError{Deployment: id, At: at}
+		return snapRef{}, nil, nil, &NoSnapshotError{Deployment: id, At: at}
 	}
 	i, found := slices.BinarySearchFunc(d.snaps, at, func(r snapRef, t int64) int { return cmp.Compare(r.t, t) })
 	if found {
@@ -570,13 +598,10 @@ func (h *History) snapshotAt(id string, at int64) (recordedSnapshot, []Point, []
 		i--
 	}
 	if i < 0 {
-		return recordedSnapshot{}, nil, nil, &NoSnapshotError{Deployment: id, At: at, From: d.snaps[0].t}
+		return snapRef{}, nil, nil, &NoSnapshotError{Deployment: id, At: at, From: d.snaps[0].t}
 	}
 	ref := d.snaps[i]
-	rs, err := readSnapshot(ref)
-	if err != nil {
-		return recordedSnapshot{}, nil, nil, err
-	}
+	ref.seg = &segment{path: ref.seg.path}
 	var points []Point
 	from := ref.t - throughputPoints*1000
 	for _, r := range d.snaps[:i+1] {
@@ -584,21 +609,15 @@ func (h *History) snapshotAt(id string, at int64) (recordedSnapshot, []Point, []
 			points = append(points, *r.point)
 		}
 	}
-	var events []Event
+	var segs []segment
 	for _, s := range d.segs {
 		// A segment is in Seq order and its first event's time is its
 		// name's: one that begins after the snapshot holds none before.
-		if s.kind != segEvents || s.first > ref.t {
-			continue
+		if s.kind == segEvents && s.first <= ref.t {
+			segs = append(segs, segment{kind: s.kind, path: s.path, valid: s.valid})
 		}
-		evs, err := h.readEventsLocked(s, rs.Seq)
-		if err != nil {
-			return recordedSnapshot{}, nil, nil, err
-		}
-		events = append(events, evs...)
 	}
-	slices.SortStableFunc(events, func(a, b Event) int { return cmp.Compare(a.Seq, b.Seq) })
-	return rs, points, events, nil
+	return ref, points, segs, nil
 }
 
 func readSnapshot(ref snapRef) (recordedSnapshot, error) {
@@ -618,8 +637,8 @@ func readSnapshot(ref snapRef) (recordedSnapshot, error) {
 	return rs, nil
 }
 
-// readEventsLocked reads an event segment's valid lines with Seq <= to.
-func (h *History) readEventsLocked(s *segment, to uint64) ([]Event, error) {
+// readEvents reads the valid lines of an event segment with Seq <= to.
+func readEvents(s segment, to uint64) ([]Event, error) {
 	f, err := os.Open(s.path)
 	if err != nil {
 		return nil, fmt.Errorf("reading recorded events: %w", err)

@@ -338,3 +338,34 @@ func TestHistoryCorruptTail(t *testing.T) {
 		t.Errorf("events read after the corrupt tails: %v, want [1 4]", seqs)
 	}
 }
+
+// TestHistoryPendingBounded emits more events than wait for Run without
+// Run writing them: the oldest half goes when the queue is full, the
+// write that follows logs how many were lost, and the newest are
+// recorded.
+func TestHistoryPendingBounded(t *testing.T) {
+	var logs syncBuffer
+	h := openHistory(t, t.TempDir(), HistoryOptions{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	m := New(Options{History: h})
+	m.AddDeployment(DeploymentInfo{ID: "dep"}, &fakeSource{})
+	for i := range pendingEvents + 9 {
+		m.InstanceEvent("dep", fmt.Sprint("instance-", i), "started")
+	}
+	m.mu.Lock()
+	pending := len(m.pending)
+	m.mu.Unlock()
+	if want := pendingEvents/2 + 10; pending != want {
+		t.Errorf("%d events wait, want %d", pending, want)
+	}
+	m.persist(m.publish())
+	if want := fmt.Sprintf("dropped=%d", pendingEvents/2); !strings.Contains(logs.String(), want) {
+		t.Errorf("log %q does not say %s", logs.String(), want)
+	}
+	_, _, events, err := h.snapshotAt("dep", time.Now().Add(time.Minute).UnixMilli())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(events) != pending || events[len(events)-1].Instance != fmt.Sprint("instance-", pendingEvents+8) {
+		t.Errorf("%d events recorded, the last %+v; want the %d newest", len(events), events[len(events)-1], pending)
+	}
+}
