@@ -32,6 +32,11 @@
 // replica elsewhere, and each task's projected downtime. A failover of a
 // crash keeps the projection made before it (Failover.ProjectedDowntimeMs).
 //
+// With Options.History, Run also records each deployment's events and one
+// snapshot a second on disk, bounded (history.go), and New reads them back:
+// a restarted server shows the recent failovers, and SnapshotAt gives a
+// deployment as it was at a past moment (replay.go).
+//
 // Subscribers never block the Monitor: a subscriber that does not read
 // keeps at most one pending snapshot, the newest, and a bounded queue of
 // events whose oldest are dropped and counted when it is full; the next

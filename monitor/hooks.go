@@ -366,10 +366,7 @@ func (h *hook) OnTaskFailedOver(ev streams.FailoverEvent) {
 	if p := d.projectionBefore(ev.From, task, ev.FailedAt); p != nil && ev.Cause == "crash" {
 		f.ProjectedDowntimeMs, f.ProjectedSafe = p.ProjectedDowntimeMs, p.Safe
 	}
-	if len(d.failovers) == maxFailovers {
-		d.failovers = append(d.failovers[:0], d.failovers[1:]...)
-	}
-	d.failovers = append(d.failovers, f)
+	d.addFailover(f)
 	d.failoverCounts[failoverKey{from: ev.From, task: task}]++
 	d.lastDowntime[task] = f.DowntimeMs
 	cause := "a " + ev.Cause

@@ -24,6 +24,13 @@ type Monitor struct {
 	log  ring
 	seq  uint64
 	subs map[*Subscriber]struct{}
+	// pending are the events Run has yet to write to the History (at
+	// most pendingEvents, the oldest dropped and counted in dropped);
+	// restored the History's events of each deployment not added since
+	// the Monitor began, for AddDeployment to seed its failovers with.
+	pending  []entry
+	dropped  int64
+	restored map[string][]Event
 
 	// latest is the last snapshot Run published, nil before the first.
 	latest atomic.Pointer[Snapshot]
@@ -33,7 +40,9 @@ type Monitor struct {
 // events and Snapshot still work, with the sampled parts empty.
 func New(opts Options) *Monitor {
 	opts = opts.withDefaults()
-	return &Monitor{opts: opts, log: newRing(opts.EventLogSize), subs: make(map[*Subscriber]struct{})}
+	m := &Monitor{opts: opts, log: newRing(opts.EventLogSize), subs: make(map[*Subscriber]struct{})}
+	m.restore()
+	return m
 }
 
 // AddDeployment registers a deployment sampled from src and returns the
@@ -54,6 +63,8 @@ func (m *Monitor) AddDeployment(info DeploymentInfo, src Source) streams.Hook {
 	d.rateWindow = m.opts.RateWindow
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	d.seed(m.restored[info.ID])
+	delete(m.restored, info.ID)
 	if i := m.indexLocked(info.ID); i >= 0 {
 		m.deps[i].removed = true
 		m.deps[i] = d
@@ -149,6 +160,7 @@ func (m *Monitor) emitLocked(now time.Time, e entry) {
 	m.seq++
 	e.ev.Seq, e.ev.Time = m.seq, now.UnixMilli()
 	m.log.push(e)
+	m.keepLocked(e)
 	if timelineKinds[e.ev.Kind] {
 		if i := m.indexLocked(e.ev.Deployment); i >= 0 {
 			m.deps[i].timelines.add(e.render())

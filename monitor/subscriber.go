@@ -163,13 +163,16 @@ func (s *Subscriber) pending() (events int, snapshots int) {
 
 // Run samples every deployment's Source and publishes a snapshot to the
 // subscribers every PublishInterval, until ctx ends; then it returns nil.
+// With Options.History, Run also writes the events since the last
+// publish and, once a SnapshotEvery, each deployment's snapshot to it.
 func (m *Monitor) Run(ctx context.Context) error {
 	tick := time.NewTicker(m.opts.PublishInterval)
 	defer tick.Stop()
 	for {
-		m.publish()
+		m.persist(m.publish())
 		select {
 		case <-ctx.Done():
+			m.persist(nil, 0)
 			return nil
 		case <-tick.C:
 		}
@@ -177,8 +180,8 @@ func (m *Monitor) Run(ctx context.Context) error {
 }
 
 // publish samples the deployments, outside the lock, and publishes the
-// resulting snapshot.
-func (m *Monitor) publish() {
+// resulting snapshot, which it returns with the last event's Seq.
+func (m *Monitor) publish() (*Snapshot, uint64) {
 	type job struct {
 		d        *deployment
 		src      Source
@@ -212,4 +215,5 @@ func (m *Monitor) publish() {
 	for s := range m.subs {
 		s.offer(snap, m.seq)
 	}
+	return snap, m.seq
 }

@@ -373,9 +373,8 @@ func (tl *timelines) newest(match func(*failover) bool) *failover {
 // the monitor did not see: one measured from telemetry).
 func (tl *timelines) failedOver(ev Event, mk mark) {
 	d := ev.Detail
-	f := &Failover{Task: ev.Task, From: str(d, "from"), To: str(d, "to"), Cause: str(d, "cause"), Replica: str(d, "replica"),
-		DetectionMs: num(d, "detectionMs"), DetectedBy: str(d, "detectedBy"), RecoveryMs: num(d, "recoveryMs"),
-		DowntimeMs: num(d, "downtimeMs"), Restored: num(d, "restored"), At: cmp.Or(num(d, "resumedAt"), ev.Time)}
+	measured, _ := failoverOf(ev)
+	f := &measured
 	mk.failover, mk.failedAt, mk.t, mk.start = f, num(d, "failedAt"), f.At, num(d, "assignedAt")
 	mk.n = -1
 	if _, ok := d["standbyLag"]; ok {

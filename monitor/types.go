@@ -20,6 +20,11 @@ type Options struct {
 	// RateWindow is the span a node's averaged rates (NodeRate's
 	// InAvgPerSec and OutAvgPerSec) cover. Default 20 s.
 	RateWindow time.Duration
+	// History, when set, is where Run records the events and one
+	// snapshot a second (history.go); New reads back its events: the
+	// event log, and the failovers of a deployment when it is added
+	// again. Its owner closes it after Run returned.
+	History *History
 }
 
 const (

@@ -115,6 +115,17 @@
 //	GET    /api/deployments/:id/failovers/:fid
 //	                                         monitor.FailoverTimeline: one of them, by its "id"; 404 naming it
 //	                                         when the deployment keeps no such failover
+//	GET    /api/deployments/:id/history      monitor.HistorySpan {"deployment", "from", "to", "instants",
+//	                                         "retentionMs"}: the snapshots recorded of the deployment (one a
+//	                                         second, kept 10 minutes with the server's data, monitor.History),
+//	                                         from and to unix ms (0 when none is); 404 when not deployed
+//	GET    /api/deployments/:id/snapshot?at=:ms
+//	                                         monitor.Replay {"at", "time", "deployment", "events"}: the snapshot
+//	                                         recorded nearest at or before the moment (unix ms), its
+//	                                         "throughput", "failovers" and "timelines" as they stood then, and
+//	                                         the last 500 events before it; 400 for an absent or bad at, 404
+//	                                         naming the deployment when it is not deployed or has no snapshot
+//	                                         at or before the moment
 //	GET    /ws/live?deployment=:id           websocket: monitor.Message JSON, a snapshot first, then events
 //	                                         and snapshots at most 4 a second (package web/wsbridge)
 //	GET    /live/:id                         the live page

@@ -48,6 +48,8 @@ func (s *Server) liveRoutes() {
 	api.Get("/:id/query", s.queryStore)
 	api.Get("/:id/failovers", s.failovers)
 	api.Get("/:id/failovers/:fid", s.failover)
+	api.Get("/:id/history", s.history)
+	api.Get("/:id/snapshot", s.snapshotAt)
 }
 
 // deployError turns the deployment manager's errors into answers.
@@ -206,6 +208,54 @@ func (s *Server) failovers(c *fiber.Ctx) error {
 		return deployError(err)
 	}
 	return c.JSON([]monitor.FailoverTimeline{})
+}
+
+// known answers nil when the monitor or the deployment manager knows the
+// deployment, and the manager's 404 naming it otherwise.
+func (s *Server) known(id string) error {
+	if _, ok := s.cfg.Monitor.Timelines(id); ok {
+		return nil
+	}
+	if _, err := s.cfg.Deployments.Get(id); err != nil {
+		return deployError(err)
+	}
+	return nil
+}
+
+// history answers the span of a deployment's recorded snapshots
+// (monitor.HistorySpan).
+func (s *Server) history(c *fiber.Ctx) error {
+	id := c.Params("id")
+	if err := s.known(id); err != nil {
+		return err
+	}
+	return c.JSON(s.cfg.Monitor.History(id))
+}
+
+// snapshotAt answers a deployment as recorded at or just before ?at=
+// (unix ms): a monitor.Replay.
+func (s *Server) snapshotAt(c *fiber.Ctx) error {
+	id := c.Params("id")
+	raw := c.Query("at")
+	at, err := strconv.ParseInt(raw, 10, 64)
+	switch {
+	case raw == "":
+		return errorf(fiber.StatusBadRequest, fmt.Sprintf("snapshot: ?at= is required: the moment in unix milliseconds, such as %d", time.Now().UnixMilli()))
+	case err != nil || at <= 0:
+		return errorf(fiber.StatusBadRequest, fmt.Sprintf("snapshot: ?at=%s is not a moment: want unix milliseconds, such as %d", raw, time.Now().UnixMilli()))
+	}
+	if err := s.known(id); err != nil {
+		return err
+	}
+	r, err := s.cfg.Monitor.SnapshotAt(id, at)
+	var nse *monitor.NoSnapshotError
+	switch {
+	case errors.As(err, &nse):
+		return errorf(fiber.StatusNotFound, err.Error())
+	case err != nil:
+		return fmt.Errorf("reading the snapshot of %s at %d: %w", id, at, err)
+	}
+	return c.JSON(r)
 }
 
 func (s *Server) livePage(c *fiber.Ctx) error {

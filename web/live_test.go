@@ -42,6 +42,12 @@ func startLiveConfig(t *testing.T, cfg deploy.Config) *testServer {
 // startLiveBroker is startLiveConfig that also gives the broker.
 func startLiveBroker(t *testing.T, cfg deploy.Config) (*testServer, *broker.Broker) {
 	t.Helper()
+	return startLiveMonitor(t, cfg, monitor.Options{PublishInterval: 50 * time.Millisecond})
+}
+
+// startLiveMonitor is startLiveBroker with the monitor's Options.
+func startLiveMonitor(t *testing.T, cfg deploy.Config, opts monitor.Options) (*testServer, *broker.Broker) {
+	t.Helper()
 	b, err := broker.Start(broker.Config{})
 	if err != nil {
 		t.Fatal(err)
@@ -55,7 +61,7 @@ func startLiveBroker(t *testing.T, cfg deploy.Config) (*testServer, *broker.Brok
 	if _, _, err := store.Import([]byte(readTestdata(t, "orders-windowed.json"))); err != nil {
 		t.Fatal(err)
 	}
-	mon := monitor.New(monitor.Options{PublishInterval: 50 * time.Millisecond})
+	mon := monitor.New(opts)
 	m, err := deploy.NewManager(deploy.Config{Brokers: b.Addrs(), StateDir: t.TempDir(), Designs: store, Monitor: mon,
 		SessionTimeout: 2 * time.Second, Logger: slog.New(slog.DiscardHandler), MaxInstances: cfg.MaxInstances, RecordFile: cfg.RecordFile})
 	if err != nil {

@@ -41,7 +41,7 @@ var demoDesign []byte
 func runServe(ctx context.Context, args []string, stdout io.Writer) error {
 	fs := newFlagSet("serve", "braid serve [--listen 127.0.0.1:8080] [--data-dir DIR] [--auth-token TOKEN] [--broker-listen 127.0.0.1:9092] [--sync] [--retention 15m] [--sasl-user USER --sasl-password PASS] [--insecure-broker] [--brokers ADDRS [--client-config FILE]] [--no-demo] [--deployments-topic T] [--rebalance-protocol cooperative|eager]", stdout)
 	listen := fs.String("listen", web.DefaultListen, "host:port of the web UI; a non-loopback address needs --auth-token")
-	dataDir := fs.String("data-dir", "braid-data", "directory of the designs (DIR/designs) and the broker's data (DIR/broker)")
+	dataDir := fs.String("data-dir", "braid-data", "directory of the designs (DIR/designs), the broker's data (DIR/broker) and the monitor's history (DIR/monitor)")
 	token := fs.String("auth-token", os.Getenv("BRAID_AUTH_TOKEN"), "token every request must carry (default $BRAID_AUTH_TOKEN); required off loopback")
 	brokerListen := fs.String("broker-listen", "127.0.0.1:9092", "host:port of the embedded Kafka-compatible broker (a non-loopback address needs --sasl-user or --insecure-broker); empty: run none")
 	brokers := fs.String("brokers", "", "comma-separated Kafka bootstrap addresses for deployments and telemetry (default: bootstrap.servers of --client-config, else the embedded broker, which --brokers turns off unless --broker-listen is given); --client-config's TLS and SASL apply to them, or else --sasl-user and --sasl-password")
@@ -140,7 +140,15 @@ func runServe(ctx context.Context, args []string, stdout io.Writer) error {
 	if err := client.check(ctx, bootstrap); err != nil {
 		return fmt.Errorf("serve: %w", err)
 	}
-	mon := monitor.New(monitor.Options{})
+	// The monitor's events and a snapshot a second, for the last 10
+	// minutes, so that a restarted server shows recent failovers and
+	// the live page replays them (monitor/history.go).
+	history, err := monitor.OpenHistory(filepath.Join(*dataDir, "monitor"), monitor.HistoryOptions{Logger: slog.Default()})
+	if err != nil {
+		return fmt.Errorf("serve: %w", err)
+	}
+	defer history.Close()
+	mon := monitor.New(monitor.Options{History: history})
 	var deployments *deploy.Manager
 	var commands deploy.CommandSender
 	if len(bootstrap) > 0 && len(control.secret) > 0 {

@@ -69,7 +69,8 @@ export class InstancesGrid {
       // Keep the rows in order without moving those already in place.
       const want = previous ? previous.el.nextSibling : this.list.firstChild
       if (want !== row.el) this.list.insertBefore(row.el, want)
-      this.fillRow(row, inst, dep.riskiestInstance === inst.id)
+      // A replayed snapshot's "since" and "ago" are of its moment.
+      this.fillRow(row, inst, dep.riskiestInstance === inst.id, dep.replayedAt || Date.now())
       previous = row
     }
     for (const [id, row] of this.rows) {
@@ -148,18 +149,18 @@ export class InstancesGrid {
     return row
   }
 
-  fillRow(row, inst, riskiest) {
+  fillRow(row, inst, riskiest, now) {
     row.el.dataset.state = inst.state
     row.el.classList.toggle('lv-down', DOWN.has(inst.state))
     row.state.textContent = inst.state
     row.state.className = `lv-state lv-state-${inst.state}`
     const bits = []
-    if (inst.since) bits.push(`${inst.state} since ${since(inst.since)}`)
-    if (inst.lastCommit) bits.push(`last commit ${since(inst.lastCommit)}${inst.commitMs !== undefined ? ` (${millis(inst.commitMs)})` : ''}`)
+    if (inst.since) bits.push(`${inst.state} since ${since(inst.since, now)}`)
+    if (inst.lastCommit) bits.push(`last commit ${since(inst.lastCommit, now)}${inst.commitMs !== undefined ? ` (${millis(inst.commitMs)})` : ''}`)
     row.info.textContent = bits.join(' · ')
     row.error.hidden = !inst.error
     row.error.textContent = inst.error || ''
-    fillBroker(row.broker, inst)
+    fillBroker(row.broker, inst, now)
     fillRisk(row.risk, inst.risk, riskiest)
     row.el.dataset.riskiest = String(riskiest && !!inst.risk)
     row.el.classList.toggle('lv-riskiest', riskiest && !!inst.risk)
@@ -200,10 +201,10 @@ export class InstancesGrid {
 
 // fillBroker says which brokers the instance cannot reach and since when:
 // while it cannot, it processes and commits nothing, whatever its state.
-function fillBroker(el, inst) {
+function fillBroker(el, inst, now) {
   const down = inst.unreachableBrokers || []
   el.hidden = !down.length
-  el.textContent = down.map((b) => `broker ${b.broker} unreachable, no answer for ${since(b.since).replace(/ ago$/, '')}: processing waits for it`).join(' · ')
+  el.textContent = down.map((b) => `broker ${b.broker} unreachable, no answer for ${since(b.since, now).replace(/ ago$/, '')}: processing waits for it`).join(' · ')
   el.title = down.map((b) => `${b.broker}: ${b.error}`).join('\n')
 }
 

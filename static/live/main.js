@@ -4,7 +4,10 @@
 // the graph's badges, the instances grid, the stream-time lanes, the charts,
 // the failover table and the failover swimlanes; every event goes to the
 // timeline and the lanes.
-// The Info (generators' counts, stores) is read again every 2 s.
+// The Info (generators' counts, stores) is read again every 2 s. The time
+// cursor (replay.js) draws a recorded snapshot instead, through the same
+// render(dep), until its Live button: live snapshots keep arriving
+// meanwhile, and are drawn again from then on.
 //
 // The body's data-live-ready is "true" once the page is wired, and
 // data-snapshots counts the snapshots shown. window.braidLive holds the
@@ -21,6 +24,7 @@ import { Swimlanes } from './swimlanes.js'
 import { Charts } from './charts.js'
 import { StoreBrowser } from './stores.js'
 import { Generators } from './generators.js'
+import { Scrubber } from './replay.js'
 
 const INFO_EVERY_MS = 2000
 
@@ -63,6 +67,9 @@ class LivePage {
     this.charts = new Charts(section('charts'))
     this.stores = new StoreBrowser(section('stores'), deployment)
     this.generators = new Generators(section('generators'), deployment, { status, refresh: () => this.refreshInfo() })
+    const bar = h('div', { class: 'lv-replay', testid: 'replay' })
+    this.runCommand.after(bar)
+    this.scrubber = new Scrubber(bar, this.base, { status, onReplay: (dep) => this.render(dep), onLive: () => this.dep && this.render(this.dep) })
     const undeploy = byTestId('undeploy')
     if (undeploy) undeploy.addEventListener('click', () => this.undeploy())
   }
@@ -82,6 +89,7 @@ class LivePage {
     })
     this.socket.start()
     this.infoTimer = setInterval(() => this.refreshInfo(), INFO_EVERY_MS)
+    this.scrubber.start()
     document.body.dataset.liveReady = 'true'
   }
 
@@ -190,6 +198,12 @@ class LivePage {
       if (this.info && !this.info.orchestrated) this.say(`${this.id} has no running deployment at the moment.`, true)
       return
     }
+    if (!this.scrubber.replaying) this.render(dep)
+  }
+
+  // render draws a deployment's state, live or replayed, in every section
+  // that shows one.
+  render(dep) {
     // A remote application's stores are queried through the store
     // servers its live instances advertise (braid run --advertise).
     const live = (dep.instances || []).some((i) => i.server && (i.state === 'running' || i.state === 'rebalancing'))
@@ -216,11 +230,11 @@ class LivePage {
     // A restore's progress moves its bar between snapshots; the timeline
     // tells its start and end.
     if (ev.kind === 'restore-progress') {
-      this.instances.restoreProgress(ev)
+      if (!this.scrubber.replaying) this.instances.restoreProgress(ev)
       return
     }
     this.timeline.add(ev)
-    this.lanes.event(ev)
+    if (!this.scrubber.replaying) this.lanes.event(ev)
     if (ev.kind === 'deployment-removed') this.refreshInfo()
     if (ev.kind === 'deployment-added') this.refreshInfo().then(() => this.loadDesign())
   }

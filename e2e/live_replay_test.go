@@ -1,0 +1,189 @@
+package e2e
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+)
+
+// failoverTimeline is what the test reads of GET
+// /api/deployments/:id/failovers (failoverTimeline).
+type failoverTimeline struct {
+	Cause    string `json:"cause"`
+	Instance string `json:"instance"`
+	At       int64  `json:"at"`
+	Tasks    []struct {
+		Task string `json:"task"`
+	} `json:"tasks"`
+}
+
+// scrubberJS reads the time cursor: the recorded span and what it shows.
+const scrubberJS = `(() => { const s = document.querySelector('[data-testid="scrubber"]'), st = document.querySelector('[data-testid="replay-state"]');
+  return { from: Number(s.dataset.from || 0), to: Number(s.dataset.to || 0), value: Number(s.value), state: st.textContent,
+    replaying: st.dataset.replaying === 'true', time: Number(st.dataset.time || 0) } })()`
+
+type scrubberState struct {
+	From      float64 `json:"from"`
+	To        float64 `json:"to"`
+	Value     float64 `json:"value"`
+	State     string  `json:"state"`
+	Replaying bool    `json:"replaying"`
+	Time      float64 `json:"time"`
+}
+
+// activeOnJS is true when every task of tasks is active on exactly one
+// instance, the one want says for it ("instance/instance state/task
+// state", a regexp).
+func activeOnJS(want map[string]string) string {
+	list, _ := json.Marshal(want)
+	return `(() => { const a = ` + liveActive + `, w = ` + string(list) + `;
+  return Object.entries(w).every(([t, re]) => (a[t] || []).length === 1 && new RegExp(re).test(a[t][0])) })()`
+}
+
+// TestLiveReplayBeforeTheCrash opens the demo's live page, waits for the
+// monitor to record a few seconds of the settled deployment, and crashes
+// an instance. Moving the time cursor to before the crash draws the
+// recorded snapshot: the crashed instance's cards are back, its tasks
+// active on it and running, and no failover is in the table; the live
+// snapshots that keep arriving do not replace it. Live draws the present
+// again: the instance crashed, its tasks elsewhere. Then `braid serve`
+// restarts on the same data dir and GET /api/deployments/:id/failovers
+// still tells the crash, read back from the monitor's history.
+func TestLiveReplayBeforeTheCrash(t *testing.T) {
+	s := startServeOn(t, loopback, "", serveBrokerArgs(t)...)
+	const id = "orders-demo"
+	waitDeployment(t, s.url, id)
+	tasks := make([]string, 0, 2*demoPartitions)
+	for sub := range 2 {
+		for p := range demoPartitions {
+			tasks = append(tasks, fmt.Sprintf("%d_%d", sub, p))
+		}
+	}
+	b := newBrowserSized(t, 1600, 1000)
+	var settledAt float64
+	b.stepWithin(90*time.Second, "open the live view and wait for the tasks to settle",
+		chromedp.Navigate(s.url+"/live/"+id),
+		chromedp.WaitVisible(chromedp.CSS(`body[data-live-ready="true"]`)),
+		waitJS(settledJS(tasks), 60*time.Second),
+		eval(`Date.now()`, &settledAt))
+	const victim = "instance-1"
+	var victimTasks []string
+	var sc scrubberState
+	// The cursor's steps are whole seconds from the span's start: a
+	// moment 3 s after the settling has a recorded snapshot of the
+	// settled deployment at or before its step.
+	b.stepWithin(30*time.Second, "wait for 3 s of the settled deployment to be recorded",
+		waitJS(fmt.Sprintf(`(%s).to >= %f`, scrubberJS, settledAt+3000), 20*time.Second),
+		eval(fmt.Sprintf(`Array.from(document.querySelectorAll('[data-testid="instance-%s"] [data-role="active"]')).map(c => c.dataset.task)`, victim), &victimTasks),
+		eval(scrubberJS, &sc))
+	if len(victimTasks) == 0 {
+		t.Fatalf("%s runs no active task", victim)
+	}
+	before := map[string]string{}
+	for _, task := range victimTasks {
+		before[task] = "^" + victim + "/running/running$"
+	}
+	target := sc.From + float64(int64(sc.To-sc.From)/1000*1000)
+
+	var crashAt float64
+	b.stepWithin(60*time.Second, "crash "+victim+" and see its tasks fail over",
+		eval(`Date.now()`, &crashAt),
+		chromedp.Click(tid("crash-"+victim)),
+		waitJS(fmt.Sprintf(`(() => { const r = `+projectedRowsJS+`.filter(r => r.from === %q); return r.length >= %d && r.every(r => r.downtime >= 0) })()`, victim, len(victimTasks)), 50*time.Second),
+		waitJS(fmt.Sprintf(`document.querySelector('[data-testid="instance-%s"]').dataset.state === 'crashed'`, victim), 10*time.Second))
+
+	var snapshots int
+	var head string
+	b.stepWithin(30*time.Second, "scrub to before the crash and see the crashed instance's cards as they were",
+		chromedp.Evaluate[chromedp.Void](fmt.Sprintf(`(() => { const s = document.querySelector('[data-testid="scrubber"]'); s.value = '%d'; s.dispatchEvent(new Event('input', { bubbles: true })) })()`, int64(target))),
+		waitJS(fmt.Sprintf(`(() => { const s = %s; return s.replaying && s.time > 0 && s.time <= %d && /^replaying \d\d:\d\d:\d\d$/.test(s.state) })()`, scrubberJS, int64(target)), 10*time.Second),
+		waitJS(activeOnJS(before), 10*time.Second),
+		waitJS(`document.querySelectorAll('[data-testid^="failover-"][data-task]').length === 0`, 10*time.Second),
+		eval(`Number(document.body.dataset.snapshots)`, &snapshots),
+		// Live snapshots keep coming; the replayed one stays drawn, and
+		// says how long ago things were of its moment: the last commit
+		// (every second) 6 s and more before now was just before it.
+		waitJS(fmt.Sprintf(`Number(document.body.dataset.snapshots) >= %d`, snapshots+24), 15*time.Second),
+		waitJS(activeOnJS(before), time.Second),
+		eval(scrubberJS, &sc),
+		eval(fmt.Sprintf(`document.querySelector('[data-testid="instance-%s"] .lv-instance-head').textContent`, victim), &head))
+	if sc.Time > crashAt {
+		t.Errorf("replayed the snapshot at %v, after the crash at %v", sc.Time, crashAt)
+	}
+	if !regexp.MustCompile(`last commit (just now|[12] s ago)`).MatchString(head) {
+		t.Errorf("replayed %s: %q, want its last commit just before the moment replayed", victim, head)
+	}
+	saveSuccessShot(t, b, "live-replay")
+
+	b.stepWithin(30*time.Second, "press Live and see the present: "+victim+" crashed, its tasks elsewhere",
+		chromedp.Click(tid("replay-live")),
+		waitJS(`document.querySelector('[data-testid="replay-state"]').textContent === 'live'`, 5*time.Second),
+		waitJS(fmt.Sprintf(`document.querySelector('[data-testid="instance-%s"]').dataset.state === 'crashed'`, victim), 10*time.Second),
+		waitJS(activeOnJS(moved(victimTasks, victim)), 10*time.Second),
+		waitJS(fmt.Sprintf(`document.querySelectorAll('[data-testid^="failover-"][data-task]').length >= %d`, len(victimTasks)), 10*time.Second))
+
+	// The server restarts on its data dir: the crash is read back.
+	s.stop()
+	s.start()
+	waitDeployment(t, s.url, id)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		tls := failoversOf(t, s, id)
+		i := slices.IndexFunc(tls, func(tl failoverTimeline) bool { return tl.Cause == "crash" && tl.Instance == victim })
+		if i >= 0 {
+			var lanes []string
+			for _, l := range tls[i].Tasks {
+				lanes = append(lanes, l.Task)
+			}
+			slices.Sort(lanes)
+			slices.Sort(victimTasks)
+			if !slices.Equal(lanes, victimTasks) || int64(crashAt)-tls[i].At > 5000 {
+				t.Errorf("after the restart, the crash of %s at %d moved %v, want %v at about %d", victim, tls[i].At, lanes, victimTasks, int64(crashAt))
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("30 s after the restart, GET /api/deployments/%s/failovers has no crash of %s: %+v", id, victim, tls)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// moved is what activeOnJS wants of tasks once they left victim: active
+// on another running instance.
+func moved(tasks []string, victim string) map[string]string {
+	out := map[string]string{}
+	for _, task := range tasks {
+		out[task] = "^(?!" + victim + "/)[^/]+/running/"
+	}
+	return out
+}
+
+func failoversOf(t *testing.T, s *serveProc, id string) []failoverTimeline {
+	t.Helper()
+	resp, err := s.get("/api/deployments/" + id + "/failovers")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET failovers: %s %s", resp.Status, strings.TrimSpace(string(body)))
+	}
+	var tls []failoverTimeline
+	if err := json.Unmarshal(body, &tls); err != nil {
+		t.Fatal(err)
+	}
+	return tls
+}
