@@ -73,9 +73,11 @@ func TestWatchPrintsFailover(t *testing.T) {
 	defer wg.Wait()
 	defer cancel()
 	waitOutput(t, out, "watching orders-demo")
-	// Crash once the group has settled: standbys start once the
-	// instances have their tasks.
+	// Crash once the group has settled: a crash told before the dying
+	// instance's last assignment adds that task to the failover after
+	// watch may have printed it.
 	waitOutput(t, out, "standby-started")
+	waitSettled(t, s, "orders-demo")
 	res, err := http.Post(server+"/api/deployments/orders-demo/instances/instance-1/crash", "application/json", nil)
 	if err != nil {
 		t.Fatal(err)
@@ -115,4 +117,71 @@ func waitOutput(t *testing.T, out *notifyBuffer, want string) {
 			t.Fatalf("no %q in a minute:\n%s", want, out.String())
 		}
 	}
+}
+
+// waitSettled waits, a minute at most, for a recorded snapshot of the
+// deployment (one a second) to show its group settled (settled).
+func waitSettled(t *testing.T, s *serving, id string) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for {
+		var r monitor.Replay
+		path := fmt.Sprintf("/api/deployments/%s/snapshot?at=%d", id, time.Now().UnixMilli())
+		if s.get(t, path, &r) == http.StatusOK && settled(r.Deployment) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s did not settle in a minute; last snapshot: %+v", id, r.Deployment.Instances)
+		}
+		time.Sleep(200 * time.Millisecond) // the history records a snapshot a second
+	}
+}
+
+// settled reports whether every instance of d runs, every task is
+// active on one instance, a stateful task's standby stands by on
+// another, and every sub-topology has as many tasks as the others
+// (partitions 0 to n-1: the demo's repartition topic has its source's
+// partitions). A task the cooperative protocol is moving is active
+// nowhere meanwhile.
+func settled(d monitor.Deployment) bool {
+	active, standby := map[string]int{}, map[string]bool{}
+	for _, in := range d.Instances {
+		if in.State != "running" {
+			return false
+		}
+		for _, task := range in.Tasks {
+			switch task.Role {
+			case "active":
+				active[task.ID]++
+			case "standby":
+				standby[task.ID] = true
+			}
+		}
+	}
+	perSub := map[string]int{}
+	for id, n := range active {
+		if n != 1 {
+			return false
+		}
+		sub, _, _ := strings.Cut(id, "_")
+		perSub[sub]++
+	}
+	for id := range standby {
+		if active[id] == 0 {
+			return false
+		}
+	}
+	width := -1
+	for sub, n := range perSub {
+		for p := range n {
+			if active[fmt.Sprintf("%s_%d", sub, p)] == 0 {
+				return false
+			}
+		}
+		if width >= 0 && n != width {
+			return false
+		}
+		width = n
+	}
+	return len(active) > 0
 }
