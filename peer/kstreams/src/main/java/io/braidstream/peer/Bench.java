@@ -103,7 +103,11 @@ public final class Bench {
             return org.apache.kafka.streams.errors.StreamsUncaughtExceptionHandler.StreamThreadExceptionResponse.SHUTDOWN_CLIENT;
         });
         Runtime.getRuntime().addShutdownHook(new Thread(() -> {
-            streams.close(Duration.ofSeconds(30));
+            // Leaving the group, as Braid's App.Close does, so that the
+            // bench can delete the group right after.
+            streams.close(org.apache.kafka.streams.CloseOptions.timeout(Duration.ofSeconds(30))
+                    .withGroupMembershipOperation(
+                            org.apache.kafka.streams.CloseOptions.GroupMembershipOperation.LEAVE_GROUP));
             event("closed");
             stopped.countDown();
         }));
