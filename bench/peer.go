@@ -40,7 +40,7 @@ type PeerOptions struct {
 	Records    int // records seeded per workload (the join: both sides together); default 1,000,000
 	Keys       int // distinct keys; default 10,000
 	Partitions int // partitions of every topic; default 4
-	Rounds     int // measured rounds of each side per workload, after a warm-up round; default 3
+	Rounds     int // rounds of each side per workload; default 3
 	// Workloads to run, of PeerWorkloads; default all, in that order.
 	Workloads []string
 	// CommitInterval of both sides at-least-once; default 1 s.
@@ -115,12 +115,15 @@ func (r PeerResult) RESULT() string {
 }
 
 // RunPeer runs `braid bench peer`: for every workload it seeds its input
-// once on opts.Brokers, runs a warm-up round of each side (unmeasured:
-// the JVM's and the page cache's), then opts.Rounds rounds of Braid and
-// Kafka Streams whose order alternates, each side a worker process of its
-// own with a new application id (so a new consumer group), a new state
-// dir, a new output topic and the same commit interval, cache size,
-// guarantee and one thread. A run is measured from the first record its
+// once on opts.Brokers, then runs opts.Rounds rounds of Braid and Kafka
+// Streams whose order alternates, each side a worker process of its own
+// with a new application id (so a new consumer group), a new state dir, a
+// new output topic and the same commit interval, cache size, guarantee and
+// one thread. Each worker first makes an unmeasured warm-up pass over the
+// whole input in the same process (another application of the same
+// topology, closed before the measured one starts: the JVM's JIT warms, and
+// Go's heap grows to its working size, as RunPipe found it must). A run is
+// measured from the first record its
 // worker processed (the worker says when) to the moment the group's
 // committed offsets, polled from the broker every 5 ms, cover every input
 // record: the same span, measured the same way, for both sides. It prints
@@ -153,7 +156,7 @@ func RunPeer(ctx context.Context, opts PeerOptions) ([]PeerResult, error) {
 	}
 	defer cl.Close()
 	p := &peerBench{opts: opts, brokers: c.brokers, cl: cl, adm: kadm.NewClient(cl)}
-	fmt.Fprintf(w, "bench peer: %s; %d records, %d keys, %d partitions; Braid and Kafka Streams 4.4.0 one instance and thread each, cache %d bytes, commit every %v (%v exactly-once); a warm-up round, then %d rounds alternating\n",
+	fmt.Fprintf(w, "bench peer: %s; %d records, %d keys, %d partitions; Braid and Kafka Streams 4.4.0 one instance and thread each, cache %d bytes, commit every %v (%v exactly-once); %d rounds alternating, each process warmed up by a pass over the input first\n",
 		c.name, opts.Records, opts.Keys, opts.Partitions, opts.CacheMaxBytes, opts.CommitInterval, opts.EOSCommitInterval, opts.Rounds)
 	var results []PeerResult
 	for _, wl := range opts.Workloads {
@@ -227,27 +230,22 @@ func (p *peerBench) workload(ctx context.Context, workload string) (PeerResult, 
 		cmd  func([]string) *exec.Cmd
 		runs []PeerRun
 	}{{name: "braid", cmd: p.opts.Braid}, {name: "kstreams", cmd: p.opts.KStreams}}
-	for round := -1; round < p.opts.Rounds; round++ {
+	for round := range p.opts.Rounds {
 		for k := range sides {
 			i := k
-			if round >= 0 && round%2 == 1 {
+			if round%2 == 1 {
 				i = 1 - k
 			}
 			s := &sides[i]
 			r, err := p.run(ctx, workload, s.name, s.cmd, inputs, total)
 			label := fmt.Sprintf("round %d", round+1)
-			if round < 0 {
-				label = "warm-up"
-			}
 			if err != nil {
 				return res, fmt.Errorf("bench peer: %s, %s, %s: %w", workload, s.name, label, err)
 			}
 			fmt.Fprintf(p.opts.Out, "  %-9s %-8s %-8s %9d records in %8v  %9s rec/s  peak RSS %5.0f MB  %d output records\n",
 				workload, s.name, label, r.Records, r.Elapsed.Round(time.Millisecond), thousands(r.PerSecond()),
 				float64(r.RSSBytes)/(1<<20), r.OutRecords)
-			if round >= 0 {
-				s.runs = append(s.runs, r)
-			}
+			s.runs = append(s.runs, r)
 		}
 	}
 	res.Braid, res.KStreams = medianPeerRun(sides[0].runs), medianPeerRun(sides[1].runs)
@@ -283,8 +281,10 @@ func (p *peerBench) run(ctx context.Context, workload, side string, command func
 	n := p.runs.Add(1)
 	appID := fmt.Sprintf("bench-peer-%s-%s-%d", workload, side, n)
 	out := appID + "-out"
-	if err := EnsureTopic(ctx, p.adm, out, p.opts.Partitions); err != nil {
-		return PeerRun{}, err
+	for _, t := range []string{out, out + "-warm-up"} {
+		if err := EnsureTopic(ctx, p.adm, t, p.opts.Partitions); err != nil {
+			return PeerRun{}, err
+		}
 	}
 	stateDir, err := os.MkdirTemp("", appID+"-")
 	if err != nil {
@@ -293,7 +293,7 @@ func (p *peerBench) run(ctx context.Context, workload, side string, command func
 	defer os.RemoveAll(stateDir)
 	args := peerWorkerArgs{workload: workload, bootstrap: strings.Join(p.brokers, ","), appID: appID, stateDir: stateDir,
 		input: strings.Join(inputs, ","), output: out, guarantee: "at_least_once",
-		commitIntervalMs: p.opts.CommitInterval.Milliseconds(), cacheMaxBytes: p.opts.CacheMaxBytes, threads: 1}
+		commitIntervalMs: p.opts.CommitInterval.Milliseconds(), cacheMaxBytes: p.opts.CacheMaxBytes, threads: 1, warmUpRecords: total}
 	if workload == PeerCountEOS {
 		args.workload, args.guarantee, args.commitIntervalMs = PeerCount, "exactly_once_v2", p.opts.EOSCommitInterval.Milliseconds()
 	}
@@ -302,6 +302,9 @@ func (p *peerBench) run(ctx context.Context, workload, side string, command func
 		return PeerRun{}, err
 	}
 	defer w.stop()
+	if _, err := w.await(ctx, "warm"); err != nil {
+		return PeerRun{}, err
+	}
 	first, err := w.await(ctx, "first")
 	if err != nil {
 		return PeerRun{}, err

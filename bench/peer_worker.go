@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -38,13 +39,16 @@ type peerEvent struct {
 	Event   string `json:"event"`
 	AtMs    int64  `json:"at_ms"`
 	Message string `json:"message,omitempty"`
+	// Processed is the records the application processed, on "warm" and
+	// "closed".
+	Processed *int64 `json:"processed,omitempty"`
 }
 
 // peerWorkerArgs are the command line of a peer worker; Braid's
 // (RunPeerWorker) and Kafka Streams' (peer/kstreams's Bench) take the same.
 type peerWorkerArgs struct {
 	workload, bootstrap, appID, stateDir, input, output, guarantee string
-	commitIntervalMs, cacheMaxBytes                                int64
+	commitIntervalMs, cacheMaxBytes, warmUpRecords                 int64
 	threads                                                        int
 }
 
@@ -52,7 +56,7 @@ func (a peerWorkerArgs) list() []string {
 	return []string{"--workload", a.workload, "--bootstrap", a.bootstrap, "--application-id", a.appID,
 		"--state-dir", a.stateDir, "--input", a.input, "--output", a.output, "--guarantee", a.guarantee,
 		"--commit-interval-ms", fmt.Sprint(a.commitIntervalMs), "--cache-max-bytes", fmt.Sprint(a.cacheMaxBytes),
-		"--threads", fmt.Sprint(a.threads)}
+		"--threads", fmt.Sprint(a.threads), "--warm-up-records", fmt.Sprint(a.warmUpRecords)}
 }
 
 // RunPeerWorker is the Braid side of one peer benchmark run, in a process
@@ -76,6 +80,7 @@ func RunPeerWorker(ctx context.Context, args []string, stdout io.Writer) error {
 	fs.Int64Var(&a.commitIntervalMs, "commit-interval-ms", 1000, "commit interval")
 	fs.Int64Var(&a.cacheMaxBytes, "cache-max-bytes", 10<<20, "record cache bytes")
 	fs.IntVar(&a.threads, "threads", 1, "threads (Braid runs one)")
+	fs.Int64Var(&a.warmUpRecords, "warm-up-records", 0, "records of an unmeasured warm-up pass first, in this process")
 	if err := fs.Parse(args); err != nil {
 		return fmt.Errorf("bench peer-worker: %w", err)
 	}
@@ -94,42 +99,92 @@ func RunPeerWorker(ctx context.Context, args []string, stdout io.Writer) error {
 	default:
 		return fmt.Errorf("bench peer-worker: --guarantee %q: want at_least_once or exactly_once_v2", a.guarantee)
 	}
-	topo, err := peerTopology(a.workload, strings.Split(a.input, ","), a.output)
-	if err != nil {
-		return fmt.Errorf("bench peer-worker: %w", err)
-	}
 	ev := &peerEvents{w: stdout}
-	app, err := streams.New(topo, streams.Config{
-		ApplicationID:       a.appID,
-		Brokers:             streams.SplitBrokers(a.bootstrap),
-		StateDir:            a.stateDir,
-		CommitInterval:      time.Duration(a.commitIntervalMs) * time.Millisecond,
-		CacheMaxBytes:       a.cacheMaxBytes,
-		ProcessingGuarantee: g,
-		ClientOptions:       ClientOptions(),
-		Hooks:               []streams.Hook{ev},
-		Logger:              slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
-	})
+	if a.warmUpRecords > 0 {
+		n, err := peerWarmUp(ctx, a, g)
+		if err != nil {
+			ev.print("error", err.Error(), -1)
+			return fmt.Errorf("bench peer-worker: warming up: %w", err)
+		}
+		ev.print("warm", "", n)
+	}
+	app, err := newPeerApp(a, g, a.appID, a.stateDir, a.output, ev)
 	if err != nil {
 		return fmt.Errorf("bench peer-worker: %w", err)
 	}
 	runErr := make(chan error, 1)
 	go func() { runErr <- app.Run(ctx) }()
-	ev.print("started", "")
+	ev.print("started", "", -1)
 	select {
 	case err := <-runErr:
 		app.Close()
-		ev.print("error", fmt.Sprint(err))
+		ev.print("error", fmt.Sprint(err), -1)
 		return fmt.Errorf("bench peer-worker: %w", err)
 	case <-ctx.Done():
 	}
+	n := processed(app)
 	closeErr := app.Close()
 	err = <-runErr
-	ev.print("closed", "")
+	ev.print("closed", "", n)
 	if err != nil && !errors.Is(err, context.Canceled) {
 		return fmt.Errorf("bench peer-worker: %w", err)
 	}
 	return closeErr
+}
+
+// newPeerApp returns the App of a's workload as application appID, on
+// stateDir, writing to output.
+func newPeerApp(a peerWorkerArgs, g streams.Guarantee, appID, stateDir, output string, hooks ...streams.Hook) (*streams.App, error) {
+	topo, err := peerTopology(a.workload, strings.Split(a.input, ","), output)
+	if err != nil {
+		return nil, err
+	}
+	return streams.New(topo, streams.Config{
+		ApplicationID:       appID,
+		Brokers:             streams.SplitBrokers(a.bootstrap),
+		StateDir:            stateDir,
+		CommitInterval:      time.Duration(a.commitIntervalMs) * time.Millisecond,
+		CacheMaxBytes:       a.cacheMaxBytes,
+		ProcessingGuarantee: g,
+		ClientOptions:       ClientOptions(),
+		Hooks:               hooks,
+		Logger:              slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
+	})
+}
+
+// peerWarmUp runs a's workload as application ID-warm-up (state dir
+// DIR/warm-up, output topic OUT-warm-up) over the same input until it
+// processed a.warmUpRecords records, in this process, as Kafka Streams'
+// worker warms its JVM; it returns the records processed.
+func peerWarmUp(ctx context.Context, a peerWorkerArgs, g streams.Guarantee) (int64, error) {
+	app, err := newPeerApp(a, g, a.appID+"-warm-up", filepath.Join(a.stateDir, "warm-up"), a.output+"-warm-up")
+	if err != nil {
+		return 0, err
+	}
+	runErr := make(chan error, 1)
+	go func() { runErr <- app.Run(ctx) }()
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	for processed(app) < a.warmUpRecords {
+		select {
+		case err := <-runErr:
+			app.Close()
+			return 0, fmt.Errorf("the warm-up pass stopped: %w", err)
+		case <-ctx.Done():
+			app.Close()
+			<-runErr
+			return 0, ctx.Err()
+		case <-tick.C:
+		}
+	}
+	n := processed(app)
+	if err := app.Close(); err != nil {
+		return n, err
+	}
+	if err := <-runErr; err != nil && !errors.Is(err, context.Canceled) {
+		return n, err
+	}
+	return n, nil
 }
 
 // peerTopology builds workload's Braid topology from inputs to output.
@@ -164,12 +219,17 @@ func (p *peerEvents) OnStreamTime(streams.StreamTimeEvent) {
 	p.first = true
 	p.mu.Unlock()
 	if !done {
-		p.print("first", "")
+		p.print("first", "", -1)
 	}
 }
 
-func (p *peerEvents) print(event, message string) {
-	b, _ := json.Marshal(peerEvent{Event: event, AtMs: time.Now().UnixMilli(), Message: message})
+// print prints event, with processed unless it is negative.
+func (p *peerEvents) print(event, message string, processed int64) {
+	e := peerEvent{Event: event, AtMs: time.Now().UnixMilli(), Message: message}
+	if processed >= 0 {
+		e.Processed = &processed
+	}
+	b, _ := json.Marshal(e)
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	fmt.Fprintf(p.w, "%s\n", b)

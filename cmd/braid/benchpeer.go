@@ -28,7 +28,7 @@ func runBenchPeer(ctx context.Context, args []string, stdout io.Writer) error {
 	records := fs.Int("records", 1_000_000, "records to seed per workload (the join: both sides together)")
 	keys := fs.Int("keys", 10_000, "distinct keys")
 	partitions := fs.Int("partitions", 4, "partitions of every topic")
-	rounds := fs.Int("rounds", 3, "measured rounds of each side per workload, after a warm-up round")
+	rounds := fs.Int("rounds", 3, "rounds of each side per workload (each worker warms up with a pass over the input first)")
 	workloads := fs.String("workloads", strings.Join(bench.PeerWorkloads, ","), "workloads to run, in order")
 	commit := fs.Duration("commit-interval", time.Second, "commit interval of both sides at-least-once")
 	eosCommit := fs.Duration("eos-commit-interval", 100*time.Millisecond, "commit interval of both sides exactly-once (count-eos)")

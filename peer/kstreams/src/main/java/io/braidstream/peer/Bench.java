@@ -51,7 +51,10 @@ import org.apache.kafka.streams.state.WindowStore;
  * (RocksDB stores). It prints JSON lines on stdout, each with the wall
  * clock in milliseconds: {@code started}, {@code running} (the state
  * RUNNING), {@code first} (the first record processed, from the threads'
- * process-total metric), and {@code closed}; an {@code error} line and
+ * process-total metric), and {@code closed} with the records processed;
+ * with --warm-up-records N, first {@code warm} after a warm-up pass of the
+ * same topology as application ID-warm-up (output topic OUT-warm-up) over
+ * the same input processed N records in this JVM; an {@code error} line and
  * exit status 1 if the application fails. It runs until SIGTERM; the
  * Go side decides when the input is done from the group's committed
  * offsets.
@@ -59,7 +62,7 @@ import org.apache.kafka.streams.state.WindowStore;
  * <pre>
  * Bench --workload pipe|count|window|join --bootstrap H:P --application-id ID
  *       --state-dir D --input T[,T2] --output T [--guarantee at_least_once|exactly_once_v2]
- *       [--commit-interval-ms N] [--cache-max-bytes N] [--threads N]
+ *       [--commit-interval-ms N] [--cache-max-bytes N] [--threads N] [--warm-up-records N]
  * </pre>
  */
 public final class Bench {
@@ -71,26 +74,35 @@ public final class Bench {
         String[] inputs = need(args, "input").split(",");
         Topology topology = topology(workload, inputs, need(args, "output"));
 
-        Properties p = new Properties();
-        p.put(StreamsConfig.APPLICATION_ID_CONFIG, need(args, "application-id"));
-        p.put(StreamsConfig.BOOTSTRAP_SERVERS_CONFIG, need(args, "bootstrap"));
-        p.put(StreamsConfig.STATE_DIR_CONFIG, need(args, "state-dir"));
-        p.put(StreamsConfig.PROCESSING_GUARANTEE_CONFIG, args.getOrDefault("guarantee", StreamsConfig.AT_LEAST_ONCE));
-        if (args.containsKey("commit-interval-ms")) {
-            p.put(StreamsConfig.COMMIT_INTERVAL_MS_CONFIG, args.get("commit-interval-ms"));
+        long warmUp = Long.parseLong(args.getOrDefault("warm-up-records", "0"));
+        if (warmUp > 0) {
+            // The warm-up pass: the same topology as another application
+            // (its own group, state dir and output topic) over the same
+            // input, in this JVM, until it processed warmUp records; then
+            // the measured application starts in the JVM it warmed.
+            Topology warm = topology(workload, inputs, need(args, "output") + "-warm-up");
+            Properties wp = properties(args, need(args, "application-id") + "-warm-up", need(args, "state-dir") + "/warm-up");
+            KafkaStreams ws = new KafkaStreams(warm, wp);
+            ws.start();
+            while (processed(ws) < warmUp) {
+                if (ws.state() == KafkaStreams.State.ERROR || ws.state() == KafkaStreams.State.NOT_RUNNING) {
+                    System.out.println("{\"event\":\"error\",\"at_ms\":" + System.currentTimeMillis()
+                            + ",\"message\":\"the warm-up pass failed\"}");
+                    System.exit(1);
+                }
+                Thread.sleep(5);
+            }
+            ws.close(org.apache.kafka.streams.CloseOptions.timeout(Duration.ofSeconds(30))
+                    .withGroupMembershipOperation(
+                            org.apache.kafka.streams.CloseOptions.GroupMembershipOperation.LEAVE_GROUP));
+            event("warm", (long) processed(ws));
         }
-        if (args.containsKey("cache-max-bytes")) {
-            p.put(StreamsConfig.STATESTORE_CACHE_MAX_BYTES_CONFIG, args.get("cache-max-bytes"));
-        }
-        p.put(StreamsConfig.NUM_STREAM_THREADS_CONFIG, args.getOrDefault("threads", "1"));
-        p.put(StreamsConfig.DEFAULT_KEY_SERDE_CLASS_CONFIG, Serdes.ByteArraySerde.class);
-        p.put(StreamsConfig.DEFAULT_VALUE_SERDE_CLASS_CONFIG, Serdes.ByteArraySerde.class);
 
-        KafkaStreams streams = new KafkaStreams(topology, p);
+        KafkaStreams streams = new KafkaStreams(topology, properties(args, need(args, "application-id"), need(args, "state-dir")));
         CountDownLatch stopped = new CountDownLatch(1);
         streams.setStateListener((now, before) -> {
             if (now == KafkaStreams.State.RUNNING) {
-                event("running");
+                event("running", -1);
             }
             if (now == KafkaStreams.State.ERROR) {
                 stopped.countDown();
@@ -103,28 +115,48 @@ public final class Bench {
             return org.apache.kafka.streams.errors.StreamsUncaughtExceptionHandler.StreamThreadExceptionResponse.SHUTDOWN_CLIENT;
         });
         Runtime.getRuntime().addShutdownHook(new Thread(() -> {
+            long n = (long) processed(streams);
             // Leaving the group, as Braid's App.Close does, so that the
             // bench can delete the group right after.
             streams.close(org.apache.kafka.streams.CloseOptions.timeout(Duration.ofSeconds(30))
                     .withGroupMembershipOperation(
                             org.apache.kafka.streams.CloseOptions.GroupMembershipOperation.LEAVE_GROUP));
-            event("closed");
+            event("closed", n);
             stopped.countDown();
         }));
         streams.start();
-        event("started");
+        event("started", -1);
         // The first record processed: the threads' process-total metric,
         // polled every 2 ms (the span it starts is seconds long).
         while (stopped.getCount() > 0 && processed(streams) == 0) {
             Thread.sleep(2);
         }
         if (stopped.getCount() > 0) {
-            event("first");
+            event("first", -1);
         }
         stopped.await();
         if (streams.state() == KafkaStreams.State.ERROR) {
             System.exit(1);
         }
+    }
+
+    /** The configuration of application id, state dir and the arguments. */
+    static Properties properties(Map<String, String> args, String applicationId, String stateDir) {
+        Properties p = new Properties();
+        p.put(StreamsConfig.APPLICATION_ID_CONFIG, applicationId);
+        p.put(StreamsConfig.BOOTSTRAP_SERVERS_CONFIG, need(args, "bootstrap"));
+        p.put(StreamsConfig.STATE_DIR_CONFIG, stateDir);
+        p.put(StreamsConfig.PROCESSING_GUARANTEE_CONFIG, args.getOrDefault("guarantee", StreamsConfig.AT_LEAST_ONCE));
+        if (args.containsKey("commit-interval-ms")) {
+            p.put(StreamsConfig.COMMIT_INTERVAL_MS_CONFIG, args.get("commit-interval-ms"));
+        }
+        if (args.containsKey("cache-max-bytes")) {
+            p.put(StreamsConfig.STATESTORE_CACHE_MAX_BYTES_CONFIG, args.get("cache-max-bytes"));
+        }
+        p.put(StreamsConfig.NUM_STREAM_THREADS_CONFIG, args.getOrDefault("threads", "1"));
+        p.put(StreamsConfig.DEFAULT_KEY_SERDE_CLASS_CONFIG, Serdes.ByteArraySerde.class);
+        p.put(StreamsConfig.DEFAULT_VALUE_SERDE_CLASS_CONFIG, Serdes.ByteArraySerde.class);
+        return p;
     }
 
     static Topology topology(String workload, String[] inputs, String output) {
@@ -183,8 +215,10 @@ public final class Bench {
         return n;
     }
 
-    static void event(String name) {
-        System.out.println("{\"event\":\"" + name + "\",\"at_ms\":" + System.currentTimeMillis() + "}");
+    /** Prints event name; processed, unless negative, as "processed". */
+    static void event(String name, long processed) {
+        System.out.println("{\"event\":\"" + name + "\",\"at_ms\":" + System.currentTimeMillis()
+                + (processed >= 0 ? ",\"processed\":" + processed : "") + "}");
         System.out.flush();
     }
 
