@@ -293,7 +293,7 @@ func (p *peerBench) run(ctx context.Context, workload, side string, command func
 	defer os.RemoveAll(stateDir)
 	args := peerWorkerArgs{workload: workload, bootstrap: strings.Join(p.brokers, ","), appID: appID, stateDir: stateDir,
 		input: strings.Join(inputs, ","), output: out, guarantee: "at_least_once",
-		commitIntervalMs: p.opts.CommitInterval.Milliseconds(), cacheMaxBytes: p.opts.CacheMaxBytes, threads: 1, warmUpRecords: total}
+		commitIntervalMs: p.opts.CommitInterval.Milliseconds(), cacheMaxBytes: p.opts.CacheMaxBytes, threads: 1, warmUpRecords: total, stopAfterRecords: total}
 	if workload == PeerCountEOS {
 		args.workload, args.guarantee, args.commitIntervalMs = PeerCount, "exactly_once_v2", p.opts.EOSCommitInterval.Milliseconds()
 	}
@@ -335,6 +335,7 @@ func (p *peerBench) run(ctx context.Context, workload, side string, command func
 func (p *peerBench) awaitCommitted(ctx context.Context, w *peerWorker, group string, inputs []string, total int64) (time.Time, error) {
 	tick := time.NewTicker(5 * time.Millisecond)
 	defer tick.Stop()
+	var late <-chan time.Time // after the worker said it is done
 	for {
 		offs, err := p.adm.FetchOffsets(ctx, group)
 		if err == nil {
@@ -355,6 +356,14 @@ func (p *peerBench) awaitCommitted(ctx context.Context, w *peerWorker, group str
 		select {
 		case <-ctx.Done():
 			return time.Time{}, ctx.Err()
+		case e := <-w.events:
+			if e.Event == "done" {
+				// Closed, and so committed: what it committed is
+				// final within a moment (a fetch's round trip).
+				late = time.After(10 * time.Second)
+			}
+		case <-late:
+			return time.Time{}, fmt.Errorf("the worker closed, but its group committed %d of %d input records\n%s", n, total, w.stderr.String())
 		case <-w.exited:
 			return time.Time{}, fmt.Errorf("the worker exited with %d of %d input records committed: %v\n%s", n, total, w.waitErr, w.stderr.String())
 		case <-tick.C:

@@ -47,23 +47,26 @@ type peerEvent struct {
 // peerWorkerArgs are the command line of a peer worker; Braid's
 // (RunPeerWorker) and Kafka Streams' (peer/kstreams's Bench) take the same.
 type peerWorkerArgs struct {
-	workload, bootstrap, appID, stateDir, input, output, guarantee string
-	commitIntervalMs, cacheMaxBytes, warmUpRecords                 int64
-	threads                                                        int
+	workload, bootstrap, appID, stateDir, input, output, guarantee   string
+	commitIntervalMs, cacheMaxBytes, warmUpRecords, stopAfterRecords int64
+	threads                                                          int
 }
 
 func (a peerWorkerArgs) list() []string {
 	return []string{"--workload", a.workload, "--bootstrap", a.bootstrap, "--application-id", a.appID,
 		"--state-dir", a.stateDir, "--input", a.input, "--output", a.output, "--guarantee", a.guarantee,
 		"--commit-interval-ms", fmt.Sprint(a.commitIntervalMs), "--cache-max-bytes", fmt.Sprint(a.cacheMaxBytes),
-		"--threads", fmt.Sprint(a.threads), "--warm-up-records", fmt.Sprint(a.warmUpRecords)}
+		"--threads", fmt.Sprint(a.threads), "--warm-up-records", fmt.Sprint(a.warmUpRecords),
+		"--stop-after-records", fmt.Sprint(a.stopAfterRecords)}
 }
 
 // RunPeerWorker is the Braid side of one peer benchmark run, in a process
 // of its own (`braid bench peer-worker`, which RunPeer starts): it parses
-// the worker command line, runs the workload's topology (the topologies of
+// the worker command line, makes the warm-up pass --warm-up-records asks
+// for (peerWarmUp), runs the workload's topology (the topologies of
 // BraidPipe on the bytes serde, BraidCount, BraidWindowedCount and
-// BraidJoin) as one instance until ctx ends, and prints the events of
+// BraidJoin) as one instance until ctx ends (closing it, which commits,
+// once it processed --stop-after-records, if given), and prints the events of
 // peerEvent to stdout. The workload "count" runs under --guarantee, as
 // Kafka Streams' does (at_least_once or exactly_once_v2).
 func RunPeerWorker(ctx context.Context, args []string, stdout io.Writer) error {
@@ -81,6 +84,7 @@ func RunPeerWorker(ctx context.Context, args []string, stdout io.Writer) error {
 	fs.Int64Var(&a.cacheMaxBytes, "cache-max-bytes", 10<<20, "record cache bytes")
 	fs.IntVar(&a.threads, "threads", 1, "threads (Braid runs one)")
 	fs.Int64Var(&a.warmUpRecords, "warm-up-records", 0, "records of an unmeasured warm-up pass first, in this process")
+	fs.Int64Var(&a.stopAfterRecords, "stop-after-records", 0, "close the App (committing) once it processed this many records, then wait for the end (0: run until the end)")
 	if err := fs.Parse(args); err != nil {
 		return fmt.Errorf("bench peer-worker: %w", err)
 	}
@@ -115,16 +119,52 @@ func RunPeerWorker(ctx context.Context, args []string, stdout io.Writer) error {
 	runErr := make(chan error, 1)
 	go func() { runErr <- app.Run(ctx) }()
 	ev.print("started", "", -1)
+	if a.stopAfterRecords > 0 {
+		// Done: closing commits at once, rather than at the next commit
+		// interval; Kafka Streams' worker does the same.
+		tick := time.NewTicker(time.Millisecond)
+		defer tick.Stop()
+		for processed(app) < a.stopAfterRecords {
+			select {
+			case err := <-runErr:
+				return peerRunFailed(app, ev, err)
+			case <-ctx.Done():
+				return closePeerApp(app, ev, runErr)
+			case <-tick.C:
+			}
+		}
+		n := processed(app)
+		if err := app.Close(); err != nil {
+			return fmt.Errorf("bench peer-worker: %w", err)
+		}
+		if err := <-runErr; err != nil && !errors.Is(err, context.Canceled) {
+			return fmt.Errorf("bench peer-worker: %w", err)
+		}
+		ev.print("done", "", n)
+		<-ctx.Done()
+		ev.print("closed", "", n)
+		return nil
+	}
 	select {
 	case err := <-runErr:
-		app.Close()
-		ev.print("error", fmt.Sprint(err), -1)
-		return fmt.Errorf("bench peer-worker: %w", err)
+		return peerRunFailed(app, ev, err)
 	case <-ctx.Done():
 	}
+	return closePeerApp(app, ev, runErr)
+}
+
+// peerRunFailed reports the App's Run ending early with err.
+func peerRunFailed(app *streams.App, ev *peerEvents, err error) error {
+	app.Close()
+	ev.print("error", fmt.Sprint(err), -1)
+	return fmt.Errorf("bench peer-worker: %w", err)
+}
+
+// closePeerApp closes app, waits for its Run to return and prints "closed".
+func closePeerApp(app *streams.App, ev *peerEvents, runErr chan error) error {
 	n := processed(app)
 	closeErr := app.Close()
-	err = <-runErr
+	err := <-runErr
 	ev.print("closed", "", n)
 	if err != nil && !errors.Is(err, context.Canceled) {
 		return fmt.Errorf("bench peer-worker: %w", err)

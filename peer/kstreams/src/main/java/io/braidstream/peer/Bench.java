@@ -51,7 +51,9 @@ import org.apache.kafka.streams.state.WindowStore;
  * (RocksDB stores). It prints JSON lines on stdout, each with the wall
  * clock in milliseconds: {@code started}, {@code running} (the state
  * RUNNING), {@code first} (the first record processed, from the threads'
- * process-total metric), and {@code closed} with the records processed;
+ * process-total metric), with --stop-after-records N {@code done} when it
+ * processed N records and closed (which commits), and {@code closed} with
+ * the records processed;
  * with --warm-up-records N, first {@code warm} after a warm-up pass of the
  * same topology as application ID-warm-up (output topic OUT-warm-up) over
  * the same input processed N records in this JVM; an {@code error} line and
@@ -63,6 +65,7 @@ import org.apache.kafka.streams.state.WindowStore;
  * Bench --workload pipe|count|window|join --bootstrap H:P --application-id ID
  *       --state-dir D --input T[,T2] --output T [--guarantee at_least_once|exactly_once_v2]
  *       [--commit-interval-ms N] [--cache-max-bytes N] [--threads N] [--warm-up-records N]
+ *       [--stop-after-records N]
  * </pre>
  */
 public final class Bench {
@@ -92,10 +95,9 @@ public final class Bench {
                 }
                 Thread.sleep(5);
             }
-            ws.close(org.apache.kafka.streams.CloseOptions.timeout(Duration.ofSeconds(30))
-                    .withGroupMembershipOperation(
-                            org.apache.kafka.streams.CloseOptions.GroupMembershipOperation.LEAVE_GROUP));
-            event("warm", (long) processed(ws));
+            long n = (long) processed(ws);
+            closeLeaving(ws);
+            event("warm", n);
         }
 
         KafkaStreams streams = new KafkaStreams(topology, properties(args, need(args, "application-id"), need(args, "state-dir")));
@@ -116,11 +118,7 @@ public final class Bench {
         });
         Runtime.getRuntime().addShutdownHook(new Thread(() -> {
             long n = (long) processed(streams);
-            // Leaving the group, as Braid's App.Close does, so that the
-            // bench can delete the group right after.
-            streams.close(org.apache.kafka.streams.CloseOptions.timeout(Duration.ofSeconds(30))
-                    .withGroupMembershipOperation(
-                            org.apache.kafka.streams.CloseOptions.GroupMembershipOperation.LEAVE_GROUP));
+            closeLeaving(streams);
             event("closed", n);
             stopped.countDown();
         }));
@@ -134,10 +132,33 @@ public final class Bench {
         if (stopped.getCount() > 0) {
             event("first", -1);
         }
+        long stopAfter = Long.parseLong(args.getOrDefault("stop-after-records", "0"));
+        if (stopAfter > 0) {
+            // Done: closing commits at once, as Braid's worker does, rather
+            // than at the next commit interval.
+            while (stopped.getCount() > 0 && processed(streams) < stopAfter) {
+                Thread.sleep(1);
+            }
+            if (stopped.getCount() > 0) {
+                long n = (long) processed(streams);
+                closeLeaving(streams);
+                event("done", n);
+            }
+        }
         stopped.await();
         if (streams.state() == KafkaStreams.State.ERROR) {
             System.exit(1);
         }
+    }
+
+    /**
+     * Closes streams (committing), leaving the group as Braid's App.Close
+     * does, so that the bench can delete the group right after.
+     */
+    static void closeLeaving(KafkaStreams streams) {
+        streams.close(org.apache.kafka.streams.CloseOptions.timeout(Duration.ofSeconds(30))
+                .withGroupMembershipOperation(
+                        org.apache.kafka.streams.CloseOptions.GroupMembershipOperation.LEAVE_GROUP));
     }
 
     /** The configuration of application id, state dir and the arguments. */
