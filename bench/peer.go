@@ -123,10 +123,13 @@ func (r PeerResult) RESULT() string {
 // whole input in the same process (another application of the same
 // topology, closed before the measured one starts: the JVM's JIT warms, and
 // Go's heap grows to its working size, as RunPipe found it must). A run is
-// measured from the first record its
-// worker processed (the worker says when) to the moment the group's
-// committed offsets, polled from the broker every 5 ms, cover every input
-// record: the same span, measured the same way, for both sides. It prints
+// measured from the first input record its worker fetched (the worker says
+// when; fetched rather than processed, since Braid's consumer buffers up to
+// 50 MB before its first record is processed where Kafka Streams' pauses at
+// 1,000 records a partition) to the moment the group's committed offsets,
+// polled from the broker every 5 ms, cover every input record, the worker
+// having closed its application (which commits) once it processed them:
+// the same span, measured the same way, for both sides. It prints
 // a line per run and per workload the RESULT line of PeerResult.
 func RunPeer(ctx context.Context, opts PeerOptions) ([]PeerResult, error) {
 	opts = opts.withDefaults()

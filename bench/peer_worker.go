@@ -10,9 +10,12 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/braidstream/braid/runtime/streams"
 )
@@ -32,8 +35,9 @@ const (
 var PeerWorkloads = []string{PeerPipe, PeerCount, PeerWindow, PeerJoin, PeerCountEOS}
 
 // peerEvent is one JSON line a peer worker, Braid's or Kafka Streams',
-// prints on its stdout: "started", "running" (Kafka Streams only), "first"
-// (the first record processed), "closed" or "error", with the wall clock
+// prints on its stdout: "warm" (the warm-up pass done), "started",
+// "running" (Kafka Streams only), "first" (the first input record
+// fetched), "done" (the input processed and the application closed), "closed" or "error", with the wall clock
 // in milliseconds.
 type peerEvent struct {
 	Event   string `json:"event"`
@@ -103,7 +107,7 @@ func RunPeerWorker(ctx context.Context, args []string, stdout io.Writer) error {
 	default:
 		return fmt.Errorf("bench peer-worker: --guarantee %q: want at_least_once or exactly_once_v2", a.guarantee)
 	}
-	ev := &peerEvents{w: stdout}
+	ev := &peerEvents{w: stdout, inputs: strings.Split(a.input, ",")}
 	if a.warmUpRecords > 0 {
 		n, err := peerWarmUp(ctx, a, g)
 		if err != nil {
@@ -112,7 +116,7 @@ func RunPeerWorker(ctx context.Context, args []string, stdout io.Writer) error {
 		}
 		ev.print("warm", "", n)
 	}
-	app, err := newPeerApp(a, g, a.appID, a.stateDir, a.output, ev)
+	app, err := newPeerApp(a, g, a.appID, a.stateDir, a.output, kgo.WithHooks(ev))
 	if err != nil {
 		return fmt.Errorf("bench peer-worker: %w", err)
 	}
@@ -174,7 +178,7 @@ func closePeerApp(app *streams.App, ev *peerEvents, runErr chan error) error {
 
 // newPeerApp returns the App of a's workload as application appID, on
 // stateDir, writing to output.
-func newPeerApp(a peerWorkerArgs, g streams.Guarantee, appID, stateDir, output string, hooks ...streams.Hook) (*streams.App, error) {
+func newPeerApp(a peerWorkerArgs, g streams.Guarantee, appID, stateDir, output string, opts ...kgo.Opt) (*streams.App, error) {
 	topo, err := peerTopology(a.workload, strings.Split(a.input, ","), output)
 	if err != nil {
 		return nil, err
@@ -186,8 +190,7 @@ func newPeerApp(a peerWorkerArgs, g streams.Guarantee, appID, stateDir, output s
 		CommitInterval:      time.Duration(a.commitIntervalMs) * time.Millisecond,
 		CacheMaxBytes:       a.cacheMaxBytes,
 		ProcessingGuarantee: g,
-		ClientOptions:       ClientOptions(),
-		Hooks:               hooks,
+		ClientOptions:       append(ClientOptions(), opts...),
 		Logger:              slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
 	})
 }
@@ -245,15 +248,21 @@ func peerTopology(workload string, inputs []string, output string) (*streams.Top
 	return nil, fmt.Errorf("--workload %q: unknown (known: pipe, count, window, join)", workload)
 }
 
-// peerEvents prints a worker's events; as a hook it prints "first" when a
-// task's stream time first moves, the first record processed.
+// peerEvents prints a worker's events; as a franz-go hook it prints
+// "first" when the App's clients first read a batch of an input topic,
+// the first input record fetched, as Kafka Streams' worker reads from its
+// consumers' records-consumed-total.
 type peerEvents struct {
-	mu    sync.Mutex
-	w     io.Writer
-	first bool
+	mu     sync.Mutex
+	w      io.Writer
+	inputs []string
+	first  bool
 }
 
-func (p *peerEvents) OnStreamTime(streams.StreamTimeEvent) {
+func (p *peerEvents) OnFetchBatchRead(_ kgo.BrokerMetadata, topic string, _ int32, m kgo.FetchBatchMetrics) {
+	if m.NumRecords == 0 || !slices.Contains(p.inputs, topic) {
+		return
+	}
 	p.mu.Lock()
 	done := p.first
 	p.first = true

@@ -50,8 +50,8 @@ import org.apache.kafka.streams.state.WindowStore;
  * <p>Everything not given on the command line is Kafka Streams' default
  * (RocksDB stores). It prints JSON lines on stdout, each with the wall
  * clock in milliseconds: {@code started}, {@code running} (the state
- * RUNNING), {@code first} (the first record processed, from the threads'
- * process-total metric), with --stop-after-records N {@code done} when it
+ * RUNNING), {@code first} (the first input record fetched, from the
+ * consumers' per-topic records-consumed-total metric), with --stop-after-records N {@code done} when it
  * processed N records and closed (which commits), and {@code closed} with
  * the records processed;
  * with --warm-up-records N, first {@code warm} after a warm-up pass of the
@@ -124,9 +124,10 @@ public final class Bench {
         }));
         streams.start();
         event("started", -1);
-        // The first record processed: the threads' process-total metric,
-        // polled every 2 ms (the span it starts is seconds long).
-        while (stopped.getCount() > 0 && processed(streams) == 0) {
+        // The first input record fetched: the consumers' per-topic
+        // records-consumed-total, polled every 2 ms (the span it starts is
+        // seconds long).
+        while (stopped.getCount() > 0 && fetched(streams, inputs) == 0) {
             Thread.sleep(2);
         }
         if (stopped.getCount() > 0) {
@@ -221,6 +222,22 @@ public final class Bench {
         return b.build();
     }
 
+    /** Records of the input topics the application's consumers fetched so far. */
+    static double fetched(KafkaStreams streams, String[] inputs) {
+        double n = 0;
+        for (Map.Entry<MetricName, ? extends Metric> e : streams.metrics().entrySet()) {
+            MetricName m = e.getKey();
+            if (m.name().equals("records-consumed-total") && m.group().equals("consumer-fetch-manager-metrics")
+                    && java.util.Arrays.asList(inputs).contains(m.tags().get("topic"))) {
+                Object v = e.getValue().metricValue();
+                if (v instanceof Number num) {
+                    n += num.doubleValue();
+                }
+            }
+        }
+        return n;
+    }
+
     /** Records processed by all stream threads so far. */
     static double processed(KafkaStreams streams) {
         double n = 0;
@@ -238,6 +255,10 @@ public final class Bench {
 
     /** Prints event name; processed, unless negative, as "processed". */
     static void event(String name, long processed) {
+        eventLine(name, processed);
+    }
+
+    static void eventLine(String name, long processed) {
         System.out.println("{\"event\":\"" + name + "\",\"at_ms\":" + System.currentTimeMillis()
                 + (processed >= 0 ? ",\"processed\":" + processed : "") + "}");
         System.out.flush();
