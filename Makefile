@@ -16,7 +16,7 @@ TEST_FLAGS := -count=1 -p 2 -timeout 10m
 # --keys, --partitions), e.g. make bench BENCH_ARGS='--records 2000000'.
 BENCH_ARGS ?=
 
-.PHONY: run kafka test test-quick test-kafka test-fresh deps fmt fmt-check vet tidy-check templ-check size-check test-go fuzz-short fuzz bench chaos
+.PHONY: run kafka test test-quick test-kafka test-fresh deps fmt fmt-check vet tidy-check templ-check size-check test-go fuzz-short fuzz bench bench-peer chaos
 
 run:
 	$(GO) run ./cmd/braid serve
@@ -38,6 +38,19 @@ bench:
 	$(GO) run ./cmd/braid bench failover $(BENCH_ARGS)
 	$(GO) run ./cmd/braid bench eos $(BENCH_ARGS)
 	$(GO) run ./cmd/braid bench join $(BENCH_ARGS)
+
+# Braid against Kafka Streams 4.4.0 (peer/kstreams, built once into the
+# cache by scripts/peer.sh) on a one-node Apache Kafka of its own (port
+# KAFKA_PORT): docs/benchmarks.md. Needs Java and Maven, as make kafka does.
+# Extra flags: PEER_ARGS, e.g. PEER_ARGS='--records 200000 --workloads pipe'.
+PEER_ARGS ?=
+bench-peer:
+	scripts/peer.sh build >/dev/null
+	$(GO) build -o "$${TMPDIR:-/tmp}/braid-bench-peer" ./cmd/braid
+	dir=$$(mktemp -d "$${TMPDIR:-/tmp}/braid-bench-peer-kafka.XXXXXX"); \
+	trap 'scripts/kafka.sh stop --dir "$$dir" --kill; rm -rf "$$dir"' EXIT; \
+	brokers=$$(scripts/kafka.sh start --dir "$$dir" --port $(KAFKA_PORT) --watch-pid $$$$); \
+	"$${TMPDIR:-/tmp}/braid-bench-peer" bench peer --brokers "$$brokers" $(PEER_ARGS)
 
 # The long chaos run: worker processes killed with SIGKILL and restarted
 # under exactly-once (and at-least-once), outputs checked against the truth;

@@ -29,12 +29,7 @@ func BraidVariants() []Variant {
 func BraidPipe(keySerde, valueSerde streams.Serde) PipeFunc {
 	return func(ctx context.Context, brokers []string, in, out string, records int) (Result, error) {
 		start := time.Now()
-		b := streams.NewBuilder()
-		b.Stream([]string{in}, streams.WithSerdes(keySerde, valueSerde)).
-			Filter(func(_, v any) (bool, error) { return v != nil, nil }).
-			MapValues(func(v any) (any, error) { return v, nil }).
-			To(out, streams.WithSerdes(keySerde, valueSerde))
-		topo, err := b.Build()
+		topo, err := pipeTopology(keySerde, valueSerde, in, out)
 		if err != nil {
 			return Result{}, err
 		}
@@ -47,6 +42,17 @@ func BraidPipe(keySerde, valueSerde streams.Serde) PipeFunc {
 			ClientOptions:  ClientOptions(),
 		}, records)
 	}
+}
+
+// pipeTopology is the pipe benchmark's topology: in -> Filter (value not
+// nil) -> MapValues (identity) -> out, with the given serdes.
+func pipeTopology(keySerde, valueSerde streams.Serde, in, out string) (*streams.Topology, error) {
+	b := streams.NewBuilder()
+	b.Stream([]string{in}, streams.WithSerdes(keySerde, valueSerde)).
+		Filter(func(_, v any) (bool, error) { return v != nil, nil }).
+		MapValues(func(v any) (any, error) { return v, nil }).
+		To(out, streams.WithSerdes(keySerde, valueSerde))
+	return b.Build()
 }
 
 // braidRuns numbers BraidPipe calls for their application ids.

@@ -46,12 +46,7 @@ func BraidCountWith(g streams.Guarantee, commitInterval time.Duration) CountFunc
 func braidCount(g streams.Guarantee, commitInterval time.Duration, fromFirstRecord bool) CountFunc {
 	return func(ctx context.Context, brokers []string, in, out string, records int) (Result, error) {
 		start := time.Now()
-		b := streams.NewBuilder()
-		b.Stream([]string{in}, streams.WithSerdes(streams.Bytes, streams.Bytes)).
-			GroupByKey().
-			Count(streams.Materialized(streams.StoreOptions{Name: "counts"})).
-			To(out, streams.WithSerdes(streams.Bytes, streams.Int64))
-		topo, err := b.Build()
+		topo, err := countTopology(in, out)
 		if err != nil {
 			return Result{}, err
 		}
@@ -84,6 +79,18 @@ func braidCount(g streams.Guarantee, commitInterval time.Duration, fromFirstReco
 		}
 		return res, err
 	}
+}
+
+// countTopology is the count benchmark's topology: GroupByKey().Count()
+// of in on the bytes serde, store "counts" (record cache on), written to out
+// as 8-byte big-endian counts.
+func countTopology(in, out string) (*streams.Topology, error) {
+	b := streams.NewBuilder()
+	b.Stream([]string{in}, streams.WithSerdes(streams.Bytes, streams.Bytes)).
+		GroupByKey().
+		Count(streams.Materialized(streams.StoreOptions{Name: "counts"})).
+		To(out, streams.WithSerdes(streams.Bytes, streams.Int64))
+	return b.Build()
 }
 
 // runStateful runs a stateful topo as application id with

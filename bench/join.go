@@ -362,6 +362,15 @@ func recordID(v []byte) (int, bool) {
 // sides is processed and committed; records counts both sides.
 func BraidJoin(ctx context.Context, brokers []string, left, right, out string, records int) (Result, error) {
 	start := time.Now()
+	topo, err := joinTopology(left, right, out)
+	if err != nil {
+		return Result{}, err
+	}
+	return runStateful(ctx, start, topo, brokers, fmt.Sprintf("bench-join-braid-%d", braidJoins.Add(1)), records)
+}
+
+// joinTopology is the join benchmark's topology (see BraidJoin).
+func joinTopology(left, right, out string) (*streams.Topology, error) {
 	b := streams.NewBuilder()
 	l := b.Stream([]string{left}, streams.WithSerdes(streams.Bytes, streams.Bytes))
 	r := b.Stream([]string{right}, streams.WithSerdes(streams.Bytes, streams.Bytes))
@@ -369,11 +378,7 @@ func BraidJoin(ctx context.Context, brokers []string, left, right, out string, r
 		streams.JoinWindows{Before: JoinWindow, After: JoinWindow, Grace: JoinGrace},
 		streams.Materialized(streams.StoreOptions{Name: "pairs"})).
 		To(out, streams.WithSerdes(streams.Bytes, streams.Bytes))
-	topo, err := b.Build()
-	if err != nil {
-		return Result{}, err
-	}
-	return runStateful(ctx, start, topo, brokers, fmt.Sprintf("bench-join-braid-%d", braidJoins.Add(1)), records)
+	return b.Build()
 }
 
 // braidJoins numbers BraidJoin calls for their application ids,

@@ -445,6 +445,16 @@ var braidWindowedCounts atomic.Int64
 // committed.
 func BraidWindowedCount(ctx context.Context, brokers []string, in, out string, records int) (Result, error) {
 	start := time.Now()
+	topo, err := windowedCountTopology(in, out)
+	if err != nil {
+		return Result{}, err
+	}
+	return runStateful(ctx, start, topo, brokers, fmt.Sprintf("bench-windowed-braid-%d", braidWindowedCounts.Add(1)), records)
+}
+
+// windowedCountTopology is the windowed benchmark's topology (see
+// BraidWindowedCount).
+func windowedCountTopology(in, out string) (*streams.Topology, error) {
 	b := streams.NewBuilder()
 	b.Stream([]string{in}, streams.WithSerdes(streams.Bytes, streams.Bytes)).
 		GroupByKey().
@@ -453,9 +463,5 @@ func BraidWindowedCount(ctx context.Context, brokers []string, in, out string, r
 		Count(streams.Materialized(streams.StoreOptions{Name: "counts"})).
 		ToStream().
 		To(out)
-	topo, err := b.Build()
-	if err != nil {
-		return Result{}, err
-	}
-	return runStateful(ctx, start, topo, brokers, fmt.Sprintf("bench-windowed-braid-%d", braidWindowedCounts.Add(1)), records)
+	return b.Build()
 }

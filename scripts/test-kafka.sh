@@ -15,6 +15,9 @@ maxjobs=${KAFKA_JOBS:-2}
 list=kafka/tests.txt
 
 scripts/kafka.sh fetch
+# The Kafka Streams peer of TestBenchPeerOnKafka, built here once rather
+# than inside the test.
+scripts/peer.sh build >/dev/null
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 

@@ -14,14 +14,15 @@ import (
 )
 
 func runBench(ctx context.Context, args []string, stdout io.Writer) error {
-	const list = "Usage: braid bench <pipe|count|restore|windowed|failover|eos|join> [flags]\n\nBenchmarks:\n" +
+	const list = "Usage: braid bench <pipe|count|restore|windowed|failover|eos|join|peer> [flags]\n\nBenchmarks:\n" +
 		"  pipe      a hand-written franz-go pipe against a Braid Filter+MapValues topology\n" +
 		"  count     Braid's GroupByKey().Count() against its ceiling (franz-go, a map, each changed key written once per commit) and a naive franz-go + pebble count\n" +
 		"  restore   a plain consumer writing pebble batches against Braid restoring a store\n" +
 		"  windowed  Braid's tumbling-window count (emit final) against its plain Count()\n" +
 		"  failover  crash one of 3 instances of a count (standby or none, cooperative or eager, exactly-once): detection, recovery, downtime, stayed tasks' gaps\n" +
 		"  eos       Braid's Count() exactly-once (a transaction every 100ms) against at-least-once, both committing every 100ms\n" +
-		"  join      Braid's stream-stream inner join of two halves of the records (5s windows) against a hand-written franz-go join (in-memory buffers, changelog per record), and its Count() of all of them"
+		"  join      Braid's stream-stream inner join of two halves of the records (5s windows) against a hand-written franz-go join (in-memory buffers, changelog per record), and its Count() of all of them\n" +
+		"  peer      Braid against Kafka Streams 4.4.0 on an Apache Kafka cluster: pipe, count, windowed count, join and exactly-once count, each a process of its own"
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" {
 		fmt.Fprintln(stdout, list)
 		if len(args) == 0 {
@@ -30,8 +31,15 @@ func runBench(ctx context.Context, args []string, stdout io.Writer) error {
 		return nil
 	}
 	name := args[0]
+	switch name {
+	case "peer":
+		return runBenchPeer(ctx, args[1:], stdout)
+	case "peer-worker":
+		// Not listed: the Braid side of bench peer, in a process of its own.
+		return bench.RunPeerWorker(ctx, args[1:], stdout)
+	}
 	if name != "pipe" && name != "count" && name != "restore" && name != "windowed" && name != "failover" && name != "eos" && name != "join" {
-		return fmt.Errorf("bench: unknown benchmark %q (known: pipe, count, restore, windowed, failover, eos, join)", name)
+		return fmt.Errorf("bench: unknown benchmark %q (known: pipe, count, restore, windowed, failover, eos, join, peer)", name)
 	}
 	defaultRecords, defaultKeys, defaultPartitions := 1_000_000, 10_000, 4
 	if name == "restore" || name == "failover" {
