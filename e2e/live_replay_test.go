@@ -52,9 +52,11 @@ func activeOnJS(want map[string]string) string {
 // monitor to record a few seconds of the settled deployment, and crashes
 // an instance. Moving the time cursor to before the crash draws the
 // recorded snapshot: the crashed instance's cards are back, its tasks
-// active on it and running, and no failover is in the table; the live
+// active on it and running, no failover is in the table and no crash in
+// the event list, whose filter picks from the moment's events; the live
 // snapshots that keep arriving do not replace it. Live draws the present
-// again: the instance crashed, its tasks elsewhere. Then `braid serve`
+// again: the instance crashed, its tasks elsewhere, the crash in the
+// event list. Then `braid serve`
 // restarts on the same data dir and GET /api/deployments/:id/failovers
 // still tells the crash, read back from the monitor's history.
 func TestLiveReplayBeforeTheCrash(t *testing.T) {
@@ -118,6 +120,17 @@ func TestLiveReplayBeforeTheCrash(t *testing.T) {
 	if sc.Time > crashAt {
 		t.Errorf("replayed the snapshot at %v, after the crash at %v", sc.Time, crashAt)
 	}
+	// The event list is the moment's: its events are of then, no crash
+	// among them, and the filter picks from them.
+	var evs eventList
+	b.stepWithin(10*time.Second, "see the replayed moment's events",
+		waitJS(fmt.Sprintf(`(%s).replaying && (%s).time === %d`, eventsJS, scrubberJS, int64(sc.Time)), 5*time.Second),
+		eval(eventsJS, &evs),
+		setFilter("instance-crashed"),
+		waitJS(`document.querySelectorAll('[data-testid="events-list"] > li').length === 0`, 5*time.Second))
+	if len(evs.Kinds) == 0 || evs.Newest > sc.Time || slices.Contains(evs.Kinds, "instance-crashed") {
+		t.Errorf("replaying %v, the event list has %d events (kinds %v), the newest at %v: want those up to the moment, no crash", sc.Time, len(evs.Kinds), evs.Kinds, evs.Newest)
+	}
 	if !regexp.MustCompile(`last commit (just now|[12] s ago)`).MatchString(head) {
 		t.Errorf("replayed %s: %q, want its last commit just before the moment replayed", victim, head)
 	}
@@ -128,7 +141,10 @@ func TestLiveReplayBeforeTheCrash(t *testing.T) {
 		waitJS(`document.querySelector('[data-testid="replay-state"]').textContent === 'live'`, 5*time.Second),
 		waitJS(fmt.Sprintf(`document.querySelector('[data-testid="instance-%s"]').dataset.state === 'crashed'`, victim), 10*time.Second),
 		waitJS(activeOnJS(moved(victimTasks, victim)), 10*time.Second),
-		waitJS(fmt.Sprintf(`document.querySelectorAll('[data-testid^="failover-"][data-task]').length >= %d`, len(victimTasks)), 10*time.Second))
+		waitJS(fmt.Sprintf(`document.querySelectorAll('[data-testid^="failover-"][data-task]').length >= %d`, len(victimTasks)), 10*time.Second),
+		// The live events are back, the crash among them, filtered.
+		waitJS(`(() => { const e = `+eventsJS+`; return !e.replaying && e.kinds.length > 0 && e.kinds.every(k => k === 'instance-crashed') })()`, 5*time.Second),
+		setFilter(""))
 
 	// The server restarts on its data dir: the crash is read back.
 	s.stop()
@@ -155,6 +171,22 @@ func TestLiveReplayBeforeTheCrash(t *testing.T) {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
+}
+
+// eventsJS reads the event list: whether it shows a replayed moment, its
+// rows' kinds and the newest row's time (unix ms).
+const eventsJS = `(() => { const l = document.querySelector('[data-testid="events-list"]'), rows = Array.from(l.children);
+  return { replaying: l.dataset.replaying === 'true', kinds: rows.map(r => r.dataset.kind), newest: Math.max(0, ...rows.map(r => Number(r.dataset.time))) } })()`
+
+type eventList struct {
+	Replaying bool     `json:"replaying"`
+	Kinds     []string `json:"kinds"`
+	Newest    float64  `json:"newest"`
+}
+
+// setFilter picks the event list's filter ("" all kinds).
+func setFilter(kind string) chromedp.Action[chromedp.Void] {
+	return chromedp.Evaluate[chromedp.Void](fmt.Sprintf(`(() => { const f = document.querySelector('[data-testid="event-filter"]'); f.value = %q; f.dispatchEvent(new Event('change', { bubbles: true })) })()`, kind))
 }
 
 // moved is what activeOnJS wants of tasks once they left victim: active
