@@ -53,10 +53,11 @@ func activeOnJS(want map[string]string) string {
 // an instance. Moving the time cursor to before the crash draws the
 // recorded snapshot: the crashed instance's cards are back, its tasks
 // active on it and running, no failover is in the table and no crash in
-// the event list, whose filter picks from the moment's events; the live
+// the event list, whose filter picks from the moment's events, and the
+// buttons that act on the deployment are disabled, saying why; the live
 // snapshots that keep arriving do not replace it. Live draws the present
 // again: the instance crashed, its tasks elsewhere, the crash in the
-// event list. Then `braid serve`
+// event list, the buttons enabled again. Then `braid serve`
 // restarts on the same data dir and GET /api/deployments/:id/failovers
 // still tells the crash, read back from the monitor's history.
 func TestLiveReplayBeforeTheCrash(t *testing.T) {
@@ -122,6 +123,16 @@ func TestLiveReplayBeforeTheCrash(t *testing.T) {
 	}
 	// The event list is the moment's: its events are of then, no crash
 	// among them, and the filter picks from them.
+	var locked []actButton
+	b.stepWithin(5*time.Second, "see the buttons that act disabled", eval(actButtonsJS, &locked))
+	if len(locked) < 4*3+2 {
+		t.Errorf("replaying, %d buttons act on the deployment, want an instance's four for each of 3 instances, Add instance and Undeploy: %+v", len(locked), locked)
+	}
+	for _, a := range locked {
+		if !a.Disabled || a.Title != "replaying: press Live to act" {
+			t.Errorf("replaying, %s is disabled %v, titled %q: want disabled, titled \"replaying: press Live to act\"", a.ID, a.Disabled, a.Title)
+		}
+	}
 	var evs eventList
 	b.stepWithin(10*time.Second, "see the replayed moment's events",
 		waitJS(fmt.Sprintf(`(%s).replaying && (%s).time === %d`, eventsJS, scrubberJS, int64(sc.Time)), 5*time.Second),
@@ -145,6 +156,15 @@ func TestLiveReplayBeforeTheCrash(t *testing.T) {
 		// The live events are back, the crash among them, filtered.
 		waitJS(`(() => { const e = `+eventsJS+`; return !e.replaying && e.kinds.length > 0 && e.kinds.every(k => k === 'instance-crashed') })()`, 5*time.Second),
 		setFilter(""))
+	var unlocked []actButton
+	b.stepWithin(5*time.Second, "see the buttons that act enabled again", eval(actButtonsJS, &unlocked))
+	for _, a := range unlocked {
+		enabled := a.ID == "add-instance" || a.ID == "undeploy" || a.ID == "start-"+victim ||
+			(strings.HasPrefix(a.ID, "crash-") || strings.HasPrefix(a.ID, "stop-")) && !strings.HasSuffix(a.ID, "-"+victim)
+		if a.Title == "replaying: press Live to act" || enabled && a.Disabled {
+			t.Errorf("live again, %s is disabled %v, titled %q: want it enabled, titled what it does", a.ID, a.Disabled, a.Title)
+		}
+	}
 
 	// The server restarts on its data dir: the crash is read back.
 	s.stop()
@@ -182,6 +202,16 @@ type eventList struct {
 	Replaying bool     `json:"replaying"`
 	Kinds     []string `json:"kinds"`
 	Newest    float64  `json:"newest"`
+}
+
+// actButtonsJS lists the buttons that act on the live deployment.
+const actButtonsJS = `Array.from(document.querySelectorAll('[data-testid^="crash-"], [data-testid^="stop-"], [data-testid^="start-"], [data-testid="add-instance"], [data-testid="undeploy"], [data-testid^="generator-start-"], [data-testid^="generator-stop-"]'))
+  .map(b => ({ id: b.dataset.testid, disabled: b.disabled, title: b.title }))`
+
+type actButton struct {
+	ID       string `json:"id"`
+	Disabled bool   `json:"disabled"`
+	Title    string `json:"title"`
 }
 
 // setFilter picks the event list's filter ("" all kinds).

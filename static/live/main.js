@@ -25,7 +25,7 @@ import { Swimlanes } from './swimlanes.js'
 import { Charts } from './charts.js'
 import { StoreBrowser } from './stores.js'
 import { Generators } from './generators.js'
-import { Scrubber } from './replay.js'
+import { Scrubber, gate } from './replay.js'
 
 const INFO_EVERY_MS = 2000
 
@@ -82,7 +82,10 @@ class LivePage {
       },
     })
     const undeploy = byTestId('undeploy')
-    if (undeploy) undeploy.addEventListener('click', () => this.undeploy())
+    if (undeploy) {
+      gate(undeploy)
+      undeploy.addEventListener('click', () => this.undeploy())
+    }
   }
 
   async start() {
