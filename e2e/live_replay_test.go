@@ -48,17 +48,18 @@ func activeOnJS(want map[string]string) string {
   return Object.entries(w).every(([t, re]) => (a[t] || []).length === 1 && new RegExp(re).test(a[t][0])) })()`
 }
 
-// TestLiveReplayBeforeTheCrash opens the demo's live page, waits for the
-// monitor to record a few seconds of the settled deployment, and crashes
-// an instance. Moving the time cursor to before the crash draws the
-// recorded snapshot: the crashed instance's cards are back, its tasks
-// active on it and running, no failover is in the table and no crash in
-// the event list, whose filter picks from the moment's events, and the
-// buttons that act on the deployment are disabled, saying why; the live
-// snapshots that keep arriving do not replace it. Live draws the present
-// again: the instance crashed, its tasks elsewhere, the crash in the
-// event list, the buttons enabled again. Then `braid serve`
-// restarts on the same data dir and GET /api/deployments/:id/failovers
+// TestLiveReplayBeforeTheCrash opens the demo's live page (its throughput
+// chart's x axis, and a chart of one point, span a minute in clock
+// times), waits for the monitor to record a few seconds of the settled
+// deployment, and crashes an instance. Moving the time cursor to before
+// the crash draws the recorded snapshot: the crashed instance's cards are
+// back, its tasks active on it and running, no failover is in the table
+// and no crash in the event list, whose filter picks from the moment's
+// events; the buttons that act on the deployment are disabled, saying
+// why, and the throughput chart ends at the moment; the live snapshots
+// that keep arriving do not replace it. Live draws the present again:
+// the instance crashed, its tasks elsewhere, the crash in the event list,
+// the buttons enabled again. Then `braid serve` restarts on the same data dir and GET /api/deployments/:id/failovers
 // still tells the crash, read back from the monitor's history.
 func TestLiveReplayBeforeTheCrash(t *testing.T) {
 	s := startServeOn(t, loopback, "", serveBrokerArgs(t)...)
@@ -72,11 +73,23 @@ func TestLiveReplayBeforeTheCrash(t *testing.T) {
 	}
 	b := newBrowserSized(t, 1600, 1000)
 	var settledAt float64
+	var fresh, single xAxis
 	b.stepWithin(90*time.Second, "open the live view and wait for the tasks to settle",
 		chromedp.Navigate(s.url+"/live/"+id),
 		chromedp.WaitVisible(chromedp.CSS(`body[data-live-ready="true"]`)),
+		// Just after the deploy, the series has few points.
+		waitJS(`!!document.querySelector('[data-testid="chart-throughput"]').dataset.xLabels`, 10*time.Second),
+		eval(xAxisJS(`document`), &fresh),
+		// A chart of one point, drawn by the page's charts module.
+		chromedp.Evaluate[chromedp.Void](`import('/static/live/charts.js').then(m => { const box = document.createElement('div'); box.id = 'one-point'; document.body.append(box);
+  new m.Charts(box).update({ throughput: [{ t: Date.now(), rps: 1, lag: 0 }] }) })`, chromedp.EvalAwaitPromise),
+		waitJS(`!!document.querySelector('#one-point [data-testid="chart-throughput"]')?.dataset.xLabels`, 5*time.Second),
+		eval(xAxisJS(`document.querySelector('#one-point')`), &single),
+		chromedp.Evaluate[chromedp.Void](`document.querySelector('#one-point').remove()`),
 		waitJS(settledJS(tasks), 60*time.Second),
 		eval(`Date.now()`, &settledAt))
+	fresh.check(t, "just after the deploy", 0)
+	single.check(t, "with one point", 0)
 	const victim = "instance-1"
 	var victimTasks []string
 	var sc scrubberState
@@ -123,6 +136,11 @@ func TestLiveReplayBeforeTheCrash(t *testing.T) {
 	}
 	// The event list is the moment's: its events are of then, no crash
 	// among them, and the filter picks from them.
+	var replayed xAxis
+	b.stepWithin(5*time.Second, "read the replayed chart's x axis",
+		waitJS(fmt.Sprintf(`Number(document.querySelector('[data-testid="chart-throughput"]').dataset.xTo) === %d`, int64(sc.Time)), 5*time.Second),
+		eval(xAxisJS(`document`), &replayed))
+	replayed.check(t, "replaying", sc.Time)
 	var locked []actButton
 	b.stepWithin(5*time.Second, "see the buttons that act disabled", eval(actButtonsJS, &locked))
 	if len(locked) < 4*3+2 {
@@ -202,6 +220,35 @@ type eventList struct {
 	Replaying bool     `json:"replaying"`
 	Kinds     []string `json:"kinds"`
 	Newest    float64  `json:"newest"`
+}
+
+// xAxisJS reads the x axis of the throughput chart under root.
+func xAxisJS(root string) string {
+	return `(() => { const d = ` + root + `.querySelector('[data-testid="chart-throughput"]').dataset;
+  return { from: Number(d.xFrom), to: Number(d.xTo), labels: (d.xLabels || '').split('|'), points: Number(d.points) } })()`
+}
+
+type xAxis struct {
+	From   float64  `json:"from"`
+	To     float64  `json:"to"`
+	Labels []string `json:"labels"`
+	Points int      `json:"points"`
+}
+
+// check wants the axis to span a minute or more, at most the 5 minutes
+// of the series, ending at end (when not 0), labelled in clock times.
+func (x xAxis) check(t *testing.T, when string, end float64) {
+	t.Helper()
+	span := x.To - x.From
+	clockTime := regexp.MustCompile(`^\d\d:\d\d:\d\d$`)
+	ok := span >= 60_000 && span <= 6*60_000 && len(x.Labels) > 0 && (end == 0 || x.To == end)
+	for _, l := range x.Labels {
+		ok = ok && clockTime.MatchString(l)
+	}
+	if !ok {
+		t.Errorf("%s, the throughput chart (%d points) spans %v to %v (%.0f s), labelled %q: want a minute or more up to %v, labelled in clock times",
+			when, x.Points, time.UnixMilli(int64(x.From)).UTC(), time.UnixMilli(int64(x.To)).UTC(), span/1000, x.Labels, end)
+	}
 }
 
 // actButtonsJS lists the buttons that act on the live deployment.
