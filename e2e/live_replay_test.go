@@ -59,8 +59,9 @@ func activeOnJS(want map[string]string) string {
 // why, and the throughput chart ends at the moment; the live snapshots
 // that keep arriving do not replace it. Live draws the present again:
 // the instance crashed, its tasks elsewhere, the crash in the event list,
-// the buttons enabled again. Then `braid serve` restarts on the same data dir and GET /api/deployments/:id/failovers
-// still tells the crash, read back from the monitor's history.
+// the buttons enabled again. Then `braid serve` restarts on the same data
+// dir and GET /api/deployments/:id/failovers still tells the crash, read
+// back from the monitor's history.
 func TestLiveReplayBeforeTheCrash(t *testing.T) {
 	s := startServeOn(t, loopback, "", serveBrokerArgs(t)...)
 	const id = "orders-demo"
