@@ -61,6 +61,25 @@ type tableRow struct {
 // may differ by.
 const frameMs = 20
 
+// keptLane is what the test reads of the kept-running lane.
+type keptLane struct {
+	Pauses     int       `json:"pauses"`
+	Unmoved    int       `json:"unmoved"`
+	Suspended  []string  `json:"suspended"`
+	Processing [][]int64 `json:"processing"`
+	Pause      []int64   `json:"pause"`
+}
+
+// evalAwait runs JavaScript that returns a promise and decodes what it
+// resolves to into out.
+func evalAwait[T any](js string, out *T) chromedp.Action[chromedp.Void] {
+	return chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+		v, err := chromedp.Evaluate[T](js, chromedp.EvalAwaitPromise)(ctx, tg)
+		*out = v
+		return err
+	})
+}
+
 // TestLiveFailoverTimeline opens the demo's live page, crashes the
 // instance with the most active tasks and waits for the crash's timeline:
 // one swimlane per task the instance ran, whose detection and downtime
@@ -68,7 +87,8 @@ const frameMs = 20
 // them within a frame, each with its times in its tooltip. It keeps a
 // screenshot of the timeline (failover-timeline.png), then opens the
 // failover's report from the "Report" link: the same tasks with the same
-// numbers, and the same chart.
+// numbers, and the same chart. The tasks that stayed have no pause (the
+// demo rebalances cooperatively); drawn with one, their lane is cut there.
 func TestLiveFailoverTimeline(t *testing.T) {
 	url := startServe(t)
 	const id = "orders-demo"
@@ -155,6 +175,23 @@ func TestLiveFailoverTimeline(t *testing.T) {
 	saveSuccessShot(t, b, "failover-timeline")
 	if shape.Instances != 3 || shape.Session == "" || shape.Legend < 8 || !strings.Contains(shape.Axis, "crash of "+victim) {
 		t.Errorf("chart %+v, want 3 instance rows, the session timeout, the legend and an axis from the crash of %s", shape, victim)
+	}
+	// The demo rebalances cooperatively: the tasks that stayed never
+	// paused. Drawn with a pause (as under eager), the kept-running lane
+	// is cut there.
+	var kept keptLane
+	b.step("draw the kept-running lane with a pause",
+		evalAwait(fmt.Sprintf(`import('/static/live/swimlanes.js').then(m => {
+  const tl = window.braidLive.dep.timelines.find(tl => tl.cause === 'crash' && tl.instance === %q);
+  const pause = [tl.at + 50, tl.at + 150];
+  const svg = m.drawTimeline({ ...tl, pauses: [{ task: tl.unmoved[0], instance: 'somewhere', start: pause[0], end: pause[1] }] });
+  const lane = svg.querySelector('[data-testid="swimlane-unmoved"]');
+  return { pauses: tl.pauses.length, unmoved: tl.unmoved.length, pause,
+    suspended: Array.from(lane.querySelectorAll('[data-phase="suspended"]')).map(r => r.dataset.task),
+    processing: Array.from(lane.querySelectorAll('[data-phase="processing"]')).map(r => [Number(r.dataset.start), Number(r.dataset.end)]) } })`, victim), &kept))
+	if kept.Pauses != 0 || kept.Unmoved == 0 || len(kept.Suspended) != 1 || len(kept.Processing) != 2 ||
+		kept.Processing[0][1] != kept.Pause[0] || kept.Processing[1][0] != kept.Pause[1] {
+		t.Errorf("the kept-running lane: %+v, want no pause of its own (cooperative), and drawn with one, processing cut around it", kept)
 	}
 
 	var href string

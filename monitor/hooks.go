@@ -121,9 +121,19 @@ func (h *hook) OnStateChange(ev streams.StateChange) {
 		took := now.Sub(in.rebalanceFrom)
 		in.rebalanceFrom = time.Time{}
 		h.d.noteRebalance(took)
+		detail := map[string]any{"durationMs": took.Milliseconds()}
+		if len(ev.Kept) > 0 {
+			// The tasks it suspended and gave back: paused for it.
+			kept := make([]string, len(ev.Kept))
+			for i, id := range ev.Kept {
+				kept[i] = id.String()
+			}
+			slices.Sort(kept)
+			detail["kept"] = kept
+		}
 		h.m.emitLocked(now, entry{ev: Event{Deployment: h.d.info.ID, Instance: ev.InstanceID, Kind: kindRebalance,
 			Message: fmt.Sprintf("%s rebalanced in %v", ev.InstanceID, took.Round(time.Millisecond)),
-			Detail:  map[string]any{"durationMs": took.Milliseconds()}}})
+			Detail:  detail}})
 	default:
 		in.rebalanceFrom = time.Time{}
 	}

@@ -41,8 +41,21 @@ type FailoverTimeline struct {
 	SessionTimeoutMs int64      `json:"sessionTimeoutMs"`
 	Tasks            []TaskLane `json:"tasks"`
 	// Unmoved are the tasks that kept running on their instances.
-	Unmoved   []string       `json:"unmoved"`
+	Unmoved []string `json:"unmoved"`
+	// Pauses are the unmoved tasks' suspensions within the timeline: a
+	// rebalance that set a task aside and gave it back (under the eager
+	// protocol every rebalance of its instance does), oldest first.
+	Pauses    []TaskPause    `json:"pauses"`
 	Instances []InstanceLane `json:"instances"`
+}
+
+// TaskPause is an unmoved task suspended on its instance by a rebalance,
+// from Start to End (unix ms).
+type TaskPause struct {
+	Task     string `json:"task"`
+	Instance string `json:"instance"`
+	Start    int64  `json:"start"`
+	End      int64  `json:"end"`
 }
 
 // TaskLane is one moved task. For a crash or a stop, DetectionMs,
@@ -126,10 +139,12 @@ type mark struct {
 	t        int64  // unix ms
 	instance string
 	// start is a rebalance's start; replica an assignment's; n and rate
-	// a restore's records and records/s; lastRecord a revocation's.
+	// a restore's records and records/s; lastRecord a revocation's;
+	// kept the tasks a rebalance suspended and gave back.
 	start, n, lastRecord int64
 	rate                 float64
 	replica              string
+	kept                 []string
 	// failover holds a task-failed-over event's measure.
 	failover *Failover
 	failedAt int64
@@ -219,7 +234,7 @@ func (tl *timelines) add(ev Event) {
 		mk.n = num(ev.Detail, "lag")
 		addMark(tl.tasks, ev.Task, mk)
 	case kindRebalance:
-		mk.start = ev.Time - num(ev.Detail, "durationMs")
+		mk.start, mk.kept = ev.Time-num(ev.Detail, "durationMs"), strs(ev.Detail, "kept")
 		addMark(tl.instances, ev.Instance, mk)
 	case kindInstanceCrashed, kindInstanceCrashWiped, kindInstanceStopped, kindInstanceStarted, kindInstanceAdded:
 		addMark(tl.instances, ev.Instance, mk)
@@ -421,4 +436,22 @@ func flt(d map[string]any, key string) float64 {
 func str(d map[string]any, key string) string {
 	s, _ := d[key].(string)
 	return s
+}
+
+// strs reads a list of strings of an event's detail: a []string as the
+// hooks write it, or a []any as JSON decodes it.
+func strs(d map[string]any, key string) []string {
+	switch v := d[key].(type) {
+	case []string:
+		return v
+	case []any:
+		out := make([]string, 0, len(v))
+		for _, x := range v {
+			if s, ok := x.(string); ok {
+				out = append(out, s)
+			}
+		}
+		return out
+	}
+	return nil
 }

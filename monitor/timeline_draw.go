@@ -19,7 +19,7 @@ func (tl *timelines) render(now int64) []FailoverTimeline {
 
 func (tl *timelines) renderOne(f *failover, now int64) FailoverTimeline {
 	t := FailoverTimeline{ID: f.id, Cause: f.cause, Instance: f.instance, At: f.at, SessionTimeoutMs: tl.sessionTimeoutMs,
-		Tasks: []TaskLane{}, Unmoved: []string{}, Instances: []InstanceLane{}}
+		Tasks: []TaskLane{}, Unmoved: []string{}, Pauses: []TaskPause{}, Instances: []InstanceLane{}}
 	lanes := slices.Clone(f.lanes)
 	slices.SortFunc(lanes, func(a, b *laneRef) int { return cmp.Compare(a.task, b.task) })
 	done, end := true, f.at
@@ -53,8 +53,29 @@ func (tl *timelines) renderOne(f *failover, now int64) FailoverTimeline {
 		}
 	}
 	slices.Sort(t.Unmoved)
+	t.Pauses = tl.pauses(t.Unmoved, f.at-timelineLead, end)
 	t.Instances = tl.instanceLanes(f, t, end)
 	return t
+}
+
+// pauses returns the suspensions of tasks between from and to: the
+// rebalances told to have kept them, cut to the span.
+func (tl *timelines) pauses(tasks []string, from, to int64) []TaskPause {
+	out := []TaskPause{}
+	for in, ms := range tl.instances {
+		for _, m := range ms {
+			if m.kind != kindRebalance || m.t < from || m.start > to {
+				continue
+			}
+			for _, task := range m.kept {
+				if slices.Contains(tasks, task) {
+					out = append(out, TaskPause{Task: task, Instance: in, Start: max(m.start, from), End: min(m.t, to)})
+				}
+			}
+		}
+	}
+	slices.SortFunc(out, func(a, b TaskPause) int { return cmp.Or(cmp.Compare(a.Start, b.Start), cmp.Compare(a.Task, b.Task)) })
+	return out
 }
 
 // rebalancesEnd returns end, or later if a rebalance that began between

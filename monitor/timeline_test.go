@@ -30,6 +30,14 @@ func evRebalance(start, end int64, instance string) Event {
 	return Event{Time: end, Kind: kindRebalance, Instance: instance, Detail: map[string]any{"durationMs": end - start}}
 }
 
+// evRebalanceKept is a rebalance that suspended tasks and gave them back,
+// as an eager one does with the tasks that stay.
+func evRebalanceKept(start, end int64, instance string, kept ...string) Event {
+	ev := evRebalance(start, end, instance)
+	ev.Detail["kept"] = kept
+	return ev
+}
+
 func evRestore(t int64, kind, instance, task string, restored int64, rate float64, took int64) Event {
 	return Event{Time: t, Kind: kind, Instance: instance, Task: task,
 		Detail: map[string]any{"store": "counts", "restored": restored, "rate": rate, "tookMs": took}}
@@ -82,6 +90,13 @@ func timelineLines(f FailoverTimeline) []string {
 		lines = append(lines, laneLine(l))
 	}
 	lines = append(lines, "unmoved "+strings.Join(f.Unmoved, ","))
+	if len(f.Pauses) > 0 {
+		var ps []string
+		for _, p := range f.Pauses {
+			ps = append(ps, fmt.Sprintf("%s@%s %d-%d", p.Task, p.Instance, p.Start, p.End))
+		}
+		lines = append(lines, "pauses "+strings.Join(ps, " "))
+	}
 	for _, in := range f.Instances {
 		lines = append(lines, in.Instance+": "+phases(in.Phases))
 	}
@@ -105,6 +120,28 @@ func TestBuildTimelines(t *testing.T) {
 		now    int64
 		want   [][]string
 	}{{
+		name: "eager: the tasks that stay pause for the rebalance",
+		events: append(start("0_0@a", "0_1@b", "0_2@b", "0_3@c"),
+			// A rebalance long before, which the timeline does not show.
+			evRebalanceKept(-5000, -4900, "b", "0_1", "0_2"),
+			evInstance(1000, "crashed", "a"),
+			evRebalanceKept(1100, 1300, "b", "0_1", "0_2"),
+			evAssigned(1300, "b", "0_0", "standby"),
+			evRebalanceKept(1150, 1280, "c", "0_3"),
+			evResumed(1400, "b", "0_0", 1300, 0, "standby"),
+			evFailedOver("0_0", "a", "b", "crash", "standby", 1000, 990, 1300, 1400, 0, 0),
+		),
+		now: 5000,
+		want: [][]string{{
+			"crash a at=1000 end=1400 done=true",
+			`0_0 a>b "standby" lag=0 restored=0 det=300 rec=100 down=410: processing 0-1000 detecting 1000-1100 rebalancing 1100-1300 promoting 1300-1400 processing 1400-1400`,
+			"unmoved 0_1,0_2,0_3",
+			"pauses 0_1@b 1100-1300 0_2@b 1100-1300 0_3@c 1150-1280",
+			"a: processing 0-1000 paused 1000-1400",
+			"b: processing 0-1100 rebalancing 1100-1300 processing 1300-1400",
+			"c: processing 0-1150 rebalancing 1150-1280 processing 1280-1400",
+		}},
+	}, {
 		name: "crash onto a standby",
 		events: append(start("0_0@a", "0_1@b"),
 			evInstance(1000, "crashed", "a"),
@@ -309,6 +346,17 @@ func TestBuildTimelines(t *testing.T) {
 					t.Errorf("timeline %d:\n%s\nwant\n%s", i, strings.Join(lines, "\n"), strings.Join(c.want[i], "\n"))
 				}
 			}
+			// The events read back from the history (JSON) tell the same.
+			var back []Event
+			b, _ := json.Marshal(c.events)
+			if err := json.Unmarshal(b, &back); err != nil {
+				t.Fatal(err)
+			}
+			for i, f := range BuildTimelines(back, 3000, c.now) {
+				if i < len(got) && strings.Join(timelineLines(f), "\n") != strings.Join(timelineLines(got[i]), "\n") {
+					t.Errorf("timeline %d read back from JSON:\n%s\nwant\n%s", i, strings.Join(timelineLines(f), "\n"), strings.Join(timelineLines(got[i]), "\n"))
+				}
+			}
 		})
 	}
 }
@@ -332,7 +380,7 @@ func TestTimelineNumbersAreTheFailoverTable(t *testing.T) {
 	m.InstanceEvent("dep", "a", "crashed")
 	h.OnStateChange(streams.StateChange{InstanceID: "b", From: streams.Running, To: streams.Rebalancing})
 	h.OnTaskAssigned(streams.TaskEvent{InstanceID: "b", Task: moved, FromReplica: "standby"})
-	h.OnStateChange(streams.StateChange{InstanceID: "b", From: streams.Rebalancing, To: streams.Running})
+	h.OnStateChange(streams.StateChange{InstanceID: "b", From: streams.Rebalancing, To: streams.Running, Kept: []streams.TaskID{kept}})
 	assigned := time.Now()
 	resumed := assigned.Add(40 * time.Millisecond)
 	h.OnTaskResumed(streams.TaskResumedEvent{InstanceID: "b", Task: moved, AssignedAt: assigned, FirstRecordAt: resumed, FromReplica: "standby"})
@@ -361,6 +409,11 @@ func TestTimelineNumbersAreTheFailoverTable(t *testing.T) {
 	}
 	if strings.Join(tl.Unmoved, ",") != kept.String() {
 		t.Errorf("unmoved %v, want [%s]", tl.Unmoved, kept)
+	}
+	// b's rebalance suspended the task that stayed (as an eager one
+	// does): its pause is the rebalance's.
+	if len(tl.Pauses) != 1 || tl.Pauses[0].Task != kept.String() || tl.Pauses[0].Instance != "b" || tl.Pauses[0].End < tl.Pauses[0].Start {
+		t.Errorf("pauses %s, want %s's on b", dump(tl.Pauses), kept)
 	}
 }
 

@@ -459,7 +459,12 @@ func (a *App) State() State {
 	return a.state
 }
 
-func (a *App) setState(to State) {
+// setState sets the State and tells the hooks.
+func (a *App) setState(to State) { a.changeState(to, nil) }
+
+// changeState sets the State and tells the hooks, with the tasks a
+// rebalance kept (StateChange.Kept).
+func (a *App) changeState(to State, kept []TaskID) {
 	a.mu.Lock()
 	from := a.state
 	a.state = to
@@ -469,7 +474,7 @@ func (a *App) setState(to State) {
 	}
 	a.log.Debug("state changed", "from", from, "to", to)
 	for _, h := range a.hooks.state {
-		h.OnStateChange(StateChange{ApplicationID: a.cfg.ApplicationID, InstanceID: a.cfg.InstanceID, From: from, To: to})
+		h.OnStateChange(StateChange{ApplicationID: a.cfg.ApplicationID, InstanceID: a.cfg.InstanceID, From: from, To: to, Kept: kept})
 	}
 }
 

@@ -2,6 +2,7 @@ package streams_test
 
 import (
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -12,7 +13,9 @@ import (
 // to a stateful count and then stops it, under each protocol and each
 // guarantee. The tasks that stay on the first instance through both
 // rebalances are never suspended under the cooperative protocol, and are
-// under the eager one, so that the test can fail; every count comes out
+// under the eager one, so that the test can fail: and so the state changes
+// that end the rebalances tell them kept (StateChange.Kept) under eager
+// alone. Every count comes out
 // complete either way, and exact under exactly-once.
 func TestCooperativeRebalanceNeverStopsStayingTasks(t *testing.T) {
 	for _, guarantee := range []streams.Guarantee{streams.AtLeastOnce, streams.ExactlyOnce} {
@@ -27,9 +30,13 @@ func testStayingTasks(t *testing.T, guarantee streams.Guarantee, protocol stream
 	b := startBroker(t)
 	createTopic(t, b, "clicks", partitions)
 	createTopic(t, b, "click-counts", partitions)
+	kept := &keptTasks{}
 	newApp := func(instance string) *streams.App {
 		cfg := testConfig(b, "coop")
 		cfg.InstanceID = instance
+		if instance == "app-1" {
+			cfg.Hooks = append(cfg.Hooks, kept)
+		}
 		cfg.StateDir = t.TempDir()
 		cfg.SessionTimeout = 3 * time.Second
 		cfg.RebalanceProtocol = protocol
@@ -68,6 +75,8 @@ func testStayingTasks(t *testing.T, guarantee streams.Guarantee, protocol stream
 	}
 	waitFor(t, 60*time.Second, "app 1 to run all tasks again", running(app1, partitions))
 
+	// Told before counted: every task told kept was suspended first.
+	told := kept.count(staying)
 	suspended := streams.Suspensions(app1)
 	stopped := 0
 	for id := range staying {
@@ -76,12 +85,15 @@ func testStayingTasks(t *testing.T, guarantee streams.Guarantee, protocol stream
 	t.Logf("%s: the staying tasks %v were suspended %d times in all (per task: %v)", protocol, staying, stopped, suspended)
 	switch protocol {
 	case streams.RebalanceCooperative:
-		if stopped != 0 {
-			t.Errorf("cooperative: the tasks that stayed on app 1 were suspended %d times, want none: %v", stopped, suspended)
+		if stopped != 0 || told != 0 {
+			t.Errorf("cooperative: the tasks that stayed on app 1 were suspended %d times, told kept %d times, want none: %v", stopped, told, suspended)
 		}
 	case streams.RebalanceEager:
 		if stopped == 0 {
 			t.Error("eager: the tasks that stayed on app 1 were never suspended; the test cannot tell the protocols apart")
+		}
+		if told == 0 || told > stopped {
+			t.Errorf("eager: the tasks that stayed on app 1 were suspended %d times, told kept by the changes to Running %d times", stopped, told)
 		}
 	}
 	waitFor(t, 60*time.Second, "every count complete on app 1", func() bool {
@@ -172,4 +184,32 @@ func (g *haGroup) checkStaying(step string, before taskSnapshot, skip string) in
 	}
 	g.t.Logf("%s: %d tasks stayed on their instance", step, staying)
 	return staying
+}
+
+// keptTasks records the tasks the changes to Running say a rebalance kept.
+type keptTasks struct {
+	mu   sync.Mutex
+	kept map[streams.TaskID]int
+}
+
+func (k *keptTasks) OnStateChange(ev streams.StateChange) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.kept == nil {
+		k.kept = map[streams.TaskID]int{}
+	}
+	for _, id := range ev.Kept {
+		k.kept[id]++
+	}
+}
+
+// count is how many times the tasks were told kept.
+func (k *keptTasks) count(tasks map[streams.TaskID]bool) int {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	n := 0
+	for id := range tasks {
+		n += k.kept[id]
+	}
+	return n
 }

@@ -206,6 +206,11 @@ type StateChange struct {
 	ApplicationID string
 	InstanceID    string
 	From, To      State
+	// Kept, on the change to Running that ends a rebalance, are the tasks
+	// the rebalance had suspended and gave back to this instance: under
+	// the eager protocol every task that stayed, paused for the
+	// rebalance; under the cooperative one, rarely any.
+	Kept []TaskID
 }
 
 // ErrorEvent carries an error met by the App. Task is the zero TaskID when

@@ -37,7 +37,7 @@ func (a *App) onAssigned(ctx context.Context, cl *kgo.Client, assigned map[strin
 	now := time.Now()
 	a.tasksMu.Lock()
 	a.noteAssigned()
-	arrived, resumed := a.takeActives(assigned, now)
+	arrived, resumed, kept := a.takeActives(assigned, now)
 	left := a.leaveSuspended(plan)
 	a.standby.queue(a.placeReplicas(plan, left))
 	starting := append(slices.Clone(arrived), resumed...)
@@ -56,15 +56,16 @@ func (a *App) onAssigned(ctx context.Context, cl *kgo.Client, assigned map[strin
 	a.tasksMu.Unlock()
 	a.reportMoves(arrived, left)
 	a.unassignedSince.Store(0)
-	a.setState(Running)
+	a.changeState(Running, kept)
 	a.outageEnded()
 }
 
 // takeActives makes a task of every assigned partition's task: the
 // suspended one, the replica's, or a new one. It returns the tasks new to
-// this instance, and the suspended ones that resume but must restore
-// first because a rebalance interrupted their restore.
-func (a *App) takeActives(assigned map[string][]int32, now time.Time) (arrived, resumed []*task) {
+// this instance, the suspended ones that resume but must restore first
+// because a rebalance interrupted their restore, and the ids of all the
+// suspended ones it gave back.
+func (a *App) takeActives(assigned map[string][]int32, now time.Time) (arrived, resumed []*task, kept []TaskID) {
 	for _, topic := range slices.Sorted(maps.Keys(assigned)) {
 		src, ok := a.sources[topic]
 		if !ok {
@@ -77,6 +78,7 @@ func (a *App) takeActives(assigned map[string][]int32, now time.Time) (arrived, 
 			if !ok {
 				if t = a.suspended[id]; t != nil {
 					delete(a.suspended, id)
+					kept = append(kept, id)
 					if t.interrupted {
 						t.interrupted = false
 						resumed = append(resumed, t)
@@ -97,7 +99,7 @@ func (a *App) takeActives(assigned map[string][]int32, now time.Time) (arrived, 
 			a.taskOf[tp] = t
 		}
 	}
-	return arrived, resumed
+	return arrived, resumed, kept
 }
 
 // arrive creates a task new to this instance, from its replica's stores

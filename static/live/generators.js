@@ -24,6 +24,7 @@
 import { h } from '../editor/dom.js'
 import { api } from '../editor/api.js'
 import { rate, count, clock } from './format.js'
+import { gate } from './replay.js'
 
 const DEFAULT_TEMPLATE = { id: 'sequence', value: 'random(1, 100)', ts: 'timestamp' }
 // SHOWN_RECORDS is how many of the sampled records the panel lists,
@@ -139,6 +140,7 @@ export class Generators {
     f.stop.addEventListener('click', () => this.stop(topic, f))
     f.refresh.addEventListener('click', () => this.readSample(topic, f))
     f.el = form
+    gate(f.start)
     this.readSample(topic, f)
     return f
   }
@@ -202,7 +204,7 @@ export class Generators {
   fill(f, g) {
     f.el.dataset.running = g ? 'true' : 'false'
     f.start.textContent = g ? 'Update' : 'Start'
-    f.stop.disabled = !g
+    gate(f.stop, !!g)
     f.stats.textContent = g ? `running: ${count(g.produced || 0)} produced · ${count(g.late || 0)} late · ${rate(g.achievedRate)}/s achieved of ${rate(g.rate)}/s` : 'stopped'
     if (g && !f.edited) {
       f.rate.value = String(g.rate)
@@ -233,7 +235,7 @@ export class Generators {
     }
     if (f.keyPrefix.value.trim()) body.keyPrefix = f.keyPrefix.value.trim()
     if (f.confirm.checked) body.confirmExternal = true
-    f.start.disabled = true
+    gate(f.start, false)
     try {
       await api('POST', `/api/deployments/${encodeURIComponent(this.deployment)}/generators`, body)
       f.edited = false
@@ -245,19 +247,19 @@ export class Generators {
       // the box that confirms.
       if (err.status === 409) await this.readSample(topic, f)
     } finally {
-      f.start.disabled = false
+      gate(f.start, true)
     }
   }
 
   async stop(topic, f) {
-    f.stop.disabled = true
+    gate(f.stop, false)
     try {
       await api('DELETE', `/api/deployments/${encodeURIComponent(this.deployment)}/generators/${encodeURIComponent(topic)}`)
       this.opts.status(`generator on ${topic} stopped`, 'ok')
       await this.opts.refresh()
     } catch (err) {
       this.opts.status(`stopping the generator on ${topic}: ${err.message}`, 'error')
-      f.stop.disabled = false
+      gate(f.stop, true)
     }
   }
 }

@@ -25,6 +25,7 @@
 
 import { h } from '../editor/dom.js'
 import { clock, rate, count, millis, since, byInstance, byTask } from './format.js'
+import { gate } from './replay.js'
 
 const DOWN = new Set(['crashed', 'stopped', 'failed'])
 const ROLE_ORDER = { active: 0, warmup: 1, standby: 2 }
@@ -38,6 +39,7 @@ export class InstancesGrid {
     this.rows = new Map()
     this.pending = new Set()
     const add = h('button', { type: 'button', testid: 'add-instance', class: 'lv-button', text: '+ Add instance', title: 'start one more instance of the deployment' })
+    gate(add)
     add.addEventListener('click', () => this.run(add, () => opts.add()))
     this.summary = h('span', { class: 'lv-muted', testid: 'instances-summary' })
     this.list = h('div', { class: 'lv-instance-list', testid: 'instance-list' })
@@ -45,13 +47,13 @@ export class InstancesGrid {
   }
 
   async run(button, fn) {
-    button.disabled = true
+    gate(button, false)
     try {
       await fn()
     } catch (err) {
       this.opts.status(err.message, 'error')
     } finally {
-      button.disabled = false
+      gate(button, true)
     }
   }
 
@@ -110,7 +112,7 @@ export class InstancesGrid {
       const b = h('button', { type: 'button', class: `lv-button lv-${verb}`, testid: `${verb}-${id}`, text: label, title })
       b.addEventListener('click', () => {
         this.pending.add(id)
-        b.disabled = true
+        gate(b, false)
         this.opts
           .action(id, verb)
           .then(() => this.opts.status(`${verb}: ${id}`, 'ok'))
@@ -167,10 +169,10 @@ export class InstancesGrid {
     row.el.dataset.brokerDown = String(!!(inst.unreachableBrokers && inst.unreachableBrokers.length))
     const busy = this.pending.has(inst.id)
     const up = inst.state === 'running' || inst.state === 'rebalancing'
-    row.crash.disabled = busy || !up
-    row.wipe.disabled = busy || !up
-    row.stop.disabled = busy || !up
-    row.start.disabled = busy || !DOWN.has(inst.state)
+    gate(row.crash, !busy && up)
+    gate(row.wipe, !busy && up)
+    gate(row.stop, !busy && up)
+    gate(row.start, !busy && DOWN.has(inst.state))
 
     const tasks = [...(inst.tasks || [])].sort((a, b) => (ROLE_ORDER[a.role] ?? 3) - (ROLE_ORDER[b.role] ?? 3) || byTask(a.id, b.id))
     const seen = new Set()

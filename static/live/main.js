@@ -6,8 +6,9 @@
 // timeline and the lanes.
 // The Info (generators' counts, stores) is read again every 2 s. The time
 // cursor (replay.js) draws a recorded snapshot instead, through the same
-// render(dep), until its Live button: live snapshots keep arriving
-// meanwhile, and are drawn again from then on.
+// render(dep), and the timeline that moment's events, until its Live
+// button: live snapshots and events keep arriving meanwhile, and are
+// drawn again from then on.
 //
 // The body's data-live-ready is "true" once the page is wired, and
 // data-snapshots counts the snapshots shown. window.braidLive holds the
@@ -24,7 +25,7 @@ import { Swimlanes } from './swimlanes.js'
 import { Charts } from './charts.js'
 import { StoreBrowser } from './stores.js'
 import { Generators } from './generators.js'
-import { Scrubber } from './replay.js'
+import { Scrubber, gate } from './replay.js'
 
 const INFO_EVERY_MS = 2000
 
@@ -69,9 +70,22 @@ class LivePage {
     this.generators = new Generators(section('generators'), deployment, { status, refresh: () => this.refreshInfo() })
     const bar = h('div', { class: 'lv-replay', testid: 'replay' })
     this.runCommand.after(bar)
-    this.scrubber = new Scrubber(bar, this.base, { status, onReplay: (dep) => this.render(dep), onLive: () => this.dep && this.render(this.dep) })
+    this.scrubber = new Scrubber(bar, this.base, {
+      status,
+      onReplay: (dep, r) => {
+        this.render(dep)
+        this.timeline.replay(r.events)
+      },
+      onLive: () => {
+        this.timeline.showLive()
+        if (this.dep) this.render(this.dep)
+      },
+    })
     const undeploy = byTestId('undeploy')
-    if (undeploy) undeploy.addEventListener('click', () => this.undeploy())
+    if (undeploy) {
+      gate(undeploy)
+      undeploy.addEventListener('click', () => this.undeploy())
+    }
   }
 
   async start() {

@@ -14,12 +14,42 @@
 // button), replay-state ("live", or "replaying HH:MM:SS" with
 // data-replaying="true" and data-time, the unix ms of the snapshot
 // shown).
+//
+// While replaying, the buttons that act on the live deployment (an
+// instance's crash, crash + wipe disk, stop and start, Add instance, the
+// generators' Start and Stop, Undeploy) are disabled, titled "replaying:
+// press Live to act" (gate); Live enables those their own state allows.
 
 import { api } from '../editor/api.js'
 import { h } from '../editor/dom.js'
 import { clock } from './format.js'
 
 const SPAN_EVERY_MS = 2000
+
+export const REPLAYING_TITLE = 'replaying: press Live to act'
+
+// replaying is whether the page shows a replayed moment.
+export function replaying() {
+  return document.body.dataset.replaying === 'true'
+}
+
+// gate enables a button that acts on the live deployment when ok (its
+// own condition, kept in data-ok for gateAll) and the page is live.
+export function gate(button, ok = button.dataset.ok !== 'false') {
+  if (button.dataset.acts !== 'live') {
+    button.dataset.acts = 'live'
+    button.dataset.liveTitle = button.title
+  }
+  button.dataset.ok = String(ok)
+  const locked = replaying()
+  button.disabled = locked || !ok
+  button.title = locked ? REPLAYING_TITLE : button.dataset.liveTitle
+}
+
+// gateAll gates every such button, on entering a replay and on Live.
+function gateAll() {
+  for (const b of document.querySelectorAll('[data-acts="live"]')) gate(b)
+}
 
 export class Scrubber {
   // base is the deployment's API path; opts: onReplay(dep, replay),
@@ -79,6 +109,7 @@ export class Scrubber {
     this.replaying = true
     this.liveButton.disabled = false
     document.body.dataset.replaying = 'true'
+    gateAll()
     if (this.busy) return
     this.busy = true
     try {
@@ -111,6 +142,7 @@ export class Scrubber {
     this.wanted = null
     this.liveButton.disabled = true
     document.body.dataset.replaying = 'false'
+    gateAll()
     this.state.textContent = 'live'
     this.state.dataset.replaying = 'false'
     delete this.state.dataset.time

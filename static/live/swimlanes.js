@@ -2,7 +2,9 @@
 // (monitor.FailoverTimeline, a snapshot's dep.timelines and GET
 // /api/deployments/:id/failovers) drawn as an SVG chart, one row per
 // moved task and one per instance, a thin lane for the tasks that kept
-// running, time along the x axis from a second before the failure. The
+// running (cut where a rebalance suspended them: tl.pauses, under the
+// eager protocol), time along the x axis from a second before the
+// failure. The
 // phases have the colours of the legend; the group's session timeout is
 // a bracket from the failure; hovering a phase shows its exact start, end
 // and duration (an SVG <title>). An open timeline (done false) ends at
@@ -20,7 +22,8 @@
 // swimlane-chart (data-failover, data-cause, data-done),
 // swimlane-<task> (data-from, data-to, data-detection, data-recovery,
 // data-downtime: ms, -1 unknown, the failover table's numbers),
-// swimlane-instance-<instance>, swimlane-unmoved (data-tasks), and each
+// swimlane-instance-<instance>, swimlane-unmoved (data-tasks; its pauses
+// are phases "suspended" with data-task), and each
 // phase a rect with data-phase (its kind), data-ms, data-start, data-end;
 // session-timeout (data-ms).
 
@@ -38,6 +41,7 @@ export const PHASES = [
   { kind: 'restoring', colour: '#4c6ef5', label: 'restoring from the changelog' },
   { kind: 'promoting', colour: '#9775fa', label: 'promoting a standby' },
   { kind: 'paused', colour: '#adb5bd', label: 'instance down' },
+  { kind: 'suspended', colour: '#e9ecef', label: 'suspended by a rebalance, staying (eager)' },
 ]
 const COLOUR = Object.fromEntries(PHASES.map((p) => [p.kind, p.colour]))
 // DOWNTIME underlines a task's downtime.
@@ -132,6 +136,19 @@ function shownSpan(tl) {
   return [from, Math.max(tl.end + Math.max(100, d / 8), from + 500)]
 }
 
+// running is the kept-running lane from from to to, processing but where
+// a pause cuts it.
+function running(from, to, pauses, detail) {
+  const out = []
+  let t = from
+  for (const p of [...pauses].sort((a, b) => a.start - b.start)) {
+    if (p.start > t) out.push({ kind: 'processing', start: t, end: p.start, detail })
+    t = Math.max(t, p.end)
+  }
+  if (t < to) out.push({ kind: 'processing', start: t, end: to, detail })
+  return out
+}
+
 // drawTimeline returns the SVG chart of one timeline, width px wide.
 // atMillis, when given, draws a cursor at that time.
 export function drawTimeline(tl, { atMillis, width } = {}) {
@@ -149,8 +166,8 @@ export function drawTimeline(tl, { atMillis, width } = {}) {
     (phases || []).map((p, i, all) => (tl.done && i === all.length - 1 && p.end >= tl.end - 1 ? { ...p, open: true } : p))
   const rows = []
   let y = TOP
-  const phaseRects = (phases, top, height, lane) =>
-    last(phases).map((p) => {
+  const phaseRects = (phases, top, height, lane, open = true) =>
+    (open ? last(phases) : phases).map((p) => {
       const x = X(p.start)
       const w = Math.max(1, X(p.open ? to : p.end) - x)
       const label = inside(p, lane)
@@ -164,7 +181,7 @@ export function drawTimeline(tl, { atMillis, width } = {}) {
           width: w.toFixed(1),
           height,
           fill: COLOUR[p.kind] || '#868e96',
-          dataset: { phase: p.kind, ms: p.end - p.start, start: p.start, end: p.end, open: !!p.open },
+          dataset: { phase: p.kind, ms: p.end - p.start, start: p.start, end: p.end, open: !!p.open, task: p.task || '' },
         }),
         title(phaseText(p, lane, tl)),
       )
@@ -192,13 +209,21 @@ export function drawTimeline(tl, { atMillis, width } = {}) {
   }
   if (unmoved.length) {
     const shown = fit(unmoved.join(', '), LABEL_CHARS - 10)
-    const p = { kind: 'processing', start: from, end: to, detail: `${unmoved.length} task(s) kept running: ${unmoved.join(', ')}` }
+    const detail = `${unmoved.length} task(s) kept running: ${unmoved.join(', ')}`
+    const pauses = (tl.pauses || []).map((p) => ({
+      kind: 'suspended',
+      start: p.start,
+      end: p.end,
+      task: p.task,
+      detail: `task ${p.task} on ${p.instance}, set aside while its instance rebalanced`,
+    }))
     rows.push(
       s(
         'g',
         { class: 'sl-row sl-unmoved', testid: 'swimlane-unmoved', dataset: { tasks: unmoved.join(',') } },
-        s('text', { class: 'sl-label sl-small', x: 4, y: y + UNMOVED_H / 2 + 4, text: `kept running: ${shown}` }, title(p.detail)),
-        phaseRects([p], y + 2, UNMOVED_H, null),
+        s('text', { class: 'sl-label sl-small', x: 4, y: y + UNMOVED_H / 2 + 4, text: `kept running: ${shown}` }, title(detail)),
+        phaseRects(running(from, to, pauses, detail), y + 2, UNMOVED_H, null),
+        phaseRects(pauses, y + 2, UNMOVED_H, null, false),
       ),
     )
     y += UNMOVED_H + 4 + GAP

@@ -3,7 +3,12 @@
 // replica, detection in ms and how the failure was noticed, recovery and
 // downtime in ms, the downtime projected before a crash, restored records).
 //
-// Test ids: event-filter, events-list, events-count, event-<seq> (data-kind;
+// While the time cursor replays a moment, the list shows that moment's
+// events (the last 500 before it, from GET .../snapshot?at=) and the live
+// ones are kept aside, still arriving, until Live shows them again.
+//
+// Test ids: event-filter, events-list (data-replaying), events-count,
+// event-<seq> (data-kind, data-time: unix ms;
 // a group of repeated events has data-group="true" and data-count, and its
 // text in event-group-text);
 // failover-table, failover-<n> (data-task, data-downtime), detection-<n>
@@ -66,18 +71,26 @@ function eventCount(ev) {
   return 1 + (typeof n === 'number' && n > 0 ? n : 0)
 }
 
+// book is a list of events: the live one or a replayed moment's.
+function book() {
+  return {
+    entries: [], // oldest first: {ev, key, count, last, row}
+    groups: new Map(), // group key -> entry
+    seqs: new Set(),
+    total: 0,
+  }
+}
+
 export class Timeline {
   constructor(root) {
-    this.entries = [] // oldest first: {ev, key, count, last, row}
-    this.groups = new Map() // group key -> entry
-    this.seqs = new Set()
-    this.total = 0
+    this.live = book()
+    this.shown = this.live
     this.filter = h('select', { testid: 'event-filter', 'aria-label': 'show events of kind' })
     this.filter.append(h('option', { value: ALL, text: 'all kinds' }), h('option', { value: NOT_NOISY, text: 'all but windows and late drops' }))
     for (const k of KINDS) this.filter.append(h('option', { value: k, text: k }))
     this.filter.addEventListener('change', () => this.render())
     this.countEl = h('span', { class: 'lv-muted', testid: 'events-count' })
-    this.list = h('ol', { class: 'lv-event-list', testid: 'events-list' })
+    this.list = h('ol', { class: 'lv-event-list', testid: 'events-list', dataset: { replaying: 'false' } })
     root.append(h('div', { class: 'lv-row' }, h('label', {}, 'Show ', this.filter), this.countEl), this.list)
   }
 
@@ -88,48 +101,79 @@ export class Timeline {
     return ev.kind === f
   }
 
-  add(ev) {
+  // replay shows a replayed moment's events, oldest first, instead of
+  // the live ones.
+  replay(events) {
+    this.detach()
+    this.shown = book()
+    for (const ev of events || []) this.add(ev, this.shown)
+    this.list.dataset.replaying = 'true'
+    this.render()
+  }
+
+  // showLive shows the live events again, with those that arrived while
+  // replaying.
+  showLive() {
+    if (this.shown === this.live) return
+    this.detach()
+    this.shown = this.live
+    this.list.dataset.replaying = 'false'
+    this.render()
+  }
+
+  // detach forgets the rows of the book shown, which render replaces.
+  detach() {
+    for (const e of this.shown.entries) e.row = null
+  }
+
+  // add adds an event to a book, the live one unless told.
+  add(ev, b = this.live) {
     if (ev.seq !== undefined) {
-      if (this.seqs.has(ev.seq)) return
-      this.seqs.add(ev.seq)
+      if (b.seqs.has(ev.seq)) return
+      b.seqs.add(ev.seq)
     }
     if (ev.kind && !KINDS.includes(ev.kind) && ![...this.filter.options].some((o) => o.value === ev.kind)) {
       this.filter.append(h('option', { value: ev.kind, text: ev.kind }))
     }
-    this.total += eventCount(ev)
+    b.total += eventCount(ev)
     const key = groupKey(ev)
-    const group = key && this.groups.get(key)
+    const group = key && b.groups.get(key)
     if (group) {
       group.count += eventCount(ev)
       group.last = ev
       if (group.row) this.fill(group.row, group)
     } else {
       const entry = { ev, key, count: eventCount(ev), last: ev, row: null }
-      this.entries.push(entry)
-      if (key) this.groups.set(key, entry)
-      if (this.matches(ev)) {
+      b.entries.push(entry)
+      if (key) b.groups.set(key, entry)
+      if (b === this.shown && this.matches(ev)) {
         entry.row = this.row(entry)
         this.list.prepend(entry.row)
       }
-      this.trim()
+      this.trim(b)
     }
-    this.countEl.textContent = `${this.total} event(s) in ${this.entries.length} row(s)`
+    if (b === this.shown) this.count()
+  }
+
+  count() {
+    const b = this.shown
+    this.countEl.textContent = `${b.total} event(s) in ${b.entries.length} row(s)${b === this.live ? '' : ' at the moment replayed'}`
   }
 
   // trim keeps MAX_EVENTS rows, dropping the oldest frequent ones first.
-  trim() {
-    while (this.entries.length > MAX_EVENTS) {
-      let i = this.entries.findIndex((e) => NOISY.has(e.ev.kind))
+  trim(b) {
+    while (b.entries.length > MAX_EVENTS) {
+      let i = b.entries.findIndex((e) => NOISY.has(e.ev.kind))
       if (i < 0) i = 0
-      const [gone] = this.entries.splice(i, 1)
-      if (gone.key) this.groups.delete(gone.key)
-      if (gone.ev.seq !== undefined) this.seqs.delete(gone.ev.seq)
+      const [gone] = b.entries.splice(i, 1)
+      if (gone.key) b.groups.delete(gone.key)
+      if (gone.ev.seq !== undefined) b.seqs.delete(gone.ev.seq)
       if (gone.row) gone.row.remove()
     }
   }
 
   row(entry) {
-    const li = h('li', { class: `lv-event lv-kind-${entry.ev.kind}`, testid: `event-${entry.ev.seq ?? ''}`, dataset: { kind: entry.ev.kind || '' } })
+    const li = h('li', { class: `lv-event lv-kind-${entry.ev.kind}`, testid: `event-${entry.ev.seq ?? ''}`, dataset: { kind: entry.ev.kind || '', time: String(toMillis(entry.ev.time)) } })
     this.fill(li, entry)
     return li
   }
@@ -165,11 +209,13 @@ export class Timeline {
 
   render() {
     clear(this.list)
-    for (let i = this.entries.length - 1; i >= 0; i--) {
-      const e = this.entries[i]
+    const entries = this.shown.entries
+    for (let i = entries.length - 1; i >= 0; i--) {
+      const e = entries[i]
       e.row = this.matches(e.ev) ? this.row(e) : null
       if (e.row) this.list.append(e.row)
     }
+    this.count()
   }
 }
 
