@@ -115,6 +115,10 @@ func (p *peerBench) fillChangelog(ctx context.Context, side string, command func
 		return appID, err
 	}
 	defer w.stop()
+	// Its group is there once it fetched (as RunPeer's runs wait too).
+	if _, err := w.await(ctx, "first"); err != nil {
+		return appID, err
+	}
 	if _, err := p.awaitCommitted(ctx, w, appID, inputs, total); err != nil {
 		return appID, err
 	}
@@ -155,6 +159,10 @@ func (p *peerBench) restoreRun(ctx context.Context, command func([]string) *exec
 		return 0, 0, err
 	}
 	defer w.stop()
+	// A worker that does not know --restore-stores (a stale build of the
+	// peer) would process instead, never to say "restored".
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
+	defer cancel()
 	start, err := w.await(ctx, "restoring")
 	if err != nil {
 		return 0, 0, err
