@@ -89,11 +89,17 @@ func (p *peerBench) restore(ctx context.Context) (PeerRestoreResult, error) {
 			s.runs = append(s.runs, d)
 		}
 	}
-	res.Braid, res.KStreams = medianDuration(sides[0].runs), medianDuration(sides[1].runs)
-	if res.Braid > 0 {
-		res.Ratio = float64(res.KStreams) / float64(res.Braid)
+	return newPeerRestoreResult(total, sides[0].runs, sides[1].runs), nil
+}
+
+// newPeerRestoreResult returns the result of records restored in the
+// rounds braid and kstreams took: their medians and ratio.
+func newPeerRestoreResult(records int64, braid, kstreams []time.Duration) PeerRestoreResult {
+	r := PeerRestoreResult{Records: records, Braid: medianDuration(braid), KStreams: medianDuration(kstreams)}
+	if r.Braid > 0 {
+		r.Ratio = float64(r.KStreams) / float64(r.Braid)
 	}
-	return res, nil
+	return r
 }
 
 // fillChangelog runs side's count over inputs with its cache off until its
