@@ -163,6 +163,14 @@ func RunPeer(ctx context.Context, opts PeerOptions) ([]PeerResult, error) {
 		c.name, opts.Records, opts.Keys, opts.Partitions, opts.CacheMaxBytes, opts.CommitInterval, opts.EOSCommitInterval, opts.Rounds)
 	var results []PeerResult
 	for _, wl := range opts.Workloads {
+		if wl == PeerRestore {
+			r, err := p.restore(ctx)
+			if err != nil {
+				return results, err
+			}
+			fmt.Fprintln(w, r.RESULT())
+			continue
+		}
 		r, err := p.workload(ctx, wl)
 		if err != nil {
 			return results, err

@@ -32,12 +32,13 @@ const (
 )
 
 // PeerWorkloads lists the workloads in the order RunPeer runs them.
-var PeerWorkloads = []string{PeerPipe, PeerCount, PeerWindow, PeerJoin, PeerCountEOS}
+var PeerWorkloads = []string{PeerPipe, PeerCount, PeerWindow, PeerJoin, PeerCountEOS, PeerRestore}
 
 // peerEvent is one JSON line a peer worker, Braid's or Kafka Streams',
 // prints on its stdout: "warm" (the warm-up pass done), "started",
 // "running" (Kafka Streams only), "first" (the first input record
-// fetched), "done" (the input processed and the application closed), "closed" or "error", with the wall clock
+// fetched), "done" (the input processed and the application closed), "closed" or "error";
+// restoring (--restore-stores), "restoring" and "restored"; with the wall clock
 // in milliseconds.
 type peerEvent struct {
 	Event   string `json:"event"`
@@ -54,6 +55,11 @@ type peerWorkerArgs struct {
 	workload, bootstrap, appID, stateDir, input, output, guarantee   string
 	commitIntervalMs, cacheMaxBytes, warmUpRecords, stopAfterRecords int64
 	threads                                                          int
+	// restoreStores, when positive, makes the worker restore instead of
+	// process (peerRestore): it waits for the end of restoreStores
+	// stores' restores; restoreWarmUp restores once unmeasured first.
+	restoreStores int
+	restoreWarmUp bool
 }
 
 func (a peerWorkerArgs) list() []string {
@@ -61,7 +67,8 @@ func (a peerWorkerArgs) list() []string {
 		"--state-dir", a.stateDir, "--input", a.input, "--output", a.output, "--guarantee", a.guarantee,
 		"--commit-interval-ms", fmt.Sprint(a.commitIntervalMs), "--cache-max-bytes", fmt.Sprint(a.cacheMaxBytes),
 		"--threads", fmt.Sprint(a.threads), "--warm-up-records", fmt.Sprint(a.warmUpRecords),
-		"--stop-after-records", fmt.Sprint(a.stopAfterRecords)}
+		"--stop-after-records", fmt.Sprint(a.stopAfterRecords), "--restore-stores", fmt.Sprint(a.restoreStores),
+		"--restore-warm-up", fmt.Sprint(a.restoreWarmUp)}
 }
 
 // RunPeerWorker is the Braid side of one peer benchmark run, in a process
@@ -89,6 +96,8 @@ func RunPeerWorker(ctx context.Context, args []string, stdout io.Writer) error {
 	fs.IntVar(&a.threads, "threads", 1, "threads (Braid runs one)")
 	fs.Int64Var(&a.warmUpRecords, "warm-up-records", 0, "records of an unmeasured warm-up pass first, in this process")
 	fs.Int64Var(&a.stopAfterRecords, "stop-after-records", 0, "close the App (committing) once it processed this many records, then wait for the end (0: run until the end)")
+	fs.IntVar(&a.restoreStores, "restore-stores", 0, "restore into a fresh state dir until this many stores restored, then exit (0: process)")
+	fs.BoolVar(&a.restoreWarmUp, "restore-warm-up", false, "with --restore-stores: restore once unmeasured first")
 	if err := fs.Parse(args); err != nil {
 		return fmt.Errorf("bench peer-worker: %w", err)
 	}
@@ -107,7 +116,13 @@ func RunPeerWorker(ctx context.Context, args []string, stdout io.Writer) error {
 	default:
 		return fmt.Errorf("bench peer-worker: --guarantee %q: want at_least_once or exactly_once_v2", a.guarantee)
 	}
+	if a.cacheMaxBytes == 0 {
+		a.cacheMaxBytes = -1 // off, as statestore.cache.max.bytes=0 is
+	}
 	ev := &peerEvents{w: stdout, inputs: strings.Split(a.input, ",")}
+	if a.restoreStores > 0 {
+		return peerRestore(ctx, a, g, ev)
+	}
 	if a.warmUpRecords > 0 {
 		n, err := peerWarmUp(ctx, a, g)
 		if err != nil {
@@ -116,7 +131,7 @@ func RunPeerWorker(ctx context.Context, args []string, stdout io.Writer) error {
 		}
 		ev.print("warm", "", n)
 	}
-	app, err := newPeerApp(a, g, a.appID, a.stateDir, a.output, kgo.WithHooks(ev))
+	app, err := newPeerApp(a, g, a.appID, a.stateDir, a.output, nil, kgo.WithHooks(ev))
 	if err != nil {
 		return fmt.Errorf("bench peer-worker: %w", err)
 	}
@@ -177,8 +192,8 @@ func closePeerApp(app *streams.App, ev *peerEvents, runErr chan error) error {
 }
 
 // newPeerApp returns the App of a's workload as application appID, on
-// stateDir, writing to output.
-func newPeerApp(a peerWorkerArgs, g streams.Guarantee, appID, stateDir, output string, opts ...kgo.Opt) (*streams.App, error) {
+// stateDir, writing to output, with hooks.
+func newPeerApp(a peerWorkerArgs, g streams.Guarantee, appID, stateDir, output string, hooks []streams.Hook, opts ...kgo.Opt) (*streams.App, error) {
 	topo, err := peerTopology(a.workload, strings.Split(a.input, ","), output)
 	if err != nil {
 		return nil, err
@@ -191,6 +206,7 @@ func newPeerApp(a peerWorkerArgs, g streams.Guarantee, appID, stateDir, output s
 		CacheMaxBytes:       a.cacheMaxBytes,
 		ProcessingGuarantee: g,
 		ClientOptions:       append(ClientOptions(), opts...),
+		Hooks:               hooks,
 		Logger:              slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
 	})
 }
@@ -200,7 +216,7 @@ func newPeerApp(a peerWorkerArgs, g streams.Guarantee, appID, stateDir, output s
 // processed a.warmUpRecords records, in this process, as Kafka Streams'
 // worker warms its JVM; it returns the records processed.
 func peerWarmUp(ctx context.Context, a peerWorkerArgs, g streams.Guarantee) (int64, error) {
-	app, err := newPeerApp(a, g, a.appID+"-warm-up", filepath.Join(a.stateDir, "warm-up"), a.output+"-warm-up")
+	app, err := newPeerApp(a, g, a.appID+"-warm-up", filepath.Join(a.stateDir, "warm-up"), a.output+"-warm-up", nil)
 	if err != nil {
 		return 0, err
 	}

@@ -22,7 +22,7 @@ const peerMainClass = "io.braidstream.peer.Bench"
 // process of its own: this binary's `bench peer-worker` and the JVM of the
 // peer module that scripts/peer.sh builds.
 func runBenchPeer(ctx context.Context, args []string, stdout io.Writer) error {
-	usage := "braid bench peer --brokers host:port,... [--records N] [--keys N] [--partitions N] [--rounds N] [--workloads pipe,count,window,join,count-eos] [--commit-interval D] [--eos-commit-interval D] [--cache-max-bytes N] [--kstreams-classpath CP]"
+	usage := "braid bench peer --brokers host:port,... [--records N] [--keys N] [--partitions N] [--rounds N] [--workloads pipe,count,window,join,count-eos,restore] [--commit-interval D] [--eos-commit-interval D] [--cache-max-bytes N] [--kstreams-classpath CP]"
 	fs := newFlagSet("bench peer", usage, stdout)
 	brokers := fs.String("brokers", "", "the Apache Kafka cluster both sides run against (required); the bench deletes its own topics and groups there (named "+bench.OwnPrefix+"*) first")
 	records := fs.Int("records", 1_000_000, "records to seed per workload (the join: both sides together)")

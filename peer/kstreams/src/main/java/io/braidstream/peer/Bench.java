@@ -5,9 +5,12 @@ import java.util.HashMap;
 import java.util.Map;
 import java.util.Properties;
 import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
 
 import org.apache.kafka.common.Metric;
 import org.apache.kafka.common.MetricName;
+import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.serialization.Serde;
 import org.apache.kafka.common.serialization.Serdes;
 import org.apache.kafka.common.utils.Bytes;
@@ -25,6 +28,7 @@ import org.apache.kafka.streams.kstream.StreamJoined;
 import org.apache.kafka.streams.kstream.Suppressed;
 import org.apache.kafka.streams.kstream.TimeWindows;
 import org.apache.kafka.streams.kstream.WindowedSerdes;
+import org.apache.kafka.streams.processor.StateRestoreListener;
 import org.apache.kafka.streams.state.KeyValueStore;
 import org.apache.kafka.streams.state.WindowStore;
 
@@ -57,7 +61,8 @@ import org.apache.kafka.streams.state.WindowStore;
  * with --warm-up-records N, first {@code warm} after a warm-up pass of the
  * same topology as application ID-warm-up (output topic OUT-warm-up) over
  * the same input processed N records in this JVM; an {@code error} line and
- * exit status 1 if the application fails. It runs until SIGTERM; the
+ * exit status 1 if the application fails. With --restore-stores N it
+ * restores instead (see restore). Otherwise it runs until SIGTERM; the
  * Go side decides when the input is done from the group's committed
  * offsets.
  *
@@ -65,7 +70,7 @@ import org.apache.kafka.streams.state.WindowStore;
  * Bench --workload pipe|count|window|join --bootstrap H:P --application-id ID
  *       --state-dir D --input T[,T2] --output T [--guarantee at_least_once|exactly_once_v2]
  *       [--commit-interval-ms N] [--cache-max-bytes N] [--threads N] [--warm-up-records N]
- *       [--stop-after-records N]
+ *       [--stop-after-records N] [--restore-stores N] [--restore-warm-up true|false]
  * </pre>
  */
 public final class Bench {
@@ -76,6 +81,11 @@ public final class Bench {
         String workload = need(args, "workload");
         String[] inputs = need(args, "input").split(",");
         Topology topology = topology(workload, inputs, need(args, "output"));
+        int restoreStores = Integer.parseInt(args.getOrDefault("restore-stores", "0"));
+        if (restoreStores > 0) {
+            restore(args, workload, inputs, restoreStores);
+            return;
+        }
 
         long warmUp = Long.parseLong(args.getOrDefault("warm-up-records", "0"));
         if (warmUp > 0) {
@@ -150,6 +160,61 @@ public final class Bench {
         if (streams.state() == KafkaStreams.State.ERROR) {
             System.exit(1);
         }
+    }
+
+    /**
+     * The restore (--restore-stores N): with --restore-warm-up true, an
+     * unmeasured restore into DIR/warm-up first ({@code warm}); then
+     * {@code restoring}, a restore into DIR/run, and {@code restored} with
+     * the records restored once N stores' restores ended; then it closes.
+     */
+    static void restore(Map<String, String> args, String workload, String[] inputs, int stores) throws Exception {
+        if (Boolean.parseBoolean(args.getOrDefault("restore-warm-up", "false"))) {
+            event("warm", restoreOnce(args, workload, inputs, stores, need(args, "state-dir") + "/warm-up", false));
+        }
+        event("restoring", -1);
+        restoreOnce(args, workload, inputs, stores, need(args, "state-dir") + "/run", true);
+    }
+
+    /**
+     * Starts the application on stateDir, waits until stores stores ended
+     * their restores (a StateRestoreListener's onRestoreEnd), prints
+     * {@code restored} if measured, closes it and returns the records
+     * restored.
+     */
+    static long restoreOnce(Map<String, String> args, String workload, String[] inputs, int stores, String stateDir,
+            boolean measured) throws Exception {
+        KafkaStreams streams = new KafkaStreams(topology(workload, inputs, need(args, "output")),
+                properties(args, need(args, "application-id"), stateDir));
+        AtomicLong restored = new AtomicLong();
+        CountDownLatch ended = new CountDownLatch(stores);
+        streams.setGlobalStateRestoreListener(new StateRestoreListener() {
+            @Override
+            public void onRestoreStart(TopicPartition tp, String store, long start, long end) {}
+
+            @Override
+            public void onBatchRestored(TopicPartition tp, String store, long batchEnd, long n) {}
+
+            @Override
+            public void onRestoreEnd(TopicPartition tp, String store, long total) {
+                restored.addAndGet(total);
+                ended.countDown();
+            }
+        });
+        streams.start();
+        while (!ended.await(1, TimeUnit.MILLISECONDS)) {
+            if (streams.state() == KafkaStreams.State.ERROR || streams.state() == KafkaStreams.State.NOT_RUNNING) {
+                System.out.println("{\"event\":\"error\",\"at_ms\":" + System.currentTimeMillis()
+                        + ",\"message\":\"the restore failed\"}");
+                System.exit(1);
+            }
+        }
+        long n = restored.get();
+        if (measured) {
+            event("restored", n);
+        }
+        closeLeaving(streams);
+        return n;
     }
 
     /**
