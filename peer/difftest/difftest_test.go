@@ -1,0 +1,135 @@
+package difftest
+
+import (
+	"context"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// peerClasspath builds the peer (scripts/peer.sh, a no-op once built) and
+// returns its classpath. It skips the test, saying why, in -short mode and
+// when java or mvn are missing (make test installs them).
+func peerClasspath(t *testing.T) string {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("differential tests run Kafka Streams in a JVM: not in -short mode")
+	}
+	for _, tool := range []string{"java", "mvn"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("differential tests need %s (scripts/install-deps.sh installs it)", tool)
+		}
+	}
+	out, err := exec.Command(filepath.Join("..", "..", "scripts", "peer.sh"), "classpath").Output()
+	if err != nil {
+		t.Fatalf("scripts/peer.sh classpath: %v", err)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// runBoth runs every case on both sides and fails each whose outputs
+// differ.
+func runBoth(t *testing.T, cases []Case) {
+	t.Helper()
+	cp := peerClasspath(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	peer, err := RunPeer(ctx, cp, t.TempDir(), cases)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, c := range cases {
+		braid, err := RunBraid(c)
+		if err != nil {
+			t.Errorf("%s: %v", c.Name, err)
+			continue
+		}
+		t.Logf("%s: %d records on each side", c.Name, len(braid))
+		if d := Diff(braid, peer[i]); d != "" {
+			t.Errorf("%s: outputs differ:\n%s", c.Name, d)
+		}
+	}
+}
+
+// TestDifferentialDesigns runs hand-written designs, one per supported
+// shape, on both sides.
+func TestDifferentialDesigns(t *testing.T) {
+	orders := []Input{
+		rec("orders", "o1", `{"customer":"alice","amount":60,"region":"eu"}`, 1000),
+		rec("orders", "o2", `{"customer":"bob","amount":10,"region":"us"}`, 1500),
+		rec("orders", "o3", `{"customer":"alice","amount":70.5,"region":"us"}`, 12000),
+		rec("orders", "o4", `{"customer":"bob","amount":90,"region":"eu"}`, 3000),
+		rec("orders", "o5", `{"customer":"carol","amount":55,"region":"eu"}`, 26000),
+		rec("orders", "o6", `{"customer":"alice","amount":65,"region":"eu"}`, 2000),
+		rec("orders", "o7", `{"customer":"bob","amount":75,"region":"us"}`, 14000),
+		rec("orders", "o8", `{"customer":"carol","amount":80,"region":"us"}`, 40000),
+	}
+	cases := []Case{
+		{Name: "pipe", Input: orders, Design: chain(
+			n("src", "source-stream", "topic", "orders"),
+			n("sink", "sink", "topic", "out"))},
+		{Name: "filter+map", Input: orders, Design: chain(
+			n("src", "source-stream", "topic", "orders"),
+			n("big", "filter", "predicate", `value.amount >= 50 && value.region == "eu"`),
+			n("m", "map", "key", `value.customer + "-" + value.region`, "value", `{id: key, double: value.amount * 2, less: value.amount - 1}`),
+			n("sink", "sink", "topic", "out"))},
+		{Name: "filter-not+select-key+map-values", Input: orders, Design: chain(
+			n("src", "source-stream", "topic", "orders"),
+			n("small", "filter-not", "predicate", `value.amount < 50 || !(value.region != "us")`),
+			n("k", "select-key", "key", "value.customer"),
+			n("v", "map-values", "value", "value.amount + 0.25"),
+			n("sink", "sink", "topic", "out"))},
+		{Name: "count by key", Input: orders, Design: chain(
+			n("src", "source-stream", "topic", "orders"),
+			n("group", "group-by", "key", "value.customer"),
+			n("count", "count"),
+			n("ts", "to-stream"),
+			n("sink", "sink", "topic", "counts"))},
+		{Name: "reduce by key", Input: orders, Design: chain(
+			n("src", "source-stream", "topic", "orders"),
+			n("k", "select-key", "key", "value.region"),
+			n("v", "map-values", "value", "value.amount"),
+			n("group", "group-by-key"),
+			n("sum", "reduce", "reducer", "aggregate + value"),
+			n("ts", "to-stream"),
+			n("sink", "sink", "topic", "sums"))},
+		{Name: "windowed count, grace, emit on update", Input: orders, Design: chain(
+			n("src", "source-stream", "topic", "orders"),
+			n("group", "group-by", "key", "value.customer"),
+			n("w", "windowed-by", "type", "tumbling", "size", "10s", "grace", "5s"),
+			n("count", "count"),
+			n("ts", "to-stream"),
+			n("sink", "sink", "topic", "counts"))},
+		{Name: "windowed count, grace, emit final", Input: orders, Design: chain(
+			n("src", "source-stream", "topic", "orders"),
+			n("group", "group-by", "key", "value.customer"),
+			n("w", "windowed-by", "type", "tumbling", "size", "10s", "grace", "5s", "emit", "on-window-close"),
+			n("count", "count"),
+			n("ts", "to-stream"),
+			n("sink", "sink", "topic", "counts"))},
+	}
+	runBoth(t, cases)
+}
+
+// Diff tells equal outputs from different ones: JSON alike whatever its
+// spelling, and a different key, value, timestamp, topic or count apart.
+func TestDiff(t *testing.T) {
+	a := []Output{{Topic: "t", Key: []byte("k"), Value: []byte(`{"a":1,"b":2.5}`), Timestamp: 1}}
+	if d := Diff(a, []Output{{Topic: "t", Key: []byte("k"), Value: []byte(`{"b":2.5, "a":1.0}`), Timestamp: 1}}); d != "" {
+		t.Errorf("the same JSON differs:\n%s", d)
+	}
+	for name, b := range map[string][]Output{
+		"value":     {{Topic: "t", Key: []byte("k"), Value: []byte(`{"a":2,"b":2.5}`), Timestamp: 1}},
+		"key":       {{Topic: "t", Key: []byte("j"), Value: a[0].Value, Timestamp: 1}},
+		"null key":  {{Topic: "t", Value: a[0].Value, Timestamp: 1}},
+		"timestamp": {{Topic: "t", Key: []byte("k"), Value: a[0].Value, Timestamp: 2}},
+		"topic":     {{Topic: "u", Key: []byte("k"), Value: a[0].Value, Timestamp: 1}},
+		"count":     append(append([]Output{}, a...), a...),
+	} {
+		if d := Diff(a, b); !strings.Contains(d, "first difference at record") {
+			t.Errorf("%s: no difference found in %v", name, b)
+		}
+	}
+}

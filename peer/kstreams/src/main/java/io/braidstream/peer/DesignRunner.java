@@ -1,0 +1,452 @@
+package io.braidstream.peer;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.LongNode;
+import com.fasterxml.jackson.databind.node.NullNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import com.fasterxml.jackson.databind.node.TextNode;
+import java.io.BufferedReader;
+import java.io.PrintWriter;
+import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Base64;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Properties;
+import java.util.TreeMap;
+import org.apache.kafka.common.serialization.Deserializer;
+import org.apache.kafka.common.serialization.Serde;
+import org.apache.kafka.common.serialization.Serdes;
+import org.apache.kafka.common.serialization.Serializer;
+import org.apache.kafka.common.utils.Bytes;
+import org.apache.kafka.streams.KeyValue;
+import org.apache.kafka.streams.StreamsBuilder;
+import org.apache.kafka.streams.StreamsConfig;
+import org.apache.kafka.streams.TestInputTopic;
+import org.apache.kafka.streams.TestOutputTopic;
+import org.apache.kafka.streams.TopologyTestDriver;
+import org.apache.kafka.streams.kstream.Consumed;
+import org.apache.kafka.streams.kstream.Grouped;
+import org.apache.kafka.streams.kstream.KGroupedStream;
+import org.apache.kafka.streams.kstream.KStream;
+import org.apache.kafka.streams.kstream.KTable;
+import org.apache.kafka.streams.kstream.Materialized;
+import org.apache.kafka.streams.kstream.Produced;
+import org.apache.kafka.streams.kstream.Suppressed;
+import org.apache.kafka.streams.kstream.TimeWindowedKStream;
+import org.apache.kafka.streams.kstream.TimeWindows;
+import org.apache.kafka.streams.kstream.WindowedSerdes;
+import org.apache.kafka.streams.state.KeyValueStore;
+import org.apache.kafka.streams.state.WindowStore;
+import org.apache.kafka.streams.test.TestRecord;
+
+/**
+ * DesignRunner builds a Braid design (its JSON form, designer/) with Kafka
+ * Streams' DSL and runs it in TopologyTestDriver, for Braid's differential
+ * tests (peer/difftest). Arguments are triples: a design file, an input
+ * file and an output file; one JVM runs them all.
+ *
+ * Input lines are {"topic", "key", "value", "timestamp"}, key and value
+ * the record's bytes as UTF-8 strings (null for null). After each input
+ * record the runner reads every sink topic (in name order) and writes
+ * each new record as {"topic", "key", "value", "timestamp"}, key and
+ * value base64 (null for null). TopologyTestDriver commits after every
+ * record, so record caches hold nothing across records.
+ *
+ * Supported: source-stream (string/json serdes, no timestamp expression),
+ * filter, filter-not, map, map-values, select-key, peek, merge,
+ * group-by-key, group-by (of a stream), windowed-by (tumbling, grace, emit
+ * on-window-update or on-window-close: suppress untilWindowCloses), count,
+ * reduce, to-stream and sink (string, json, int64, windowed serdes);
+ * expressions as Expr says. Anything else is refused with a message naming
+ * the node (exit status 2).
+ */
+public final class DesignRunner {
+    static final ObjectMapper JSON = new ObjectMapper();
+
+    /** Refused is a design outside the supported set. */
+    static final class Refused extends RuntimeException {
+        Refused(String msg) {
+            super(msg);
+        }
+    }
+
+    /** Out is the output of a node: the DSL object and its serdes. */
+    static final class Out {
+        Object dsl;
+        String key;
+        String value;
+        long windowSize = -1;
+        boolean emitFinal;
+        long grace;
+    }
+
+    public static void main(String[] args) throws Exception {
+        if (args.length == 0 || args.length % 3 != 0) {
+            System.err.println("usage: DesignRunner design.json input.jsonl output.jsonl [...]");
+            System.exit(2);
+        }
+        for (int i = 0; i < args.length; i += 3) {
+            try {
+                run(Path.of(args[i]), Path.of(args[i + 1]), Path.of(args[i + 2]));
+            } catch (Refused e) {
+                System.err.println("design " + args[i] + ": " + e.getMessage());
+                System.exit(2);
+            }
+        }
+    }
+
+    static void run(Path designFile, Path inputFile, Path outputFile) throws Exception {
+        JsonNode design = JSON.readTree(designFile.toFile());
+        StreamsBuilder b = new StreamsBuilder();
+        List<String> sinks = new ArrayList<>();
+        build(b, design, sinks);
+        Properties p = new Properties();
+        p.put(StreamsConfig.APPLICATION_ID_CONFIG, "test-driver");
+        p.put(StreamsConfig.BOOTSTRAP_SERVERS_CONFIG, "test-driver:0");
+        p.put(StreamsConfig.DEFAULT_KEY_SERDE_CLASS_CONFIG, Serdes.ByteArraySerde.class);
+        p.put(StreamsConfig.DEFAULT_VALUE_SERDE_CLASS_CONFIG, Serdes.ByteArraySerde.class);
+        p.put(StreamsConfig.STATE_DIR_CONFIG, Files.createTempDirectory("braid-peer-").toString());
+        java.util.Collections.sort(sinks);
+        try (TopologyTestDriver d = new TopologyTestDriver(b.build(), p);
+                BufferedReader in = Files.newBufferedReader(inputFile);
+                PrintWriter out = new PrintWriter(Files.newBufferedWriter(outputFile))) {
+            Map<String, TestInputTopic<byte[], byte[]>> inputs = new HashMap<>();
+            Map<String, TestOutputTopic<byte[], byte[]>> outputs = new LinkedHashMap<>();
+            for (String s : sinks) {
+                outputs.put(s, d.createOutputTopic(s, Serdes.ByteArray().deserializer(), Serdes.ByteArray().deserializer()));
+            }
+            String line;
+            while ((line = in.readLine()) != null) {
+                if (line.isBlank()) {
+                    continue;
+                }
+                JsonNode r = JSON.readTree(line);
+                String topic = r.get("topic").asText();
+                TestInputTopic<byte[], byte[]> t = inputs.computeIfAbsent(topic,
+                        n -> d.createInputTopic(n, Serdes.ByteArray().serializer(), Serdes.ByteArray().serializer()));
+                t.pipeInput(utf8(r.get("key")), utf8(r.get("value")), r.get("timestamp").asLong());
+                for (Map.Entry<String, TestOutputTopic<byte[], byte[]>> e : outputs.entrySet()) {
+                    for (TestRecord<byte[], byte[]> o : e.getValue().readRecordsToList()) {
+                        ObjectNode j = JSON.createObjectNode();
+                        j.put("topic", e.getKey());
+                        j.set("key", b64(o.key()));
+                        j.set("value", b64(o.value()));
+                        j.put("timestamp", o.timestamp());
+                        out.println(JSON.writeValueAsString(j));
+                    }
+                }
+            }
+        }
+    }
+
+    static byte[] utf8(JsonNode n) {
+        return n == null || n.isNull() ? null : n.asText().getBytes(StandardCharsets.UTF_8);
+    }
+
+    static JsonNode b64(byte[] b) {
+        return b == null ? NullNode.instance : TextNode.valueOf(Base64.getEncoder().encodeToString(b));
+    }
+
+    /** build adds the design's nodes to b in Braid's order and lists the sink topics. */
+    static void build(StreamsBuilder b, JsonNode design, List<String> sinks) {
+        Map<String, JsonNode> nodes = new LinkedHashMap<>();
+        for (JsonNode n : design.path("nodes")) {
+            nodes.put(n.get("id").asText(), n);
+        }
+        Map<String, List<String>> inputs = new HashMap<>();
+        for (JsonNode e : design.path("edges")) {
+            inputs.computeIfAbsent(e.get("to").asText(), k -> new ArrayList<>()).add(e.get("from").asText());
+        }
+        Map<String, Out> done = new HashMap<>();
+        while (done.size() < nodes.size()) {
+            boolean progressed = false;
+            for (JsonNode n : nodes.values()) {
+                String id = n.get("id").asText();
+                List<String> ins = inputs.getOrDefault(id, List.of());
+                if (done.containsKey(id) || !ins.stream().allMatch(done::containsKey)) {
+                    continue;
+                }
+                List<Out> in = new ArrayList<>();
+                for (String s : ins) {
+                    in.add(done.get(s));
+                }
+                done.put(id, node(b, n, in, sinks));
+                progressed = true;
+                break;
+            }
+            if (!progressed) {
+                throw new Refused("the design has a cycle or an edge from a missing node");
+            }
+        }
+    }
+
+    static String param(JsonNode n, String name, String dflt) {
+        JsonNode v = n.path("params").get(name);
+        return v == null || v.isNull() || v.asText().isEmpty() ? dflt : v.asText();
+    }
+
+    static Expr expr(JsonNode n, String name) {
+        String src = param(n, name, null);
+        if (src == null) {
+            throw new Refused("node " + n.get("id").asText() + " (" + n.get("kind").asText() + "): parameter " + name + " is not set");
+        }
+        try {
+            return Expr.parse(src);
+        } catch (IllegalArgumentException e) {
+            throw new Refused("node " + n.get("id").asText() + " (" + n.get("kind").asText() + "), parameter " + name + ": " + e.getMessage());
+        }
+    }
+
+    static Map<String, JsonNode> env(Object k, Object v) {
+        Map<String, JsonNode> m = new HashMap<>();
+        m.put("key", node(k));
+        m.put("value", node(v));
+        return m;
+    }
+
+    static JsonNode node(Object o) {
+        if (o == null) {
+            return NullNode.instance;
+        }
+        if (o instanceof JsonNode) {
+            return (JsonNode) o;
+        }
+        if (o instanceof Long) {
+            return LongNode.valueOf((Long) o);
+        }
+        throw new IllegalStateException("no expression value for " + o.getClass().getSimpleName());
+    }
+
+    static Out like(Out in, Object dsl) {
+        Out o = new Out();
+        o.dsl = dsl;
+        o.key = in.key;
+        o.value = in.value;
+        o.windowSize = in.windowSize;
+        o.emitFinal = in.emitFinal;
+        o.grace = in.grace;
+        return o;
+    }
+
+    @SuppressWarnings({"unchecked", "rawtypes"})
+    static Out node(StreamsBuilder b, JsonNode n, List<Out> in, List<String> sinks) {
+        String id = n.get("id").asText(), kind = n.get("kind").asText();
+        Out first = in.isEmpty() ? null : in.get(0);
+        switch (kind) {
+            case "source-stream": {
+                if (param(n, "timestamp", null) != null) {
+                    throw new Refused("node " + id + " (source-stream): a timestamp expression is not supported by the peer");
+                }
+                Out o = new Out();
+                o.key = param(n, "keySerde", "string");
+                o.value = param(n, "valueSerde", "json");
+                o.dsl = b.stream(param(n, "topic", null), Consumed.with(serde(id, o.key), serde(id, o.value)));
+                return o;
+            }
+            case "filter":
+            case "filter-not": {
+                requireStream(id, kind, first);
+                Expr e = expr(n, "predicate");
+                boolean not = kind.equals("filter-not");
+                return like(first, ((KStream) first.dsl).filter((k, v) -> e.test(env(k, v)) != not));
+            }
+            case "map": {
+                requireStream(id, kind, first);
+                Expr ke = expr(n, "key"), ve = expr(n, "value");
+                return like(first, ((KStream) first.dsl).map((k, v) -> {
+                    Map<String, JsonNode> env = env(k, v);
+                    return KeyValue.pair(ke.eval(env), ve.eval(env));
+                }));
+            }
+            case "map-values": {
+                requireStream(id, kind, first);
+                Expr ve = expr(n, "value");
+                return like(first, ((KStream) first.dsl).mapValues((k, v) -> ve.eval(env(k, v))));
+            }
+            case "select-key": {
+                requireStream(id, kind, first);
+                Expr ke = expr(n, "key");
+                return like(first, ((KStream) first.dsl).selectKey((k, v) -> ke.eval(env(k, v))));
+            }
+            case "peek":
+                requireStream(id, kind, first);
+                return first;
+            case "merge": {
+                KStream s = (KStream) first.dsl;
+                for (Out o : in.subList(1, in.size())) {
+                    s = s.merge((KStream) o.dsl);
+                }
+                return like(first, s);
+            }
+            case "group-by-key":
+            case "group-by": {
+                requireStream(id, kind, first);
+                Out o = like(first, null);
+                o.key = param(n, "keySerde", first.key);
+                o.value = param(n, "valueSerde", first.value);
+                Grouped g = Grouped.with(serde(id, o.key), serde(id, o.value));
+                if (kind.equals("group-by-key")) {
+                    o.dsl = ((KStream) first.dsl).groupByKey(g);
+                } else {
+                    if (param(n, "value", null) != null) {
+                        throw new Refused("node " + id + " (group-by): a value expression applies to tables, which the peer does not support");
+                    }
+                    Expr ke = expr(n, "key");
+                    o.dsl = ((KStream) first.dsl).groupBy((k, v) -> ke.eval(env(k, v)), g);
+                }
+                return o;
+            }
+            case "windowed-by": {
+                if (first == null || !(first.dsl instanceof KGroupedStream)) {
+                    throw new Refused("node " + id + " (windowed-by): its input is not a grouped stream");
+                }
+                if (!param(n, "type", "tumbling").equals("tumbling")) {
+                    throw new Refused("node " + id + " (windowed-by): window type " + param(n, "type", "") + " is not supported by the peer (tumbling only)");
+                }
+                Out o = like(first, null);
+                o.windowSize = millis(id, param(n, "size", null));
+                o.grace = millis(id, param(n, "grace", "0s"));
+                o.emitFinal = param(n, "emit", "on-window-update").equals("on-window-close");
+                o.dsl = ((KGroupedStream) first.dsl).windowedBy(
+                        TimeWindows.ofSizeAndGrace(Duration.ofMillis(o.windowSize), Duration.ofMillis(o.grace)));
+                return o;
+            }
+            case "count":
+            case "reduce": {
+                if (first == null) {
+                    throw new Refused("node " + id + " (" + kind + "): no input");
+                }
+                Out o = like(first, null);
+                o.value = param(n, "valueSerde", kind.equals("count") ? "int64" : first.value);
+                Serde ks = serde(id, first.key), vs = serde(id, o.value);
+                KTable t;
+                if (first.dsl instanceof KGroupedStream) {
+                    KGroupedStream g = (KGroupedStream) first.dsl;
+                    Materialized m = Materialized.<Object, Object, KeyValueStore<Bytes, byte[]>>with(ks, vs);
+                    t = kind.equals("count") ? g.count(m) : g.reduce(reducer(n), m);
+                } else if (first.dsl instanceof TimeWindowedKStream) {
+                    TimeWindowedKStream w = (TimeWindowedKStream) first.dsl;
+                    Materialized m = Materialized.<Object, Object, WindowStore<Bytes, byte[]>>with(ks, vs);
+                    t = kind.equals("count") ? w.count(m) : w.reduce(reducer(n), m);
+                    if (first.emitFinal) {
+                        t = t.suppress(Suppressed.untilWindowCloses(Suppressed.BufferConfig.unbounded()));
+                    }
+                } else {
+                    throw new Refused("node " + id + " (" + kind + "): tables are not supported by the peer");
+                }
+                o.dsl = t;
+                return o;
+            }
+            case "to-stream":
+                if (first == null || !(first.dsl instanceof KTable)) {
+                    throw new Refused("node " + id + " (to-stream): its input is not a table");
+                }
+                return like(first, ((KTable) first.dsl).toStream());
+            case "sink": {
+                requireStream(id, kind, first);
+                String topic = param(n, "topic", null);
+                String kp = param(n, "keySerde", null);
+                Serde ks;
+                if (first.windowSize >= 0) {
+                    if (kp != null && !kp.equals("windowed")) {
+                        throw new Refused("node " + id + " (sink): key serde " + kp + " of windowed keys is not supported by the peer");
+                    }
+                    ks = new WindowedSerdes.TimeWindowedSerde(serde(id, first.key), first.windowSize);
+                } else {
+                    ks = serde(id, kp == null ? first.key : kp);
+                }
+                ((KStream) first.dsl).to(topic, Produced.with(ks, serde(id, param(n, "valueSerde", first.value))));
+                sinks.add(topic);
+                return null;
+            }
+            default:
+                throw new Refused("node " + id + " (" + kind + "): kind not supported by the peer");
+        }
+    }
+
+    static void requireStream(String id, String kind, Out in) {
+        if (in == null || !(in.dsl instanceof KStream)) {
+            throw new Refused("node " + id + " (" + kind + "): its input is not a stream (tables are not supported by the peer)");
+        }
+    }
+
+    @SuppressWarnings({"unchecked", "rawtypes"})
+    static org.apache.kafka.streams.kstream.Reducer reducer(JsonNode n) {
+        Expr e = expr(n, "reducer");
+        if (param(n, "subtractor", null) != null) {
+            throw new Refused("node " + n.get("id").asText() + " (reduce): a subtractor applies to tables, which the peer does not support");
+        }
+        return (agg, v) -> {
+            Map<String, JsonNode> env = new HashMap<>();
+            env.put("aggregate", node(agg));
+            env.put("value", node(v));
+            return e.eval(env);
+        };
+    }
+
+    /** millis parses a Go duration of whole units: 500ms, 10s, 1m, 2h. */
+    static long millis(String id, String d) {
+        if (d == null) {
+            throw new Refused("node " + id + " (windowed-by): size is not set");
+        }
+        java.util.regex.Matcher m = java.util.regex.Pattern.compile("(\\d+)(ms|s|m|h)").matcher(d);
+        if (!m.matches()) {
+            throw new Refused("node " + id + " (windowed-by): duration " + d + " is not supported by the peer (one whole unit: ms, s, m, h)");
+        }
+        long v = Long.parseLong(m.group(1));
+        switch (m.group(2)) {
+            case "ms": return v;
+            case "s": return v * 1000;
+            case "m": return v * 60_000;
+            default: return v * 3_600_000;
+        }
+    }
+
+    @SuppressWarnings({"unchecked", "rawtypes"})
+    static Serde serde(String id, String name) {
+        switch (name) {
+            case "string":
+                return Serdes.serdeFrom(
+                        (Serializer) (t, o) -> o == null ? null : text(o).getBytes(StandardCharsets.UTF_8),
+                        (Deserializer) (t, bs) -> bs == null ? null : TextNode.valueOf(new String(bs, StandardCharsets.UTF_8)));
+            case "json":
+                return Serdes.serdeFrom(
+                        (Serializer) (t, o) -> {
+                            try {
+                                return o == null ? null : JSON.writeValueAsBytes(node(o));
+                            } catch (Exception e) {
+                                throw new IllegalStateException(e);
+                            }
+                        },
+                        (Deserializer) (t, bs) -> {
+                            try {
+                                return bs == null ? null : JSON.readTree(bs);
+                            } catch (Exception e) {
+                                throw new IllegalStateException(e);
+                            }
+                        });
+            case "int64":
+                return Serdes.serdeFrom(
+                        (Serializer) (t, o) -> o == null ? null : ByteBuffer.allocate(8).putLong(node(o).longValue()).array(),
+                        (Deserializer) (t, bs) -> bs == null ? null : Long.valueOf(ByteBuffer.wrap(bs).getLong()));
+            default:
+                throw new Refused("node " + id + ": serde " + name + " is not supported by the peer (string, json, int64)");
+        }
+    }
+
+    static String text(Object o) {
+        JsonNode n = node(o);
+        if (!n.isTextual()) {
+            throw new IllegalStateException("the string serde takes strings, not " + n);
+        }
+        return n.textValue();
+    }
+}
