@@ -2,11 +2,14 @@ package difftest
 
 import (
 	"context"
+	"flag"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/braidstream/braid/designer"
 )
 
 // peerClasspath builds the peer (scripts/peer.sh, a no-op once built) and
@@ -130,6 +133,49 @@ func TestDiff(t *testing.T) {
 	} {
 		if d := Diff(a, b); !strings.Contains(d, "first difference at record") {
 			t.Errorf("%s: no difference found in %v", name, b)
+		}
+	}
+}
+
+var seeds = flag.Int("seeds", 50, "TestDifferentialSeeds: how many seeds of Generate to run (1..seeds)")
+
+// TestDifferentialSeeds runs designs from Generate, seeds 1 to -seeds, on
+// both sides.
+func TestDifferentialSeeds(t *testing.T) {
+	var cases []Case
+	for seed := range uint64(*seeds) {
+		cases = append(cases, Generate(seed+1))
+	}
+	runBoth(t, cases)
+}
+
+// Designs and expressions outside DesignRunner's subset are refused with a
+// message naming the node (and the expression).
+func TestPeerRefuses(t *testing.T) {
+	cp := peerClasspath(t)
+	for want, d := range map[string]*designer.Design{
+		"node b (branch): kind not supported by the peer": chain(
+			n("src", "source-stream", "topic", "in"),
+			n("b", "branch")),
+		`node f (filter), parameter predicate: expression "value.amount / 2 > 1"`: chain(
+			n("src", "source-stream", "topic", "in"),
+			n("f", "filter", "predicate", "value.amount / 2 > 1"),
+			n("sink", "sink", "topic", "out")),
+		`node m (map-values), parameter value: expression "upper(value.name)"`: chain(
+			n("src", "source-stream", "topic", "in"),
+			n("m", "map-values", "value", "upper(value.name)"),
+			n("sink", "sink", "topic", "out")),
+		"node w (windowed-by): window type session is not supported": chain(
+			n("src", "source-stream", "topic", "in"),
+			n("g", "group-by-key"),
+			n("w", "windowed-by", "type", "session", "gap", "5s"),
+			n("c", "count"),
+			n("ts", "to-stream"),
+			n("sink", "sink", "topic", "out")),
+	} {
+		_, err := RunPeer(context.Background(), cp, t.TempDir(), []Case{{Name: want, Design: d}})
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("got %v, want an error saying %q", err, want)
 		}
 	}
 }

@@ -1,0 +1,150 @@
+package difftest
+
+import (
+	"fmt"
+	"math/rand/v2"
+
+	"github.com/braidstream/braid/designer"
+)
+
+// Generate returns a random design within DesignRunner's subset and
+// records for it, the same for the same seed. Designs read topic "in"
+// (string keys, JSON values {customer, region, amount, qty}), pass it
+// through up to three stateless operators that keep that shape (filter,
+// filter-not, map, map-values, select-key), sometimes write that stream to
+// topic "mid", and then either write it to "out" or aggregate it (count
+// or reduce, by key or by a field, in tumbling windows with grace and
+// emit on update or final, or not windowed) and write the table's
+// updates to "out". Records come out of order, some past the grace
+// period, over a few keys.
+func Generate(seed uint64) Case {
+	r := rand.New(rand.NewPCG(seed, 0x62726169640a))
+	g := &gen{r: r}
+	g.add(n("src", "source-stream", "topic", "in"))
+	for range r.IntN(4) {
+		g.add(g.stateless())
+	}
+	if r.IntN(3) == 0 {
+		g.sink("mid")
+	}
+	if r.IntN(4) > 0 {
+		g.aggregation()
+	}
+	g.sink("out")
+	return Case{Name: fmt.Sprintf("seed %d", seed), Design: g.d, Input: g.records()}
+}
+
+type gen struct {
+	r    *rand.Rand
+	d    *designer.Design
+	last string // the node the next one reads
+	ids  int
+}
+
+func (g *gen) add(node designer.Node) {
+	if g.d == nil {
+		g.d = &designer.Design{ID: "gen", Name: "gen", Version: designer.FormatVersion}
+	}
+	g.ids++
+	node.ID = fmt.Sprintf("%s%d", node.ID, g.ids)
+	node.Position = designer.Position{X: float64(200 * g.ids)}
+	if g.last != "" {
+		g.d.Edges = append(g.d.Edges, designer.Edge{From: g.last, FromPort: "out", To: node.ID, ToPort: "in"})
+	}
+	g.d.Nodes = append(g.d.Nodes, node)
+	g.last = node.ID
+}
+
+// sink writes the current stream to topic; the next node reads the same
+// stream.
+func (g *gen) sink(topic string) {
+	last := g.last
+	g.add(n("sink", "sink", "topic", topic))
+	g.last = last
+}
+
+func (g *gen) pick(xs ...string) string { return xs[g.r.IntN(len(xs))] }
+
+func (g *gen) predicate() string {
+	return g.pick(
+		fmt.Sprintf("value.amount >= %d", g.r.IntN(100)),
+		`value.region == "eu"`,
+		fmt.Sprintf("value.qty < %d && value.amount > %d", 1+g.r.IntN(5), g.r.IntN(60)),
+		`key != "k1"`,
+		`value.customer + value.region == "aeu" || value.qty * 2 > 7`,
+		`!(value.amount - value.qty < 20)`,
+	)
+}
+
+// shape is a value expression that keeps the record's fields.
+func (g *gen) shape() string {
+	return g.pick(
+		"{customer: value.customer, region: value.region, amount: value.amount * 2, qty: value.qty}",
+		"{customer: value.customer, region: value.region, amount: value.amount - value.qty, qty: value.qty + 1}",
+		`{customer: value.customer + "x", region: value.region, amount: value.amount + 0.5, qty: 3}`,
+	)
+}
+
+func (g *gen) keyExpr() string {
+	return g.pick("value.customer", "value.region", `value.customer + "-" + value.region`, `key + "."`)
+}
+
+func (g *gen) stateless() designer.Node {
+	switch g.r.IntN(5) {
+	case 0:
+		return n("filter", "filter", "predicate", g.predicate())
+	case 1:
+		return n("filterNot", "filter-not", "predicate", g.predicate())
+	case 2:
+		return n("map", "map", "key", g.keyExpr(), "value", g.shape())
+	case 3:
+		return n("mapValues", "map-values", "value", g.shape())
+	default:
+		return n("selectKey", "select-key", "key", g.keyExpr())
+	}
+}
+
+func (g *gen) aggregation() {
+	if g.r.IntN(2) == 0 {
+		g.add(n("group", "group-by-key"))
+	} else {
+		g.add(n("group", "group-by", "key", g.keyExpr()))
+	}
+	if g.r.IntN(3) > 0 {
+		g.add(n("window", "windowed-by", "type", "tumbling",
+			"size", g.pick("5s", "10s"), "grace", g.pick("0s", "2s", "5s"),
+			"emit", g.pick("on-window-update", "on-window-close")))
+	}
+	if g.r.IntN(2) == 0 {
+		g.add(n("count", "count"))
+	} else {
+		g.add(n("reduce", "reduce", "reducer", g.pick(
+			"{customer: value.customer, region: aggregate.region, amount: aggregate.amount + value.amount, qty: aggregate.qty + 1}",
+			"{customer: aggregate.customer + value.customer, region: value.region, amount: value.amount, qty: value.qty * aggregate.qty}",
+		)))
+	}
+	g.add(n("toStream", "to-stream"))
+}
+
+// records makes 10 to 40 records over keys k1..k4: stream time moves on
+// by up to 3 s a record, and a record's timestamp lies up to 12 s behind
+// it (out of order, some past any grace) or a little ahead.
+func (g *gen) records() []Input {
+	var out []Input
+	now := int64(g.r.IntN(5000))
+	for range 10 + g.r.IntN(31) {
+		now += int64(g.r.IntN(3000))
+		ts := max(0, now-int64(g.r.IntN(12000)))
+		if g.r.IntN(2) == 0 {
+			ts = now + int64(g.r.IntN(500))
+		}
+		amount := fmt.Sprint(g.r.IntN(100))
+		if g.r.IntN(4) == 0 {
+			amount += ".5"
+		}
+		v := fmt.Sprintf(`{"customer":%q,"region":%q,"amount":%s,"qty":%d}`,
+			g.pick("a", "b", "c"), g.pick("eu", "us"), amount, 1+g.r.IntN(5))
+		out = append(out, rec("in", fmt.Sprintf("k%d", 1+g.r.IntN(4)), v, ts))
+	}
+	return out
+}
