@@ -3,6 +3,8 @@ package difftest
 import (
 	"context"
 	"flag"
+	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -112,8 +114,39 @@ func TestDifferentialDesigns(t *testing.T) {
 			n("count", "count"),
 			n("ts", "to-stream"),
 			n("sink", "sink", "topic", "counts"))},
+		{Name: "hopping aggregate, timestamp from the value", Input: withTS(orders), Design: chain(
+			n("src", "source-stream", "topic", "orders", "timestamp", "value.ts"),
+			n("group", "group-by", "key", "value.region"),
+			n("w", "windowed-by", "type", "hopping", "size", "10s", "advance", "5s", "grace", "3s"),
+			n("agg", "aggregate", "initializer", "{n: 0, total: 0}", "aggregator", `{n: aggregate.n + 1, total: aggregate.total + value.amount, last: key + ":" + value.customer}`),
+			n("ts", "to-stream"),
+			n("sink", "sink", "topic", "totals", "keySerde", "windowed-json"))},
+	}
+	for _, path := range []string{"../../cmd/braid/orders-demo.json", "../../designer/testdata/orders-windowed.json"} {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d, err := designer.Decode(data)
+		if err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		cases = append(cases, Case{Name: path, Design: d, Input: withTS(orders)})
 	}
 	runBoth(t, cases)
+}
+
+// withTS gives each record's value a field ts, its timestamp shifted so
+// that the order of event times differs from that of record times.
+func withTS(in []Input) []Input {
+	var out []Input
+	for i, r := range in {
+		v := strings.TrimSuffix(*r.Value, "}") + fmt.Sprintf(`,"ts":%d}`, r.Timestamp+int64(i%3)*4000)
+		r.Value = &v
+		r.Timestamp = int64(i)
+		out = append(out, r)
+	}
+	return out
 }
 
 // Diff tells equal outputs from different ones: JSON alike whatever its

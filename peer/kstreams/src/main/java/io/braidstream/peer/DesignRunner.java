@@ -42,7 +42,9 @@ import org.apache.kafka.streams.kstream.Produced;
 import org.apache.kafka.streams.kstream.Suppressed;
 import org.apache.kafka.streams.kstream.TimeWindowedKStream;
 import org.apache.kafka.streams.kstream.TimeWindows;
+import org.apache.kafka.streams.kstream.Windowed;
 import org.apache.kafka.streams.kstream.WindowedSerdes;
+import org.apache.kafka.streams.processor.TimestampExtractor;
 import org.apache.kafka.streams.state.KeyValueStore;
 import org.apache.kafka.streams.state.WindowStore;
 import org.apache.kafka.streams.test.TestRecord;
@@ -60,11 +62,12 @@ import org.apache.kafka.streams.test.TestRecord;
  * value base64 (null for null). TopologyTestDriver commits after every
  * record, so record caches hold nothing across records.
  *
- * Supported: source-stream (string/json serdes, no timestamp expression),
+ * Supported: source-stream (string/json serdes, a timestamp expression),
  * filter, filter-not, map, map-values, select-key, peek, merge,
- * group-by-key, group-by (of a stream), windowed-by (tumbling, grace, emit
- * on-window-update or on-window-close: suppress untilWindowCloses), count,
- * reduce, to-stream and sink (string, json, int64, windowed serdes);
+ * group-by-key, group-by (of a stream), windowed-by (tumbling or hopping,
+ * grace, emit on-window-update or on-window-close: suppress
+ * untilWindowCloses), count, reduce, aggregate (no merger or subtractor),
+ * to-stream and sink (string, json, int64, windowed, windowed-json serdes);
  * expressions as Expr says. Anything else is refused with a message naming
  * the node (exit status 2).
  */
@@ -242,13 +245,21 @@ public final class DesignRunner {
         Out first = in.isEmpty() ? null : in.get(0);
         switch (kind) {
             case "source-stream": {
-                if (param(n, "timestamp", null) != null) {
-                    throw new Refused("node " + id + " (source-stream): a timestamp expression is not supported by the peer");
-                }
                 Out o = new Out();
                 o.key = param(n, "keySerde", "string");
                 o.value = param(n, "valueSerde", "json");
-                o.dsl = b.stream(param(n, "topic", null), Consumed.with(serde(id, o.key), serde(id, o.value)));
+                Consumed c = Consumed.with(serde(id, o.key), serde(id, o.value));
+                if (param(n, "timestamp", null) != null) {
+                    Expr e = expr(n, "timestamp");
+                    c = c.withTimestampExtractor((TimestampExtractor) (r, partitionTime) -> {
+                        JsonNode t = e.eval(env(r.key(), r.value()));
+                        if (!t.isNumber()) {
+                            throw new IllegalStateException("node " + id + ": timestamp " + t + " is not a number");
+                        }
+                        return (long) t.doubleValue();
+                    });
+                }
+                o.dsl = b.stream(param(n, "topic", null), c);
                 return o;
             }
             case "filter":
@@ -308,34 +319,41 @@ public final class DesignRunner {
                 if (first == null || !(first.dsl instanceof KGroupedStream)) {
                     throw new Refused("node " + id + " (windowed-by): its input is not a grouped stream");
                 }
-                if (!param(n, "type", "tumbling").equals("tumbling")) {
-                    throw new Refused("node " + id + " (windowed-by): window type " + param(n, "type", "") + " is not supported by the peer (tumbling only)");
+                String type = param(n, "type", "tumbling");
+                if (!type.equals("tumbling") && !type.equals("hopping")) {
+                    throw new Refused("node " + id + " (windowed-by): window type " + type + " is not supported by the peer (tumbling and hopping only)");
                 }
                 Out o = like(first, null);
                 o.windowSize = millis(id, param(n, "size", null));
                 o.grace = millis(id, param(n, "grace", "0s"));
                 o.emitFinal = param(n, "emit", "on-window-update").equals("on-window-close");
-                o.dsl = ((KGroupedStream) first.dsl).windowedBy(
-                        TimeWindows.ofSizeAndGrace(Duration.ofMillis(o.windowSize), Duration.ofMillis(o.grace)));
+                TimeWindows w = TimeWindows.ofSizeAndGrace(Duration.ofMillis(o.windowSize), Duration.ofMillis(o.grace));
+                if (type.equals("hopping")) {
+                    w = w.advanceBy(Duration.ofMillis(millis(id, param(n, "advance", null))));
+                }
+                o.dsl = ((KGroupedStream) first.dsl).windowedBy(w);
                 return o;
             }
             case "count":
-            case "reduce": {
+            case "reduce":
+            case "aggregate": {
                 if (first == null) {
                     throw new Refused("node " + id + " (" + kind + "): no input");
                 }
                 Out o = like(first, null);
-                o.value = param(n, "valueSerde", kind.equals("count") ? "int64" : first.value);
+                o.value = param(n, "valueSerde", kind.equals("count") ? "int64" : kind.equals("aggregate") ? "json" : first.value);
                 Serde ks = serde(id, first.key), vs = serde(id, o.value);
                 KTable t;
                 if (first.dsl instanceof KGroupedStream) {
                     KGroupedStream g = (KGroupedStream) first.dsl;
                     Materialized m = Materialized.<Object, Object, KeyValueStore<Bytes, byte[]>>with(ks, vs);
-                    t = kind.equals("count") ? g.count(m) : g.reduce(reducer(n), m);
+                    t = kind.equals("count") ? g.count(m) : kind.equals("reduce") ? g.reduce(reducer(n), m)
+                            : g.aggregate(initializer(n), aggregator(n), m);
                 } else if (first.dsl instanceof TimeWindowedKStream) {
                     TimeWindowedKStream w = (TimeWindowedKStream) first.dsl;
                     Materialized m = Materialized.<Object, Object, WindowStore<Bytes, byte[]>>with(ks, vs);
-                    t = kind.equals("count") ? w.count(m) : w.reduce(reducer(n), m);
+                    t = kind.equals("count") ? w.count(m) : kind.equals("reduce") ? w.reduce(reducer(n), m)
+                            : w.aggregate(initializer(n), aggregator(n), m);
                     if (first.emitFinal) {
                         t = t.suppress(Suppressed.untilWindowCloses(Suppressed.BufferConfig.unbounded()));
                     }
@@ -355,7 +373,9 @@ public final class DesignRunner {
                 String topic = param(n, "topic", null);
                 String kp = param(n, "keySerde", null);
                 Serde ks;
-                if (first.windowSize >= 0) {
+                if (first.windowSize >= 0 && "windowed-json".equals(kp)) {
+                    ks = windowedJSON();
+                } else if (first.windowSize >= 0) {
                     if (kp != null && !kp.equals("windowed")) {
                         throw new Refused("node " + id + " (sink): key serde " + kp + " of windowed keys is not supported by the peer");
                     }
@@ -388,6 +408,26 @@ public final class DesignRunner {
             Map<String, JsonNode> env = new HashMap<>();
             env.put("aggregate", node(agg));
             env.put("value", node(v));
+            return e.eval(env);
+        };
+    }
+
+    static org.apache.kafka.streams.kstream.Initializer<Object> initializer(JsonNode n) {
+        Expr e = expr(n, "initializer");
+        return () -> e.eval(new HashMap<>());
+    }
+
+    @SuppressWarnings({"unchecked", "rawtypes"})
+    static org.apache.kafka.streams.kstream.Aggregator aggregator(JsonNode n) {
+        Expr e = expr(n, "aggregator");
+        for (String p : new String[] {"subtractor", "merger"}) {
+            if (param(n, p, null) != null) {
+                throw new Refused("node " + n.get("id").asText() + " (aggregate): a " + p + " is not supported by the peer");
+            }
+        }
+        return (k, v, agg) -> {
+            Map<String, JsonNode> env = env(k, v);
+            env.put("aggregate", node(agg));
             return e.eval(env);
         };
     }
@@ -440,6 +480,26 @@ public final class DesignRunner {
             default:
                 throw new Refused("node " + id + ": serde " + name + " is not supported by the peer (string, json, int64)");
         }
+    }
+
+    /** windowedJSON is Braid's windowed-json serde: {"key", "start", "end"}, for writing. */
+    @SuppressWarnings({"unchecked", "rawtypes"})
+    static Serde windowedJSON() {
+        return Serdes.serdeFrom(
+                (Serializer) (t, o) -> {
+                    if (o == null) {
+                        return null;
+                    }
+                    Windowed<Object> w = (Windowed<Object>) o;
+                    ObjectNode j = JSON.createObjectNode();
+                    j.set("key", node(w.key()));
+                    j.put("start", w.window().start());
+                    j.put("end", w.window().end());
+                    return j.toString().getBytes(StandardCharsets.UTF_8);
+                },
+                (Deserializer) (t, bs) -> {
+                    throw new IllegalStateException("the peer only writes windowed-json");
+                });
     }
 
     static String text(Object o) {
