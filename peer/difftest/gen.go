@@ -3,24 +3,32 @@ package difftest
 import (
 	"fmt"
 	"math/rand/v2"
+	"strings"
 
 	"github.com/braidstream/braid/designer"
 )
 
 // Generate returns a random design within DesignRunner's subset and
 // records for it, the same for the same seed. Designs read topic "in"
-// (string keys, JSON values {customer, region, amount, qty}), pass it
+// (string keys, JSON values {customer, region, amount, qty}, and ts when
+// the source takes its timestamps from the value), pass it
 // through up to three stateless operators that keep that shape (filter,
 // filter-not, map, map-values, select-key; no filter before a window), sometimes write that stream to
-// topic "mid", and then either write it to "out" or aggregate it (count
-// or reduce, by key or by a field, in tumbling windows with grace and
-// emit on update or final, or not windowed) and write the table's
+// topic "mid", and then either write it to "out" or aggregate it (count,
+// reduce or aggregate, by key or by a field, in tumbling or hopping
+// windows with grace and emit on update or final, or not windowed) and
+// write the table's
 // updates to "out". Records come out of order, some past the grace
 // period, over a few keys.
 func Generate(seed uint64) Case {
 	r := rand.New(rand.NewPCG(seed, 0x62726169640a))
 	g := &gen{r: r}
-	g.add(n("src", "source-stream", "topic", "in"))
+	g.eventTime = r.IntN(3) == 0
+	if g.eventTime {
+		g.add(n("src", "source-stream", "topic", "in", "timestamp", "value.ts"))
+	} else {
+		g.add(n("src", "source-stream", "topic", "in"))
+	}
 	agg, windowed := r.IntN(4) > 0, r.IntN(3) > 0
 	for range r.IntN(4) {
 		// Before a window no filter: Braid's stream time is the task's, so
@@ -44,6 +52,8 @@ type gen struct {
 	d    *designer.Design
 	last string // the node the next one reads
 	ids  int
+	// eventTime: the source takes timestamps from the value's ts field.
+	eventTime bool
 }
 
 func (g *gen) add(node designer.Node) {
@@ -120,13 +130,24 @@ func (g *gen) aggregation(windowed bool) {
 		g.add(n("group", "group-by", "key", g.keyExpr()))
 	}
 	if windowed {
-		g.add(n("window", "windowed-by", "type", "tumbling",
-			"size", g.pick("5s", "10s"), "grace", g.pick("0s", "2s", "5s"),
-			"emit", g.pick("on-window-update", "on-window-close")))
+		grace, emit := g.pick("0s", "2s", "5s"), g.pick("on-window-update", "on-window-close")
+		if g.r.IntN(3) == 0 {
+			size, advance, _ := strings.Cut(g.pick("10s/5s", "6s/2s", "9s/3s"), "/")
+			g.add(n("window", "windowed-by", "type", "hopping", "size", size, "advance", advance, "grace", grace, "emit", emit))
+		} else {
+			g.add(n("window", "windowed-by", "type", "tumbling", "size", g.pick("5s", "10s"), "grace", grace, "emit", emit))
+		}
 	}
-	if g.r.IntN(2) == 0 {
+	switch g.r.IntN(3) {
+	case 0:
 		g.add(n("count", "count"))
-	} else {
+	case 1:
+		g.add(n("aggregate", "aggregate", "initializer", g.pick("{n: 0, total: 0}", `{n: 1, total: 0.5, who: ""}`),
+			"aggregator", g.pick(
+				"{n: aggregate.n + 1, total: aggregate.total + value.amount}",
+				`{n: aggregate.n * 2, total: aggregate.total - value.qty, who: key + value.customer}`,
+			)))
+	default:
 		g.add(n("reduce", "reduce", "reducer", g.pick(
 			"{customer: value.customer, region: aggregate.region, amount: aggregate.amount + value.amount, qty: aggregate.qty + 1}",
 			"{customer: aggregate.customer + value.customer, region: value.region, amount: value.amount, qty: value.qty * aggregate.qty}",
@@ -151,9 +172,14 @@ func (g *gen) records() []Input {
 		if g.r.IntN(4) == 0 {
 			amount += ".5"
 		}
-		v := fmt.Sprintf(`{"customer":%q,"region":%q,"amount":%s,"qty":%d}`,
+		v := fmt.Sprintf(`{"customer":%q,"region":%q,"amount":%s,"qty":%d`,
 			g.pick("a", "b", "c"), g.pick("eu", "us"), amount, 1+g.r.IntN(5))
-		out = append(out, rec("in", fmt.Sprintf("k%d", 1+g.r.IntN(4)), v, ts))
+		if g.eventTime {
+			// the event time in the value, the record's own shuffled
+			v += fmt.Sprintf(`,"ts":%d`, ts)
+			ts = int64(g.r.IntN(100000))
+		}
+		out = append(out, rec("in", fmt.Sprintf("k%d", 1+g.r.IntN(4)), v+"}", ts))
 	}
 	return out
 }
