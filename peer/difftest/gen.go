@@ -37,6 +37,15 @@ func Generate(seed uint64) Case {
 		// TestDifferentialStreamTimePerTask pins it).
 		g.add(g.stateless(!(agg && windowed)))
 	}
+	if r.IntN(4) == 0 {
+		g.merge(!(agg && windowed))
+		// Merged, one input record reaches an aggregation twice. Kafka
+		// Streams' TopologyTestDriver commits after each record it reads,
+		// those of repartition topics too, Braid's TestDriver at Commit
+		// only, after all of them: with caching, Braid would send the
+		// second update alone. Without, both send both.
+		g.noCache = true
+	}
 	if r.IntN(3) == 0 {
 		g.sink("mid")
 	}
@@ -54,6 +63,8 @@ type gen struct {
 	ids  int
 	// eventTime: the source takes timestamps from the value's ts field.
 	eventTime bool
+	// noCache: the aggregation's store has caching off.
+	noCache bool
 }
 
 func (g *gen) add(node designer.Node) {
@@ -76,6 +87,23 @@ func (g *gen) sink(topic string) {
 	last := g.last
 	g.add(n("sink", "sink", "topic", topic))
 	g.last = last
+}
+
+// merge sends the current stream through two stateless operators and
+// merges them again: one record reaches the merge twice, one path after
+// the other.
+func (g *gen) merge(filters bool) {
+	from := g.last
+	g.add(g.stateless(filters))
+	left := g.last
+	g.last = from
+	g.add(g.stateless(filters))
+	right := g.last
+	g.last = ""
+	g.add(n("merge", "merge"))
+	g.d.Edges = append(g.d.Edges,
+		designer.Edge{From: left, FromPort: "out", To: g.last, ToPort: "in"},
+		designer.Edge{From: right, FromPort: "out", To: g.last, ToPort: "in"})
 }
 
 func (g *gen) pick(xs ...string) string { return xs[g.r.IntN(len(xs))] }
@@ -153,6 +181,15 @@ func (g *gen) aggregation(windowed bool) {
 			"{customer: aggregate.customer + value.customer, region: value.region, amount: value.amount, qty: value.qty * aggregate.qty}",
 		)))
 	}
+	caching := g.pick("on", "off")
+	if g.noCache {
+		caching = "off"
+	}
+	agg := &g.d.Nodes[len(g.d.Nodes)-1]
+	if agg.Params == nil {
+		agg.Params = map[string]any{}
+	}
+	agg.Params["caching"] = caching
 	g.add(n("toStream", "to-stream"))
 }
 

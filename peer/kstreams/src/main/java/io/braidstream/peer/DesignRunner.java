@@ -66,8 +66,8 @@ import org.apache.kafka.streams.test.TestRecord;
  * filter, filter-not, map, map-values, select-key, peek, merge,
  * group-by-key, group-by (of a stream), windowed-by (tumbling or hopping,
  * grace, emit on-window-update or on-window-close: suppress
- * untilWindowCloses), count, reduce, aggregate (no merger or subtractor),
- * to-stream and sink (string, json, int64, windowed, windowed-json serdes);
+ * untilWindowCloses), count, reduce, aggregate (no merger or subtractor;
+ * caching on or off), to-stream and sink (string, json, int64, windowed, windowed-json serdes);
  * expressions as Expr says. Anything else is refused with a message naming
  * the node (exit status 2).
  */
@@ -347,11 +347,17 @@ public final class DesignRunner {
                 if (first.dsl instanceof KGroupedStream) {
                     KGroupedStream g = (KGroupedStream) first.dsl;
                     Materialized m = Materialized.<Object, Object, KeyValueStore<Bytes, byte[]>>with(ks, vs);
+                    if (param(n, "caching", "on").equals("off")) {
+                        m = m.withCachingDisabled();
+                    }
                     t = kind.equals("count") ? g.count(m) : kind.equals("reduce") ? g.reduce(reducer(n), m)
                             : g.aggregate(initializer(n), aggregator(n), m);
                 } else if (first.dsl instanceof TimeWindowedKStream) {
                     TimeWindowedKStream w = (TimeWindowedKStream) first.dsl;
                     Materialized m = Materialized.<Object, Object, WindowStore<Bytes, byte[]>>with(ks, vs);
+                    if (param(n, "caching", "on").equals("off")) {
+                        m = m.withCachingDisabled();
+                    }
                     t = kind.equals("count") ? w.count(m) : kind.equals("reduce") ? w.reduce(reducer(n), m)
                             : w.aggregate(initializer(n), aggregator(n), m);
                     if (first.emitFinal) {
