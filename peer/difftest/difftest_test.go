@@ -122,6 +122,37 @@ func TestDifferentialDesigns(t *testing.T) {
 			n("ts", "to-stream"),
 			n("sink", "sink", "topic", "totals", "keySerde", "windowed-json"))},
 	}
+	tombstones := []Input{
+		rec("in", "k1", `{"customer":"a","amount":5}`, 1000),
+		rec("in", "k1", "", 2000),
+		rec("in", "k2", `{"customer":"b","amount":7}`, 3000),
+		rec("in", "k1", "", 4000),
+		rec("in", "k1", `{"customer":"a","amount":9}`, 5000),
+	}
+	cases = append(cases,
+		Case{Name: "tombstones piped", Input: tombstones, Design: chain(
+			n("src", "source-stream", "topic", "in"),
+			n("sink", "sink", "topic", "out"))},
+		Case{Name: "tombstones counted", Input: tombstones, Design: chain(
+			n("src", "source-stream", "topic", "in"),
+			n("g", "group-by-key"),
+			n("c", "count"),
+			n("ts", "to-stream"),
+			n("sink", "sink", "topic", "out"))},
+		Case{Name: "tombstones counted in windows", Input: tombstones, Design: chain(
+			n("src", "source-stream", "topic", "in"),
+			n("g", "group-by-key"),
+			n("w", "windowed-by", "type", "tumbling", "size", "10s"),
+			n("c", "count"),
+			n("ts", "to-stream"),
+			n("sink", "sink", "topic", "out"))},
+		Case{Name: "tombstones reduced", Input: tombstones, Design: chain(
+			n("src", "source-stream", "topic", "in"),
+			n("g", "group-by-key"),
+			n("r", "reduce", "reducer", "{customer: value.customer, amount: aggregate.amount + value.amount}"),
+			n("ts", "to-stream"),
+			n("sink", "sink", "topic", "out"))},
+	)
 	for _, path := range []string{"../../cmd/braid/orders-demo.json", "../../designer/testdata/orders-windowed.json"} {
 		data, err := os.ReadFile(path)
 		if err != nil {

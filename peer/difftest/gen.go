@@ -19,25 +19,29 @@ import (
 // windows with grace and emit on update or final, or not windowed) and
 // write the table's
 // updates to "out". Records come out of order, some past the grace
-// period, over a few keys.
+// period, over a few keys; in designs where no expression reads a value
+// before the aggregation, some are tombstones.
 func Generate(seed uint64) Case {
 	r := rand.New(rand.NewPCG(seed, 0x62726169640a))
 	g := &gen{r: r}
-	g.eventTime = r.IntN(3) == 0
+	// Tombstones only where no expression reads a value: a field of nil
+	// is an error on both sides.
+	g.tombstones = r.IntN(5) == 0
+	g.eventTime = !g.tombstones && r.IntN(3) == 0
 	if g.eventTime {
 		g.add(n("src", "source-stream", "topic", "in", "timestamp", "value.ts"))
 	} else {
 		g.add(n("src", "source-stream", "topic", "in"))
 	}
 	agg, windowed := r.IntN(4) > 0, r.IntN(3) > 0
-	for range r.IntN(4) {
+	for range r.IntN(4) * b2i(!g.tombstones) {
 		// Before a window no filter: Braid's stream time is the task's, so
 		// records filtered out still close windows, unlike in Kafka
 		// Streams (docs/differences.md, "Stream time per task";
 		// TestDifferentialStreamTimePerTask pins it).
 		g.add(g.stateless(!(agg && windowed)))
 	}
-	if r.IntN(4) == 0 {
+	if !g.tombstones && r.IntN(4) == 0 {
 		g.merge(!(agg && windowed))
 		// Merged, one input record reaches an aggregation twice. Kafka
 		// Streams' TopologyTestDriver commits after each record it reads,
@@ -65,6 +69,15 @@ type gen struct {
 	eventTime bool
 	// noCache: the aggregation's store has caching off.
 	noCache bool
+	// tombstones: some records have a null value.
+	tombstones bool
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 func (g *gen) add(node designer.Node) {
@@ -152,7 +165,7 @@ func (g *gen) stateless(filters bool) designer.Node {
 }
 
 func (g *gen) aggregation(windowed bool) {
-	if g.r.IntN(2) == 0 {
+	if g.tombstones || g.r.IntN(2) == 0 {
 		g.add(n("group", "group-by-key"))
 	} else {
 		g.add(n("group", "group-by", "key", g.keyExpr()))
@@ -166,7 +179,11 @@ func (g *gen) aggregation(windowed bool) {
 			g.add(n("window", "windowed-by", "type", "tumbling", "size", g.pick("5s", "10s"), "grace", grace, "emit", emit))
 		}
 	}
-	switch g.r.IntN(3) {
+	k := g.r.IntN(3)
+	if g.tombstones {
+		k = 0 // windowed aggregations pass nulls to reducers and aggregators
+	}
+	switch k {
 	case 0:
 		g.add(n("count", "count"))
 	case 1:
@@ -216,7 +233,11 @@ func (g *gen) records() []Input {
 			v += fmt.Sprintf(`,"ts":%d`, ts)
 			ts = int64(g.r.IntN(100000))
 		}
-		out = append(out, rec("in", fmt.Sprintf("k%d", 1+g.r.IntN(4)), v+"}", ts))
+		v += "}"
+		if g.tombstones && g.r.IntN(4) == 0 {
+			v = ""
+		}
+		out = append(out, rec("in", fmt.Sprintf("k%d", 1+g.r.IntN(4)), v, ts))
 	}
 	return out
 }

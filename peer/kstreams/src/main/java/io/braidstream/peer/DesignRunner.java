@@ -228,6 +228,11 @@ public final class DesignRunner {
         throw new IllegalStateException("no expression value for " + o.getClass().getSimpleName());
     }
 
+    /** orNull turns an expression's nil into Java's null, a null key or value. */
+    static Object orNull(JsonNode v) {
+        return v == null || v.isNull() ? null : v;
+    }
+
     static Out like(Out in, Object dsl) {
         Out o = new Out();
         o.dsl = dsl;
@@ -274,18 +279,18 @@ public final class DesignRunner {
                 Expr ke = expr(n, "key"), ve = expr(n, "value");
                 return like(first, ((KStream) first.dsl).map((k, v) -> {
                     Map<String, JsonNode> env = env(k, v);
-                    return KeyValue.pair(ke.eval(env), ve.eval(env));
+                    return KeyValue.pair(orNull(ke.eval(env)), orNull(ve.eval(env)));
                 }));
             }
             case "map-values": {
                 requireStream(id, kind, first);
                 Expr ve = expr(n, "value");
-                return like(first, ((KStream) first.dsl).mapValues((k, v) -> ve.eval(env(k, v))));
+                return like(first, ((KStream) first.dsl).mapValues((k, v) -> orNull(ve.eval(env(k, v)))));
             }
             case "select-key": {
                 requireStream(id, kind, first);
                 Expr ke = expr(n, "key");
-                return like(first, ((KStream) first.dsl).selectKey((k, v) -> ke.eval(env(k, v))));
+                return like(first, ((KStream) first.dsl).selectKey((k, v) -> orNull(ke.eval(env(k, v)))));
             }
             case "peek":
                 requireStream(id, kind, first);
@@ -311,7 +316,7 @@ public final class DesignRunner {
                         throw new Refused("node " + id + " (group-by): a value expression applies to tables, which the peer does not support");
                     }
                     Expr ke = expr(n, "key");
-                    o.dsl = ((KStream) first.dsl).groupBy((k, v) -> ke.eval(env(k, v)), g);
+                    o.dsl = ((KStream) first.dsl).groupBy((k, v) -> orNull(ke.eval(env(k, v))), g);
                 }
                 return o;
             }

@@ -24,7 +24,7 @@ import java.util.Map;
  *
  * Values are Jackson JsonNodes. As in Braid, numbers compute as doubles and
  * a whole result within 2^53 comes out as an integer; a missing field is
- * nil; a predicate that gives nil is false.
+ * nil, a field of nil an error; a predicate that gives nil is false.
  */
 final class Expr {
     private final Node root;
@@ -262,7 +262,8 @@ final class Expr {
                     n = env -> {
                         JsonNode v = o.eval(env);
                         if (isNil(v)) {
-                            return NullNode.instance;
+                            // as expr-lang: a missing field is nil, a field of nil an error
+                            throw new IllegalStateException("cannot fetch " + f + " from nil");
                         }
                         if (!v.isObject()) {
                             throw new IllegalStateException("field " + f + " of " + v);
