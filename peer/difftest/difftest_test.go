@@ -218,9 +218,10 @@ func TestDifferentialSeeds(t *testing.T) {
 func TestPeerRefuses(t *testing.T) {
 	cp := peerClasspath(t)
 	for want, d := range map[string]*designer.Design{
-		"node b (branch): kind not supported by the peer": chain(
+		"node fm (flat-map-values): kind not supported by the peer": chain(
 			n("src", "source-stream", "topic", "in"),
-			n("b", "branch")),
+			n("fm", "flat-map-values", "values", "value.items"),
+			n("sink", "sink", "topic", "out")),
 		`node f (filter), parameter predicate: expression "value.amount / 2 > 1"`: chain(
 			n("src", "source-stream", "topic", "in"),
 			n("f", "filter", "predicate", "value.amount / 2 > 1"),

@@ -41,6 +41,9 @@ func Generate(seed uint64) Case {
 		// TestDifferentialStreamTimePerTask pins it).
 		g.add(g.stateless(!(agg && windowed)))
 	}
+	if !g.tombstones && !(agg && windowed) && r.IntN(4) == 0 {
+		g.branch()
+	}
 	if !g.tombstones && r.IntN(4) == 0 {
 		g.merge(!(agg && windowed))
 		// Merged, one input record reaches an aggregation twice. Kafka
@@ -100,6 +103,25 @@ func (g *gen) sink(topic string) {
 	last := g.last
 	g.add(n("sink", "sink", "topic", topic))
 	g.last = last
+}
+
+// branch splits the current stream in two branches, the second the
+// default or with a predicate of its own; the second goes to topic
+// "side", the next node reads the first.
+func (g *gen) branch() {
+	second := map[string]any{"name": "second"}
+	if g.r.IntN(2) == 0 {
+		second["predicate"] = g.predicate()
+	}
+	node := n("branch", "branch")
+	node.Params = map[string]any{"branches": []any{map[string]any{"name": "first", "predicate": g.predicate()}, second}}
+	g.add(node)
+	b := g.last
+	g.add(n("sink", "sink", "topic", "side"))
+	g.d.Edges[len(g.d.Edges)-1].FromPort = "second"
+	g.last = ""
+	g.add(n("peek", "peek"))
+	g.d.Edges = append(g.d.Edges, designer.Edge{From: b, FromPort: "first", To: g.last, ToPort: "in"})
 }
 
 // merge sends the current stream through two stateless operators and

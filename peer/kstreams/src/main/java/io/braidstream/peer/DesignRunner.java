@@ -38,6 +38,7 @@ import org.apache.kafka.streams.kstream.KGroupedStream;
 import org.apache.kafka.streams.kstream.KStream;
 import org.apache.kafka.streams.kstream.KTable;
 import org.apache.kafka.streams.kstream.Materialized;
+import org.apache.kafka.streams.kstream.Predicate;
 import org.apache.kafka.streams.kstream.Produced;
 import org.apache.kafka.streams.kstream.Suppressed;
 import org.apache.kafka.streams.kstream.TimeWindowedKStream;
@@ -63,11 +64,12 @@ import org.apache.kafka.streams.test.TestRecord;
  * record, so record caches hold nothing across records.
  *
  * Supported: source-stream (string/json serdes, a timestamp expression),
- * filter, filter-not, map, map-values, select-key, peek, merge,
- * group-by-key, group-by (of a stream), windowed-by (tumbling or hopping,
- * grace, emit on-window-update or on-window-close: suppress
- * untilWindowCloses), count, reduce, aggregate (no merger or subtractor;
- * caching on or off), to-stream and sink (string, json, int64, windowed, windowed-json serdes);
+ * filter, filter-not, branch (as one filter per branch), map, map-values,
+ * select-key, peek, merge, group-by-key, group-by (of a stream),
+ * windowed-by (tumbling or hopping, grace, emit on-window-update or
+ * on-window-close: suppress untilWindowCloses), count, reduce, aggregate
+ * (no merger or subtractor; caching on or off), to-stream and sink
+ * (string, json, int64, windowed, windowed-json serdes);
  * expressions as Expr says. Anything else is refused with a message naming
  * the node (exit status 2).
  */
@@ -89,6 +91,8 @@ public final class DesignRunner {
         long windowSize = -1;
         boolean emitFinal;
         long grace;
+        /** ports are a branch node's outputs by port name. */
+        Map<String, Out> ports;
     }
 
     public static void main(String[] args) throws Exception {
@@ -165,8 +169,10 @@ public final class DesignRunner {
             nodes.put(n.get("id").asText(), n);
         }
         Map<String, List<String>> inputs = new HashMap<>();
+        Map<String, List<String>> ports = new HashMap<>();
         for (JsonNode e : design.path("edges")) {
             inputs.computeIfAbsent(e.get("to").asText(), k -> new ArrayList<>()).add(e.get("from").asText());
+            ports.computeIfAbsent(e.get("to").asText(), k -> new ArrayList<>()).add(e.path("fromPort").asText("out"));
         }
         Map<String, Out> done = new HashMap<>();
         while (done.size() < nodes.size()) {
@@ -178,8 +184,12 @@ public final class DesignRunner {
                     continue;
                 }
                 List<Out> in = new ArrayList<>();
-                for (String s : ins) {
-                    in.add(done.get(s));
+                for (int i = 0; i < ins.size(); i++) {
+                    Out o = done.get(ins.get(i));
+                    if (o != null && o.ports != null) {
+                        o = o.ports.get(ports.get(id).get(i));
+                    }
+                    in.add(o);
                 }
                 done.put(id, node(b, n, in, sinks));
                 progressed = true;
@@ -291,6 +301,38 @@ public final class DesignRunner {
                 requireStream(id, kind, first);
                 Expr ke = expr(n, "key");
                 return like(first, ((KStream) first.dsl).selectKey((k, v) -> orNull(ke.eval(env(k, v)))));
+            }
+            case "branch": {
+                requireStream(id, kind, first);
+                // Each record goes to the first branch whose predicate
+                // holds; the default branch (no predicate) takes the rest.
+                List<String> names = new ArrayList<>();
+                List<Expr> preds = new ArrayList<>();
+                for (JsonNode br : n.path("params").path("branches")) {
+                    names.add(br.get("name").asText());
+                    String p = br.path("predicate").asText("");
+                    try {
+                        preds.add(p.isEmpty() ? null : Expr.parse(p));
+                    } catch (IllegalArgumentException e) {
+                        throw new Refused("node " + id + " (branch), branch " + br.get("name").asText() + ": " + e.getMessage());
+                    }
+                }
+                Out o = new Out();
+                o.ports = new HashMap<>();
+                for (int i = 0; i < names.size(); i++) {
+                    int me = i;
+                    Predicate sel = (k, v) -> {
+                        Map<String, JsonNode> env = env(k, v);
+                        for (int j = 0; j < preds.size(); j++) {
+                            if (preds.get(j) == null || preds.get(j).test(env)) {
+                                return j == me;
+                            }
+                        }
+                        return false;
+                    };
+                    o.ports.put(names.get(i), like(first, ((KStream) first.dsl).filter(sel)));
+                }
+                return o;
             }
             case "peek":
                 requireStream(id, kind, first);
