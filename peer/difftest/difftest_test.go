@@ -201,14 +201,17 @@ func TestDiff(t *testing.T) {
 	}
 }
 
-var seeds = flag.Int("seeds", 200, "TestDifferentialSeeds: how many seeds of Generate to run (1..seeds)")
+var (
+	seeds  = flag.Int("seeds", 200, "TestDifferentialSeeds: how many seeds of Generate to run (1..seeds)")
+	allWin = flag.Bool("session-sliding", false, "TestDifferentialSeeds: generate session and sliding windows too (they differ: docs/testing.md)")
+)
 
 // TestDifferentialSeeds runs designs from Generate, seeds 1 to -seeds, on
 // both sides.
 func TestDifferentialSeeds(t *testing.T) {
 	var cases []Case
 	for seed := range uint64(*seeds) {
-		cases = append(cases, Generate(seed+1))
+		cases = append(cases, Generate(seed+1, GenOptions{SessionAndSliding: *allWin}))
 	}
 	runBoth(t, cases)
 }
@@ -230,11 +233,11 @@ func TestPeerRefuses(t *testing.T) {
 			n("src", "source-stream", "topic", "in"),
 			n("m", "map-values", "value", "upper(value.name)"),
 			n("sink", "sink", "topic", "out")),
-		"node w (windowed-by): window type session is not supported": chain(
+		"node c (aggregate): session windows need a merger": chain(
 			n("src", "source-stream", "topic", "in"),
 			n("g", "group-by-key"),
 			n("w", "windowed-by", "type", "session", "gap", "5s"),
-			n("c", "count"),
+			n("c", "aggregate", "initializer", "0", "aggregator", "aggregate + 1", "merger", "agg1 + agg2"),
 			n("ts", "to-stream"),
 			n("sink", "sink", "topic", "out")),
 	} {

@@ -15,15 +15,20 @@ import (
 // through up to three stateless operators that keep that shape (filter,
 // filter-not, map, map-values, select-key; no filter before a window), sometimes write that stream to
 // topic "mid", and then either write it to "out" or aggregate it (count,
-// reduce or aggregate, by key or by a field, in tumbling or hopping
-// windows with grace and emit on update or final, or not windowed) and
+// reduce or aggregate, by key or by a field, in tumbling, hopping, sliding
+// or session windows with grace and emit on update or final, or not
+// windowed) and
 // write the table's
 // updates to "out". Records come out of order, some past the grace
 // period, over a few keys; in designs where no expression reads a value
 // before the aggregation, some are tombstones.
-func Generate(seed uint64) Case {
+//
+// With opts.SessionAndSliding, windows may also be session and sliding
+// ones; there the two sides differ (see docs/testing.md), so make test
+// leaves them out.
+func Generate(seed uint64, opts GenOptions) Case {
 	r := rand.New(rand.NewPCG(seed, 0x62726169640a))
-	g := &gen{r: r}
+	g := &gen{r: r, opts: opts}
 	// Tombstones only where no expression reads a value: a field of nil
 	// is an error on both sides.
 	g.tombstones = r.IntN(5) == 0
@@ -63,7 +68,14 @@ func Generate(seed uint64) Case {
 	return Case{Name: fmt.Sprintf("seed %d", seed), Design: g.d, Input: g.records()}
 }
 
+// GenOptions widen what Generate makes.
+type GenOptions struct {
+	// SessionAndSliding adds session and sliding windows.
+	SessionAndSliding bool
+}
+
 type gen struct {
+	opts GenOptions
 	r    *rand.Rand
 	d    *designer.Design
 	last string // the node the next one reads
@@ -187,6 +199,7 @@ func (g *gen) stateless(filters bool) designer.Node {
 }
 
 func (g *gen) aggregation(windowed bool) {
+	session := false
 	if g.tombstones || g.r.IntN(2) == 0 {
 		g.add(n("group", "group-by-key"))
 	} else {
@@ -194,16 +207,29 @@ func (g *gen) aggregation(windowed bool) {
 	}
 	if windowed {
 		grace, emit := g.pick("0s", "2s", "5s"), g.pick("on-window-update", "on-window-close")
-		if g.r.IntN(3) == 0 {
+		kinds := 3
+		if g.opts.SessionAndSliding {
+			kinds = 5
+		}
+		switch g.r.IntN(kinds) { // 0: hopping, 1, 2: tumbling, 3: sliding, 4: session
+		case 0:
 			size, advance, _ := strings.Cut(g.pick("10s/5s", "6s/2s", "9s/3s"), "/")
 			g.add(n("window", "windowed-by", "type", "hopping", "size", size, "advance", advance, "grace", grace, "emit", emit))
-		} else {
+		case 3:
+			g.add(n("window", "windowed-by", "type", "sliding", "size", g.pick("3s", "5s"), "grace", grace, "emit", emit))
+		case 4:
+			g.add(n("window", "windowed-by", "type", "session", "gap", g.pick("2s", "4s"), "grace", grace, "emit", emit))
+			session = true
+		default:
 			g.add(n("window", "windowed-by", "type", "tumbling", "size", g.pick("5s", "10s"), "grace", grace, "emit", emit))
 		}
 	}
 	k := g.r.IntN(3)
 	if g.tombstones {
 		k = 0 // windowed aggregations pass nulls to reducers and aggregators
+	}
+	if session && k == 1 {
+		k = 2 // an aggregate of sessions needs a merger, which the peer lacks
 	}
 	switch k {
 	case 0:

@@ -40,6 +40,9 @@ import org.apache.kafka.streams.kstream.KTable;
 import org.apache.kafka.streams.kstream.Materialized;
 import org.apache.kafka.streams.kstream.Predicate;
 import org.apache.kafka.streams.kstream.Produced;
+import org.apache.kafka.streams.kstream.SessionWindowedKStream;
+import org.apache.kafka.streams.kstream.SessionWindows;
+import org.apache.kafka.streams.kstream.SlidingWindows;
 import org.apache.kafka.streams.kstream.Suppressed;
 import org.apache.kafka.streams.kstream.TimeWindowedKStream;
 import org.apache.kafka.streams.kstream.TimeWindows;
@@ -47,6 +50,7 @@ import org.apache.kafka.streams.kstream.Windowed;
 import org.apache.kafka.streams.kstream.WindowedSerdes;
 import org.apache.kafka.streams.processor.TimestampExtractor;
 import org.apache.kafka.streams.state.KeyValueStore;
+import org.apache.kafka.streams.state.SessionStore;
 import org.apache.kafka.streams.state.WindowStore;
 import org.apache.kafka.streams.test.TestRecord;
 
@@ -66,9 +70,10 @@ import org.apache.kafka.streams.test.TestRecord;
  * Supported: source-stream (string/json serdes, a timestamp expression),
  * filter, filter-not, branch (as one filter per branch), map, map-values,
  * select-key, peek, merge, group-by-key, group-by (of a stream),
- * windowed-by (tumbling or hopping, grace, emit on-window-update or
- * on-window-close: suppress untilWindowCloses), count, reduce, aggregate
- * (no merger or subtractor; caching on or off), to-stream and sink
+ * windowed-by (tumbling, hopping, sliding or session, grace, emit
+ * on-window-update or on-window-close: suppress untilWindowCloses), count,
+ * reduce, aggregate (not of sessions; no merger or subtractor; caching on
+ * or off), to-stream and sink
  * (string, json, int64, windowed, windowed-json serdes);
  * expressions as Expr says. Anything else is refused with a message naming
  * the node (exit status 2).
@@ -91,6 +96,8 @@ public final class DesignRunner {
         long windowSize = -1;
         boolean emitFinal;
         long grace;
+        /** session: keys are session-windowed. */
+        boolean session;
         /** ports are a branch node's outputs by port name. */
         Map<String, Out> ports;
     }
@@ -251,6 +258,7 @@ public final class DesignRunner {
         o.windowSize = in.windowSize;
         o.emitFinal = in.emitFinal;
         o.grace = in.grace;
+        o.session = in.session;
         return o;
     }
 
@@ -367,13 +375,22 @@ public final class DesignRunner {
                     throw new Refused("node " + id + " (windowed-by): its input is not a grouped stream");
                 }
                 String type = param(n, "type", "tumbling");
-                if (!type.equals("tumbling") && !type.equals("hopping")) {
-                    throw new Refused("node " + id + " (windowed-by): window type " + type + " is not supported by the peer (tumbling and hopping only)");
-                }
                 Out o = like(first, null);
-                o.windowSize = millis(id, param(n, "size", null));
                 o.grace = millis(id, param(n, "grace", "0s"));
                 o.emitFinal = param(n, "emit", "on-window-update").equals("on-window-close");
+                if (type.equals("session")) {
+                    o.session = true;
+                    o.windowSize = 0;
+                    o.dsl = ((KGroupedStream) first.dsl).windowedBy(SessionWindows.ofInactivityGapAndGrace(
+                            Duration.ofMillis(millis(id, param(n, "gap", null))), Duration.ofMillis(o.grace)));
+                    return o;
+                }
+                o.windowSize = millis(id, param(n, "size", null));
+                if (type.equals("sliding")) {
+                    o.dsl = ((KGroupedStream) first.dsl).windowedBy(SlidingWindows.ofTimeDifferenceAndGrace(
+                            Duration.ofMillis(o.windowSize), Duration.ofMillis(o.grace)));
+                    return o;
+                }
                 TimeWindows w = TimeWindows.ofSizeAndGrace(Duration.ofMillis(o.windowSize), Duration.ofMillis(o.grace));
                 if (type.equals("hopping")) {
                     w = w.advanceBy(Duration.ofMillis(millis(id, param(n, "advance", null))));
@@ -410,6 +427,19 @@ public final class DesignRunner {
                     if (first.emitFinal) {
                         t = t.suppress(Suppressed.untilWindowCloses(Suppressed.BufferConfig.unbounded()));
                     }
+                } else if (first.dsl instanceof SessionWindowedKStream) {
+                    SessionWindowedKStream w = (SessionWindowedKStream) first.dsl;
+                    Materialized m = Materialized.<Object, Object, SessionStore<Bytes, byte[]>>with(ks, vs);
+                    if (param(n, "caching", "on").equals("off")) {
+                        m = m.withCachingDisabled();
+                    }
+                    if (kind.equals("aggregate")) {
+                        throw new Refused("node " + id + " (aggregate): session windows need a merger, not supported by the peer");
+                    }
+                    t = kind.equals("count") ? w.count(m) : w.reduce(reducer(n), m);
+                    if (first.emitFinal) {
+                        t = t.suppress(Suppressed.untilWindowCloses(Suppressed.BufferConfig.unbounded()));
+                    }
                 } else {
                     throw new Refused("node " + id + " (" + kind + "): tables are not supported by the peer");
                 }
@@ -432,7 +462,8 @@ public final class DesignRunner {
                     if (kp != null && !kp.equals("windowed")) {
                         throw new Refused("node " + id + " (sink): key serde " + kp + " of windowed keys is not supported by the peer");
                     }
-                    ks = new WindowedSerdes.TimeWindowedSerde(serde(id, first.key), first.windowSize);
+                    ks = first.session ? new WindowedSerdes.SessionWindowedSerde(serde(id, first.key))
+                            : new WindowedSerdes.TimeWindowedSerde(serde(id, first.key), first.windowSize);
                 } else {
                     ks = serde(id, kp == null ? first.key : kp);
                 }
