@@ -83,6 +83,9 @@ var rules = []rule{
 	{pkg: module + "/datagen/...", allowed: []string{std, module + "/datagen/...", "github.com/twmb/franz-go/..."}},
 	// bench holds hand-written baselines: franz-go and pebble used directly.
 	{pkg: module + "/bench/...", allowed: []string{std, module + "/runtime/...", module + "/bench/...", "github.com/twmb/franz-go/...", "github.com/cockroachdb/pebble/..."}},
+	// peer/difftest compiles designs and runs them in the runtime's
+	// TestDriver, beside Kafka Streams in a JVM.
+	{pkg: module + "/peer/...", allowed: []string{std, module + "/compiler", module + "/designer", module + "/runtime/streams"}},
 	// e2e drives the built binary, real external clients and a browser
 	// from outside; like an exported program it may use the public
 	// runtime API (to start the embedded broker in-process), nothing else

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Braid's Kafka Streams peer (peer/kstreams, the workloads of
-# `braid bench peer`): builds it once into the cache beside Kafka's jars
+# Braid's Kafka Streams peer (peer/kstreams: the workloads of
+# `braid bench peer`, and the design runner of peer/difftest): builds it once into the cache beside Kafka's jars
 # (scripts/kafka.sh), stamped with the checksum of the module's pom and
 # sources, so that it is offline after the first build and rebuilt only when
 # the module changes.
@@ -10,8 +10,8 @@
 #   scripts/peer.sh classpath    the same, printed as a Java classpath (DIR/*)
 #
 # The cache is $BRAID_CACHE (default ~/.cache/braid), as for kafka.sh.
-# Java and Maven are needed by the peer benchmark and its test only, never
-# by `make run`.
+# Java and Maven are needed by the peer benchmark, its test and the
+# differential tests only, never by `make run`.
 set -euo pipefail
 
 KAFKA_VERSION=4.4.0
