@@ -268,7 +268,12 @@ func (a *App) realTopic(name string, internal bool) string {
 }
 
 // Run joins the group and processes until ctx ends or Close is called,
-// then commits, leaves the group and returns nil. While the broker is
+// then commits, leaves the group and returns nil. A commit the cluster
+// cannot take then (the group rebalancing as other members stop, the
+// broker gone) is logged and is no failure: nothing processed is lost,
+// the next owner of a task resumes from its last commit (under
+// at-least-once processing the records since then again, under
+// exactly-once after the open transaction is aborted). While the broker is
 // unreachable, or the group session is lost, it waits, gives its tasks up
 // and joins again by itself (see recover.go). It returns an error when
 // the topics are not usable, a task fails, or the cluster refuses what no
@@ -306,11 +311,14 @@ func (a *App) Run(ctx context.Context) error {
 	// bounds its own waits.
 	if err := a.finalCommit(a.clientCtx, runErr != nil); err != nil {
 		err = fmt.Errorf("committing on shutdown: %w", err)
-		if runErr == nil {
+		switch {
+		case runErr != nil:
+			a.log.Error("commit after failure failed", "err", err)
+		case a.triage(err) == nil:
+			a.log.Warn("commit on shutdown failed; the next owner of each task resumes from its last commit", "err", err)
+		default:
 			runErr = err
 			a.fail(err)
-		} else {
-			a.log.Error("commit after failure failed", "err", err)
 		}
 	}
 	a.shutdown()

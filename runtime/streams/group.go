@@ -62,6 +62,7 @@ func (a *App) startClient() error {
 		// know the consumer's position past them (see idle.go).
 		kgo.KeepControlRecords(),
 		kgo.SessionTimeout(a.cfg.SessionTimeout),
+		kgo.RebalanceTimeout(a.rebalanceTimeout()),
 		kgo.HeartbeatInterval(a.cfg.HeartbeatInterval),
 		kgo.WithContext(a.newSessionContext()),
 		kgo.OnPartitionsAssigned(a.onAssigned),

@@ -17,10 +17,12 @@ import (
 //   - an exactly-once commit or abort (the flush and the session's End):
 //     TransactionTimeout, after which the broker aborts the transaction
 //     anyway. End then aborts, or fails and the App recovers (below);
-//   - a join of the group (the rebalance hand-off): joinTimeout, the
-//     time the other members may take to commit and to time out. The
-//     App then recovers (below) with a new client, whose connections
-//     are new;
+//   - a join of the group (the rebalance hand-off): joinTimeout, longer
+//     than the rebalance timeout the App asks the group for
+//     (rebalanceTimeout), which is the time the other members may take
+//     to commit and rejoin before the coordinator drops them. The App
+//     then recovers (below) with a new client, whose connections are
+//     new;
 //   - everything else that waits on the broker (an at-least-once commit,
 //     the changelog ends listed at an assignment or for replicas, a
 //     restore or a replica start that receives nothing, leaving the group,
@@ -69,12 +71,27 @@ func (a *App) brokerTimeout() time.Duration {
 	return max(a.cfg.SessionTimeout, a.cfg.TransactionTimeout)
 }
 
-// joinTimeout bounds a join of the group: long enough for every other
-// member to commit (brokerTimeout at most) and for the members that left
-// without a word to time out (SessionTimeout), so that only a join that
-// cannot complete passes it.
-func (a *App) joinTimeout() time.Duration {
+// rebalanceTimeout is the rebalance timeout the App's member sends when
+// it joins: how long the coordinator waits for a member to rejoin (and to
+// sync) once a rebalance began, before it drops the member and goes on
+// without it. A member rejoins once its commit before the rebalance is
+// done (brokerTimeout at most) and its current poll is processed (a
+// session timeout's margin). franz-go's default, 60 s, is what a member
+// that died during a join holds the group for: while it does, the other
+// members' commits wait (franz-go holds them during a join), and each
+// member that joins meanwhile starts the coordinator's wait again (kfake
+// restarts its timer at every join), so members giving up their joins at
+// joinTimeout, and joining again, kept a group from ever completing.
+func (a *App) rebalanceTimeout() time.Duration {
 	return a.brokerTimeout() + a.cfg.SessionTimeout
+}
+
+// joinTimeout bounds a join of the group: longer than the coordinator
+// waits for the members that do not rejoin (rebalanceTimeout), by one
+// session timeout, in which the members that left without a word time
+// out, so that only a join that cannot complete passes it.
+func (a *App) joinTimeout() time.Duration {
+	return a.rebalanceTimeout() + a.cfg.SessionTimeout
 }
 
 // joinOverdue fails with a broker error when the group client has been
