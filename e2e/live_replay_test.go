@@ -178,7 +178,7 @@ func TestLiveReplayBeforeTheCrash(t *testing.T) {
 	var unlocked []actButton
 	b.stepWithin(5*time.Second, "see the buttons that act enabled again", eval(actButtonsJS, &unlocked))
 	for _, a := range unlocked {
-		enabled := a.ID == "add-instance" || a.ID == "undeploy" || a.ID == "start-"+victim ||
+		enabled := a.ID == "add-instance" || a.ID == "undeploy" || a.ID == "store-lookup" || a.ID == "start-"+victim ||
 			(strings.HasPrefix(a.ID, "crash-") || strings.HasPrefix(a.ID, "stop-")) && !strings.HasSuffix(a.ID, "-"+victim)
 		if a.Title == "replaying: press Live to act" || enabled && a.Disabled {
 			t.Errorf("live again, %s is disabled %v, titled %q: want it enabled, titled what it does", a.ID, a.Disabled, a.Title)
@@ -253,7 +253,7 @@ func (x xAxis) check(t *testing.T, when string, end float64) {
 }
 
 // actButtonsJS lists the buttons that act on the live deployment.
-const actButtonsJS = `Array.from(document.querySelectorAll('[data-testid^="crash-"], [data-testid^="stop-"], [data-testid^="start-"], [data-testid="add-instance"], [data-testid="undeploy"], [data-testid^="generator-start-"], [data-testid^="generator-stop-"]'))
+const actButtonsJS = `Array.from(document.querySelectorAll('[data-testid^="crash-"], [data-testid^="stop-"], [data-testid^="start-"], [data-testid="add-instance"], [data-testid="undeploy"], [data-testid^="generator-start-"], [data-testid^="generator-stop-"], [data-testid="store-lookup"]'))
   .map(b => ({ id: b.dataset.testid, disabled: b.disabled, title: b.title }))`
 
 type actButton struct {

@@ -17,7 +17,8 @@
 //
 // While replaying, the buttons that act on the live deployment (an
 // instance's crash, crash + wipe disk, stop and start, Add instance, the
-// generators' Start and Stop, Undeploy) are disabled, titled "replaying:
+// generators' Start and Stop, Undeploy, and the store browser's Query,
+// which reads the stores as they are now) are disabled, titled "replaying:
 // press Live to act" (gate); Live enables those their own state allows.
 
 import { api } from '../editor/api.js'

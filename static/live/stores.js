@@ -15,6 +15,7 @@
 
 import { h, clear } from '../editor/dom.js'
 import { api } from '../editor/api.js'
+import { gate } from './replay.js'
 
 export class StoreBrowser {
   constructor(root, deployment) {
@@ -25,7 +26,10 @@ export class StoreBrowser {
     this.from = h('input', { type: 'text', testid: 'store-from', placeholder: 'from', 'aria-label': 'range from', spellcheck: 'false' })
     this.to = h('input', { type: 'text', testid: 'store-to', placeholder: 'to', 'aria-label': 'range to', spellcheck: 'false' })
     this.range = h('span', { class: 'lv-row' }, 'or rows ', this.from, ' to ', this.to)
-    this.button = h('button', { type: 'submit', class: 'lv-button', testid: 'store-lookup', text: 'Query' })
+    // A query reads the stores as they are now, not the moment a replay
+    // shows: the button is gated as the acting ones are.
+    this.button = h('button', { type: 'submit', class: 'lv-button', testid: 'store-lookup', text: 'Query', title: 'query the live stores' })
+    gate(this.button)
     this.result = h('div', { class: 'lv-store-result', testid: 'store-result' })
     this.none = h('p', { class: 'lv-muted', text: 'The deployment has no state store.' })
     const form = h('form', { class: 'lv-row' }, h('label', {}, 'Store ', this.select), h('label', {}, 'Key ', this.key), this.range, this.button)
@@ -71,7 +75,7 @@ export class StoreBrowser {
       if (this.from.value !== '') params.set('from', this.from.value)
       if (this.to.value !== '') params.set('to', this.to.value)
     }
-    this.button.disabled = true
+    gate(this.button, false)
     clear(this.result)
     try {
       const res = await api('GET', `/api/deployments/${encodeURIComponent(this.deployment)}/query?${params}`)
@@ -83,7 +87,7 @@ export class StoreBrowser {
       this.result.dataset.found = 'false'
       this.result.append(h('div', { class: 'lv-error', text: err.message }))
     } finally {
-      this.button.disabled = false
+      gate(this.button, true)
     }
   }
 
