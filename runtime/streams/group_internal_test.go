@@ -3,6 +3,7 @@ package streams
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/braidstream/braid/runtime/broker"
 	"github.com/braidstream/braid/runtime/broker/brokertest"
@@ -140,5 +141,43 @@ func TestAwaitCommitMarkersSkipsOpenTransactions(t *testing.T) {
 	a.txn = nil
 	if a.aheadOfStableOffset(ctx, adm, st, 4) {
 		t.Error("at-least-once: a checkpoint past the end offset is not kept")
+	}
+}
+
+// The rebalance timeout the App's member sends is below the bound of its
+// own join by a session timeout: the coordinator drops a member that died
+// during a join before the live members give their joins up. With
+// franz-go's 60 s default, members giving up at joinTimeout and joining
+// again restarted the wait for the dead one each time (kfake restarts it
+// at every join), and a chaos run's group never completed.
+func TestRebalanceTimeoutIsBelowTheJoinBound(t *testing.T) {
+	b := brokertest.Start(t, broker.Config{})
+	for _, tc := range []struct {
+		name         string
+		session, txn time.Duration
+	}{
+		{"defaults", 0, 0},
+		{"chaos worker", 3 * time.Second, 0},
+		{"long session", 45 * time.Second, 0},
+		{"long transaction timeout", 0, time.Minute},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a := cleanupApp(t, 0)
+			a.cfg.Brokers = b.Addrs()
+			a.cfg.ClientOptions = b.ClientOptions()
+			a.cfg.SessionTimeout, a.cfg.HeartbeatInterval, a.cfg.TransactionTimeout = tc.session, 0, tc.txn
+			a.cfg = a.cfg.WithDefaults()
+			a.clientCtx, a.clientCancel = context.WithCancel(context.Background())
+			defer a.clientCancel()
+			if err := a.startClient(); err != nil {
+				t.Fatal(err)
+			}
+			defer a.kc().Close()
+			sent := a.kc().OptValue(kgo.RebalanceTimeout).(time.Duration)
+			if sent != a.rebalanceTimeout() || sent+a.cfg.SessionTimeout > a.joinTimeout() {
+				t.Errorf("session %v, transaction timeout %v: the member sends a rebalance timeout of %v (want %v) and gives a join up after %v: want the join bound a session timeout above it",
+					a.cfg.SessionTimeout, a.cfg.TransactionTimeout, sent, a.rebalanceTimeout(), a.joinTimeout())
+			}
+		})
 	}
 }
