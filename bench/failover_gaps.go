@@ -143,17 +143,28 @@ func (r *readerWatch) mark(at time.Time) {
 // first record received there; a partition that received none counts
 // until now.
 func (r *readerWatch) stall(partitions []int32) time.Duration {
+	var longest time.Duration
+	for _, d := range r.waits(partitions) {
+		longest = max(longest, d)
+	}
+	return longest
+}
+
+// waits returns, for each of partitions, the time from the mark to the
+// first record received there; a partition that received none counts
+// until now.
+func (r *readerWatch) waits(partitions []int32) []time.Duration {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	var longest time.Duration
-	for _, p := range partitions {
+	out := make([]time.Duration, len(partitions))
+	for i, p := range partitions {
 		at, ok := r.first[p]
 		if !ok {
 			at = time.Now()
 		}
-		longest = max(longest, at.Sub(r.since))
+		out[i] = at.Sub(r.since)
 	}
-	return longest
+	return out
 }
 
 // stop ends the consumer and waits for its goroutine.

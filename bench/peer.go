@@ -50,6 +50,12 @@ type PeerOptions struct {
 	// CacheMaxBytes is both sides' record cache (Kafka Streams'
 	// statestore.cache.max.bytes); default 10 MiB, both defaults.
 	CacheMaxBytes int64
+	// SessionTimeout is both sides' group session timeout in the
+	// failover; default 10 s. FailoverRate is its steady input in
+	// records per second, default 4,000, flowing for FailoverWarm
+	// before the crash, default 10 s.
+	SessionTimeout, FailoverWarm time.Duration
+	FailoverRate                 int
 	// Braid and KStreams return the command of a worker process of each
 	// side with the given worker arguments: `braid bench peer-worker ARGS`
 	// and `java -cp <peer classpath> io.braidstream.peer.Bench ARGS`.
@@ -81,6 +87,15 @@ func (o PeerOptions) withDefaults() PeerOptions {
 	}
 	if o.CacheMaxBytes == 0 {
 		o.CacheMaxBytes = 10 << 20
+	}
+	if o.SessionTimeout == 0 {
+		o.SessionTimeout = 10 * time.Second
+	}
+	if o.FailoverWarm == 0 {
+		o.FailoverWarm = 10 * time.Second
+	}
+	if o.FailoverRate == 0 {
+		o.FailoverRate = 4000
 	}
 	if o.Out == nil {
 		o.Out = os.Stdout
@@ -163,6 +178,15 @@ func RunPeer(ctx context.Context, opts PeerOptions) ([]PeerResult, error) {
 		c.name, opts.Records, opts.Keys, opts.Partitions, opts.CacheMaxBytes, opts.CommitInterval, opts.EOSCommitInterval, opts.Rounds)
 	var results []PeerResult
 	for _, wl := range opts.Workloads {
+		if wl == PeerFailover {
+			r, err := p.failover(ctx)
+			if err != nil {
+				return results, err
+			}
+			fmt.Fprintln(w, r.RESULT())
+			fmt.Fprintln(w, r.SupervisedRESULT())
+			continue
+		}
 		if wl == PeerRestore {
 			r, err := p.restore(ctx)
 			if err != nil {
@@ -426,6 +450,11 @@ type peerWorker struct {
 	exited  chan struct{} // closed when the process has exited
 	waitErr error         // its exit, once exited is closed
 	stopped bool
+
+	// mu guards tasks, the last "tasks" event (the failover's workers
+	// print them; the events channel may drop some).
+	mu    sync.Mutex
+	tasks map[string]peerTasks
 }
 
 func startPeerWorker(cmd *exec.Cmd) (*peerWorker, error) {
@@ -443,6 +472,11 @@ func startPeerWorker(cmd *exec.Cmd) (*peerWorker, error) {
 		for sc.Scan() {
 			var e peerEvent
 			if json.Unmarshal(sc.Bytes(), &e) == nil && e.Event != "" {
+				if e.Event == "tasks" {
+					w.mu.Lock()
+					w.tasks = e.Tasks
+					w.mu.Unlock()
+				}
 				select {
 				case w.events <- e:
 				default: // nobody waits for it

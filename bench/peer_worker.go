@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -32,14 +33,16 @@ const (
 )
 
 // PeerWorkloads lists the workloads in the order RunPeer runs them.
-var PeerWorkloads = []string{PeerPipe, PeerCount, PeerWindow, PeerJoin, PeerCountEOS, PeerRestore}
+var PeerWorkloads = []string{PeerPipe, PeerCount, PeerWindow, PeerJoin, PeerCountEOS, PeerRestore, PeerFailover}
 
 // peerEvent is one JSON line a peer worker, Braid's or Kafka Streams',
 // prints on its stdout: "warm" (the warm-up pass done), "started",
 // "running" (Kafka Streams only), "first" (the first input record
 // fetched), "done" (the input processed and the application closed), "closed" or "error";
-// restoring (--restore-stores), "restoring" and "restored"; with the wall clock
-// in milliseconds.
+// restoring (--restore-stores), "restoring" and "restored"; with
+// --report-tasks, "tasks" whenever the tasks of its instances changed, and
+// "crashed" when SIGUSR1 crashed one (peerFailoverWorker); with the wall
+// clock in milliseconds.
 type peerEvent struct {
 	Event   string `json:"event"`
 	AtMs    int64  `json:"at_ms"`
@@ -47,6 +50,9 @@ type peerEvent struct {
 	// Processed is the records the application processed, on "warm" and
 	// "closed".
 	Processed *int64 `json:"processed,omitempty"`
+	// Tasks are, on "tasks", the partitions of the count's tasks active
+	// and standby on each instance of the worker, by instance name.
+	Tasks map[string]peerTasks `json:"tasks,omitempty"`
 }
 
 // peerWorkerArgs are the command line of a peer worker; Braid's
@@ -60,15 +66,29 @@ type peerWorkerArgs struct {
 	// stores' restores; restoreWarmUp restores once unmeasured first.
 	restoreStores int
 	restoreWarmUp bool
+	// The failover's (peerFailoverWorker): the group session timeout
+	// (0: the side's default), standby replicas, instances in the
+	// worker (2: both under a Supervisor, which SIGUSR1 tells to crash
+	// one) and whether to print "tasks" events.
+	sessionTimeoutMs    int64
+	standbys, instances int
+	reportTasks         bool
 }
 
 func (a peerWorkerArgs) list() []string {
-	return []string{"--workload", a.workload, "--bootstrap", a.bootstrap, "--application-id", a.appID,
+	l := []string{"--workload", a.workload, "--bootstrap", a.bootstrap, "--application-id", a.appID,
 		"--state-dir", a.stateDir, "--input", a.input, "--output", a.output, "--guarantee", a.guarantee,
 		"--commit-interval-ms", fmt.Sprint(a.commitIntervalMs), "--cache-max-bytes", fmt.Sprint(a.cacheMaxBytes),
 		"--threads", fmt.Sprint(a.threads), "--warm-up-records", fmt.Sprint(a.warmUpRecords),
 		"--stop-after-records", fmt.Sprint(a.stopAfterRecords), "--restore-stores", fmt.Sprint(a.restoreStores),
 		"--restore-warm-up", fmt.Sprint(a.restoreWarmUp)}
+	if a.reportTasks {
+		// The failover's only, so that the other workloads' command
+		// lines stay as they were.
+		l = append(l, "--session-timeout-ms", fmt.Sprint(a.sessionTimeoutMs), "--standbys", fmt.Sprint(a.standbys),
+			"--instances", fmt.Sprint(max(a.instances, 1)), "--report-tasks", "true")
+	}
+	return l
 }
 
 // RunPeerWorker is the Braid side of one peer benchmark run, in a process
@@ -97,12 +117,19 @@ func RunPeerWorker(ctx context.Context, args []string, stdout io.Writer) error {
 	fs.Int64Var(&a.warmUpRecords, "warm-up-records", 0, "records of an unmeasured warm-up pass first, in this process")
 	fs.Int64Var(&a.stopAfterRecords, "stop-after-records", 0, "close the App (committing) once it processed this many records, then wait for the end (0: run until the end)")
 	fs.IntVar(&a.restoreStores, "restore-stores", 0, "restore into a fresh state dir until this many stores restored, then exit (0: process)")
-	fs.BoolVar(&a.restoreWarmUp, "restore-warm-up", false, "with --restore-stores: restore once unmeasured first")
+	fs.Func("restore-warm-up", "true or false: with --restore-stores, restore once unmeasured first", boolValue(&a.restoreWarmUp))
+	fs.Int64Var(&a.sessionTimeoutMs, "session-timeout-ms", 0, "group session timeout (0: the App's default)")
+	fs.IntVar(&a.standbys, "standbys", 0, "standby replicas")
+	fs.IntVar(&a.instances, "instances", 1, "instances: 2 runs both under a Supervisor, which SIGUSR1 tells to crash instance-1")
+	fs.Func("report-tasks", "true or false: print the instances' tasks whenever they change (the failover)", boolValue(&a.reportTasks))
 	if err := fs.Parse(args); err != nil {
 		return fmt.Errorf("bench peer-worker: %w", err)
 	}
 	if a.bootstrap == "" || a.appID == "" || a.stateDir == "" || a.input == "" || a.output == "" {
 		return errors.New("bench peer-worker: --bootstrap, --application-id, --state-dir, --input and --output are required")
+	}
+	if a.instances < 1 || a.instances > 2 {
+		return fmt.Errorf("bench peer-worker: --instances %d: want 1 or 2", a.instances)
 	}
 	if a.threads != 1 {
 		return fmt.Errorf("bench peer-worker: --threads %d: a Braid instance runs one", a.threads)
@@ -122,6 +149,9 @@ func RunPeerWorker(ctx context.Context, args []string, stdout io.Writer) error {
 	ev := &peerEvents{w: stdout, inputs: strings.Split(a.input, ",")}
 	if a.restoreStores > 0 {
 		return peerRestore(ctx, a, g, ev)
+	}
+	if a.reportTasks {
+		return peerFailoverWorker(ctx, a, g, ev)
 	}
 	if a.warmUpRecords > 0 {
 		n, err := peerWarmUp(ctx, a, g)
@@ -172,6 +202,17 @@ func RunPeerWorker(ctx context.Context, args []string, stdout io.Writer) error {
 	return closePeerApp(app, ev, runErr)
 }
 
+// boolValue sets *b from a flag's value, true or false: the worker's
+// flags are --name value pairs, as Kafka Streams' worker parses them (a
+// flag.BoolVar would take "--name false" as true and stop at "false").
+func boolValue(b *bool) func(string) error {
+	return func(v string) error {
+		var err error
+		*b, err = strconv.ParseBool(v)
+		return err
+	}
+}
+
 // peerRunFailed reports the App's Run ending early with err.
 func peerRunFailed(app *streams.App, ev *peerEvents, err error) error {
 	app.Close()
@@ -198,7 +239,13 @@ func newPeerApp(a peerWorkerArgs, g streams.Guarantee, appID, stateDir, output s
 	if err != nil {
 		return nil, err
 	}
-	return streams.New(topo, streams.Config{
+	return streams.New(topo, peerConfig(a, g, appID, stateDir, hooks, opts...))
+}
+
+// peerConfig is the App configuration of a's workload as application
+// appID on stateDir, with hooks.
+func peerConfig(a peerWorkerArgs, g streams.Guarantee, appID, stateDir string, hooks []streams.Hook, opts ...kgo.Opt) streams.Config {
+	return streams.Config{
 		ApplicationID:       appID,
 		Brokers:             streams.SplitBrokers(a.bootstrap),
 		StateDir:            stateDir,
@@ -208,7 +255,9 @@ func newPeerApp(a peerWorkerArgs, g streams.Guarantee, appID, stateDir, output s
 		ClientOptions:       append(ClientOptions(), opts...),
 		Hooks:               hooks,
 		Logger:              slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
-	})
+		SessionTimeout:      time.Duration(a.sessionTimeoutMs) * time.Millisecond,
+		StandbyReplicas:     a.standbys,
+	}
 }
 
 // peerWarmUp runs a's workload as application ID-warm-up (state dir
@@ -294,6 +343,11 @@ func (p *peerEvents) print(event, message string, processed int64) {
 	if processed >= 0 {
 		e.Processed = &processed
 	}
+	p.printEvent(e)
+}
+
+// printEvent prints e as a JSON line.
+func (p *peerEvents) printEvent(e peerEvent) {
 	b, _ := json.Marshal(e)
 	p.mu.Lock()
 	defer p.mu.Unlock()

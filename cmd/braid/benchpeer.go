@@ -22,7 +22,7 @@ const peerMainClass = "io.braidstream.peer.Bench"
 // process of its own: this binary's `bench peer-worker` and the JVM of the
 // peer module that scripts/peer.sh builds.
 func runBenchPeer(ctx context.Context, args []string, stdout io.Writer) error {
-	usage := "braid bench peer --brokers host:port,... [--records N] [--keys N] [--partitions N] [--rounds N] [--workloads pipe,count,window,join,count-eos,restore] [--commit-interval D] [--eos-commit-interval D] [--cache-max-bytes N] [--kstreams-classpath CP]"
+	usage := "braid bench peer --brokers host:port,... [--records N] [--keys N] [--partitions N] [--rounds N] [--workloads pipe,count,window,join,count-eos,restore,failover] [--commit-interval D] [--eos-commit-interval D] [--cache-max-bytes N] [--session-timeout D] [--failover-rate N] [--failover-warm D] [--kstreams-classpath CP]"
 	fs := newFlagSet("bench peer", usage, stdout)
 	brokers := fs.String("brokers", "", "the Apache Kafka cluster both sides run against (required); the bench deletes its own topics and groups there (named "+bench.OwnPrefix+"*) first")
 	records := fs.Int("records", 1_000_000, "records to seed per workload (the join: both sides together)")
@@ -33,6 +33,9 @@ func runBenchPeer(ctx context.Context, args []string, stdout io.Writer) error {
 	commit := fs.Duration("commit-interval", time.Second, "commit interval of both sides at-least-once")
 	eosCommit := fs.Duration("eos-commit-interval", 100*time.Millisecond, "commit interval of both sides exactly-once (count-eos)")
 	cache := fs.Int64("cache-max-bytes", 10<<20, "record cache of both sides (Kafka Streams' statestore.cache.max.bytes)")
+	session := fs.Duration("session-timeout", 10*time.Second, "group session timeout of both sides in the failover")
+	failRate := fs.Int("failover-rate", 4000, "steady input of the failover, records per second")
+	failWarm := fs.Duration("failover-warm", 10*time.Second, "how long the failover's steady input flows before the crash")
 	classpath := fs.String("kstreams-classpath", "", "the Kafka Streams peer's classpath (default: what scripts/peer.sh build put in the cache, $BRAID_CACHE/kafka-4.4.0/peer/libs/*)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -54,6 +57,7 @@ func runBenchPeer(ctx context.Context, args []string, stdout io.Writer) error {
 	_, err = bench.RunPeer(ctx, bench.PeerOptions{
 		Brokers: streams.SplitBrokers(*brokers), Records: *records, Keys: *keys, Partitions: *partitions, Rounds: *rounds,
 		Workloads: strings.Split(*workloads, ","), CommitInterval: *commit, EOSCommitInterval: *eosCommit, CacheMaxBytes: *cache,
+		SessionTimeout: *session, FailoverRate: *failRate, FailoverWarm: *failWarm,
 		Braid: func(args []string) *exec.Cmd {
 			return exec.Command(exe, append([]string{"bench", "peer-worker"}, args...)...)
 		},

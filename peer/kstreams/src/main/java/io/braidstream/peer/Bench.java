@@ -64,13 +64,16 @@ import org.apache.kafka.streams.state.WindowStore;
  * exit status 1 if the application fails. With --restore-stores N it
  * restores instead (see restore). Otherwise it runs until SIGTERM; the
  * Go side decides when the input is done from the group's committed
- * offsets.
+ * offsets. The failover of {@code braid bench peer} adds --session-timeout-ms,
+ * --standbys (num.standby.replicas) and --report-tasks true, which prints
+ * {@code tasks} events (see reportTasks); it ends with SIGKILL.
  *
  * <pre>
  * Bench --workload pipe|count|window|join --bootstrap H:P --application-id ID
  *       --state-dir D --input T[,T2] --output T [--guarantee at_least_once|exactly_once_v2]
  *       [--commit-interval-ms N] [--cache-max-bytes N] [--threads N] [--warm-up-records N]
  *       [--stop-after-records N] [--restore-stores N] [--restore-warm-up true|false]
+ *       [--session-timeout-ms N --standbys N --report-tasks true]
  * </pre>
  */
 public final class Bench {
@@ -132,6 +135,9 @@ public final class Bench {
             event("closed", n);
             stopped.countDown();
         }));
+        if (Boolean.parseBoolean(args.getOrDefault("report-tasks", "false"))) {
+            reportTasks(streams);
+        }
         streams.start();
         event("started", -1);
         // The first input record fetched: the consumers' per-topic
@@ -241,6 +247,13 @@ public final class Bench {
             p.put(StreamsConfig.STATESTORE_CACHE_MAX_BYTES_CONFIG, args.get("cache-max-bytes"));
         }
         p.put(StreamsConfig.NUM_STREAM_THREADS_CONFIG, args.getOrDefault("threads", "1"));
+        // The failover's: its consumers' session timeout, and standbys.
+        if (Long.parseLong(args.getOrDefault("session-timeout-ms", "0")) > 0) {
+            p.put(StreamsConfig.consumerPrefix("session.timeout.ms"), args.get("session-timeout-ms"));
+        }
+        if (Integer.parseInt(args.getOrDefault("standbys", "0")) > 0) {
+            p.put(StreamsConfig.NUM_STANDBY_REPLICAS_CONFIG, args.get("standbys"));
+        }
         p.put(StreamsConfig.DEFAULT_KEY_SERDE_CLASS_CONFIG, Serdes.ByteArraySerde.class);
         p.put(StreamsConfig.DEFAULT_VALUE_SERDE_CLASS_CONFIG, Serdes.ByteArraySerde.class);
         return p;
@@ -285,6 +298,43 @@ public final class Bench {
                     "--workload: unknown workload \"" + workload + "\" (known: pipe, count, window, join)");
         }
         return b.build();
+    }
+
+    /**
+     * The failover's (--report-tasks true): a daemon thread that prints
+     * {@code tasks} with the partitions of the active and standby tasks of
+     * this instance (named "app", as Braid's single App) whenever they
+     * change while it is RUNNING, polled every 10 ms.
+     */
+    static void reportTasks(KafkaStreams streams) {
+        Thread t = new Thread(() -> {
+            String last = "";
+            while (true) {
+                if (streams.state() == KafkaStreams.State.RUNNING) {
+                    java.util.TreeSet<Integer> active = new java.util.TreeSet<>();
+                    java.util.TreeSet<Integer> standby = new java.util.TreeSet<>();
+                    for (org.apache.kafka.streams.ThreadMetadata tm : streams.metadataForLocalThreads()) {
+                        tm.activeTasks().forEach(task -> active.add(task.taskId().partition()));
+                        tm.standbyTasks().forEach(task -> standby.add(task.taskId().partition()));
+                    }
+                    String now = "{\"app\":{\"active\":" + active.toString().replace(" ", "")
+                            + ",\"standby\":" + standby.toString().replace(" ", "") + "}}";
+                    if (!now.equals(last)) {
+                        last = now;
+                        System.out.println("{\"event\":\"tasks\",\"at_ms\":" + System.currentTimeMillis()
+                                + ",\"tasks\":" + now + "}");
+                        System.out.flush();
+                    }
+                }
+                try {
+                    Thread.sleep(10);
+                } catch (InterruptedException e) {
+                    return;
+                }
+            }
+        }, "report-tasks");
+        t.setDaemon(true);
+        t.start();
     }
 
     /** Records of the input topics the application's consumers fetched so far. */
