@@ -202,8 +202,7 @@ func TestDiff(t *testing.T) {
 }
 
 var (
-	seeds  = flag.Int("seeds", 200, "TestDifferentialSeeds: how many seeds of Generate to run (1..seeds)")
-	allWin = flag.Bool("session-sliding", false, "TestDifferentialSeeds: generate session and sliding windows too (they differ: docs/testing.md)")
+	seeds = flag.Int("seeds", 200, "TestDifferentialSeeds: how many seeds of Generate to run (1..seeds)")
 )
 
 // TestDifferentialSeeds runs designs from Generate, seeds 1 to -seeds, on
@@ -211,7 +210,7 @@ var (
 func TestDifferentialSeeds(t *testing.T) {
 	var cases []Case
 	for seed := range uint64(*seeds) {
-		cases = append(cases, Generate(seed+1, GenOptions{SessionAndSliding: *allWin}))
+		cases = append(cases, Generate(seed+1))
 	}
 	runBoth(t, cases)
 }

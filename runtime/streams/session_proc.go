@@ -10,8 +10,21 @@ package streams
 // session it last saw replaced, never two versions of one. Then the merge
 // is written with the record folded in, as a new row (its old value is
 // nil, as in Kafka Streams, whose merged session carries no old value).
+//
+// A session is found for merging only while Kafka Streams' session store
+// would still return it: its end plus the store's retention (Kafka
+// Streams': gap plus grace unless set) after the latest session end the
+// processor wrote before this record (the store's stream time). With the
+// default retention that leaves out every closed session, so a late
+// record never bridges into a session whose final result went out.
 type sessionProc struct {
 	windowProc
+	// retention is Kafka Streams' retention of the session store.
+	retention int64
+	// written is the latest end of a session written or deleted, Kafka
+	// Streams' session store's observed stream time; -1 until the first
+	// write after a start, when the task's stream time stands in.
+	written int64
 }
 
 func (p *sessionProc) process(t *task, r record) error {
@@ -29,6 +42,7 @@ func (p *sessionProc) process(t *task, r record) error {
 	if err != nil {
 		return t.processingError(p.name, err)
 	}
+	found = p.retained(t, found)
 	own := Windowed{Key: r.key, Start: r.timestamp, End: r.timestamp}
 	merged, agg, have, err := p.mergeSessions(r, own, found)
 	if err != nil {
@@ -38,6 +52,7 @@ func (p *sessionProc) process(t *task, r record) error {
 		p.store.dropLate(t, r, merged)
 		return nil
 	}
+	p.written = max(p.written, merged.End)
 	if merged != own {
 		for _, s := range found {
 			// The tombstone carries the deleted session's end.
@@ -58,6 +73,23 @@ func (p *sessionProc) process(t *task, r record) error {
 	// Streams.
 	next := stamped{value: agg, ts: merged.End}
 	return p.store.putWindow(t, p.store.win.keyBytes(inner, merged), merged, next, nil, false, merged.End)
+}
+
+// retained keeps the sessions found that Kafka Streams' store would
+// return: those ending less than its retention before the latest session
+// end written.
+func (p *sessionProc) retained(t *task, found []storedWindow) []storedWindow {
+	written := p.written
+	if written < 0 {
+		written = t.streamTime
+	}
+	kept := found[:0]
+	for _, s := range found {
+		if s.wk.End+p.retention > written {
+			kept = append(kept, s)
+		}
+	}
+	return kept
 }
 
 // mergeSessions returns the bounds of the record's own session merged with

@@ -142,7 +142,14 @@ func (w *WindowedStream) aggregate(op, prefix string, opts []Option, defaultValu
 	n.op = op
 	n.storeSpecs = []*storeSpec{spec}
 	n.stores = []string{spec.name}
-	n.makeProcessor = windowedFactory(spec, ws, agg)
+	// Kafka Streams' session store keeps a session gap plus grace after
+	// its end unless told otherwise, one less than Braid's default, which
+	// keeps every session that is not closed: sessions merge by Kafka's.
+	kafkaRetention := spec.retention
+	if retention == 0 && ws.kind == sessionWindowKind {
+		kafkaRetention = ws.size + ws.grace
+	}
+	n.makeProcessor = windowedFactory(spec, ws, agg, kafkaRetention)
 	connect(src.node, n)
 	if spec.keySerde == nil {
 		spec.keySerde = src.keySerde
@@ -158,7 +165,7 @@ func (w *WindowedStream) aggregate(op, prefix string, opts []Option, defaultValu
 	return t
 }
 
-func windowedFactory(spec *storeSpec, ws windowSpec, agg aggregation) processorFactory {
+func windowedFactory(spec *storeSpec, ws windowSpec, agg aggregation, kafkaRetention int64) processorFactory {
 	return func(name string, next []processor, t *task) processor {
 		st := t.stores[spec.name]
 		st.downstream, st.processor = next, name
@@ -166,7 +173,7 @@ func windowedFactory(spec *storeSpec, ws windowSpec, agg aggregation) processorF
 		base := windowProc{name: name, store: st, spec: ws, agg: agg}
 		switch ws.kind {
 		case sessionWindowKind:
-			return &sessionProc{windowProc: base}
+			return &sessionProc{windowProc: base, retention: kafkaRetention, written: -1}
 		case slidingWindowKind:
 			return &slidingProc{windowProc: base}
 		default:

@@ -33,6 +33,7 @@ import org.apache.kafka.streams.TestInputTopic;
 import org.apache.kafka.streams.TestOutputTopic;
 import org.apache.kafka.streams.TopologyTestDriver;
 import org.apache.kafka.streams.kstream.Consumed;
+import org.apache.kafka.streams.kstream.EmitStrategy;
 import org.apache.kafka.streams.kstream.Grouped;
 import org.apache.kafka.streams.kstream.KGroupedStream;
 import org.apache.kafka.streams.kstream.KStream;
@@ -71,7 +72,8 @@ import org.apache.kafka.streams.test.TestRecord;
  * filter, filter-not, branch (as one filter per branch), map, map-values,
  * select-key, peek, merge, group-by-key, group-by (of a stream),
  * windowed-by (tumbling, hopping, sliding or session, grace, emit
- * on-window-update or on-window-close: suppress untilWindowCloses), count,
+ * on-window-update or on-window-close: suppress untilWindowCloses, of
+ * sessions emitStrategy onWindowClose), count,
  * reduce, aggregate (not of sessions; no merger or subtractor; caching on
  * or off), to-stream and sink
  * (string, json, int64, windowed, windowed-json serdes);
@@ -128,6 +130,9 @@ public final class DesignRunner {
         p.put(StreamsConfig.DEFAULT_KEY_SERDE_CLASS_CONFIG, Serdes.ByteArraySerde.class);
         p.put(StreamsConfig.DEFAULT_VALUE_SERDE_CLASS_CONFIG, Serdes.ByteArraySerde.class);
         p.put(StreamsConfig.STATE_DIR_CONFIG, Files.createTempDirectory("braid-peer-").toString());
+        // emitStrategy(onWindowClose) emits at most once a second of wall
+        // clock, which TopologyTestDriver's does not advance: every record.
+        p.put(StreamsConfig.InternalConfig.EMIT_INTERVAL_MS_KSTREAMS_WINDOWED_AGGREGATION, 0L);
         java.util.Collections.sort(sinks);
         try (TopologyTestDriver d = new TopologyTestDriver(b.build(), p);
                 BufferedReader in = Files.newBufferedReader(inputFile);
@@ -381,8 +386,14 @@ public final class DesignRunner {
                 if (type.equals("session")) {
                     o.session = true;
                     o.windowSize = 0;
-                    o.dsl = ((KGroupedStream) first.dsl).windowedBy(SessionWindows.ofInactivityGapAndGrace(
+                    SessionWindowedKStream sw = ((KGroupedStream) first.dsl).windowedBy(SessionWindows.ofInactivityGapAndGrace(
                             Duration.ofMillis(millis(id, param(n, "gap", null))), Duration.ofMillis(o.grace)));
+                    // Sessions emit final results by emitStrategy(onWindowClose), as
+                    // Braid's on-window-close does, not by suppress(untilWindowCloses),
+                    // which emits a session when stream time reaches its end plus gap
+                    // plus grace, one millisecond before it closes, and orders sessions
+                    // ending together by key rather than by start.
+                    o.dsl = o.emitFinal ? sw.emitStrategy(EmitStrategy.onWindowClose()) : sw;
                     return o;
                 }
                 o.windowSize = millis(id, param(n, "size", null));
@@ -437,9 +448,6 @@ public final class DesignRunner {
                         throw new Refused("node " + id + " (aggregate): session windows need a merger, not supported by the peer");
                     }
                     t = kind.equals("count") ? w.count(m) : w.reduce(reducer(n), m);
-                    if (first.emitFinal) {
-                        t = t.suppress(Suppressed.untilWindowCloses(Suppressed.BufferConfig.unbounded()));
-                    }
                 } else {
                     throw new Refused("node " + id + " (" + kind + "): tables are not supported by the peer");
                 }
