@@ -35,6 +35,7 @@ import org.apache.kafka.streams.TopologyTestDriver;
 import org.apache.kafka.streams.kstream.Consumed;
 import org.apache.kafka.streams.kstream.Grouped;
 import org.apache.kafka.streams.kstream.KGroupedStream;
+import org.apache.kafka.streams.kstream.KGroupedTable;
 import org.apache.kafka.streams.kstream.KStream;
 import org.apache.kafka.streams.kstream.KTable;
 import org.apache.kafka.streams.kstream.Materialized;
@@ -67,13 +68,16 @@ import org.apache.kafka.streams.test.TestRecord;
  * value base64 (null for null). TopologyTestDriver commits after every
  * record, so record caches hold nothing across records.
  *
- * Supported: source-stream (string/json serdes, a timestamp expression),
- * filter, filter-not, branch (as one filter per branch), map, map-values,
- * select-key, peek, merge, group-by-key, group-by (of a stream),
+ * Supported: source-stream and source-table (string/json serdes, a
+ * timestamp expression; a table's store named or not), filter and
+ * map-values (of a stream or a table, a table's with or without a store),
+ * filter-not, branch (as one filter per branch), map,
+ * select-key, peek, merge, group-by-key, group-by (of a stream, or of a
+ * table with a value expression),
  * windowed-by (tumbling, hopping, sliding or session, grace, emit
  * on-window-update or on-window-close: suppress untilWindowCloses), count,
- * reduce, aggregate (not of sessions; no merger or subtractor; caching on
- * or off), to-stream and sink
+ * reduce, aggregate (not of sessions; no merger; a subtractor of a
+ * grouped table's; caching on or off), to-stream and sink
  * (string, json, int64, windowed, windowed-json serdes);
  * expressions as Expr says. Anything else is refused with a message naming
  * the node (exit status 2).
@@ -177,9 +181,11 @@ public final class DesignRunner {
         }
         Map<String, List<String>> inputs = new HashMap<>();
         Map<String, List<String>> ports = new HashMap<>();
+        Map<String, List<String>> toPorts = new HashMap<>();
         for (JsonNode e : design.path("edges")) {
             inputs.computeIfAbsent(e.get("to").asText(), k -> new ArrayList<>()).add(e.get("from").asText());
             ports.computeIfAbsent(e.get("to").asText(), k -> new ArrayList<>()).add(e.path("fromPort").asText("out"));
+            toPorts.computeIfAbsent(e.get("to").asText(), k -> new ArrayList<>()).add(e.path("toPort").asText("in"));
         }
         Map<String, Out> done = new HashMap<>();
         while (done.size() < nodes.size()) {
@@ -191,14 +197,16 @@ public final class DesignRunner {
                     continue;
                 }
                 List<Out> in = new ArrayList<>();
+                Map<String, Out> byPort = new HashMap<>();
                 for (int i = 0; i < ins.size(); i++) {
                     Out o = done.get(ins.get(i));
                     if (o != null && o.ports != null) {
                         o = o.ports.get(ports.get(id).get(i));
                     }
                     in.add(o);
+                    byPort.put(toPorts.get(id).get(i), o);
                 }
-                done.put(id, node(b, n, in, sinks));
+                done.put(id, node(b, n, in, byPort, sinks));
                 progressed = true;
                 break;
             }
@@ -263,7 +271,7 @@ public final class DesignRunner {
     }
 
     @SuppressWarnings({"unchecked", "rawtypes"})
-    static Out node(StreamsBuilder b, JsonNode n, List<Out> in, List<String> sinks) {
+    static Out node(StreamsBuilder b, JsonNode n, List<Out> in, Map<String, Out> byPort, List<String> sinks) {
         String id = n.get("id").asText(), kind = n.get("kind").asText();
         Out first = in.isEmpty() ? null : in.get(0);
         switch (kind) {
@@ -273,19 +281,40 @@ public final class DesignRunner {
                 o.value = param(n, "valueSerde", "json");
                 Consumed c = Consumed.with(serde(id, o.key), serde(id, o.value));
                 if (param(n, "timestamp", null) != null) {
-                    Expr e = expr(n, "timestamp");
-                    c = c.withTimestampExtractor((TimestampExtractor) (r, partitionTime) -> {
-                        JsonNode t = e.eval(env(r.key(), r.value()));
-                        if (!t.isNumber()) {
-                            throw new IllegalStateException("node " + id + ": timestamp " + t + " is not a number");
-                        }
-                        return (long) t.doubleValue();
-                    });
+                    c = c.withTimestampExtractor(timestamps(id, expr(n, "timestamp")));
                 }
                 o.dsl = b.stream(param(n, "topic", null), c);
                 return o;
             }
+            case "source-table": {
+                Out o = new Out();
+                o.key = param(n, "keySerde", "string");
+                o.value = param(n, "valueSerde", "json");
+                Consumed c = Consumed.with(serde(id, o.key), serde(id, o.value));
+                if (param(n, "timestamp", null) != null) {
+                    c = c.withTimestampExtractor(timestamps(id, expr(n, "timestamp")));
+                }
+                // Unnamed, Kafka Streams' table source keeps no store of its
+                // own (docs/differences.md, "Unmaterialized tables keep a
+                // store"); named, it does, as Braid's always.
+                String store = param(n, "store", null);
+                Materialized m = (store == null ? Materialized.<Object, Object, KeyValueStore<Bytes, byte[]>>with(serde(id, o.key), serde(id, o.value))
+                        : Materialized.<Object, Object, KeyValueStore<Bytes, byte[]>>as(store).withKeySerde(serde(id, o.key)).withValueSerde(serde(id, o.value)));
+                if (param(n, "caching", "on").equals("off")) {
+                    m = m.withCachingDisabled();
+                }
+                o.dsl = b.table(param(n, "topic", null), c, m);
+                return o;
+            }
             case "filter":
+                if (first != null && first.dsl instanceof KTable) {
+                    Expr e = expr(n, "predicate");
+                    Predicate pred = (k, v) -> e.test(env(k, v));
+                    Materialized m = derived(n, first);
+                    KTable t = (KTable) first.dsl;
+                    return like(first, m == null ? t.filter(pred) : t.filter(pred, m));
+                }
+                // fall through: a stream
             case "filter-not": {
                 requireStream(id, kind, first);
                 Expr e = expr(n, "predicate");
@@ -301,8 +330,14 @@ public final class DesignRunner {
                 }));
             }
             case "map-values": {
-                requireStream(id, kind, first);
                 Expr ve = expr(n, "value");
+                if (first != null && first.dsl instanceof KTable) {
+                    org.apache.kafka.streams.kstream.ValueMapperWithKey f = (k, v) -> orNull(ve.eval(env(k, v)));
+                    Materialized m = derived(n, first);
+                    KTable t = (KTable) first.dsl;
+                    return like(first, m == null ? t.mapValues(f) : t.mapValues(f, m));
+                }
+                requireStream(id, kind, first);
                 return like(first, ((KStream) first.dsl).mapValues((k, v) -> orNull(ve.eval(env(k, v)))));
             }
             case "select-key": {
@@ -354,16 +389,25 @@ public final class DesignRunner {
             }
             case "group-by-key":
             case "group-by": {
-                requireStream(id, kind, first);
+                if (!(kind.equals("group-by") && first != null && first.dsl instanceof KTable)) {
+                    requireStream(id, kind, first);
+                }
                 Out o = like(first, null);
                 o.key = param(n, "keySerde", first.key);
                 o.value = param(n, "valueSerde", first.value);
                 Grouped g = Grouped.with(serde(id, o.key), serde(id, o.value));
-                if (kind.equals("group-by-key")) {
+                if (kind.equals("group-by") && first.dsl instanceof KTable) {
+                    Expr ke = expr(n, "key");
+                    Expr ve = param(n, "value", null) == null ? null : expr(n, "value");
+                    o.dsl = ((KTable) first.dsl).groupBy((k, v) -> {
+                        Map<String, JsonNode> env = env(k, v);
+                        return KeyValue.pair(orNull(ke.eval(env)), ve == null ? v : orNull(ve.eval(env)));
+                    }, g);
+                } else if (kind.equals("group-by-key")) {
                     o.dsl = ((KStream) first.dsl).groupByKey(g);
                 } else {
                     if (param(n, "value", null) != null) {
-                        throw new Refused("node " + id + " (group-by): a value expression applies to tables, which the peer does not support");
+                        throw new Refused("node " + id + " (group-by): a value expression applies to tables only");
                     }
                     Expr ke = expr(n, "key");
                     o.dsl = ((KStream) first.dsl).groupBy((k, v) -> orNull(ke.eval(env(k, v))), g);
@@ -416,6 +460,18 @@ public final class DesignRunner {
                     }
                     t = kind.equals("count") ? g.count(m) : kind.equals("reduce") ? g.reduce(reducer(n), m)
                             : g.aggregate(initializer(n), aggregator(n), m);
+                } else if (first.dsl instanceof KGroupedTable) {
+                    KGroupedTable g = (KGroupedTable) first.dsl;
+                    Materialized m = Materialized.<Object, Object, KeyValueStore<Bytes, byte[]>>with(ks, vs);
+                    if (param(n, "caching", "on").equals("off")) {
+                        m = m.withCachingDisabled();
+                    }
+                    if (!kind.equals("count") && param(n, "subtractor", null) == null) {
+                        throw new Refused("node " + id + " (" + kind + "): an aggregation of a table needs a subtractor");
+                    }
+                    t = kind.equals("count") ? g.count(m)
+                            : kind.equals("reduce") ? g.reduce(tableReducer(n, "reducer"), tableReducer(n, "subtractor"), m)
+                            : g.aggregate(initializer(n), tableAggregator(n, "aggregator"), tableAggregator(n, "subtractor"), m);
                 } else if (first.dsl instanceof TimeWindowedKStream) {
                     TimeWindowedKStream w = (TimeWindowedKStream) first.dsl;
                     Materialized m = Materialized.<Object, Object, WindowStore<Bytes, byte[]>>with(ks, vs);
@@ -441,7 +497,7 @@ public final class DesignRunner {
                         t = t.suppress(Suppressed.untilWindowCloses(Suppressed.BufferConfig.unbounded()));
                     }
                 } else {
-                    throw new Refused("node " + id + " (" + kind + "): tables are not supported by the peer");
+                    throw new Refused("node " + id + " (" + kind + "): its input is not grouped");
                 }
                 o.dsl = t;
                 return o;
@@ -478,8 +534,58 @@ public final class DesignRunner {
 
     static void requireStream(String id, String kind, Out in) {
         if (in == null || !(in.dsl instanceof KStream)) {
-            throw new Refused("node " + id + " (" + kind + "): its input is not a stream (tables are not supported by the peer)");
+            throw new Refused("node " + id + " (" + kind + "): its input is not a stream");
         }
+    }
+
+    /** timestamps is a source's timestamp extractor of expression e. */
+    static TimestampExtractor timestamps(String id, Expr e) {
+        return (r, partitionTime) -> {
+            JsonNode t = e.eval(env(r.key(), r.value()));
+            if (!t.isNumber()) {
+                throw new IllegalStateException("node " + id + ": timestamp " + t + " is not a number");
+            }
+            return (long) t.doubleValue();
+        };
+    }
+
+    /**
+     * derived is the Materialized of a table filter or map-values: a store
+     * (caching on, as Braid's) when the node's store parameter names one,
+     * else null: not materialized.
+     */
+    @SuppressWarnings({"unchecked", "rawtypes"})
+    static Materialized derived(JsonNode n, Out in) {
+        String store = param(n, "store", null);
+        String id = n.get("id").asText();
+        if (store == null) {
+            return null;
+        }
+        return Materialized.<Object, Object, KeyValueStore<Bytes, byte[]>>as(store)
+                .withKeySerde(serde(id, in.key)).withValueSerde(serde(id, in.value));
+    }
+
+    /** tableReducer is a grouped table's adder or subtractor, expression param of n. */
+    @SuppressWarnings({"unchecked", "rawtypes"})
+    static org.apache.kafka.streams.kstream.Reducer tableReducer(JsonNode n, String param) {
+        Expr e = expr(n, param);
+        return (agg, v) -> {
+            Map<String, JsonNode> env = new HashMap<>();
+            env.put("aggregate", node(agg));
+            env.put("value", node(v));
+            return e.eval(env);
+        };
+    }
+
+    /** tableAggregator is a grouped table's adder or subtractor, expression param of n. */
+    @SuppressWarnings({"unchecked", "rawtypes"})
+    static org.apache.kafka.streams.kstream.Aggregator tableAggregator(JsonNode n, String param) {
+        Expr e = expr(n, param);
+        return (k, v, agg) -> {
+            Map<String, JsonNode> env = env(k, v);
+            env.put("aggregate", node(agg));
+            return e.eval(env);
+        };
     }
 
     @SuppressWarnings({"unchecked", "rawtypes"})
