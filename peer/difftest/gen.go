@@ -23,7 +23,8 @@ import (
 // period, over a few keys; in designs where no expression reads a value
 // before the aggregation, some are tombstones.
 //
-// One seed in ten makes a table design instead (gen_tables.go).
+// One seed in ten makes a table design instead, one a stream-table join
+// (gen_tables.go, gen_joins.go).
 //
 // With opts.SessionAndSliding, windows may also be session and sliding
 // ones; there the two sides differ (see docs/testing.md), so make test
@@ -37,6 +38,9 @@ func Generate(seed uint64, opts GenOptions) Case {
 	case 0:
 		g.table()
 		return Case{Name: fmt.Sprintf("seed %d (table)", seed), Design: g.d, Input: g.records()}
+	case 1:
+		g.streamTableJoin()
+		return Case{Name: fmt.Sprintf("seed %d (stream-table join)", seed), Design: g.d, Input: g.records()}
 	}
 	// Tombstones only where no expression reads a value: a field of nil
 	// is an error on both sides.
@@ -95,6 +99,11 @@ type gen struct {
 	noCache bool
 	// tombstones: some records have a null value.
 	tombstones bool
+	// topics are the topics records go to, at random; nil means "in".
+	// nullable are those of them (but "in") whose records may be
+	// tombstones.
+	topics   []string
+	nullable map[string]bool
 }
 
 func b2i(b bool) int {
@@ -291,10 +300,14 @@ func (g *gen) records() []Input {
 			ts = int64(g.r.IntN(100000))
 		}
 		v += "}"
-		if g.tombstones && g.r.IntN(4) == 0 {
+		topic := "in"
+		if len(g.topics) > 0 {
+			topic = g.pick(g.topics...)
+		}
+		if (topic == "in" && g.tombstones || g.nullable[topic]) && g.r.IntN(4) == 0 {
 			v = ""
 		}
-		out = append(out, rec("in", fmt.Sprintf("k%d", 1+g.r.IntN(4)), v, ts))
+		out = append(out, rec(topic, fmt.Sprintf("k%d", 1+g.r.IntN(4)), v, ts))
 	}
 	return out
 }

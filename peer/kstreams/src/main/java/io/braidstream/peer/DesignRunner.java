@@ -34,6 +34,7 @@ import org.apache.kafka.streams.TestOutputTopic;
 import org.apache.kafka.streams.TopologyTestDriver;
 import org.apache.kafka.streams.kstream.Consumed;
 import org.apache.kafka.streams.kstream.Grouped;
+import org.apache.kafka.streams.kstream.Joined;
 import org.apache.kafka.streams.kstream.KGroupedStream;
 import org.apache.kafka.streams.kstream.KGroupedTable;
 import org.apache.kafka.streams.kstream.KStream;
@@ -47,6 +48,7 @@ import org.apache.kafka.streams.kstream.SlidingWindows;
 import org.apache.kafka.streams.kstream.Suppressed;
 import org.apache.kafka.streams.kstream.TimeWindowedKStream;
 import org.apache.kafka.streams.kstream.TimeWindows;
+import org.apache.kafka.streams.kstream.ValueJoinerWithKey;
 import org.apache.kafka.streams.kstream.Windowed;
 import org.apache.kafka.streams.kstream.WindowedSerdes;
 import org.apache.kafka.streams.processor.TimestampExtractor;
@@ -77,7 +79,8 @@ import org.apache.kafka.streams.test.TestRecord;
  * windowed-by (tumbling, hopping, sliding or session, grace, emit
  * on-window-update or on-window-close: suppress untilWindowCloses), count,
  * reduce, aggregate (not of sessions; no merger; a subtractor of a
- * grouped table's; caching on or off), to-stream and sink
+ * grouped table's; caching on or off), to-stream, stream-table-join
+ * (inner, left) and sink
  * (string, json, int64, windowed, windowed-json serdes);
  * expressions as Expr says. Anything else is refused with a message naming
  * the node (exit status 2).
@@ -507,6 +510,20 @@ public final class DesignRunner {
                     throw new Refused("node " + id + " (to-stream): its input is not a table");
                 }
                 return like(first, ((KTable) first.dsl).toStream());
+            case "stream-table-join": {
+                Out s = byPort.get("stream"), t = byPort.get("table");
+                requireStream(id, kind, s);
+                if (t == null || !(t.dsl instanceof KTable)) {
+                    throw new Refused("node " + id + " (stream-table-join): its table input is not a table");
+                }
+                Joined jd = Joined.with(serde(id, s.key), serde(id, s.value), serde(id, t.value));
+                ValueJoinerWithKey j = joiner(n);
+                KStream js = join(n).equals("left") ? ((KStream) s.dsl).leftJoin((KTable) t.dsl, j, jd)
+                        : ((KStream) s.dsl).join((KTable) t.dsl, j, jd);
+                Out o = like(s, js);
+                o.value = "json";
+                return o;
+            }
             case "sink": {
                 requireStream(id, kind, first);
                 String topic = param(n, "topic", null);
@@ -536,6 +553,32 @@ public final class DesignRunner {
         if (in == null || !(in.dsl instanceof KStream)) {
             throw new Refused("node " + id + " (" + kind + "): its input is not a stream");
         }
+    }
+
+    /** join is a join node's type: inner, left or outer. */
+    static String join(JsonNode n) {
+        return param(n, "type", "inner");
+    }
+
+    /** joiner is a join node's joiner: its expression of key, left and right. */
+    @SuppressWarnings("rawtypes")
+    static ValueJoinerWithKey joiner(JsonNode n) {
+        Expr e = joinerExpr(n);
+        return (k, l, r) -> {
+            Map<String, JsonNode> env = new HashMap<>();
+            env.put("key", node(k));
+            env.put("left", node(l));
+            env.put("right", node(r));
+            return e.eval(env);
+        };
+    }
+
+    /** joinerExpr is a join node's joiner expression, Braid's default if unset. */
+    static Expr joinerExpr(JsonNode n) {
+        if (param(n, "joiner", null) == null) {
+            return Expr.parse("{left: left, right: right}");
+        }
+        return expr(n, "joiner");
     }
 
     /** timestamps is a source's timestamp extractor of expression e. */

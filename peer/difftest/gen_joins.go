@@ -1,0 +1,80 @@
+package difftest
+
+import "github.com/braidstream/braid/designer"
+
+// streamTableJoin makes a design that joins topic "in", read as a stream
+// and passed through up to two stateless operators (a key changed is
+// repartitioned before the join), with topic "tab" read as a table,
+// through a table filter or map-values or not (each with a store, as
+// tables in table()), inner or left, and writes the result to "out".
+// Table records may be tombstones; stream records only where no
+// operator reads their value.
+func (g *gen) streamTableJoin() {
+	g.topics = []string{"in", "tab"}
+	g.nullable = map[string]bool{"tab": true}
+	stream := g.streamSide("in")
+	g.tombstones = stream == ""
+	table := g.tableSide("tab")
+	typ := g.pick(designer.InnerJoin, designer.LeftJoin)
+	g.last = ""
+	g.add(n("join", "stream-table-join", "type", typ, "joiner", g.joiner(typ)))
+	g.connect(stream, "stream")
+	g.connect(table, "table")
+	g.sink("out")
+}
+
+// streamSide reads topic as a stream through up to two stateless
+// operators that keep the records' shape and returns the last node, or
+// "" if there is none but the source: its id is then g.last.
+func (g *gen) streamSide(topic string) string {
+	g.last = ""
+	g.add(n("src", "source-stream", "topic", topic))
+	ops := g.r.IntN(3)
+	for range ops {
+		g.add(g.stateless(true))
+	}
+	if ops == 0 {
+		return ""
+	}
+	return g.last
+}
+
+// tableSide reads topic as a table with a store, through a table filter
+// or map-values with a store or not, and returns the last node.
+func (g *gen) tableSide(topic string) string {
+	g.last = ""
+	g.add(n("tab", "source-table", "topic", topic))
+	g.storeNamed()
+	switch g.r.IntN(3) {
+	case 0:
+		g.add(n("tabFilter", "filter", "predicate", g.predicate()))
+		g.storeNamed()
+	case 1:
+		g.add(n("tabMap", "map-values", "value", g.shape()))
+		g.storeNamed()
+	}
+	return g.last
+}
+
+// connect adds an edge from node from (the first node added, if "") to
+// port of the last node.
+func (g *gen) connect(from, port string) {
+	if from == "" {
+		from = g.d.Nodes[0].ID
+	}
+	g.d.Edges = append(g.d.Edges, designer.Edge{From: from, FromPort: "out", To: g.last, ToPort: port})
+}
+
+// joiner is a joiner expression for a join of type typ: one that reads no
+// field of a side that may be nil.
+func (g *gen) joiner(typ string) string {
+	switch typ {
+	case designer.InnerJoin:
+		return g.pick(designer.DefaultJoiner,
+			"{customer: left.customer, amount: left.amount + right.amount, region: right.region, qty: left.qty * right.qty}",
+			`{k: key, both: left.customer + "/" + right.customer}`)
+	case designer.LeftJoin:
+		return g.pick(designer.DefaultJoiner, "{customer: left.customer, amount: left.amount, region: left.region, qty: left.qty, other: right}")
+	}
+	return g.pick(designer.DefaultJoiner, "{k: key, l: left, r: right}")
+}
