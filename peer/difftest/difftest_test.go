@@ -233,6 +233,13 @@ func TestPeerRefuses(t *testing.T) {
 			n("src", "source-stream", "topic", "in"),
 			n("m", "map-values", "value", "upper(value.name)"),
 			n("sink", "sink", "topic", "out")),
+		"node j (table-join): a joiner that reads key is not supported by the peer": graph([]designer.Node{
+			n("l", "source-table", "topic", "l"),
+			n("r", "source-table", "topic", "r"),
+			n("j", "table-join", "type", "inner", "joiner", "{k: key, l: left}"),
+			n("ts", "to-stream"),
+			n("sink", "sink", "topic", "out"),
+		}, "l>j.left", "r>j.right", "j>ts", "ts>sink"),
 		"node c (aggregate): session windows need a merger": chain(
 			n("src", "source-stream", "topic", "in"),
 			n("g", "group-by-key"),

@@ -23,8 +23,8 @@ import (
 // period, over a few keys; in designs where no expression reads a value
 // before the aggregation, some are tombstones.
 //
-// One seed in ten makes a table design instead, one a stream-table join
-// (gen_tables.go, gen_joins.go).
+// One seed in ten makes a table design instead, one a stream-table join,
+// one a table-table join (gen_tables.go, gen_joins.go).
 //
 // With opts.SessionAndSliding, windows may also be session and sliding
 // ones; there the two sides differ (see docs/testing.md), so make test
@@ -41,6 +41,9 @@ func Generate(seed uint64, opts GenOptions) Case {
 	case 1:
 		g.streamTableJoin()
 		return Case{Name: fmt.Sprintf("seed %d (stream-table join)", seed), Design: g.d, Input: g.records()}
+	case 2:
+		g.tableJoin()
+		return Case{Name: fmt.Sprintf("seed %d (table join)", seed), Design: g.d, Input: g.records()}
 	}
 	// Tombstones only where no expression reads a value: a field of nil
 	// is an error on both sides.

@@ -78,3 +78,38 @@ func (g *gen) joiner(typ string) string {
 	}
 	return g.pick(designer.DefaultJoiner, "{k: key, l: left, r: right}")
 }
+
+// tableJoin makes a design that joins topics "in" and "tab", each read as
+// a table (through a table filter or map-values or not, all with stores),
+// inner, left or outer, with a store or not, and writes the joined
+// table's changes to "out". Records of both may be tombstones.
+func (g *gen) tableJoin() {
+	g.topics = []string{"in", "tab"}
+	g.tombstones, g.nullable = true, map[string]bool{"tab": true}
+	left := g.tableSide("in")
+	right := g.tableSide("tab")
+	typ := g.pick(designer.InnerJoin, designer.LeftJoin, designer.OuterJoin)
+	g.last = ""
+	join := n("join", "table-join", "type", typ, "joiner", g.valueJoiner(typ))
+	if g.r.IntN(2) == 0 {
+		join.Params["store"] = "joined"
+	}
+	g.add(join)
+	g.connect(left, "left")
+	g.connect(right, "right")
+	g.add(n("toStream", "to-stream"))
+	g.sink("out")
+}
+
+// valueJoiner is joiner without key: Kafka Streams' table joins take a
+// ValueJoiner.
+func (g *gen) valueJoiner(typ string) string {
+	switch typ {
+	case designer.InnerJoin:
+		return g.pick(designer.DefaultJoiner,
+			"{customer: left.customer, amount: left.amount + right.amount, region: right.region, qty: left.qty * right.qty}")
+	case designer.LeftJoin:
+		return g.pick(designer.DefaultJoiner, "{customer: left.customer, amount: left.amount, region: left.region, qty: left.qty, other: right}")
+	}
+	return g.pick(designer.DefaultJoiner, "{l: left, r: right}")
+}

@@ -48,6 +48,7 @@ import org.apache.kafka.streams.kstream.SlidingWindows;
 import org.apache.kafka.streams.kstream.Suppressed;
 import org.apache.kafka.streams.kstream.TimeWindowedKStream;
 import org.apache.kafka.streams.kstream.TimeWindows;
+import org.apache.kafka.streams.kstream.ValueJoiner;
 import org.apache.kafka.streams.kstream.ValueJoinerWithKey;
 import org.apache.kafka.streams.kstream.Windowed;
 import org.apache.kafka.streams.kstream.WindowedSerdes;
@@ -80,7 +81,8 @@ import org.apache.kafka.streams.test.TestRecord;
  * on-window-update or on-window-close: suppress untilWindowCloses), count,
  * reduce, aggregate (not of sessions; no merger; a subtractor of a
  * grouped table's; caching on or off), to-stream, stream-table-join
- * (inner, left) and sink
+ * (inner, left), table-join (inner, left, outer; a store or not; a joiner
+ * that does not read key) and sink
  * (string, json, int64, windowed, windowed-json serdes);
  * expressions as Expr says. Anything else is refused with a message naming
  * the node (exit status 2).
@@ -521,6 +523,40 @@ public final class DesignRunner {
                 KStream js = join(n).equals("left") ? ((KStream) s.dsl).leftJoin((KTable) t.dsl, j, jd)
                         : ((KStream) s.dsl).join((KTable) t.dsl, j, jd);
                 Out o = like(s, js);
+                o.value = "json";
+                return o;
+            }
+            case "table-join": {
+                Out l = byPort.get("left"), r = byPort.get("right");
+                if (l == null || r == null || !(l.dsl instanceof KTable) || !(r.dsl instanceof KTable)) {
+                    throw new Refused("node " + id + " (table-join): its inputs are not two tables");
+                }
+                Expr e = joinerExpr(n);
+                if (e.reads("key")) {
+                    throw new Refused("node " + id + " (table-join): a joiner that reads key is not supported by the peer (Kafka Streams' table joins take a ValueJoiner)");
+                }
+                ValueJoiner j = (a, c) -> {
+                    Map<String, JsonNode> env = new HashMap<>();
+                    env.put("left", node(a));
+                    env.put("right", node(c));
+                    return e.eval(env);
+                };
+                String store = param(n, "store", null);
+                Materialized m = store == null ? null : Materialized.<Object, Object, KeyValueStore<Bytes, byte[]>>as(store)
+                        .withKeySerde(serde(id, l.key)).withValueSerde(serde(id, "json"));
+                KTable lt = (KTable) l.dsl, rt = (KTable) r.dsl;
+                KTable t;
+                switch (join(n)) {
+                    case "left":
+                        t = m == null ? lt.leftJoin(rt, j) : lt.leftJoin(rt, j, m);
+                        break;
+                    case "outer":
+                        t = m == null ? lt.outerJoin(rt, j) : lt.outerJoin(rt, j, m);
+                        break;
+                    default:
+                        t = m == null ? lt.join(rt, j) : lt.join(rt, j, m);
+                }
+                Out o = like(l, t);
                 o.value = "json";
                 return o;
             }
