@@ -204,6 +204,7 @@ func TestDiff(t *testing.T) {
 var (
 	seeds  = flag.Int("seeds", 200, "TestDifferentialSeeds: how many seeds of Generate to run (1..seeds)")
 	allWin = flag.Bool("session-sliding", false, "TestDifferentialSeeds: generate session and sliding windows too (they differ: docs/testing.md)")
+	outer  = flag.Bool("unmatched-joins", false, "TestDifferentialSeeds: generate left and outer stream-stream joins too (they differ: docs/differences.md)")
 )
 
 // TestDifferentialSeeds runs designs from Generate, seeds 1 to -seeds, on
@@ -211,7 +212,7 @@ var (
 func TestDifferentialSeeds(t *testing.T) {
 	var cases []Case
 	for seed := range uint64(*seeds) {
-		cases = append(cases, Generate(seed+1, GenOptions{SessionAndSliding: *allWin}))
+		cases = append(cases, Generate(seed+1, GenOptions{SessionAndSliding: *allWin, UnmatchedStreamJoins: *outer}))
 	}
 	runBoth(t, cases)
 }

@@ -24,7 +24,8 @@ import (
 // before the aggregation, some are tombstones.
 //
 // One seed in ten makes a table design instead, one a stream-table join,
-// one a table-table join (gen_tables.go, gen_joins.go).
+// one a table-table join, one a stream-stream join (gen_tables.go,
+// gen_joins.go).
 //
 // With opts.SessionAndSliding, windows may also be session and sliding
 // ones; there the two sides differ (see docs/testing.md), so make test
@@ -44,6 +45,9 @@ func Generate(seed uint64, opts GenOptions) Case {
 	case 2:
 		g.tableJoin()
 		return Case{Name: fmt.Sprintf("seed %d (table join)", seed), Design: g.d, Input: g.records()}
+	case 3:
+		g.streamJoin()
+		return Case{Name: fmt.Sprintf("seed %d (stream join)", seed), Design: g.d, Input: g.records()}
 	}
 	// Tombstones only where no expression reads a value: a field of nil
 	// is an error on both sides.
@@ -88,6 +92,8 @@ func Generate(seed uint64, opts GenOptions) Case {
 type GenOptions struct {
 	// SessionAndSliding adds session and sliding windows.
 	SessionAndSliding bool
+	// UnmatchedStreamJoins adds left and outer stream-stream joins.
+	UnmatchedStreamJoins bool
 }
 
 type gen struct {

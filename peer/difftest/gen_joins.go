@@ -113,3 +113,41 @@ func (g *gen) valueJoiner(typ string) string {
 	}
 	return g.pick(designer.DefaultJoiner, "{l: left, r: right}")
 }
+
+// streamJoin makes a design that joins topics "in" and "in2", each read as
+// a stream through up to two stateless operators (a key changed is
+// repartitioned before the join), inner, left or outer (outer only when
+// opts.OuterStreamJoins), within a window or before and after, with a
+// grace or none, and writes the result to "out". Records of a side
+// without operators may be tombstones.
+func (g *gen) streamJoin() {
+	g.topics = []string{"in", "in2"}
+	left := g.streamSide("in")
+	leftSrc := g.d.Nodes[0].ID
+	g.tombstones = left == ""
+	right := g.streamSide("in2")
+	rightSrc := g.d.Nodes[len(g.d.Nodes)-1].ID
+	if right != "" {
+		rightSrc = right
+	}
+	g.nullable = map[string]bool{"in2": right == ""}
+	if left == "" {
+		left = leftSrc
+	}
+	types := []string{designer.InnerJoin, designer.LeftJoin, designer.OuterJoin}
+	if !g.opts.UnmatchedStreamJoins {
+		types = types[:1]
+	}
+	typ := g.pick(types...)
+	join := n("join", "stream-join", "type", typ, "joiner", g.joiner(typ), "grace", g.pick("0s", "1s", "3s"))
+	if g.r.IntN(2) == 0 {
+		join.Params["window"] = g.pick("2s", "5s")
+	} else {
+		join.Params["before"], join.Params["after"] = g.pick("1s", "4s"), g.pick("0s", "2s", "3s")
+	}
+	g.last = ""
+	g.add(join)
+	g.connect(left, "left")
+	g.connect(rightSrc, "right")
+	g.sink("out")
+}

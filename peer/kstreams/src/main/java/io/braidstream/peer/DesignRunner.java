@@ -34,6 +34,7 @@ import org.apache.kafka.streams.TestOutputTopic;
 import org.apache.kafka.streams.TopologyTestDriver;
 import org.apache.kafka.streams.kstream.Consumed;
 import org.apache.kafka.streams.kstream.Grouped;
+import org.apache.kafka.streams.kstream.JoinWindows;
 import org.apache.kafka.streams.kstream.Joined;
 import org.apache.kafka.streams.kstream.KGroupedStream;
 import org.apache.kafka.streams.kstream.KGroupedTable;
@@ -45,6 +46,7 @@ import org.apache.kafka.streams.kstream.Produced;
 import org.apache.kafka.streams.kstream.SessionWindowedKStream;
 import org.apache.kafka.streams.kstream.SessionWindows;
 import org.apache.kafka.streams.kstream.SlidingWindows;
+import org.apache.kafka.streams.kstream.StreamJoined;
 import org.apache.kafka.streams.kstream.Suppressed;
 import org.apache.kafka.streams.kstream.TimeWindowedKStream;
 import org.apache.kafka.streams.kstream.TimeWindows;
@@ -80,7 +82,8 @@ import org.apache.kafka.streams.test.TestRecord;
  * windowed-by (tumbling, hopping, sliding or session, grace, emit
  * on-window-update or on-window-close: suppress untilWindowCloses), count,
  * reduce, aggregate (not of sessions; no merger; a subtractor of a
- * grouped table's; caching on or off), to-stream, stream-table-join
+ * grouped table's; caching on or off), to-stream, stream-join (inner,
+ * left, outer; window or before and after, grace), stream-table-join
  * (inner, left), table-join (inner, left, outer; a store or not; a joiner
  * that does not read key) and sink
  * (string, json, int64, windowed, windowed-json serdes);
@@ -526,6 +529,37 @@ public final class DesignRunner {
                 o.value = "json";
                 return o;
             }
+            case "stream-join": {
+                Out l = byPort.get("left"), r = byPort.get("right");
+                requireStream(id, kind, l);
+                requireStream(id, kind, r);
+                String window = param(n, "window", null), before = param(n, "before", null), after = param(n, "after", null);
+                Duration grace = Duration.ofMillis(millis(id, param(n, "grace", "0s")));
+                JoinWindows w = JoinWindows.ofTimeDifferenceAndGrace(Duration.ofMillis(window == null ? 0 : millis(id, window)), grace);
+                if (before != null) {
+                    w = w.before(Duration.ofMillis(millis(id, before)));
+                }
+                if (after != null) {
+                    w = w.after(Duration.ofMillis(millis(id, after)));
+                }
+                StreamJoined sj = StreamJoined.with(serde(id, l.key), serde(id, l.value), serde(id, r.value));
+                ValueJoinerWithKey j = joiner(n);
+                KStream ls = (KStream) l.dsl, rs = (KStream) r.dsl;
+                KStream js;
+                switch (join(n)) {
+                    case "left":
+                        js = ls.leftJoin(rs, j, w, sj);
+                        break;
+                    case "outer":
+                        js = ls.outerJoin(rs, j, w, sj);
+                        break;
+                    default:
+                        js = ls.join(rs, j, w, sj);
+                }
+                Out o = like(l, js);
+                o.value = "json";
+                return o;
+            }
             case "table-join": {
                 Out l = byPort.get("left"), r = byPort.get("right");
                 if (l == null || r == null || !(l.dsl instanceof KTable) || !(r.dsl instanceof KTable)) {
@@ -704,11 +738,11 @@ public final class DesignRunner {
     /** millis parses a Go duration of whole units: 500ms, 10s, 1m, 2h. */
     static long millis(String id, String d) {
         if (d == null) {
-            throw new Refused("node " + id + " (windowed-by): size is not set");
+            throw new Refused("node " + id + ": a duration (size, gap, advance or window) is not set");
         }
         java.util.regex.Matcher m = java.util.regex.Pattern.compile("(\\d+)(ms|s|m|h)").matcher(d);
         if (!m.matches()) {
-            throw new Refused("node " + id + " (windowed-by): duration " + d + " is not supported by the peer (one whole unit: ms, s, m, h)");
+            throw new Refused("node " + id + ": duration " + d + " is not supported by the peer (one whole unit: ms, s, m, h)");
         }
         long v = Long.parseLong(m.group(1));
         switch (m.group(2)) {
