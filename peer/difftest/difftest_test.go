@@ -222,9 +222,9 @@ func TestDifferentialSeeds(t *testing.T) {
 func TestPeerRefuses(t *testing.T) {
 	cp := peerClasspath(t)
 	for want, d := range map[string]*designer.Design{
-		"node fm (flat-map-values): kind not supported by the peer": chain(
+		"node r (repartition): kind not supported by the peer": chain(
 			n("src", "source-stream", "topic", "in"),
-			n("fm", "flat-map-values", "values", "value.items"),
+			n("r", "repartition", "partitions", "2"),
 			n("sink", "sink", "topic", "out")),
 		`node f (filter), parameter predicate: expression "value.amount / 2 > 1"`: chain(
 			n("src", "source-stream", "topic", "in"),

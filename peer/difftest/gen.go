@@ -24,8 +24,8 @@ import (
 // before the aggregation, some are tombstones.
 //
 // One seed in ten makes a table design instead, one a stream-table join,
-// one a table-table join, one a stream-stream join (gen_tables.go,
-// gen_joins.go).
+// one a table-table join, one a stream-stream join, one a flat-map
+// (gen_tables.go, gen_joins.go, gen_flatmap.go).
 //
 // With opts.SessionAndSliding, windows may also be session and sliding
 // ones; there the two sides differ (see docs/testing.md), so make test
@@ -48,6 +48,9 @@ func Generate(seed uint64, opts GenOptions) Case {
 	case 3:
 		g.streamJoin()
 		return Case{Name: fmt.Sprintf("seed %d (stream join)", seed), Design: g.d, Input: g.records()}
+	case 4:
+		g.flatMap()
+		return Case{Name: fmt.Sprintf("seed %d (flat-map)", seed), Design: g.d, Input: g.records()}
 	}
 	// Tombstones only where no expression reads a value: a field of nil
 	// is an error on both sides.

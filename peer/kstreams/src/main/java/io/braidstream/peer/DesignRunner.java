@@ -76,7 +76,8 @@ import org.apache.kafka.streams.test.TestRecord;
  * Supported: source-stream and source-table (string/json serdes, a
  * timestamp expression; a table's store named or not), filter and
  * map-values (of a stream or a table, a table's with or without a store),
- * filter-not, branch (as one filter per branch), map,
+ * filter-not, branch (as one filter per branch), map, flat-map,
+ * flat-map-values,
  * select-key, peek, merge, group-by-key, group-by (of a stream, or of a
  * table with a value expression),
  * windowed-by (tumbling, hopping, sliding or session, grace, emit
@@ -347,6 +348,34 @@ public final class DesignRunner {
                 }
                 requireStream(id, kind, first);
                 return like(first, ((KStream) first.dsl).mapValues((k, v) -> orNull(ve.eval(env(k, v)))));
+            }
+            case "flat-map": {
+                requireStream(id, kind, first);
+                Expr e = expr(n, "records");
+                return like(first, ((KStream) first.dsl).flatMap((k, v) -> {
+                    List<KeyValue<Object, Object>> out = new ArrayList<>();
+                    for (JsonNode item : list(id, e.eval(env(k, v)))) {
+                        if (!item.isObject() || !item.has("key") || !item.has("value")) {
+                            throw new IllegalStateException("node " + id + ": element " + item + " is not a {key, value} object");
+                        }
+                        out.add(KeyValue.pair(orNull(Expr.normalize(item.get("key"))), orNull(Expr.normalize(item.get("value")))));
+                    }
+                    return out;
+                }));
+            }
+            case "flat-map-values": {
+                requireStream(id, kind, first);
+                Expr e = expr(n, "values");
+                // As Braid's: the expression sees the value only.
+                return like(first, ((KStream) first.dsl).flatMapValues(v -> {
+                    Map<String, JsonNode> env = new HashMap<>();
+                    env.put("value", node(v));
+                    List<Object> out = new ArrayList<>();
+                    for (JsonNode item : list(id, e.eval(env))) {
+                        out.add(orNull(Expr.normalize(item)));
+                    }
+                    return out;
+                }));
             }
             case "select-key": {
                 requireStream(id, kind, first);
@@ -623,6 +652,16 @@ public final class DesignRunner {
         if (in == null || !(in.dsl instanceof KStream)) {
             throw new Refused("node " + id + " (" + kind + "): its input is not a stream");
         }
+    }
+
+    /** list is the elements of a flat-map's list, or an error naming node id. */
+    static List<JsonNode> list(String id, JsonNode v) {
+        if (!v.isArray()) {
+            throw new IllegalStateException("node " + id + ": gave " + v + ", want a list");
+        }
+        List<JsonNode> out = new ArrayList<>();
+        v.forEach(out::add);
+        return out;
     }
 
     /** join is a join node's type: inner, left or outer. */

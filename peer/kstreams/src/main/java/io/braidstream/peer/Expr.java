@@ -16,7 +16,7 @@ import java.util.Map;
  * The subset of Braid's expressions (expr-lang) that DesignRunner
  * implements the way Braid evaluates them: identifiers (key, value,
  * aggregate, left, right), field access (value.amount), number, string, true/false/nil
- * literals, + - * on numbers, + on strings (concatenation), comparisons
+ * literals, list literals ([a, b]), + - * on numbers, + on strings (concatenation), comparisons
  * (== != < <= > >=), && || ! (and, or, not), parentheses and object
  * literals ({id: key, total: value.amount}). Anything else, / and % among
  * them, is refused at parse time by an IllegalArgumentException that names
@@ -336,6 +336,25 @@ final class Expr {
                         o.set(names.get(i), vals.get(i).eval(env));
                     }
                     return o;
+                };
+            }
+            if (c == '[') {
+                pos++;
+                List<Node> items = new ArrayList<>();
+                if (!eat("]")) {
+                    do {
+                        items.add(or());
+                    } while (eat(","));
+                    if (!eat("]")) {
+                        throw fail("want ]");
+                    }
+                }
+                return env -> {
+                    com.fasterxml.jackson.databind.node.ArrayNode a = JsonNodeFactory.instance.arrayNode();
+                    for (Node item : items) {
+                        a.add(item.eval(env));
+                    }
+                    return a;
                 };
             }
             if (c == '"') {
