@@ -52,7 +52,11 @@ func runBoth(t *testing.T, cases []Case) {
 			continue
 		}
 		t.Logf("%s: %d records on each side", c.Name, len(braid))
-		if d := Diff(braid, peer[i]); d != "" {
+		p := peer[i]
+		if c.Partitions > 1 {
+			braid, p = ByKey(braid), ByKey(p)
+		}
+		if d := Diff(braid, p); d != "" {
 			t.Errorf("%s: outputs differ:\n%s", c.Name, d)
 		}
 	}
@@ -205,6 +209,7 @@ var (
 	seeds  = flag.Int("seeds", 200, "TestDifferentialSeeds: how many seeds of Generate to run (1..seeds)")
 	allWin = flag.Bool("session-sliding", false, "TestDifferentialSeeds: generate session and sliding windows too (they differ: docs/testing.md)")
 	outer  = flag.Bool("unmatched-joins", false, "TestDifferentialSeeds: generate left and outer stream-stream joins too (they differ: docs/differences.md)")
+	pwin   = flag.Bool("partitioned-windows", false, "TestDifferentialSeeds: give designs with windows or stream-stream joins several partitions too (they differ: docs/testing.md)")
 )
 
 // TestDifferentialSeeds runs designs from Generate, seeds 1 to -seeds, on
@@ -212,7 +217,7 @@ var (
 func TestDifferentialSeeds(t *testing.T) {
 	var cases []Case
 	for seed := range uint64(*seeds) {
-		cases = append(cases, Generate(seed+1, GenOptions{SessionAndSliding: *allWin, UnmatchedStreamJoins: *outer}))
+		cases = append(cases, Generate(seed+1, GenOptions{SessionAndSliding: *allWin, UnmatchedStreamJoins: *outer, PartitionedWindows: *pwin}))
 	}
 	runBoth(t, cases)
 }
