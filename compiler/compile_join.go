@@ -11,7 +11,9 @@ import (
 // method taking the right (or table) input. The joiner is the node's
 // joiner expression, evaluated with key, left and right. A join's result
 // keeps the left input's key serde and has the json value serde: what a
-// joiner makes is an expression's value, an object by default.
+// joiner makes is an expression's value, an object by default. A stream
+// input's own serdes go with JoinSerdes: after a map the runtime knows
+// them no more, and repartitions and buffers the stream in them.
 
 // joinValueSerde is the value serde of every join's result.
 const joinValueSerde = "json"
@@ -113,7 +115,8 @@ func (bd *build) join(i int, ports map[string]*val, opName string) {
 		if left == nil || right == nil {
 			return // Validate reports the unconnected input
 		}
-		opts := append(named(opName), streams.WithSerdes(basicSerde(left.key.serde), basicSerde(joinValueSerde)))
+		opts := append(named(opName), streams.WithSerdes(basicSerde(left.key.serde), basicSerde(joinValueSerde)),
+			streams.JoinSerdes(basicSerde(left.key.serde), basicSerde(left.value), basicSerde(right.value)))
 		bd.repartitionBefore(i, left, suffixed(opName, "-left"))
 		bd.repartitionBefore(i, right, suffixed(opName, "-right"))
 		thisPrefix, thisSuffix := "KSTREAM-JOINTHIS-", "-this-join"
@@ -157,7 +160,8 @@ func (bd *build) join(i int, ports map[string]*val, opName string) {
 		if stream == nil || table == nil {
 			return
 		}
-		opts := append(named(opName), streams.WithSerdes(basicSerde(stream.key.serde), basicSerde(joinValueSerde)))
+		opts := append(named(opName), streams.WithSerdes(basicSerde(stream.key.serde), basicSerde(joinValueSerde)),
+			streams.JoinSerdes(basicSerde(stream.key.serde), basicSerde(stream.value), nil))
 		bd.repartitionBefore(i, stream, opName)
 		prefix := "KSTREAM-JOIN-"
 		if typ == designer.LeftJoin {

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/braidstream/braid/designer"
+	"github.com/braidstream/braid/runtime/streams"
 )
 
 // TestCompileJoinProblems: problems of join nodes the compiler finds, each
@@ -101,5 +102,55 @@ func reroute(d *designer.Design, from, to, via string) {
 		if e.From == from && e.To == to {
 			d.Edges[i].From = via
 		}
+	}
+}
+
+// TestCompiledJoinsAfterMap runs joins whose stream input a map changed,
+// key and value: the stream is repartitioned before the join (and a
+// stream-stream join buffers it) in its own serdes, which the runtime no
+// longer knows after the map, so the compiler names them.
+func TestCompiledJoinsAfterMap(t *testing.T) {
+	e := func(from, to, port string) designer.Edge {
+		return designer.Edge{From: from, FromPort: "out", To: to, ToPort: port}
+	}
+	for kind, params := range map[string]map[string]any{
+		"stream-table-join": {"type": "left"},
+		"stream-join":       {"type": "inner", "window": "5s"},
+	} {
+		t.Run(kind, func(t *testing.T) {
+			right, port := node("right", "source-table", map[string]any{"topic": "right"}), "table"
+			leftPort := "stream"
+			if kind == "stream-join" {
+				right, port, leftPort = node("right", "source-stream", map[string]any{"topic": "right"}), "right", "left"
+			}
+			c, err := Compile(design([]designer.Node{
+				node("left", "source-stream", map[string]any{"topic": "left"}),
+				node("m", "map", map[string]any{"key": "value.k", "value": "{n: value.n * 2}"}),
+				right,
+				node("j", kind, params),
+				node("sink", "sink", map[string]any{"topic": "out"}),
+			}, e("left", "m", "in"), e("m", "j", leftPort), e("right", "j", port), e("j", "sink", "in")), Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			d, err := streams.NewTestDriver(c.Topology, streams.DriverConfig{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer d.Close()
+			if err := d.Pipe("right", []byte("a"), []byte(`{"r":1}`), 1000); err != nil {
+				t.Fatal(err)
+			}
+			if err := d.Pipe("left", []byte("x"), []byte(`{"k":"a","n":2}`), 2000); err != nil {
+				t.Fatal(err)
+			}
+			if err := d.Commit(); err != nil {
+				t.Fatal(err)
+			}
+			out := d.Output("out")
+			if len(out) != 1 || string(out[0].Key) != "a" || string(out[0].Value) != `{"left":{"n":4},"right":{"r":1}}` {
+				t.Errorf("got %v, want a={\"left\":{\"n\":4},\"right\":{\"r\":1}}", out)
+			}
+		})
 	}
 }

@@ -16,6 +16,12 @@ func joinWindowsCode(n designer.Node) string {
 	return "streams.JoinWindows{Before: " + durationCode(w.Before) + ", After: " + durationCode(w.After) + ", Grace: " + durationCode(w.Grace) + "}"
 }
 
+// joinSerdesCode is the streams.JoinSerdes option of a stream join's
+// inputs, serdes by name ("" for nil).
+func joinSerdesCode(key, value, other string) string {
+	return "streams.JoinSerdes(" + basicSerdeCode(key) + ", " + basicSerdeCode(value) + ", " + basicSerdeCode(other) + ")"
+}
+
 // join writes node i's join call, as compile_join.go makes it, on its
 // inputs by port.
 func (x *exporter) join(i int, ports map[string]*xval, opName string) (*xval, error) {
@@ -40,9 +46,11 @@ func (x *exporter) join(i int, ports map[string]*xval, opName string) (*xval, er
 	var code string
 	switch n.Kind {
 	case "stream-join":
-		code = call(method, right.code.expression(), joiner, joinWindowsCode(n), namedCode(opName), serdes)
+		inputs := joinSerdesCode(left.key.serde, left.value, right.value)
+		code = call(method, right.code.expression(), joiner, joinWindowsCode(n), namedCode(opName), serdes, inputs)
 	case "stream-table-join":
-		code = call(method, right.code.expression(), joiner, namedCode(opName), serdes)
+		inputs := joinSerdesCode(left.key.serde, left.value, "")
+		code = call(method, right.code.expression(), joiner, namedCode(opName), serdes, inputs)
 	case "table-join":
 		store := ""
 		if designer.ParamString(n, "store") != "" {

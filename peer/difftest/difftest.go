@@ -25,7 +25,8 @@ import (
 )
 
 // Input is a record piped into a source topic: key and value are the
-// record's bytes (nil for null), on partition 0 of a one-partition topic.
+// record's bytes (nil for null), on the partition of its key (of one, in
+// Kafka Streams, and of Case.Partitions in Braid).
 type Input struct {
 	Topic     string  `json:"topic"`
 	Key       *string `json:"key"`
@@ -46,6 +47,21 @@ type Case struct {
 	Name   string
 	Design *designer.Design
 	Input  []Input
+	// Partitions, if more than 1, is the partition count of every source
+	// topic in Braid's TestDriver, whose records go to the partition of
+	// their key; TopologyTestDriver has one partition per topic.
+	Partitions int
+}
+
+// sourceTopics lists the topics d's sources read.
+func sourceTopics(d *designer.Design) []string {
+	var out []string
+	for _, n := range d.Nodes {
+		if n.Kind == "source-stream" || n.Kind == "source-table" {
+			out = append(out, designer.ParamString(n, "topic"))
+		}
+	}
+	return out
 }
 
 func bytesOf(s *string) []byte {
@@ -76,7 +92,14 @@ func RunBraid(c Case) ([]Output, error) {
 	if err != nil {
 		return nil, fmt.Errorf("compiling %s: %w", c.Name, err)
 	}
-	d, err := streams.NewTestDriver(comp.Topology, streams.DriverConfig{})
+	cfg := streams.DriverConfig{}
+	if c.Partitions > 1 {
+		cfg.Partitions = map[string]int{}
+		for _, t := range sourceTopics(c.Design) {
+			cfg.Partitions[t] = c.Partitions
+		}
+	}
+	d, err := streams.NewTestDriver(comp.Topology, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("starting the test driver of %s: %w", c.Name, err)
 	}
@@ -153,6 +176,23 @@ func RunPeer(ctx context.Context, classpath, dir string, cases []Case) ([][]Outp
 		}
 	}
 	return outs, nil
+}
+
+// ByKey returns out ordered by topic and key, each key's records in
+// their order: how outputs of several partitions compare. Braid's
+// TestDriver runs the records a step wrote to an internal topic one task
+// after the other, so records of keys in different partitions come out in
+// the order of their tasks, not of their writing (in a running
+// application, in no defined order); each key's stay in order.
+func ByKey(out []Output) []Output {
+	s := slices.Clone(out)
+	slices.SortStableFunc(s, func(a, b Output) int {
+		if c := strings.Compare(a.Topic, b.Topic); c != 0 {
+			return c
+		}
+		return bytes.Compare(a.Key, b.Key)
+	})
+	return s
 }
 
 // sameBytes tells whether a and b are the same key or value: equal bytes,

@@ -21,12 +21,60 @@ import (
 // write the table's
 // updates to "out". Records come out of order, some past the grace
 // period, over a few keys; in designs where no expression reads a value
-// before the aggregation, some are tombstones. It avoids the shapes of
-// session and sliding windows where Braid differs on purpose
-// (docs/differences.md): see aggregation.
-func Generate(seed uint64) Case {
+// before the aggregation, some are tombstones.
+//
+// Two seeds in three of designs without windows or stream-stream joins
+// have two or three partitions per source topic in Braid.
+//
+// One seed in ten makes a table design instead, one a stream-table join,
+// one a table-table join, one a stream-stream join, one a flat-map
+// (gen_tables.go, gen_joins.go, gen_flatmap.go).
+//
+// It avoids the shapes of session and sliding windows where Braid
+// differs on purpose (docs/differences.md): see aggregation.
+func Generate(seed uint64, opts GenOptions) Case {
+	c := generate(seed, opts)
+	// Source topics of one, two or three partitions in Braid: only where
+	// no stream time decides what comes out (no windows, no stream-stream
+	// joins), since each of Braid's tasks keeps its own and
+	// TopologyTestDriver's one task one for all keys.
+	parts := 1 + rand.New(rand.NewPCG(seed, 0x7061727473)).IntN(3)
+	for _, n := range c.Design.Nodes {
+		if n.Kind == "windowed-by" || n.Kind == "stream-join" {
+			if !opts.PartitionedWindows {
+				parts = 1
+			}
+		}
+	}
+	if parts > 1 {
+		c.Partitions = parts
+		c.Name += fmt.Sprintf(" (%d partitions)", parts)
+	}
+	return c
+}
+
+func generate(seed uint64, opts GenOptions) Case {
 	r := rand.New(rand.NewPCG(seed, 0x62726169640a))
-	g := &gen{r: r}
+	g := &gen{r: r, opts: opts}
+	// The shape comes from a generator of its own, so that a seed that
+	// makes a stream design makes the same one whatever shapes are added.
+	switch shape := rand.New(rand.NewPCG(seed, 0x7368617065)).IntN(10); shape {
+	case 0:
+		g.table()
+		return Case{Name: fmt.Sprintf("seed %d (table)", seed), Design: g.d, Input: g.records()}
+	case 1:
+		g.streamTableJoin()
+		return Case{Name: fmt.Sprintf("seed %d (stream-table join)", seed), Design: g.d, Input: g.records()}
+	case 2:
+		g.tableJoin()
+		return Case{Name: fmt.Sprintf("seed %d (table join)", seed), Design: g.d, Input: g.records()}
+	case 3:
+		g.streamJoin()
+		return Case{Name: fmt.Sprintf("seed %d (stream join)", seed), Design: g.d, Input: g.records()}
+	case 4:
+		g.flatMap()
+		return Case{Name: fmt.Sprintf("seed %d (flat-map)", seed), Design: g.d, Input: g.records()}
+	}
 	// Tombstones only where no expression reads a value: a field of nil
 	// is an error on both sides.
 	g.tombstones = r.IntN(5) == 0
@@ -66,7 +114,17 @@ func Generate(seed uint64) Case {
 	return Case{Name: fmt.Sprintf("seed %d", seed), Design: g.d, Input: g.records()}
 }
 
+// GenOptions widen what Generate makes.
+type GenOptions struct {
+	// UnmatchedStreamJoins adds left and outer stream-stream joins.
+	UnmatchedStreamJoins bool
+	// PartitionedWindows gives designs with windows or stream-stream
+	// joins several partitions too.
+	PartitionedWindows bool
+}
+
 type gen struct {
+	opts GenOptions
 	r    *rand.Rand
 	d    *designer.Design
 	last string // the node the next one reads
@@ -80,6 +138,11 @@ type gen struct {
 	// sessionFinal: a session window emits on close; records stay
 	// below a minute (see records).
 	sessionFinal bool
+	// topics are the topics records go to, at random; nil means "in".
+	// nullable are those of them (but "in") whose records may be
+	// tombstones.
+	topics   []string
+	nullable map[string]bool
 }
 
 func b2i(b bool) int {
@@ -300,10 +363,14 @@ func (g *gen) records() []Input {
 			ts = int64(g.r.IntN(100000))
 		}
 		v += "}"
-		if g.tombstones && g.r.IntN(4) == 0 {
+		topic := "in"
+		if len(g.topics) > 0 {
+			topic = g.pick(g.topics...)
+		}
+		if (topic == "in" && g.tombstones || g.nullable[topic]) && g.r.IntN(4) == 0 {
 			v = ""
 		}
-		out = append(out, rec("in", fmt.Sprintf("k%d", 1+g.r.IntN(4)), v, ts))
+		out = append(out, rec(topic, fmt.Sprintf("k%d", 1+g.r.IntN(4)), v, ts))
 	}
 	return out
 }

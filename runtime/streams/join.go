@@ -24,8 +24,9 @@ type ValueJoiner func(key, left, right any) (any, error)
 // key, as t holds it when the record is processed; a record without a row
 // is dropped. Updates of t emit nothing. t must be materialized (a table
 // from Builder.Table or an aggregation is, a Filter or MapValues of a table
-// with Materialized; see Table.StoreName). It takes Named and
-// WithSerdes (the result's serdes; the value serde is unknown otherwise).
+// with Materialized; see Table.StoreName). It takes Named,
+// WithSerdes (the result's serdes; the value serde is unknown otherwise)
+// and JoinSerdes (the stream's, for its repartition if its key changed).
 func (s *Stream) JoinTable(t *Table, joiner ValueJoiner, opts ...Option) *Stream {
 	return s.joinTable("JoinTable", "KSTREAM-JOIN-", false, t, joiner, opts)
 }
@@ -37,7 +38,7 @@ func (s *Stream) LeftJoinTable(t *Table, joiner ValueJoiner, opts ...Option) *St
 }
 
 func (s *Stream) joinTable(op, prefix string, left bool, t *Table, joiner ValueJoiner, opts []Option) *Stream {
-	o := s.b.resolveOptions(op, optName|optSerdes, opts)
+	o := s.b.resolveOptions(op, optName|optSerdes|optJoinSerdes, opts)
 	s.need(op, joiner == nil)
 	if t == nil || t.b != s.b {
 		s.b.errorf("%s: the table is nil or comes from another Builder", op)
@@ -48,7 +49,7 @@ func (s *Stream) joinTable(op, prefix string, left bool, t *Table, joiner ValueJ
 		return s
 	}
 	t.materialize()
-	in := s
+	in := s.withSerdes(o.joinKey, o.joinValue)
 	if s.repartitionRequired {
 		// As Kafka Streams: the repartition topic is named after the
 		// join, else after the operator the stream comes from.
@@ -56,7 +57,7 @@ func (s *Stream) joinTable(op, prefix string, left bool, t *Table, joiner ValueJ
 		if base == "" {
 			base = s.node.name
 		}
-		in = s.repartitionAs(base, operatorOptions{})
+		in = in.repartitionAs(base, operatorOptions{})
 	}
 	n := s.b.addNode(s.b.nameOrGenerate(o.name, prefix), processorNode)
 	n.op = op
@@ -65,6 +66,14 @@ func (s *Stream) joinTable(op, prefix string, left bool, t *Table, joiner ValueJ
 	connect(in.node, n)
 	s.b.copartition(in.node, t.node)
 	return &Stream{b: s.b, node: n, keySerde: orDefault(o.keySerde, in.keySerde), valueSerde: o.valueSerde}
+}
+
+// withSerdes is s with key and value serdes key and value where they are
+// not nil.
+func (s *Stream) withSerdes(key, value Serde) *Stream {
+	out := *s
+	out.keySerde, out.valueSerde = orDefault(key, s.keySerde), orDefault(value, s.valueSerde)
+	return &out
 }
 
 // streamTableJoinProc looks each record's key up in the table's store.

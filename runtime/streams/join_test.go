@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/braidstream/braid/runtime/streams"
 )
@@ -216,5 +217,39 @@ func TestDerivedTableStoreNames(t *testing.T) {
 	const want = "Processor: KTABLE-FILTER-0000000004 (stores: [])"
 	if desc := topo.Describe(); !strings.Contains(desc, want) {
 		t.Errorf("Describe lacks %q:\n%s", want, desc)
+	}
+}
+
+// TestJoinSerdesAfterMap joins streams that a Map changed, key and value:
+// the join repartitions them (and a stream-stream join buffers them) in
+// the serdes JoinSerdes gives, which the stream does not know after Map;
+// without them the default serde (String here) cannot write the map's
+// values.
+func TestJoinSerdesAfterMap(t *testing.T) {
+	rekey := func(b *streams.Builder, topic string) *streams.Stream {
+		return b.Stream([]string{topic}, streams.WithSerdes(streams.String, streams.JSON)).Map(func(k, v any) (any, any, error) {
+			return v.(map[string]any)["k"], map[string]any{"from": k}, nil
+		})
+	}
+	joiner := func(_, l, r any) (any, error) { return fmt.Sprint(l, "+", r), nil }
+	for name, build := range map[string]func(b *streams.Builder){
+		"stream-table": func(b *streams.Builder) {
+			rekey(b, "s").JoinTable(b.Table("t"), joiner, streams.JoinSerdes(streams.String, streams.JSON, nil)).To("out")
+		},
+		"stream-stream": func(b *streams.Builder) {
+			rekey(b, "s").Join(rekey(b, "t"), joiner, streams.JoinTimeDifference(time.Second, 0),
+				streams.JoinSerdes(streams.String, streams.JSON, streams.JSON)).To("out")
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			tv, want := "row", "A=map[from:x]+row@20"
+			if name == "stream-stream" {
+				tv, want = `{"k":"A"}`, "A=map[from:x]+map[from:y]@20"
+			}
+			runJoinSteps(t, build, []joinStep{
+				{topic: "t", key: map[bool]string{true: "y", false: "A"}[name == "stream-stream"], value: tv, ts: 10},
+				{topic: "s", key: "x", value: `{"k":"A"}`, ts: 20, want: out(want)},
+			})
+		})
 	}
 }

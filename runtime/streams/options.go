@@ -22,6 +22,7 @@ const (
 	optTimestamps
 	optPartitions
 	optStore
+	optJoinSerdes
 )
 
 var optionNames = map[optionKind]string{
@@ -30,6 +31,7 @@ var optionNames = map[optionKind]string{
 	optTimestamps: "WithTimestamps",
 	optPartitions: "WithPartitions",
 	optStore:      "Materialized",
+	optJoinSerdes: "JoinSerdes",
 }
 
 type operatorOptions struct {
@@ -44,6 +46,9 @@ type operatorOptions struct {
 	// storeSet says Materialized was given, for operators that keep no
 	// store without it.
 	storeSet bool
+	// joinKey, joinValue and joinOther are a join's input serdes
+	// (JoinSerdes).
+	joinKey, joinValue, joinOther Serde
 }
 
 // StoreOptions say how an aggregation or table keeps its state.
@@ -87,6 +92,18 @@ func Named(name string) Option {
 // the Config default.
 func WithSerdes(key, value Serde) Option {
 	return Option{kind: optSerdes, apply: func(o *operatorOptions) { o.keySerde, o.valueSerde = key, value }}
+}
+
+// JoinSerdes sets the serdes of a stream join's inputs, as Kafka Streams'
+// Joined and StreamJoined do: the key's, the (left) stream's values' and
+// the other stream's values' (a stream-table join's table keeps its own).
+// They serialize the repartition topic of an input whose key changed
+// upstream and a stream-stream join's buffers; a nil serde keeps what the
+// stream already knows, or the Config default. After Map, FlatMap or an
+// operator that changes values a stream knows no value serde: a join
+// there needs this option. WithSerdes sets the result's serdes.
+func JoinSerdes(key, value, otherValue Serde) Option {
+	return Option{kind: optJoinSerdes, apply: func(o *operatorOptions) { o.joinKey, o.joinValue, o.joinOther = key, value, otherValue }}
 }
 
 // WithTimestamps sets the timestamp extractor of a source. Default: the

@@ -42,9 +42,10 @@ import (
 // with equal keys whose timestamps are close enough yields one result, as
 // soon as the second of them is processed (the first still buffered: see
 // JoinWindows), with the larger of the two timestamps. It takes Named,
-// WithSerdes (the result's serdes; the value serde is unknown otherwise)
-// and Materialized (the stores' base name, logging and key serde). Inputs
-// whose key may have changed are repartitioned first.
+// WithSerdes (the result's serdes; the value serde is unknown otherwise),
+// JoinSerdes (the inputs') and Materialized (the stores' base name,
+// logging and key serde). Inputs whose key may have changed are
+// repartitioned first.
 func (s *Stream) Join(other *Stream, joiner ValueJoiner, w JoinWindows, opts ...Option) *Stream {
 	return s.joinStream("Join", false, false, other, joiner, w, opts)
 }
@@ -69,7 +70,7 @@ func (s *Stream) OuterJoin(other *Stream, joiner ValueJoiner, w JoinWindows, opt
 // unmatched records of s, rightOuter those of other.
 func (s *Stream) joinStream(op string, leftOuter, rightOuter bool, other *Stream, joiner ValueJoiner, w JoinWindows, opts []Option) *Stream {
 	b := s.b
-	o := b.resolveOptions(op, optName|optSerdes|optStore, opts)
+	o := b.resolveOptions(op, optName|optSerdes|optStore|optJoinSerdes, opts)
 	s.need(op, joiner == nil)
 	if other == nil || other.b != b {
 		b.errorf("%s: the other stream is nil or comes from another Builder", op)
@@ -88,7 +89,7 @@ func (s *Stream) joinStream(op string, leftOuter, rightOuter bool, other *Stream
 		}
 		return o.name + suffix
 	}
-	left, right := s, other
+	left, right := s.withSerdes(o.joinKey, o.joinValue), other.withSerdes(o.joinKey, o.joinOther)
 	if left.repartitionRequired {
 		base := suffixed("-left")
 		if base == "" {

@@ -35,7 +35,10 @@ import org.apache.kafka.streams.TopologyTestDriver;
 import org.apache.kafka.streams.kstream.Consumed;
 import org.apache.kafka.streams.kstream.EmitStrategy;
 import org.apache.kafka.streams.kstream.Grouped;
+import org.apache.kafka.streams.kstream.JoinWindows;
+import org.apache.kafka.streams.kstream.Joined;
 import org.apache.kafka.streams.kstream.KGroupedStream;
+import org.apache.kafka.streams.kstream.KGroupedTable;
 import org.apache.kafka.streams.kstream.KStream;
 import org.apache.kafka.streams.kstream.KTable;
 import org.apache.kafka.streams.kstream.Materialized;
@@ -44,9 +47,12 @@ import org.apache.kafka.streams.kstream.Produced;
 import org.apache.kafka.streams.kstream.SessionWindowedKStream;
 import org.apache.kafka.streams.kstream.SessionWindows;
 import org.apache.kafka.streams.kstream.SlidingWindows;
+import org.apache.kafka.streams.kstream.StreamJoined;
 import org.apache.kafka.streams.kstream.Suppressed;
 import org.apache.kafka.streams.kstream.TimeWindowedKStream;
 import org.apache.kafka.streams.kstream.TimeWindows;
+import org.apache.kafka.streams.kstream.ValueJoiner;
+import org.apache.kafka.streams.kstream.ValueJoinerWithKey;
 import org.apache.kafka.streams.kstream.Windowed;
 import org.apache.kafka.streams.kstream.WindowedSerdes;
 import org.apache.kafka.streams.processor.TimestampExtractor;
@@ -68,14 +74,21 @@ import org.apache.kafka.streams.test.TestRecord;
  * value base64 (null for null). TopologyTestDriver commits after every
  * record, so record caches hold nothing across records.
  *
- * Supported: source-stream (string/json serdes, a timestamp expression),
- * filter, filter-not, branch (as one filter per branch), map, map-values,
- * select-key, peek, merge, group-by-key, group-by (of a stream),
+ * Supported: source-stream and source-table (string/json serdes, a
+ * timestamp expression; a table's store named or not), filter and
+ * map-values (of a stream or a table, a table's with or without a store),
+ * filter-not, branch (as one filter per branch), map, flat-map,
+ * flat-map-values,
+ * select-key, peek, merge, group-by-key, group-by (of a stream, or of a
+ * table with a value expression),
  * windowed-by (tumbling, hopping, sliding or session, grace, emit
  * on-window-update or on-window-close: suppress untilWindowCloses, of
  * sessions emitStrategy onWindowClose), count,
- * reduce, aggregate (not of sessions; no merger or subtractor; caching on
- * or off), to-stream and sink
+ * reduce, aggregate (not of sessions; no merger; a subtractor of a
+ * grouped table's; caching on or off), to-stream, stream-join (inner,
+ * left, outer; window or before and after, grace), stream-table-join
+ * (inner, left), table-join (inner, left, outer; a store or not; a joiner
+ * that does not read key) and sink
  * (string, json, int64, windowed, windowed-json serdes);
  * expressions as Expr says. Anything else is refused with a message naming
  * the node (exit status 2).
@@ -182,9 +195,11 @@ public final class DesignRunner {
         }
         Map<String, List<String>> inputs = new HashMap<>();
         Map<String, List<String>> ports = new HashMap<>();
+        Map<String, List<String>> toPorts = new HashMap<>();
         for (JsonNode e : design.path("edges")) {
             inputs.computeIfAbsent(e.get("to").asText(), k -> new ArrayList<>()).add(e.get("from").asText());
             ports.computeIfAbsent(e.get("to").asText(), k -> new ArrayList<>()).add(e.path("fromPort").asText("out"));
+            toPorts.computeIfAbsent(e.get("to").asText(), k -> new ArrayList<>()).add(e.path("toPort").asText("in"));
         }
         Map<String, Out> done = new HashMap<>();
         while (done.size() < nodes.size()) {
@@ -196,14 +211,16 @@ public final class DesignRunner {
                     continue;
                 }
                 List<Out> in = new ArrayList<>();
+                Map<String, Out> byPort = new HashMap<>();
                 for (int i = 0; i < ins.size(); i++) {
                     Out o = done.get(ins.get(i));
                     if (o != null && o.ports != null) {
                         o = o.ports.get(ports.get(id).get(i));
                     }
                     in.add(o);
+                    byPort.put(toPorts.get(id).get(i), o);
                 }
-                done.put(id, node(b, n, in, sinks));
+                done.put(id, node(b, n, in, byPort, sinks));
                 progressed = true;
                 break;
             }
@@ -268,7 +285,7 @@ public final class DesignRunner {
     }
 
     @SuppressWarnings({"unchecked", "rawtypes"})
-    static Out node(StreamsBuilder b, JsonNode n, List<Out> in, List<String> sinks) {
+    static Out node(StreamsBuilder b, JsonNode n, List<Out> in, Map<String, Out> byPort, List<String> sinks) {
         String id = n.get("id").asText(), kind = n.get("kind").asText();
         Out first = in.isEmpty() ? null : in.get(0);
         switch (kind) {
@@ -278,19 +295,40 @@ public final class DesignRunner {
                 o.value = param(n, "valueSerde", "json");
                 Consumed c = Consumed.with(serde(id, o.key), serde(id, o.value));
                 if (param(n, "timestamp", null) != null) {
-                    Expr e = expr(n, "timestamp");
-                    c = c.withTimestampExtractor((TimestampExtractor) (r, partitionTime) -> {
-                        JsonNode t = e.eval(env(r.key(), r.value()));
-                        if (!t.isNumber()) {
-                            throw new IllegalStateException("node " + id + ": timestamp " + t + " is not a number");
-                        }
-                        return (long) t.doubleValue();
-                    });
+                    c = c.withTimestampExtractor(timestamps(id, expr(n, "timestamp")));
                 }
                 o.dsl = b.stream(param(n, "topic", null), c);
                 return o;
             }
+            case "source-table": {
+                Out o = new Out();
+                o.key = param(n, "keySerde", "string");
+                o.value = param(n, "valueSerde", "json");
+                Consumed c = Consumed.with(serde(id, o.key), serde(id, o.value));
+                if (param(n, "timestamp", null) != null) {
+                    c = c.withTimestampExtractor(timestamps(id, expr(n, "timestamp")));
+                }
+                // Unnamed, Kafka Streams' table source keeps no store of its
+                // own (docs/differences.md, "Unmaterialized tables keep a
+                // store"); named, it does, as Braid's always.
+                String store = param(n, "store", null);
+                Materialized m = (store == null ? Materialized.<Object, Object, KeyValueStore<Bytes, byte[]>>with(serde(id, o.key), serde(id, o.value))
+                        : Materialized.<Object, Object, KeyValueStore<Bytes, byte[]>>as(store).withKeySerde(serde(id, o.key)).withValueSerde(serde(id, o.value)));
+                if (param(n, "caching", "on").equals("off")) {
+                    m = m.withCachingDisabled();
+                }
+                o.dsl = b.table(param(n, "topic", null), c, m);
+                return o;
+            }
             case "filter":
+                if (first != null && first.dsl instanceof KTable) {
+                    Expr e = expr(n, "predicate");
+                    Predicate pred = (k, v) -> e.test(env(k, v));
+                    Materialized m = derived(n, first);
+                    KTable t = (KTable) first.dsl;
+                    return like(first, m == null ? t.filter(pred) : t.filter(pred, m));
+                }
+                // fall through: a stream
             case "filter-not": {
                 requireStream(id, kind, first);
                 Expr e = expr(n, "predicate");
@@ -306,9 +344,43 @@ public final class DesignRunner {
                 }));
             }
             case "map-values": {
-                requireStream(id, kind, first);
                 Expr ve = expr(n, "value");
+                if (first != null && first.dsl instanceof KTable) {
+                    org.apache.kafka.streams.kstream.ValueMapperWithKey f = (k, v) -> orNull(ve.eval(env(k, v)));
+                    Materialized m = derived(n, first);
+                    KTable t = (KTable) first.dsl;
+                    return like(first, m == null ? t.mapValues(f) : t.mapValues(f, m));
+                }
+                requireStream(id, kind, first);
                 return like(first, ((KStream) first.dsl).mapValues((k, v) -> orNull(ve.eval(env(k, v)))));
+            }
+            case "flat-map": {
+                requireStream(id, kind, first);
+                Expr e = expr(n, "records");
+                return like(first, ((KStream) first.dsl).flatMap((k, v) -> {
+                    List<KeyValue<Object, Object>> out = new ArrayList<>();
+                    for (JsonNode item : list(id, e.eval(env(k, v)))) {
+                        if (!item.isObject() || !item.has("key") || !item.has("value")) {
+                            throw new IllegalStateException("node " + id + ": element " + item + " is not a {key, value} object");
+                        }
+                        out.add(KeyValue.pair(orNull(Expr.normalize(item.get("key"))), orNull(Expr.normalize(item.get("value")))));
+                    }
+                    return out;
+                }));
+            }
+            case "flat-map-values": {
+                requireStream(id, kind, first);
+                Expr e = expr(n, "values");
+                // As Braid's: the expression sees the value only.
+                return like(first, ((KStream) first.dsl).flatMapValues(v -> {
+                    Map<String, JsonNode> env = new HashMap<>();
+                    env.put("value", node(v));
+                    List<Object> out = new ArrayList<>();
+                    for (JsonNode item : list(id, e.eval(env))) {
+                        out.add(orNull(Expr.normalize(item)));
+                    }
+                    return out;
+                }));
             }
             case "select-key": {
                 requireStream(id, kind, first);
@@ -359,16 +431,25 @@ public final class DesignRunner {
             }
             case "group-by-key":
             case "group-by": {
-                requireStream(id, kind, first);
+                if (!(kind.equals("group-by") && first != null && first.dsl instanceof KTable)) {
+                    requireStream(id, kind, first);
+                }
                 Out o = like(first, null);
                 o.key = param(n, "keySerde", first.key);
                 o.value = param(n, "valueSerde", first.value);
                 Grouped g = Grouped.with(serde(id, o.key), serde(id, o.value));
-                if (kind.equals("group-by-key")) {
+                if (kind.equals("group-by") && first.dsl instanceof KTable) {
+                    Expr ke = expr(n, "key");
+                    Expr ve = param(n, "value", null) == null ? null : expr(n, "value");
+                    o.dsl = ((KTable) first.dsl).groupBy((k, v) -> {
+                        Map<String, JsonNode> env = env(k, v);
+                        return KeyValue.pair(orNull(ke.eval(env)), ve == null ? v : orNull(ve.eval(env)));
+                    }, g);
+                } else if (kind.equals("group-by-key")) {
                     o.dsl = ((KStream) first.dsl).groupByKey(g);
                 } else {
                     if (param(n, "value", null) != null) {
-                        throw new Refused("node " + id + " (group-by): a value expression applies to tables, which the peer does not support");
+                        throw new Refused("node " + id + " (group-by): a value expression applies to tables only");
                     }
                     Expr ke = expr(n, "key");
                     o.dsl = ((KStream) first.dsl).groupBy((k, v) -> orNull(ke.eval(env(k, v))), g);
@@ -427,6 +508,18 @@ public final class DesignRunner {
                     }
                     t = kind.equals("count") ? g.count(m) : kind.equals("reduce") ? g.reduce(reducer(n), m)
                             : g.aggregate(initializer(n), aggregator(n), m);
+                } else if (first.dsl instanceof KGroupedTable) {
+                    KGroupedTable g = (KGroupedTable) first.dsl;
+                    Materialized m = Materialized.<Object, Object, KeyValueStore<Bytes, byte[]>>with(ks, vs);
+                    if (param(n, "caching", "on").equals("off")) {
+                        m = m.withCachingDisabled();
+                    }
+                    if (!kind.equals("count") && param(n, "subtractor", null) == null) {
+                        throw new Refused("node " + id + " (" + kind + "): an aggregation of a table needs a subtractor");
+                    }
+                    t = kind.equals("count") ? g.count(m)
+                            : kind.equals("reduce") ? g.reduce(tableReducer(n, "reducer"), tableReducer(n, "subtractor"), m)
+                            : g.aggregate(initializer(n), tableAggregator(n, "aggregator"), tableAggregator(n, "subtractor"), m);
                 } else if (first.dsl instanceof TimeWindowedKStream) {
                     TimeWindowedKStream w = (TimeWindowedKStream) first.dsl;
                     Materialized m = Materialized.<Object, Object, WindowStore<Bytes, byte[]>>with(ks, vs);
@@ -449,7 +542,7 @@ public final class DesignRunner {
                     }
                     t = kind.equals("count") ? w.count(m) : w.reduce(reducer(n), m);
                 } else {
-                    throw new Refused("node " + id + " (" + kind + "): tables are not supported by the peer");
+                    throw new Refused("node " + id + " (" + kind + "): its input is not grouped");
                 }
                 o.dsl = t;
                 return o;
@@ -459,6 +552,85 @@ public final class DesignRunner {
                     throw new Refused("node " + id + " (to-stream): its input is not a table");
                 }
                 return like(first, ((KTable) first.dsl).toStream());
+            case "stream-table-join": {
+                Out s = byPort.get("stream"), t = byPort.get("table");
+                requireStream(id, kind, s);
+                if (t == null || !(t.dsl instanceof KTable)) {
+                    throw new Refused("node " + id + " (stream-table-join): its table input is not a table");
+                }
+                Joined jd = Joined.with(serde(id, s.key), serde(id, s.value), serde(id, t.value));
+                ValueJoinerWithKey j = joiner(n);
+                KStream js = join(n).equals("left") ? ((KStream) s.dsl).leftJoin((KTable) t.dsl, j, jd)
+                        : ((KStream) s.dsl).join((KTable) t.dsl, j, jd);
+                Out o = like(s, js);
+                o.value = "json";
+                return o;
+            }
+            case "stream-join": {
+                Out l = byPort.get("left"), r = byPort.get("right");
+                requireStream(id, kind, l);
+                requireStream(id, kind, r);
+                String window = param(n, "window", null), before = param(n, "before", null), after = param(n, "after", null);
+                Duration grace = Duration.ofMillis(millis(id, param(n, "grace", "0s")));
+                JoinWindows w = JoinWindows.ofTimeDifferenceAndGrace(Duration.ofMillis(window == null ? 0 : millis(id, window)), grace);
+                if (before != null) {
+                    w = w.before(Duration.ofMillis(millis(id, before)));
+                }
+                if (after != null) {
+                    w = w.after(Duration.ofMillis(millis(id, after)));
+                }
+                StreamJoined sj = StreamJoined.with(serde(id, l.key), serde(id, l.value), serde(id, r.value));
+                ValueJoinerWithKey j = joiner(n);
+                KStream ls = (KStream) l.dsl, rs = (KStream) r.dsl;
+                KStream js;
+                switch (join(n)) {
+                    case "left":
+                        js = ls.leftJoin(rs, j, w, sj);
+                        break;
+                    case "outer":
+                        js = ls.outerJoin(rs, j, w, sj);
+                        break;
+                    default:
+                        js = ls.join(rs, j, w, sj);
+                }
+                Out o = like(l, js);
+                o.value = "json";
+                return o;
+            }
+            case "table-join": {
+                Out l = byPort.get("left"), r = byPort.get("right");
+                if (l == null || r == null || !(l.dsl instanceof KTable) || !(r.dsl instanceof KTable)) {
+                    throw new Refused("node " + id + " (table-join): its inputs are not two tables");
+                }
+                Expr e = joinerExpr(n);
+                if (e.reads("key")) {
+                    throw new Refused("node " + id + " (table-join): a joiner that reads key is not supported by the peer (Kafka Streams' table joins take a ValueJoiner)");
+                }
+                ValueJoiner j = (a, c) -> {
+                    Map<String, JsonNode> env = new HashMap<>();
+                    env.put("left", node(a));
+                    env.put("right", node(c));
+                    return e.eval(env);
+                };
+                String store = param(n, "store", null);
+                Materialized m = store == null ? null : Materialized.<Object, Object, KeyValueStore<Bytes, byte[]>>as(store)
+                        .withKeySerde(serde(id, l.key)).withValueSerde(serde(id, "json"));
+                KTable lt = (KTable) l.dsl, rt = (KTable) r.dsl;
+                KTable t;
+                switch (join(n)) {
+                    case "left":
+                        t = m == null ? lt.leftJoin(rt, j) : lt.leftJoin(rt, j, m);
+                        break;
+                    case "outer":
+                        t = m == null ? lt.outerJoin(rt, j) : lt.outerJoin(rt, j, m);
+                        break;
+                    default:
+                        t = m == null ? lt.join(rt, j) : lt.join(rt, j, m);
+                }
+                Out o = like(l, t);
+                o.value = "json";
+                return o;
+            }
             case "sink": {
                 requireStream(id, kind, first);
                 String topic = param(n, "topic", null);
@@ -486,8 +658,94 @@ public final class DesignRunner {
 
     static void requireStream(String id, String kind, Out in) {
         if (in == null || !(in.dsl instanceof KStream)) {
-            throw new Refused("node " + id + " (" + kind + "): its input is not a stream (tables are not supported by the peer)");
+            throw new Refused("node " + id + " (" + kind + "): its input is not a stream");
         }
+    }
+
+    /** list is the elements of a flat-map's list, or an error naming node id. */
+    static List<JsonNode> list(String id, JsonNode v) {
+        if (!v.isArray()) {
+            throw new IllegalStateException("node " + id + ": gave " + v + ", want a list");
+        }
+        List<JsonNode> out = new ArrayList<>();
+        v.forEach(out::add);
+        return out;
+    }
+
+    /** join is a join node's type: inner, left or outer. */
+    static String join(JsonNode n) {
+        return param(n, "type", "inner");
+    }
+
+    /** joiner is a join node's joiner: its expression of key, left and right. */
+    @SuppressWarnings("rawtypes")
+    static ValueJoinerWithKey joiner(JsonNode n) {
+        Expr e = joinerExpr(n);
+        return (k, l, r) -> {
+            Map<String, JsonNode> env = new HashMap<>();
+            env.put("key", node(k));
+            env.put("left", node(l));
+            env.put("right", node(r));
+            return e.eval(env);
+        };
+    }
+
+    /** joinerExpr is a join node's joiner expression, Braid's default if unset. */
+    static Expr joinerExpr(JsonNode n) {
+        if (param(n, "joiner", null) == null) {
+            return Expr.parse("{left: left, right: right}");
+        }
+        return expr(n, "joiner");
+    }
+
+    /** timestamps is a source's timestamp extractor of expression e. */
+    static TimestampExtractor timestamps(String id, Expr e) {
+        return (r, partitionTime) -> {
+            JsonNode t = e.eval(env(r.key(), r.value()));
+            if (!t.isNumber()) {
+                throw new IllegalStateException("node " + id + ": timestamp " + t + " is not a number");
+            }
+            return (long) t.doubleValue();
+        };
+    }
+
+    /**
+     * derived is the Materialized of a table filter or map-values: a store
+     * (caching on, as Braid's) when the node's store parameter names one,
+     * else null: not materialized.
+     */
+    @SuppressWarnings({"unchecked", "rawtypes"})
+    static Materialized derived(JsonNode n, Out in) {
+        String store = param(n, "store", null);
+        String id = n.get("id").asText();
+        if (store == null) {
+            return null;
+        }
+        return Materialized.<Object, Object, KeyValueStore<Bytes, byte[]>>as(store)
+                .withKeySerde(serde(id, in.key)).withValueSerde(serde(id, in.value));
+    }
+
+    /** tableReducer is a grouped table's adder or subtractor, expression param of n. */
+    @SuppressWarnings({"unchecked", "rawtypes"})
+    static org.apache.kafka.streams.kstream.Reducer tableReducer(JsonNode n, String param) {
+        Expr e = expr(n, param);
+        return (agg, v) -> {
+            Map<String, JsonNode> env = new HashMap<>();
+            env.put("aggregate", node(agg));
+            env.put("value", node(v));
+            return e.eval(env);
+        };
+    }
+
+    /** tableAggregator is a grouped table's adder or subtractor, expression param of n. */
+    @SuppressWarnings({"unchecked", "rawtypes"})
+    static org.apache.kafka.streams.kstream.Aggregator tableAggregator(JsonNode n, String param) {
+        Expr e = expr(n, param);
+        return (k, v, agg) -> {
+            Map<String, JsonNode> env = env(k, v);
+            env.put("aggregate", node(agg));
+            return e.eval(env);
+        };
     }
 
     @SuppressWarnings({"unchecked", "rawtypes"})
@@ -527,11 +785,11 @@ public final class DesignRunner {
     /** millis parses a Go duration of whole units: 500ms, 10s, 1m, 2h. */
     static long millis(String id, String d) {
         if (d == null) {
-            throw new Refused("node " + id + " (windowed-by): size is not set");
+            throw new Refused("node " + id + ": a duration (size, gap, advance or window) is not set");
         }
         java.util.regex.Matcher m = java.util.regex.Pattern.compile("(\\d+)(ms|s|m|h)").matcher(d);
         if (!m.matches()) {
-            throw new Refused("node " + id + " (windowed-by): duration " + d + " is not supported by the peer (one whole unit: ms, s, m, h)");
+            throw new Refused("node " + id + ": duration " + d + " is not supported by the peer (one whole unit: ms, s, m, h)");
         }
         long v = Long.parseLong(m.group(1));
         switch (m.group(2)) {

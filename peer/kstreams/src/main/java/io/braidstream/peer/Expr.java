@@ -15,8 +15,8 @@ import java.util.Map;
 /**
  * The subset of Braid's expressions (expr-lang) that DesignRunner
  * implements the way Braid evaluates them: identifiers (key, value,
- * aggregate), field access (value.amount), number, string, true/false/nil
- * literals, + - * on numbers, + on strings (concatenation), comparisons
+ * aggregate, left, right), field access (value.amount), number, string, true/false/nil
+ * literals, list literals ([a, b]), + - * on numbers, + on strings (concatenation), comparisons
  * (== != < <= > >=), && || ! (and, or, not), parentheses and object
  * literals ({id: key, total: value.amount}). Anything else, / and % among
  * them, is refused at parse time by an IllegalArgumentException that names
@@ -28,9 +28,16 @@ import java.util.Map;
  */
 final class Expr {
     private final Node root;
+    private final java.util.Set<String> names;
 
-    private Expr(Node root) {
+    private Expr(Node root, java.util.Set<String> names) {
         this.root = root;
+        this.names = names;
+    }
+
+    /** reads tells whether the expression reads the variable name. */
+    boolean reads(String name) {
+        return names.contains(name);
     }
 
     /** parse parses src or throws IllegalArgumentException naming it. */
@@ -41,7 +48,7 @@ final class Expr {
         if (p.pos != src.length()) {
             throw p.fail("unexpected '" + src.charAt(p.pos) + "'");
         }
-        return new Expr(n);
+        return new Expr(n, p.names);
     }
 
     /** eval evaluates the expression with the variables env. */
@@ -148,6 +155,8 @@ final class Expr {
     /** Parser is a recursive-descent parser of the subset. */
     private static final class Parser {
         final String src;
+        /** names are the variables the expression reads. */
+        final java.util.Set<String> names = new java.util.HashSet<>();
         int pos;
 
         Parser(String src) {
@@ -329,6 +338,25 @@ final class Expr {
                     return o;
                 };
             }
+            if (c == '[') {
+                pos++;
+                List<Node> items = new ArrayList<>();
+                if (!eat("]")) {
+                    do {
+                        items.add(or());
+                    } while (eat(","));
+                    if (!eat("]")) {
+                        throw fail("want ]");
+                    }
+                }
+                return env -> {
+                    com.fasterxml.jackson.databind.node.ArrayNode a = JsonNodeFactory.instance.arrayNode();
+                    for (Node item : items) {
+                        a.add(item.eval(env));
+                    }
+                    return a;
+                };
+            }
             if (c == '"') {
                 StringBuilder b = new StringBuilder();
                 pos++;
@@ -358,7 +386,8 @@ final class Expr {
                 case "true": return env -> BooleanNode.TRUE;
                 case "false": return env -> BooleanNode.FALSE;
                 case "nil": return env -> NullNode.instance;
-                case "key": case "value": case "aggregate":
+                case "key": case "value": case "aggregate": case "left": case "right":
+                    names.add(id);
                     return env -> {
                         JsonNode v = env.get(id);
                         if (v == null) {
