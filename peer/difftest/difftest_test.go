@@ -280,16 +280,7 @@ func TestDifferentialStreamTimePerTask(t *testing.T) {
 			rec("in", "k2", `{"region":"us"}`, 15000), // filtered out
 			rec("in", "k1", `{"region":"eu"}`, 2000),  // late in Braid only
 		}}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	peer, err := RunPeer(ctx, cp, t.TempDir(), []Case{c})
-	if err != nil {
-		t.Fatal(err)
-	}
-	braid, err := RunBraid(c)
-	if err != nil {
-		t.Fatal(err)
-	}
+	peer, braid := bothSides(t, cp, c)
 	// k1's window at 0, count 1 and then 2 in Kafka Streams.
 	key := append([]byte("k1"), 0, 0, 0, 0, 0, 0, 0, 0)
 	count := func(c byte) []byte { return []byte{0, 0, 0, 0, 0, 0, 0, c} }
@@ -300,4 +291,20 @@ func TestDifferentialStreamTimePerTask(t *testing.T) {
 	if d := Diff(braid, wantPeer[:1]); d != "" {
 		t.Errorf("Braid:\n%s", d)
 	}
+}
+
+// bothSides runs c in the peer (its classpath cp) and in Braid, failing t
+// if either cannot.
+func bothSides(t *testing.T, cp string, c Case) (peer [][]Output, braid []Output) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	peer, err := RunPeer(ctx, cp, t.TempDir(), []Case{c})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if braid, err = RunBraid(c); err != nil {
+		t.Fatal(err)
+	}
+	return peer, braid
 }

@@ -1,11 +1,9 @@
 package difftest
 
 import (
-	"context"
 	"fmt"
 	"slices"
 	"testing"
-	"time"
 
 	"github.com/braidstream/braid/designer"
 )
@@ -78,16 +76,7 @@ func TestDifferentialPartitionedWindows(t *testing.T) {
 			rec("in", "k3", `{}`, 15000),
 			rec("in", "k1", `{}`, 2000), // late in TopologyTestDriver only
 		}}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	peer, err := RunPeer(ctx, cp, t.TempDir(), []Case{c})
-	if err != nil {
-		t.Fatal(err)
-	}
-	braid, err := RunBraid(c)
-	if err != nil {
-		t.Fatal(err)
-	}
+	peer, braid := bothSides(t, cp, c)
 	count := func(c byte) []byte { return []byte{0, 0, 0, 0, 0, 0, 0, c} }
 	k1 := append([]byte("k1"), 0, 0, 0, 0, 0, 0, 0, 0)
 	k3 := append([]byte("k3"), 0, 0, 0, 0, 0, 0, 0x27, 0x10)

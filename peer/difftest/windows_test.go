@@ -1,10 +1,8 @@
 package difftest
 
 import (
-	"context"
 	"encoding/binary"
 	"testing"
-	"time"
 )
 
 // The tests here pin the differences in session and sliding windows named
@@ -15,16 +13,7 @@ import (
 func pinDifference(t *testing.T, c Case, wantPeer, wantBraid []Output) {
 	t.Helper()
 	cp := peerClasspath(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	peer, err := RunPeer(ctx, cp, t.TempDir(), []Case{c})
-	if err != nil {
-		t.Fatal(err)
-	}
-	braid, err := RunBraid(c)
-	if err != nil {
-		t.Fatal(err)
-	}
+	peer, braid := bothSides(t, cp, c)
 	if d := Diff(peer[0], wantPeer); d != "" {
 		t.Errorf("Kafka Streams:\n%s", d)
 	}
