@@ -253,3 +253,77 @@ func showValue(b []byte) string {
 	out, _ := json.Marshal(v)
 	return string(out)
 }
+
+// TestDifferentialUnmatchedJoinRecordsWaitForGrace pins the difference
+// named in docs/differences.md, "Unmatched join records wait for grace":
+// in an outer join of a window of 2 s and a grace of 2 s, order o2 (at
+// 2.5 s) comes at stream time 5 s, after its window (4.5 s) and within
+// its grace (6.5 s). Kafka Streams emits it with null at once, and the
+// joined result when its payment (at 3 s) comes; Braid keeps it and emits
+// only the joined result. The unmatched o1 and x come with null in both
+// once the end record passes their grace.
+func TestDifferentialUnmatchedJoinRecordsWaitForGrace(t *testing.T) {
+	cp := peerClasspath(t)
+	c := Case{Name: "late order within grace", Design: graph([]designer.Node{
+		n("orders", "source-stream", "topic", "orders"),
+		n("payments", "source-stream", "topic", "payments"),
+		n("j", "stream-join", "type", "outer", "window", "2s", "grace", "2s"),
+		n("sink", "sink", "topic", "out"),
+	}, "orders>j.left", "payments>j.right", "j>sink"),
+		Input: []Input{
+			rec("orders", "o1", `{"amount":10}`, 1000),
+			rec("payments", "x", `{"paid":1}`, 5000),
+			rec("orders", "o2", `{"amount":20}`, 2500), // after its window, within grace
+			rec("payments", "o2", `{"paid":20}`, 3000),
+			rec("orders", "end", `{"amount":0}`, 20000),
+		}}
+	peer, braid := bothSides(t, cp, c)
+	o2Alone := Output{Topic: "out", Key: []byte("o2"), Value: []byte(`{"left":{"amount":20},"right":null}`), Timestamp: 2500}
+	rest := []Output{
+		{Topic: "out", Key: []byte("o2"), Value: []byte(`{"left":{"amount":20},"right":{"paid":20}}`), Timestamp: 3000},
+		{Topic: "out", Key: []byte("o1"), Value: []byte(`{"left":{"amount":10},"right":null}`), Timestamp: 1000},
+		{Topic: "out", Key: []byte("x"), Value: []byte(`{"left":null,"right":{"paid":1}}`), Timestamp: 5000},
+	}
+	if d := Diff(peer[0], append([]Output{o2Alone}, rest...)); d != "" {
+		t.Errorf("Kafka Streams:\n%s", d)
+	}
+	if d := Diff(braid, rest); d != "" {
+		t.Errorf("Braid:\n%s", d)
+	}
+}
+
+// TestDifferentialStreamTimePerTaskJoin pins "Stream time per task" in
+// docs/differences.md for a left or outer stream-stream join: a payment
+// that a filter drops (at 5 s) advances Braid's stream time past the
+// window of order o1 (at 1 s, window 2 s, no grace), so the next order,
+// o2 (at 1.5 s), finds o1 due and itself too late for a partner: Braid
+// emits both with null, then o2's joined result when its payment comes.
+// Kafka Streams' join has seen nothing after 1.5 s then: o2 waits, meets
+// its payment, and o1 comes with null only at the end record.
+func TestDifferentialStreamTimePerTaskJoin(t *testing.T) {
+	cp := peerClasspath(t)
+	c := Case{Name: "filtered record closes join windows", Design: graph([]designer.Node{
+		n("orders", "source-stream", "topic", "orders"),
+		n("payments", "source-stream", "topic", "payments"),
+		n("paid", "filter", "predicate", "value.paid >= 1"),
+		n("j", "stream-join", "type", "outer", "window", "2s", "grace", "0s"),
+		n("sink", "sink", "topic", "out"),
+	}, "orders>j.left", "payments>paid", "paid>j.right", "j>sink"),
+		Input: []Input{
+			rec("orders", "o1", `{"amount":10}`, 1000),
+			rec("payments", "p0", `{"paid":0}`, 5000), // filtered out
+			rec("orders", "o2", `{"amount":20}`, 1500),
+			rec("payments", "o2", `{"paid":20}`, 2000),
+			rec("orders", "end", `{"amount":0}`, 20000),
+		}}
+	peer, braid := bothSides(t, cp, c)
+	o1Alone := Output{Topic: "out", Key: []byte("o1"), Value: []byte(`{"left":{"amount":10},"right":null}`), Timestamp: 1000}
+	o2Alone := Output{Topic: "out", Key: []byte("o2"), Value: []byte(`{"left":{"amount":20},"right":null}`), Timestamp: 1500}
+	o2Joined := Output{Topic: "out", Key: []byte("o2"), Value: []byte(`{"left":{"amount":20},"right":{"paid":20}}`), Timestamp: 2000}
+	if d := Diff(peer[0], []Output{o2Joined, o1Alone}); d != "" {
+		t.Errorf("Kafka Streams:\n%s", d)
+	}
+	if d := Diff(braid, []Output{o1Alone, o2Alone, o2Joined}); d != "" {
+		t.Errorf("Braid:\n%s", d)
+	}
+}
