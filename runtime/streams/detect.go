@@ -123,6 +123,9 @@ func (d *detector) removeDead(app *App) error {
 		if err := d.fence(ctx, app.transactionalID(), app.cfg.TransactionTimeout); err != nil {
 			d.log.Warn("fencing a dead instance failed; its open transaction stays until the transaction timeout",
 				"instance", app.cfg.InstanceID, "err", err)
+		} else {
+			d.log.Info("fenced a dead instance's transactional id", "instance", app.cfg.InstanceID,
+				"transactional_id", app.transactionalID(), "took", time.Since(start))
 		}
 	}
 	err := d.leave(ctx, memberID, instanceID)

@@ -50,6 +50,7 @@ func TestExactlyOnceSupervisedCrashFencesTransaction(t *testing.T) {
 		c.ProcessingGuarantee = streams.ExactlyOnce
 		c.SessionTimeout = 30 * time.Second
 		c.TransactionTimeout = 60 * time.Second
+		c.Logger = failureLog(t)
 	})
 	victim := "instance-2"
 	moved := g.activeOn(victim)
@@ -85,8 +86,8 @@ func TestExactlyOnceSupervisedCrashFencesTransaction(t *testing.T) {
 	for len(want) > 0 {
 		fetches := cl.PollFetches(ctx)
 		if ctx.Err() != nil {
-			t.Fatalf("a read-committed reader of the output still waits for %d probe counts (of partitions %v, the crashed instance's %v) after 20 s",
-				len(want), seenOn, victimParts)
+			t.Fatalf("a read-committed reader of the output still waits for %d probe counts (of partitions %v, the crashed instance's %v) after 20 s; failovers so far: %+v",
+				len(want), seenOn, victimParts, g.events.failoversOf(moved))
 		}
 		fetches.EachRecord(func(r *kgo.Record) {
 			if want[string(r.Key)] {

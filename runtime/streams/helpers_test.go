@@ -124,6 +124,19 @@ func testLogger() *slog.Logger {
 	return slog.New(slog.NewTextHandler(io.Discard, nil))
 }
 
+// failureLog is a logger for one test whose records (INFO and above) are
+// printed only if the test fails: the timeline of a failure seen once in
+// CI, without the noise of every passing run.
+func failureLog(t testing.TB) *slog.Logger {
+	w := &syncBuffer{}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("the test's log:\n%s", w.String())
+		}
+	})
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelInfo}))
+}
+
 func testConfig(b *brokertest.Cluster, app string) streams.Config {
 	return streams.Config{
 		ApplicationID:  app,
