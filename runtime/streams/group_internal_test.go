@@ -92,15 +92,28 @@ func TestAwaitCommitMarkersSkipsOpenTransactions(t *testing.T) {
 		}
 	}
 	// Two records and a commit marker before the open transaction's record.
-	lsos, err := adm.ListCommittedOffsets(ctx, topic)
-	if err == nil {
-		err = lsos.Error()
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	if lso, _ := lsos.Lookup(topic, 1); lso.Offset != 3 {
-		t.Fatalf("LSO of %s/1 is %d, want 3", topic, lso.Offset)
+	// EndTransaction returns once the coordinator has decided; Apache
+	// Kafka writes the marker after that, so the LSO gets to 3 a moment
+	// later (the very race awaitCommitMarkers exists for).
+	var lsos kadm.ListedOffsets
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		var err error
+		lsos, err = adm.ListCommittedOffsets(ctx, topic)
+		if err == nil {
+			err = lsos.Error()
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		lso, _ := lsos.Lookup(topic, 1)
+		if lso.Offset == 3 {
+			break
+		}
+		if lso.Offset > 3 || time.Now().After(deadline) {
+			t.Fatalf("LSO of %s/1 is %d, want 3", topic, lso.Offset)
+		}
+		time.Sleep(markerPoll)
 	}
 
 	held, behind, err := heldBack(ctx, adm, lsos, []string{"Ongoing"})
