@@ -130,7 +130,8 @@ func SeedChangelog(ctx context.Context, brokers []string, topic string, partitio
 //
 // records is what the changelog is expected to hold between those offsets;
 // any other count is an error. It returns the records restored and how long
-// that took, from the call until the last batch is committed; closing the
+// that took, from the call until the last batch is committed (split in
+// phases, a phaseClock fed after every batch); closing the
 // client and the DBs is not included.
 func RawRestore(ctx context.Context, brokers []string, topic, stateDir string, records int) (res Result, err error) {
 	start := time.Now()
@@ -212,6 +213,7 @@ func RawRestore(ctx context.Context, brokers []string, topic, stateDir string, r
 	}
 
 	restored := 0
+	clock := newPhaseClock(start, records)
 	for len(left) > 0 {
 		fetches := cl.PollRecords(ctx, 0)
 		if err := ctx.Err(); err != nil {
@@ -232,6 +234,7 @@ func RawRestore(ctx context.Context, brokers []string, topic, stateDir string, r
 				return
 			}
 			restored += n
+			clock.observe(time.Now(), restored)
 			if p.Records[len(p.Records)-1].Offset+1 >= end {
 				delete(left, p.Partition)
 			}
@@ -240,7 +243,8 @@ func RawRestore(ctx context.Context, brokers []string, topic, stateDir string, r
 			return Result{}, fmt.Errorf("raw restore: %w", perr)
 		}
 	}
-	return Result{Records: restored, Elapsed: time.Since(start)}, nil
+	end := time.Now()
+	return Result{Records: restored, Elapsed: end.Sub(start), Phases: clock.phases(end)}, nil
 }
 
 // RunRestore runs the restore benchmark: it starts an embedded broker,
