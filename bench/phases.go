@@ -1,9 +1,6 @@
 package bench
 
-import (
-	"fmt"
-	"time"
-)
+import "time"
 
 // Phases split one run of a benchmark in three, so that the fixed costs
 // every run pays once (creating clients and stores, joining the group,
@@ -27,12 +24,6 @@ type Phases struct {
 	SteadyRecords int
 	Steady        time.Duration
 	FinalCommit   time.Duration
-}
-
-// String is how a run line shows the phases, with the steady rate.
-func (p Phases) String() string {
-	return fmt.Sprintf("start-up %d ms, steady %s rec/s, final commit %d ms",
-		p.StartUp.Milliseconds(), thousands(p.perSecond()), p.FinalCommit.Milliseconds())
 }
 
 // perSecond is the steady rate, 0 when no span was measured.

@@ -106,3 +106,14 @@ func TestSteadyPerSecond(t *testing.T) {
 		}
 	}
 }
+
+// checkPhases checks that a measured run's phases fit in its span: a
+// start-up (every run connects before its first record), a final commit
+// after it, no more steady records than records.
+func checkPhases(t *testing.T, r Run) {
+	t.Helper()
+	p := r.Phases
+	if p.StartUp <= 0 || p.FinalCommit < 0 || p.StartUp+p.Steady+p.FinalCommit > r.Elapsed || p.SteadyRecords > r.Records {
+		t.Errorf("%s: phases %+v do not fit %d records in %v", r.Name, p, r.Records, r.Elapsed)
+	}
+}

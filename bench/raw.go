@@ -34,6 +34,18 @@ func (r Result) PerSecond() float64 {
 	return float64(r.Records) / r.Elapsed.Seconds()
 }
 
+// phasesText is how a run line shows the phases: "start-up 88 ms, steady
+// 1,234,567 rec/s, final commit 240 ms", the steady rate marked "(whole
+// run)" when it fell back to the whole run's.
+func (r Result) phasesText() string {
+	whole := ""
+	if r.Phases.perSecond() == 0 {
+		whole = " (whole run)"
+	}
+	return fmt.Sprintf("start-up %d ms, steady %s rec/s%s, final commit %d ms",
+		r.Phases.StartUp.Milliseconds(), thousands(r.SteadyPerSecond()), whole, r.Phases.FinalCommit.Milliseconds())
+}
+
 // SteadyPerSecond returns the steady-state records per second (see
 // Phases), or PerSecond when the run was too short to measure one.
 func (r Result) SteadyPerSecond() float64 {
