@@ -291,9 +291,10 @@ func ensureEmptyInput(ctx context.Context, brokers []string, changelog, input st
 	return n, nil
 }
 
-// restoreWatcher closes done when stores restores have ended, and feeds
-// clock the records restored so far by every store: each event, sent
-// after a batch is committed to pebble, carries its store's count.
+// restoreWatcher closes done when stores restores have ended and, if
+// clock is set, feeds it the records restored so far by every store: each
+// event, sent after a batch is committed to pebble, carries its store's
+// count.
 type restoreWatcher struct {
 	stores   int
 	restored atomic.Int64
@@ -333,6 +334,9 @@ func (w *restoreWatcher) OnRestoreEnd(e streams.RestoreEvent) {
 
 // observe feeds the clock the total after e; call it with mu held.
 func (w *restoreWatcher) observe(e streams.RestoreEvent) {
+	if w.clock == nil {
+		return
+	}
 	now := time.Now()
 	if w.byStore == nil {
 		w.byStore = make(map[restoredStore]int64)

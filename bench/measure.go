@@ -25,14 +25,14 @@ type countRuns struct {
 	records    int
 	w          io.Writer // where the run lines go
 	width      int       // of the run names in the lines
-	rate       rate      // the records/s compareRounds compares
+	rate       rate      // the records/s compareRounds compares; steadyRate's run lines show the phases
 }
 
 // rate is which records/s of a run a benchmark compares: wholeRate, the
 // whole call's, for the benchmarks whose fixed costs are part of what
 // they compare (pipe, eos); steadyRate for those that compare throughput
-// (count, join, windowed, restore), whose start-up and final commit are
-// reported beside it, and shown in their run lines.
+// (count, join, windowed, restore), which report start-up and final
+// commit beside it, in their run lines and RESULT line.
 type rate int
 
 const (
