@@ -132,7 +132,8 @@ func (c *alosConsumer) forget(lost map[string][]int32) {
 // run polls, hands each partition's records of a poll to process, and
 // commits every commitInterval, until records records are processed; then
 // it makes the final flush and commit, still inside the poll so that no
-// rebalance slips in before it, and returns the time since start.
+// rebalance slips in before it, and returns the time since start, split
+// in phases by a phaseClock fed after every partition's batch.
 func (c *alosConsumer) run(ctx context.Context, start time.Time, records int, commitInterval time.Duration, process func(partition int32, rs []*kgo.Record) error) (Result, error) {
 	return c.runTopics(ctx, start, records, commitInterval, func(_ string, p int32, rs []*kgo.Record) error { return process(p, rs) })
 }
@@ -141,6 +142,7 @@ func (c *alosConsumer) run(ctx context.Context, start time.Time, records int, co
 // which topic the records are of.
 func (c *alosConsumer) runTopics(ctx context.Context, start time.Time, records int, commitInterval time.Duration, process func(topic string, partition int32, rs []*kgo.Record) error) (Result, error) {
 	processed := 0
+	clock := newPhaseClock(start, records)
 	lastCommit := time.Now()
 	for {
 		fetches := c.cl.PollRecords(ctx, 0)
@@ -164,6 +166,7 @@ func (c *alosConsumer) runTopics(ctx context.Context, start time.Time, records i
 				return
 			}
 			processed += len(rs)
+			clock.observe(time.Now(), processed)
 			last := rs[len(rs)-1]
 			c.mu.Lock()
 			c.next[p.Topic][p.Partition] = kgo.EpochOffset{Epoch: last.LeaderEpoch, Offset: last.Offset + 1}
@@ -176,7 +179,8 @@ func (c *alosConsumer) runTopics(ctx context.Context, start time.Time, records i
 			if err := c.commit(ctx); err != nil {
 				return Result{}, err
 			}
-			return Result{Records: processed, Elapsed: time.Since(start)}, nil
+			end := time.Now()
+			return Result{Records: processed, Elapsed: end.Sub(start), Phases: clock.phases(end)}, nil
 		}
 		if time.Since(lastCommit) >= commitInterval {
 			if err := c.commit(ctx); err != nil {

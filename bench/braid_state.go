@@ -113,7 +113,9 @@ func runStateful(ctx context.Context, start time.Time, topo *streams.Topology, b
 
 // runUntilCommitted runs topo until records input records are processed,
 // closes the App (which commits at once) and returns the time from start
-// to that commit.
+// to that commit, split in phases by a phaseClock fed from the same
+// millisecond poll of the App's processed count (so each phase bound is
+// up to a millisecond late).
 func runUntilCommitted(ctx context.Context, start time.Time, topo *streams.Topology, cfg streams.Config, records int) (Result, error) {
 	done := &commitWatcher{want: int64(records), done: make(chan time.Time, 1)}
 	cfg.Hooks = append(cfg.Hooks, done)
@@ -126,7 +128,13 @@ func runUntilCommitted(ctx context.Context, start time.Time, topo *streams.Topol
 	go func() { runErr <- app.Run(ctx) }()
 	tick := time.NewTicker(time.Millisecond)
 	defer tick.Stop()
-	for processed(app) < int64(records) {
+	clock := newPhaseClock(start, records)
+	for {
+		n := processed(app)
+		clock.observe(time.Now(), int(n))
+		if n >= int64(records) {
+			break
+		}
 		select {
 		case err := <-runErr:
 			return Result{}, fmt.Errorf("braid: Run returned early: %w", err)
@@ -142,7 +150,7 @@ func runUntilCommitted(ctx context.Context, start time.Time, topo *streams.Topol
 	}
 	select {
 	case end := <-done.done:
-		return Result{Records: records, Elapsed: end.Sub(start)}, nil
+		return Result{Records: records, Elapsed: end.Sub(start), Phases: clock.phases(end)}, nil
 	default:
 		return Result{}, errors.New("braid: the App closed without committing every record")
 	}
@@ -152,7 +160,8 @@ func runUntilCommitted(ctx context.Context, start time.Time, topo *streams.Topol
 // application "bench-restore" whose store "store" has the seeded changelog,
 // started on an empty state dir, restores it before it processes. It
 // measures from the call until every store reported the end of its
-// restore (every restored batch committed to pebble, not fsynced), then,
+// restore (every restored batch committed to pebble, not fsynced), split
+// in phases by the restore events (see restoreWatcher), then,
 // not timed, reads the store back through the App (App.Range, the
 // committed rows) for check.
 func BraidRestore(ctx context.Context, brokers []string, changelog string, records int, check func(StoreRows) error) (Result, error) {
@@ -178,7 +187,7 @@ func BraidRestore(ctx context.Context, brokers []string, changelog string, recor
 		return Result{}, err
 	}
 	defer os.RemoveAll(stateDir)
-	watch := &restoreWatcher{stores: partitions, done: make(chan struct{})}
+	watch := &restoreWatcher{stores: partitions, done: make(chan struct{}), clock: newPhaseClock(start, records)}
 	a, err := streams.New(topo, streams.Config{
 		ApplicationID: app,
 		Brokers:       brokers,
@@ -200,7 +209,7 @@ func BraidRestore(ctx context.Context, brokers []string, changelog string, recor
 		a.Close()
 		return Result{}, ctx.Err()
 	}
-	elapsed := time.Since(start)
+	end := time.Now()
 	checkErr := check(func(fn func(key, value []byte) error) error { return rangeRestored(ctx, a, store, fn) })
 	a.Close()
 	if err := <-runErr; err != nil {
@@ -212,7 +221,7 @@ func BraidRestore(ctx context.Context, brokers []string, changelog string, recor
 	if n := watch.restored.Load(); n != int64(records) {
 		return Result{}, fmt.Errorf("braid restore: restored %d records, want %d", n, records)
 	}
-	return Result{Records: records, Elapsed: elapsed}, nil
+	return Result{Records: records, Elapsed: end.Sub(start), Phases: watch.phases(end)}, nil
 }
 
 // rangeRestored calls fn with every row of store in a, as []byte key and
@@ -282,25 +291,67 @@ func ensureEmptyInput(ctx context.Context, brokers []string, changelog, input st
 	return n, nil
 }
 
-// restoreWatcher closes done when stores restores have ended.
+// restoreWatcher closes done when stores restores have ended and, if
+// clock is set, feeds it the records restored so far by every store: each
+// event, sent after a batch is committed to pebble, carries its store's
+// count.
 type restoreWatcher struct {
 	stores   int
 	restored atomic.Int64
 	mu       sync.Mutex
 	ended    int
 	done     chan struct{}
+	clock    *phaseClock             // guarded by mu
+	byStore  map[restoredStore]int64 // guarded by mu
+	total    int64                   // the sum of byStore, guarded by mu
 }
 
-func (w *restoreWatcher) OnRestoreStart(streams.RestoreEvent)    {}
-func (w *restoreWatcher) OnRestoreProgress(streams.RestoreEvent) {}
+// restoredStore is one store of one task, whose restore events count its
+// records.
+type restoredStore struct {
+	task  streams.TaskID
+	store string
+}
+
+func (w *restoreWatcher) OnRestoreStart(streams.RestoreEvent) {}
+
+func (w *restoreWatcher) OnRestoreProgress(e streams.RestoreEvent) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.observe(e)
+}
+
 func (w *restoreWatcher) OnRestoreEnd(e streams.RestoreEvent) {
 	w.restored.Add(e.Restored)
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	w.observe(e)
 	w.ended++
 	if w.ended == w.stores {
 		close(w.done)
 	}
+}
+
+// observe feeds the clock the total after e; call it with mu held.
+func (w *restoreWatcher) observe(e streams.RestoreEvent) {
+	if w.clock == nil {
+		return
+	}
+	now := time.Now()
+	if w.byStore == nil {
+		w.byStore = make(map[restoredStore]int64)
+	}
+	k := restoredStore{task: e.Task, store: e.Store}
+	w.total += e.Restored - w.byStore[k]
+	w.byStore[k] = e.Restored
+	w.clock.observe(now, int(w.total))
+}
+
+// phases returns the restore's phases for a restore that ended at end.
+func (w *restoreWatcher) phases(end time.Time) Phases {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.clock.phases(end)
 }
 
 // firstRecord keeps when a task's stream time first moved: when the App

@@ -22,8 +22,9 @@ func TestBraidCount(t *testing.T) {
 	if rep.Braid.Records != 20_000 || rep.Braid.OutRecords < 1_000 || rep.Braid.OutRecords > 20_000 {
 		t.Errorf("braid: %d records, %d output records", rep.Braid.Records, rep.Braid.OutRecords)
 	}
-	if !strings.Contains(out.String(), "RESULT count ratio=") {
-		t.Error("no RESULT line")
+	checkPhases(t, rep.Braid)
+	if !strings.Contains(out.String(), "RESULT count ratio=") || !strings.Contains(out.String(), " braid_startup_ms=") {
+		t.Error("no RESULT line with the phases")
 	}
 }
 
@@ -39,5 +40,10 @@ func TestBraidRestore(t *testing.T) {
 	}
 	if rep.Braid.Records != 20_000 || rep.Ratio <= 0 {
 		t.Errorf("braid: %+v, ratio %v", rep.Braid, rep.Ratio)
+	}
+	checkPhases(t, rep.Braid)
+	checkPhases(t, rep.Raw)
+	if !strings.Contains(out.String(), " braid_startup_ms=") {
+		t.Error("no RESULT line with the phases")
 	}
 }

@@ -48,7 +48,7 @@ const CountTarget = 0.9
 
 // CountOptions configure RunCount. Zero fields take the defaults.
 type CountOptions struct {
-	Records        int           // records seeded and counted; default 1,000,000
+	Records        int           // records seeded and counted; default 3,000,000
 	Keys           int           // distinct keys; default 10,000
 	Partitions     int           // partitions of every topic; default 4
 	CommitInterval time.Duration // the hand-written counts commit this often; default 1s, BraidCount's interval
@@ -64,6 +64,10 @@ type CountOptions struct {
 }
 
 func (o CountOptions) withDefaults() CountOptions {
+	if o.Records == 0 {
+		// Enough that the steady span outlasts the start-up by far.
+		o.Records = 3_000_000
+	}
 	p := PipeOptions{Records: o.Records, Keys: o.Keys, Partitions: o.Partitions, CommitInterval: o.CommitInterval, Rounds: o.Rounds, Out: o.Out}.withDefaults()
 	o.Records, o.Keys, o.Partitions, o.CommitInterval, o.Rounds, o.Out = p.Records, p.Keys, p.Partitions, p.CommitInterval, p.Rounds, p.Out
 	return o
@@ -89,17 +93,22 @@ type CountReport struct {
 	Seed           time.Duration // how long seeding took (not compared)
 	WarmUp         Run           // the unmeasured pass; zero with NoWarmUp
 	Rounds         int
-	Handwritten    Run // the median round of HandwrittenCount
-	Ceiling        Run // the median round of CachedCount
-	Braid          Run // the median round of the CountFunc
-	// Ratios are each round's Braid records/s over the ceiling's, sorted;
-	// Ratio is their median, what CountTarget gates.
+	// Handwritten, Ceiling and Braid are the median rounds, by steady
+	// records/s, of HandwrittenCount, CachedCount and the CountFunc.
+	Handwritten Run
+	Ceiling     Run
+	Braid       Run
+	// Ratios are each round's Braid steady records/s over the
+	// ceiling's, sorted; Ratio is their median, what CountTarget gates.
 	Ratios []float64
 	Ratio  float64
 	// NaiveRatios and NaiveRatio are the same of Braid over the
 	// hand-written count.
 	NaiveRatios []float64
 	NaiveRatio  float64
+	// WholeRatio is Ratio of the whole runs' records/s, start-up and
+	// final commit included: what Ratio was before the phases.
+	WholeRatio float64
 }
 
 // countSide is one of the sides RunCount measures.
@@ -129,9 +138,12 @@ type countSide struct {
 // and last
 //
 //	RESULT count ratio=<braid/ceiling> braid=<rec/s> ceiling=<rec/s> naive_ratio=<braid/handwritten> handwritten=<rec/s>
+//	  braid_startup_ms=<ms> ceiling_startup_ms=<ms> braid_final_commit_ms=<ms> ceiling_final_commit_ms=<ms> whole_ratio=<braid/ceiling>
 //
-// where the rates are the sides' medians and the ratios the medians of the
-// rounds' ratios.
+// (one line), where the rates are the sides' medians of steady records/s
+// (see Phases), the ratios the medians of the rounds' steady ratios, the
+// phases those of the median runs, and whole_ratio the median of the
+// rounds' ratios of whole runs, start-up and final commit included.
 //
 // Every run's output is read back (not timed) and checked: the last count
 // of every key must equal the number of input records with that key. The
@@ -249,19 +261,21 @@ func RunCount(ctx context.Context, opts CountOptions, braid CountFunc) (CountRep
 	}
 	handSide, ceilSide, braidSide := sides[0], sides[1], sides[2]
 	rep.Rounds = opts.Rounds
-	rep.Handwritten = medianRun(handSide.runs)
-	rep.Ceiling = medianRun(ceilSide.runs)
-	rep.Braid = medianRun(braidSide.runs)
-	rep.Ratios, rep.Ratio = roundRatios(braidSide.runs, ceilSide.runs)
-	rep.NaiveRatios, rep.NaiveRatio = roundRatios(braidSide.runs, handSide.runs)
-	fmt.Fprintf(w, "medians of %d rounds:\n", opts.Rounds)
-	fmt.Fprintf(w, "  %-*s  %9s rec/s\n", width, rep.Handwritten.Name, thousands(rep.Handwritten.PerSecond()))
-	fmt.Fprintf(w, "  %-*s  %9s rec/s\n", width, rep.Ceiling.Name, thousands(rep.Ceiling.PerSecond()))
-	fmt.Fprintf(w, "  %-*s  %9s rec/s\n", width, rep.Braid.Name, thousands(rep.Braid.PerSecond()))
-	fmt.Fprintf(w, "per-round ratios of braid/ceiling: %s (target >= %.1f)\n", formatRatios(rep.Ratios), CountTarget)
-	fmt.Fprintf(w, "per-round ratios of braid/handwritten: %s\n", formatRatios(rep.NaiveRatios))
-	fmt.Fprintf(w, "RESULT count ratio=%.3f braid=%.0f ceiling=%.0f naive_ratio=%.3f handwritten=%.0f\n",
-		rep.Ratio, rep.Braid.PerSecond(), rep.Ceiling.PerSecond(), rep.NaiveRatio, rep.Handwritten.PerSecond())
+	rep.Handwritten = medianRun(handSide.runs, steadyRate)
+	rep.Ceiling = medianRun(ceilSide.runs, steadyRate)
+	rep.Braid = medianRun(braidSide.runs, steadyRate)
+	rep.Ratios, rep.Ratio = roundRatios(braidSide.runs, ceilSide.runs, steadyRate)
+	rep.NaiveRatios, rep.NaiveRatio = roundRatios(braidSide.runs, handSide.runs, steadyRate)
+	_, rep.WholeRatio = roundRatios(braidSide.runs, ceilSide.runs, wholeRate)
+	fmt.Fprintf(w, "medians of %d rounds (steady state):\n", opts.Rounds)
+	for _, m := range []Run{rep.Handwritten, rep.Ceiling, rep.Braid} {
+		fmt.Fprintf(w, "  %-*s  %9s rec/s\n", width, m.Name, thousands(m.SteadyPerSecond()))
+	}
+	fmt.Fprintf(w, "per-round steady ratios of braid/ceiling: %s (target >= %.1f)\n", formatRatios(rep.Ratios), CountTarget)
+	fmt.Fprintf(w, "per-round steady ratios of braid/handwritten: %s\n", formatRatios(rep.NaiveRatios))
+	fmt.Fprintf(w, "RESULT count ratio=%.3f braid=%.0f ceiling=%.0f naive_ratio=%.3f handwritten=%.0f%s whole_ratio=%.3f\n",
+		rep.Ratio, rep.Braid.SteadyPerSecond(), rep.Ceiling.SteadyPerSecond(), rep.NaiveRatio, rep.Handwritten.SteadyPerSecond(),
+		phaseKeys("braid", rep.Braid, "ceiling", rep.Ceiling), rep.WholeRatio)
 	return rep, nil
 }
 
@@ -304,7 +318,7 @@ func (c *countRunner) measure(ctx context.Context, r *Run, s *countSide, fn Coun
 		return fmt.Errorf("bench count: %s: %w", r.Name, err)
 	}
 	r.OutRecords = n
-	line := runLine(c.width, r.Name, res.Records, res.Elapsed, res.PerSecond(), warmUp)
+	line := runLine(c.width, r.Name, res, steadyRate, warmUp)
 	line += fmt.Sprintf("  (%d output records)", n)
 	fmt.Fprintln(c.w, line)
 
@@ -350,12 +364,17 @@ func (c *countRunner) check(ctx context.Context, r *Run, s *countSide) (int64, e
 }
 
 // runLine is the line a benchmark prints for one run: its name, records,
-// time and rate, or "(not measured)" for a warm-up.
-func runLine(width int, name string, records int, elapsed time.Duration, perSecond float64, warmUp bool) string {
+// time and whole rate, then its phases if the benchmark compares steady
+// rates, or "(not measured)" for a warm-up.
+func runLine(width int, name string, res Result, rate rate, warmUp bool) string {
 	if warmUp {
-		return fmt.Sprintf("%-*s  %8d records  %6.2fs  (not measured)", width, name, records, elapsed.Seconds())
+		return fmt.Sprintf("%-*s  %8d records  %6.2fs  (not measured)", width, name, res.Records, res.Elapsed.Seconds())
 	}
-	return fmt.Sprintf("%-*s  %8d records  %6.2fs  %9s rec/s", width, name, records, elapsed.Seconds(), thousands(perSecond))
+	line := fmt.Sprintf("%-*s  %8d records  %6.2fs  %9s rec/s", width, name, res.Records, res.Elapsed.Seconds(), thousands(res.PerSecond()))
+	if rate == steadyRate {
+		line += "  (" + res.phasesText() + ")"
+	}
+	return line
 }
 
 // deleteTopicsSince deletes the topics that are not in before: what a run

@@ -215,13 +215,13 @@ func TestRunCount(t *testing.T) {
 		`(?m)^  braid: +GroupByKey\(\)\.Count\(\), record cache, at-least-once$`,
 		`(?m)^  target: braid/ceiling >= 0\.9 `,
 		`(?m)^warm-up \(handwritten count\) +20000 records +\d+\.\d\ds +\(not measured\)  \(20000 output records\)$`,
-		`(?m)^handwritten franz-go\+pebble count \(naive\) +20000 records +\d+\.\d\ds +[\d,]+ rec/s  \(20000 output records\)$`,
-		`(?m)^ceiling franz-go cached count \(map\) +20000 records +\d+\.\d\ds +[\d,]+ rec/s  \(\d+ output records\)$`,
-		`(?m)^braid groupByKey\.count \(record cache\) +20000 records +\d+\.\d\ds +[\d,]+ rec/s`,
-		`(?m)^medians of 2 rounds:$`,
-		`(?m)^per-round ratios of braid/ceiling: .* \(target >= 0\.9\)$`,
-		`(?m)^per-round ratios of braid/handwritten: `,
-		`RESULT count ratio=\d+\.\d{3} braid=\d+ ceiling=\d+ naive_ratio=\d+\.\d{3} handwritten=\d+\n$`,
+		`(?m)^handwritten franz-go\+pebble count \(naive\) +20000 records +\d+\.\d\ds +[\d,]+ rec/s  \(start-up \d+ ms, steady [\d,]+ rec/s( \(whole run\))?, final commit \d+ ms\)  \(20000 output records\)$`,
+		`(?m)^ceiling franz-go cached count \(map\) +20000 records +\d+\.\d\ds +[\d,]+ rec/s  \(start-up \d+ ms, steady [\d,]+ rec/s( \(whole run\))?, final commit \d+ ms\)  \(\d+ output records\)$`,
+		`(?m)^braid groupByKey\.count \(record cache\) +20000 records +\d+\.\d\ds +[\d,]+ rec/s  \(start-up \d+ ms, steady [\d,]+ rec/s( \(whole run\))?, final commit \d+ ms\)`,
+		`(?m)^medians of 2 rounds \(steady state\):$`,
+		`(?m)^per-round steady ratios of braid/ceiling: .* \(target >= 0\.9\)$`,
+		`(?m)^per-round steady ratios of braid/handwritten: `,
+		`RESULT count ratio=\d+\.\d{3} braid=\d+ ceiling=\d+ naive_ratio=\d+\.\d{3} handwritten=\d+ braid_startup_ms=\d+ ceiling_startup_ms=\d+ braid_final_commit_ms=\d+ ceiling_final_commit_ms=\d+ whole_ratio=\d+\.\d{3}\n$`,
 	} {
 		if !regexp.MustCompile(re).MatchString(text) {
 			t.Errorf("output does not match %s", re)

@@ -39,4 +39,14 @@
 //     must (HandwrittenJoin: in-memory buffers, every result and a
 //     changelog record per buffered record produced), with a Braid count
 //     of the same records beside them (JoinTarget).
+//
+// Count, restore, windowed and join compare steady state, 3,000,000
+// records by default: every Result carries its run's Phases (start-up to
+// the first record, the steady span from 10% to 90% of the records, final
+// commit from the last record to the end), measured by a phaseClock that
+// each side feeds as it processes. Their per-round ratios, medians and
+// RESULT ratio= and rate keys are of steady rates; beside them the RESULT
+// line carries each compared side's start-up and final commit in ms
+// (<side>_startup_ms, <side>_final_commit_ms) and whole_ratio, the ratio
+// of whole runs that ratio= was before. Pipe and eos compare whole runs.
 package bench

@@ -71,6 +71,11 @@ func (o EOSOptions) withDefaults() EOSOptions {
 		// round's ratio is noisy; the median of five is not.
 		o.Rounds = 5
 	}
+	if o.Records == 0 {
+		// Not the windowed benchmark's: eos compares whole runs, which
+		// already start at the first record (BraidCountWith).
+		o.Records = 1_000_000
+	}
 	w := WindowedOptions{Records: o.Records, Keys: o.Keys, Partitions: o.Partitions, Rounds: o.Rounds, Out: o.Out}.withDefaults()
 	o.Records, o.Keys, o.Partitions, o.Rounds, o.Out = w.Records, w.Keys, w.Partitions, w.Rounds, w.Out
 	if o.ExactlyOnce == nil {
@@ -174,7 +179,7 @@ func RunEOS(ctx context.Context, opts EOSOptions) (EOSReport, error) {
 		return checkCounts(ctx, brokers, out, want, countChecks{increasing: true})
 	}
 	runs := &countRuns{bench: "bench eos", brokers: brokers, cl: cl, adm: adm, in: EOSInputTopic,
-		partitions: opts.Partitions, records: opts.Records, w: w, width: width}
+		partitions: opts.Partitions, records: opts.Records, w: w, width: width, rate: wholeRate}
 	var warmUp *Run
 	if !opts.NoWarmUp {
 		rep.WarmUp = Run{Name: warmName, Out: EOSWarmUpOutputTopic}

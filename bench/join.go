@@ -57,7 +57,7 @@ const (
 
 // JoinOptions configure RunJoin. Zero fields take the defaults.
 type JoinOptions struct {
-	Records    int       // records of both sides together; default 1,000,000
+	Records    int       // records of both sides together; default 3,000,000
 	Keys       int       // distinct keys; default 10,000
 	Partitions int       // partitions of every topic; default 4
 	Rounds     int       // rounds of each side; default 3
@@ -85,16 +85,20 @@ type JoinReport struct {
 	Pairs  int64
 	WarmUp Run // the unmeasured pass; zero with NoWarmUp
 	Rounds int
-	// Join, Ceiling and Count are each side's median round.
+	// Join, Ceiling and Count are each side's median round by steady
+	// records/s.
 	Join, Ceiling, Count Run
-	// Ratios are the rounds' records/s of join over ceiling, sorted;
-	// Ratio is their median.
+	// Ratios are the rounds' steady records/s of join over ceiling,
+	// sorted; Ratio is their median.
 	Ratios []float64
 	Ratio  float64
-	// CountRatios are the rounds' records/s of join over count, sorted;
-	// VsCount is their median.
+	// CountRatios are the rounds' steady records/s of join over count,
+	// sorted; VsCount is their median.
 	CountRatios []float64
 	VsCount     float64
+	// WholeRatio is Ratio of the whole runs' records/s, start-up and
+	// final commit included: what Ratio was before the phases.
+	WholeRatio float64
 }
 
 // RunJoin runs `braid bench join`: it starts an embedded broker with
@@ -109,9 +113,13 @@ type JoinReport struct {
 // ratios and last
 //
 //	RESULT join ratio=<join/ceiling> join=<rec/s> ceiling=<rec/s> vs_count=<join/count>
+//	  join_startup_ms=<ms> ceiling_startup_ms=<ms> join_final_commit_ms=<ms> ceiling_final_commit_ms=<ms> whole_ratio=<join/ceiling>
 //
-// where the ratios are medians of the rounds' ratios and the rates each
-// side's median, in input records a second (both sides' for the joins).
+// (one line), where the ratios are medians of the rounds' ratios of
+// steady records/s (see Phases) and the rates each side's median steady
+// rate, in input records a second (both sides' for the joins); the phases
+// are those of the median runs, and whole_ratio the median of the rounds'
+// ratios of whole runs, start-up and final commit included.
 //
 // Every run's output is read back (not timed) and checked: the count's
 // last count of every key equals its records; each join emitted, for
@@ -188,7 +196,7 @@ func RunJoin(ctx context.Context, opts JoinOptions) (JoinReport, error) {
 		return checkJoinPairs(ctx, brokers, out, pairs)
 	}
 	counts := &countRuns{bench: "bench join", brokers: brokers, cl: cl, adm: adm, in: JoinCountTopic,
-		partitions: opts.Partitions, records: opts.Records, w: w, width: width}
+		partitions: opts.Partitions, records: opts.Records, w: w, width: width, rate: steadyRate}
 	joins := *counts
 	joins.in = JoinLeftTopic
 	join := func(ctx context.Context, brokers []string, _, out string, records int) (Result, error) {
@@ -213,16 +221,19 @@ func RunJoin(ctx context.Context, opts JoinOptions) (JoinReport, error) {
 		return rep, err
 	}
 	rep.Rounds = opts.Rounds
-	rep.Ceiling, rep.Join, rep.Count = medianRun(runs[0]), medianRun(runs[1]), medianRun(runs[2])
-	rep.Ratios, rep.Ratio = roundRatios(runs[1], runs[0])
-	rep.CountRatios, rep.VsCount = roundRatios(runs[1], runs[2])
-	fmt.Fprintf(w, "medians of %d rounds:\n", opts.Rounds)
+	rep.Ceiling, rep.Join, rep.Count = medianRun(runs[0], steadyRate), medianRun(runs[1], steadyRate), medianRun(runs[2], steadyRate)
+	rep.Ratios, rep.Ratio = roundRatios(runs[1], runs[0], steadyRate)
+	rep.CountRatios, rep.VsCount = roundRatios(runs[1], runs[2], steadyRate)
+	_, rep.WholeRatio = roundRatios(runs[1], runs[0], wholeRate)
+	fmt.Fprintf(w, "medians of %d rounds (steady state):\n", opts.Rounds)
 	for _, m := range []Run{rep.Ceiling, rep.Join, rep.Count} {
-		fmt.Fprintf(w, "  %-*s  %9s rec/s\n", width, m.Name, thousands(m.PerSecond()))
+		fmt.Fprintf(w, "  %-*s  %9s rec/s\n", width, m.Name, thousands(m.SteadyPerSecond()))
 	}
-	fmt.Fprintf(w, "per-round ratios of join/ceiling: %s\n", formatRatios(rep.Ratios))
-	fmt.Fprintf(w, "per-round ratios of join/count: %s\n", formatRatios(rep.CountRatios))
-	fmt.Fprintf(w, "RESULT join ratio=%.3f join=%.0f ceiling=%.0f vs_count=%.3f\n", rep.Ratio, rep.Join.PerSecond(), rep.Ceiling.PerSecond(), rep.VsCount)
+	fmt.Fprintf(w, "per-round steady ratios of join/ceiling: %s\n", formatRatios(rep.Ratios))
+	fmt.Fprintf(w, "per-round steady ratios of join/count: %s\n", formatRatios(rep.CountRatios))
+	fmt.Fprintf(w, "RESULT join ratio=%.3f join=%.0f ceiling=%.0f vs_count=%.3f%s whole_ratio=%.3f\n",
+		rep.Ratio, rep.Join.SteadyPerSecond(), rep.Ceiling.SteadyPerSecond(), rep.VsCount,
+		phaseKeys("join", rep.Join, "ceiling", rep.Ceiling), rep.WholeRatio)
 	return rep, nil
 }
 

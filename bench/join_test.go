@@ -30,14 +30,17 @@ func TestBraidJoin(t *testing.T) {
 	if rep.Join.Records != records || rep.Ceiling.Records != records || rep.Count.Records != records || rep.Ratio <= 0 || rep.VsCount <= 0 {
 		t.Errorf("join %+v, ceiling %+v, count %+v, ratio %v, vs count %v", rep.Join, rep.Ceiling, rep.Count, rep.Ratio, rep.VsCount)
 	}
+	for _, r := range []Run{rep.Join, rep.Ceiling, rep.Count} {
+		checkPhases(t, r)
+	}
 	text := out.String()
 	for _, re := range []string{
 		`(?m)^bench join: 20000 records \(10000 a side\), 5000 keys, 4 partitions, inner join within 5s`,
-		`(?m)^braid stream-stream join +20000 records +\d+\.\d\ds +[\d,]+ rec/s  \(15000 output records\)$`,
-		`(?m)^hand-written join \(ceiling\) +20000 records +\d+\.\d\ds +[\d,]+ rec/s  \(15000 output records\)$`,
-		`(?m)^per-round ratios of join/ceiling: \d+\.\d{3} \d+\.\d{3}$`,
-		`(?m)^per-round ratios of join/count: \d+\.\d{3} \d+\.\d{3}$`,
-		`RESULT join ratio=\d+\.\d{3} join=\d+ ceiling=\d+ vs_count=\d+\.\d{3}\n$`,
+		`(?m)^braid stream-stream join +20000 records +\d+\.\d\ds +[\d,]+ rec/s  \(start-up \d+ ms, steady [\d,]+ rec/s( \(whole run\))?, final commit \d+ ms\)  \(15000 output records\)$`,
+		`(?m)^hand-written join \(ceiling\) +20000 records +\d+\.\d\ds +[\d,]+ rec/s  \(start-up \d+ ms, steady [\d,]+ rec/s( \(whole run\))?, final commit \d+ ms\)  \(15000 output records\)$`,
+		`(?m)^per-round steady ratios of join/ceiling: \d+\.\d{3} \d+\.\d{3}$`,
+		`(?m)^per-round steady ratios of join/count: \d+\.\d{3} \d+\.\d{3}$`,
+		`RESULT join ratio=\d+\.\d{3} join=\d+ ceiling=\d+ vs_count=\d+\.\d{3} join_startup_ms=\d+ ceiling_startup_ms=\d+ join_final_commit_ms=\d+ ceiling_final_commit_ms=\d+ whole_ratio=\d+\.\d{3}\n$`,
 	} {
 		if !regexp.MustCompile(re).MatchString(text) {
 			t.Errorf("output does not match %s", re)

@@ -25,6 +25,27 @@ type countRuns struct {
 	records    int
 	w          io.Writer // where the run lines go
 	width      int       // of the run names in the lines
+	rate       rate      // the records/s compareRounds compares; steadyRate's run lines show the phases
+}
+
+// rate is which records/s of a run a benchmark compares: wholeRate, the
+// whole call's, for the benchmarks whose fixed costs are part of what
+// they compare (pipe, eos); steadyRate for those that compare throughput
+// (count, join, windowed, restore), which report start-up and final
+// commit beside it, in their run lines and RESULT line.
+type rate int
+
+const (
+	wholeRate rate = iota
+	steadyRate
+)
+
+// of returns run's records/s by r.
+func (r rate) of(run Run) float64 {
+	if r == steadyRate {
+		return run.SteadyPerSecond()
+	}
+	return run.PerSecond()
 }
 
 // measure runs fn from the input to r.Out, which it creates first with
@@ -63,7 +84,7 @@ func (c *countRuns) measure(ctx context.Context, r *Run, side string, fn CountFu
 		return fmt.Errorf("%s: %s: %w", c.bench, r.Name, err)
 	}
 	r.OutRecords = n
-	line := runLine(c.width, r.Name, res.Records, res.Elapsed, res.PerSecond(), warmUp)
+	line := runLine(c.width, r.Name, res, c.rate, warmUp)
 	line += fmt.Sprintf("  (%d output records)", n)
 	fmt.Fprintln(c.w, line)
 
@@ -93,17 +114,27 @@ func alternate(rounds int, a, b func(round int) error) error {
 	return nil
 }
 
-// roundRatios returns each round's records/s of num over den's, sorted,
-// and their median (the lower middle one for an even count): a ratio
-// taken within rounds, as RunPipe's, is steadier than one of medians
-// taken minutes apart.
-func roundRatios(num, den []Run) (ratios []float64, median float64) {
+// roundRatios returns each round's records/s by rate of num over den's,
+// sorted, and their median (the lower middle one for an even count): a
+// ratio taken within rounds, as RunPipe's, is steadier than one of
+// medians taken minutes apart.
+func roundRatios(num, den []Run, rate rate) (ratios []float64, median float64) {
 	ratios = make([]float64, len(num))
 	for round := range num {
-		ratios[round] = num[round].PerSecond() / den[round].PerSecond()
+		ratios[round] = rate.of(num[round]) / rate.of(den[round])
 	}
 	slices.Sort(ratios)
 	return ratios, ratios[(len(ratios)-1)/2]
+}
+
+// phaseKeys are the keys a RESULT line carries beside its steady ratio
+// for its two compared sides, named a and b: " a_startup_ms=..
+// b_startup_ms=.. a_final_commit_ms=.. b_final_commit_ms=..", the phases
+// of each side's median run, in whole milliseconds.
+func phaseKeys(a string, ra Run, b string, rb Run) string {
+	return fmt.Sprintf(" %s_startup_ms=%d %s_startup_ms=%d %s_final_commit_ms=%d %s_final_commit_ms=%d",
+		a, ra.Phases.StartUp.Milliseconds(), b, rb.Phases.StartUp.Milliseconds(),
+		a, ra.Phases.FinalCommit.Milliseconds(), b, rb.Phases.FinalCommit.Milliseconds())
 }
 
 // roundSide is one side of a benchmark that compares two runs over the
@@ -122,18 +153,20 @@ type roundSide struct {
 type comparison struct {
 	// num and den are each side's median round.
 	num, den Run
-	// ratios are the rounds' records/s of num over den, sorted; ratio is
-	// their median.
+	// ratios are the rounds' records/s (by the runs' rate) of num over
+	// den, sorted; ratio is their median.
 	ratios []float64
 	ratio  float64
+	// wholeRatio is the median of the rounds' ratios of whole rates.
+	wholeRatio float64
 }
 
 // compareRounds measures num against den as the windowed, eos and join
 // benchmarks do: first, unless warmUp is nil, an unmeasured run of den's
 // function to warmUp.Out; then rounds rounds of both, interleaved (see
-// alternate, den first in even rounds). It writes each side's median and
-// the per-round ratios of num/den ("per-round ratios of <what>: ...")
-// after the run lines.
+// alternate, den first in even rounds). It compares the rate of den's
+// countRuns, writes each side's median and the per-round ratios of
+// num/den ("per-round ratios of <what>: ...") after the run lines.
 func compareRounds(ctx context.Context, rounds int, warmUp *Run, num, den roundSide, what string) (comparison, error) {
 	var c comparison
 	if warmUp != nil {
@@ -152,12 +185,14 @@ func compareRounds(ctx context.Context, rounds int, warmUp *Run, num, den roundS
 	if err := alternate(rounds, side(den, denRounds), side(num, numRounds)); err != nil {
 		return c, err
 	}
-	c.num, c.den = medianRun(numRounds), medianRun(denRounds)
-	c.ratios, c.ratio = roundRatios(numRounds, denRounds)
+	rate := den.runs.rate
+	c.num, c.den = medianRun(numRounds, rate), medianRun(denRounds, rate)
+	c.ratios, c.ratio = roundRatios(numRounds, denRounds, rate)
+	_, c.wholeRatio = roundRatios(numRounds, denRounds, wholeRate)
 	w, width := den.runs.w, den.runs.width
 	fmt.Fprintf(w, "medians of %d rounds:\n", rounds)
-	fmt.Fprintf(w, "  %-*s  %9s rec/s\n", width, c.den.Name, thousands(c.den.PerSecond()))
-	fmt.Fprintf(w, "  %-*s  %9s rec/s\n", width, c.num.Name, thousands(c.num.PerSecond()))
+	fmt.Fprintf(w, "  %-*s  %9s rec/s\n", width, c.den.Name, thousands(rate.of(c.den)))
+	fmt.Fprintf(w, "  %-*s  %9s rec/s\n", width, c.num.Name, thousands(rate.of(c.num)))
 	fmt.Fprintf(w, "per-round ratios of %s: %s\n", what, formatRatios(c.ratios))
 	return c, nil
 }

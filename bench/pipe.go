@@ -276,7 +276,7 @@ func RunPipe(ctx context.Context, opts PipeOptions, variants []Variant) (Report,
 			return fmt.Errorf("bench pipe: %s: output topic %s holds %d records, want at least %d: %d are missing",
 				r.Name, r.Out, n, opts.Records, int64(opts.Records)-n)
 		}
-		line := runLine(width, r.Name, res.Records, res.Elapsed, res.PerSecond(), warmUp)
+		line := runLine(width, r.Name, res, wholeRate, warmUp)
 		if extra := n - int64(opts.Records); extra > 0 {
 			line += fmt.Sprintf("  (output holds %d more records than the input)", extra)
 		}
@@ -331,11 +331,11 @@ func RunPipe(ctx context.Context, opts PipeOptions, variants []Variant) (Report,
 		}
 	}
 	rep.Rounds = opts.Rounds
-	rep.Raw = medianRun(rawRounds)
+	rep.Raw = medianRun(rawRounds, wholeRate)
 	fmt.Fprintf(w, "medians of %d rounds:\n", opts.Rounds)
 	fmt.Fprintf(w, "  %-*s  %9s rec/s\n", width, rep.Raw.Name, thousands(rep.Raw.PerSecond()))
 	for i := range runs {
-		m := medianRun(variantRounds[i])
+		m := medianRun(variantRounds[i], wholeRate)
 		rep.Variants = append(rep.Variants, m)
 		fmt.Fprintf(w, "  %-*s  %9s rec/s  (%.3f of raw)\n", width, m.Name, thousands(m.PerSecond()), m.PerSecond()/rep.Raw.PerSecond())
 	}
@@ -401,11 +401,11 @@ func thousands(v float64) string {
 	return string(b)
 }
 
-// medianRun returns the run with the median records/s (the lower middle
-// one for an even count).
-func medianRun(runs []Run) Run {
+// medianRun returns the run with the median records/s by rate (the lower
+// middle one for an even count).
+func medianRun(runs []Run, rate rate) Run {
 	sorted := slices.Clone(runs)
-	slices.SortFunc(sorted, func(a, b Run) int { return cmp.Compare(a.PerSecond(), b.PerSecond()) })
+	slices.SortFunc(sorted, func(a, b Run) int { return cmp.Compare(rate.of(a), rate.of(b)) })
 	return sorted[(len(sorted)-1)/2]
 }
 

@@ -17,9 +17,13 @@ import (
 // group and the final flush and commit, and excludes closing clients and
 // leaving the group. Every pipe measured against the raw baseline, Braid's
 // included, must measure exactly this span.
+//
+// Phases split the same span (see Phases); a run that leaves them zero
+// (a test's stand-in) compares by its whole rate.
 type Result struct {
 	Records int
 	Elapsed time.Duration
+	Phases  Phases
 }
 
 // PerSecond returns records per second, 0 when nothing was measured.
@@ -28,6 +32,27 @@ func (r Result) PerSecond() float64 {
 		return 0
 	}
 	return float64(r.Records) / r.Elapsed.Seconds()
+}
+
+// phasesText is how a run line shows the phases: "start-up 88 ms, steady
+// 1,234,567 rec/s, final commit 240 ms", the steady rate marked "(whole
+// run)" when it fell back to the whole run's.
+func (r Result) phasesText() string {
+	whole := ""
+	if r.Phases.perSecond() == 0 {
+		whole = " (whole run)"
+	}
+	return fmt.Sprintf("start-up %d ms, steady %s rec/s%s, final commit %d ms",
+		r.Phases.StartUp.Milliseconds(), thousands(r.SteadyPerSecond()), whole, r.Phases.FinalCommit.Milliseconds())
+}
+
+// SteadyPerSecond returns the steady-state records per second (see
+// Phases), or PerSecond when the run was too short to measure one.
+func (r Result) SteadyPerSecond() float64 {
+	if v := r.Phases.perSecond(); v > 0 {
+		return v
+	}
+	return r.PerSecond()
 }
 
 // ClientOptions are the kgo tuning options of the raw pipe's one client,

@@ -30,7 +30,7 @@ const RestoreTarget = 0.8
 
 // RestoreOptions configure RunRestore. Zero fields take the defaults.
 type RestoreOptions struct {
-	Records    int       // records in the changelog; default 1,000,000
+	Records    int       // records in the changelog; default 3,000,000
 	Keys       int       // distinct keys; default 100,000
 	Partitions int       // partitions of the changelog; default 4
 	Rounds     int       // rounds of each side, each reports its median; default 3
@@ -42,7 +42,8 @@ type RestoreOptions struct {
 
 func (o RestoreOptions) withDefaults() RestoreOptions {
 	if o.Records == 0 {
-		o.Records = 1_000_000
+		// Enough that the steady span outlasts the start-up by far.
+		o.Records = 3_000_000
 	}
 	if o.Keys == 0 {
 		o.Keys = 100_000
@@ -86,10 +87,13 @@ type RestoreReport struct {
 	Bytes  int64
 	WarmUp Run // the unmeasured pass; zero with NoWarmUp
 	Rounds int
-	Raw    Run // the median round of RawRestore
-	Braid  Run // the median round of the RestoreFunc
-	// Ratio is Braid's records/s over the raw restore's.
+	Raw    Run // the median round of RawRestore, by steady records/s
+	Braid  Run // the median round of the RestoreFunc, by steady records/s
+	// Ratio is Braid's steady records/s over the raw restore's.
 	Ratio float64
+	// WholeRatio is Braid's median whole-run records/s over the raw
+	// restore's, start-up included: what Ratio was before the phases.
+	WholeRatio float64
 }
 
 // SeedChangelog creates topic compacted (cleanup.policy=compact,
@@ -130,7 +134,8 @@ func SeedChangelog(ctx context.Context, brokers []string, topic string, partitio
 //
 // records is what the changelog is expected to hold between those offsets;
 // any other count is an error. It returns the records restored and how long
-// that took, from the call until the last batch is committed; closing the
+// that took, from the call until the last batch is committed (split in
+// phases, a phaseClock fed after every batch); closing the
 // client and the DBs is not included.
 func RawRestore(ctx context.Context, brokers []string, topic, stateDir string, records int) (res Result, err error) {
 	start := time.Now()
@@ -212,6 +217,7 @@ func RawRestore(ctx context.Context, brokers []string, topic, stateDir string, r
 	}
 
 	restored := 0
+	clock := newPhaseClock(start, records)
 	for len(left) > 0 {
 		fetches := cl.PollRecords(ctx, 0)
 		if err := ctx.Err(); err != nil {
@@ -232,6 +238,7 @@ func RawRestore(ctx context.Context, brokers []string, topic, stateDir string, r
 				return
 			}
 			restored += n
+			clock.observe(time.Now(), restored)
 			if p.Records[len(p.Records)-1].Offset+1 >= end {
 				delete(left, p.Partition)
 			}
@@ -240,7 +247,8 @@ func RawRestore(ctx context.Context, brokers []string, topic, stateDir string, r
 			return Result{}, fmt.Errorf("raw restore: %w", perr)
 		}
 	}
-	return Result{Records: restored, Elapsed: time.Since(start)}, nil
+	end := time.Now()
+	return Result{Records: restored, Elapsed: end.Sub(start), Phases: clock.phases(end)}, nil
 }
 
 // RunRestore runs the restore benchmark: it starts an embedded broker,
@@ -257,6 +265,12 @@ func RawRestore(ctx context.Context, brokers []string, topic, stateDir string, r
 // It writes one line per run, the medians, and last
 //
 //	RESULT restore ratio=<braid/raw> braid=<rec/s> raw=<rec/s>
+//	  braid_startup_ms=<ms> raw_startup_ms=<ms> braid_final_commit_ms=<ms> raw_final_commit_ms=<ms> whole_ratio=<braid/raw>
+//
+// (one line), where the rates are each side's median steady records
+// restored a second (see Phases: start-up runs to the first record
+// restored, final commit from the last to the end), ratio theirs, and
+// whole_ratio the ratio of the median whole-run rates.
 //
 // It returns an error if a run fails, restores a different number of
 // records or leaves wrong state; it does not judge the ratio (see
@@ -333,7 +347,7 @@ func RunRestore(ctx context.Context, opts RestoreOptions, braid RestoreFunc) (Re
 			return fmt.Errorf("bench restore: %s reports %v elapsed, but its call took %v", r.Name, res.Elapsed, r.Wall)
 		}
 		mbps := float64(rep.Bytes) / 1e6 / res.Elapsed.Seconds()
-		line := runLine(width, r.Name, res.Records, res.Elapsed, res.PerSecond(), warmUp)
+		line := runLine(width, r.Name, res, steadyRate, warmUp)
 		if !warmUp {
 			line += fmt.Sprintf("  (%.0f MB/s)", mbps)
 		}
@@ -390,13 +404,16 @@ func RunRestore(ctx context.Context, opts RestoreOptions, braid RestoreFunc) (Re
 		}
 	}
 	rep.Rounds = opts.Rounds
-	rep.Raw = medianRun(rawRounds)
-	rep.Braid = medianRun(braidRounds)
-	rep.Ratio = rep.Braid.PerSecond() / rep.Raw.PerSecond()
-	fmt.Fprintf(w, "medians of %d rounds:\n", opts.Rounds)
-	fmt.Fprintf(w, "  %-*s  %9s rec/s\n", width, rep.Raw.Name, thousands(rep.Raw.PerSecond()))
-	fmt.Fprintf(w, "  %-*s  %9s rec/s  (%.3f of raw)\n", width, rep.Braid.Name, thousands(rep.Braid.PerSecond()), rep.Ratio)
-	fmt.Fprintf(w, "RESULT restore ratio=%.3f braid=%.0f raw=%.0f\n", rep.Ratio, rep.Braid.PerSecond(), rep.Raw.PerSecond())
+	rep.Raw = medianRun(rawRounds, steadyRate)
+	rep.Braid = medianRun(braidRounds, steadyRate)
+	rep.Ratio = rep.Braid.SteadyPerSecond() / rep.Raw.SteadyPerSecond()
+	rep.WholeRatio = medianRun(braidRounds, wholeRate).PerSecond() / medianRun(rawRounds, wholeRate).PerSecond()
+	fmt.Fprintf(w, "medians of %d rounds (steady state):\n", opts.Rounds)
+	fmt.Fprintf(w, "  %-*s  %9s rec/s\n", width, rep.Raw.Name, thousands(rep.Raw.SteadyPerSecond()))
+	fmt.Fprintf(w, "  %-*s  %9s rec/s  (%.3f of raw)\n", width, rep.Braid.Name, thousands(rep.Braid.SteadyPerSecond()), rep.Ratio)
+	fmt.Fprintf(w, "RESULT restore ratio=%.3f braid=%.0f raw=%.0f%s whole_ratio=%.3f\n",
+		rep.Ratio, rep.Braid.SteadyPerSecond(), rep.Raw.SteadyPerSecond(),
+		phaseKeys("braid", rep.Braid, "raw", rep.Raw), rep.WholeRatio)
 	return rep, nil
 }
 

@@ -184,10 +184,10 @@ func TestRunRestore(t *testing.T) {
 		`(?m)^  braid: an App restoring its store's changelog, a task per partition, before it processes$`,
 		`(?m)^  both measured until every record is committed to pebble \(no fsync, no flush\), both stores checked after$`,
 		`(?m)^warm-up \(raw restore\) +20000 records +\d+\.\d\ds +\(not measured\)$`,
-		`(?m)^raw consumer -> pebble batches +20000 records +\d+\.\d\ds +[\d,]+ rec/s  \(\d+ MB/s\)$`,
-		`(?m)^braid store restore +20000 records +\d+\.\d\ds +[\d,]+ rec/s  \(\d+ MB/s\)$`,
-		`(?m)^medians of 2 rounds:$`,
-		`RESULT restore ratio=\d+\.\d{3} braid=\d+ raw=\d+\n$`,
+		`(?m)^raw consumer -> pebble batches +20000 records +\d+\.\d\ds +[\d,]+ rec/s  \(start-up \d+ ms, steady [\d,]+ rec/s( \(whole run\))?, final commit \d+ ms\)  \(\d+ MB/s\)$`,
+		`(?m)^braid store restore +20000 records +\d+\.\d\ds +[\d,]+ rec/s  \(start-up \d+ ms, steady [\d,]+ rec/s( \(whole run\))?, final commit \d+ ms\)  \(\d+ MB/s\)$`,
+		`(?m)^medians of 2 rounds \(steady state\):$`,
+		`RESULT restore ratio=\d+\.\d{3} braid=\d+ raw=\d+ braid_startup_ms=\d+ raw_startup_ms=\d+ braid_final_commit_ms=\d+ raw_final_commit_ms=\d+ whole_ratio=\d+\.\d{3}\n$`,
 	} {
 		if !regexp.MustCompile(re).MatchString(text) {
 			t.Errorf("output does not match %s", re)

@@ -42,6 +42,11 @@ func runBench(ctx context.Context, args []string, stdout io.Writer) error {
 		return fmt.Errorf("bench: unknown benchmark %q (known: pipe, count, restore, windowed, failover, eos, join, peer)", name)
 	}
 	defaultRecords, defaultKeys, defaultPartitions := 1_000_000, 10_000, 4
+	if name == "join" || name == "count" || name == "windowed" || name == "restore" {
+		// Their ratios are of steady state: enough records that the
+		// steady span outlasts start-up and final commit by far.
+		defaultRecords = 3_000_000
+	}
 	if name == "restore" || name == "failover" {
 		defaultKeys = 100_000
 	}
