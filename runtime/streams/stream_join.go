@@ -383,12 +383,7 @@ func (st *taskStore) bufferedRecords(dst []bufferedRecord, inner []byte, from, t
 	if b == nil {
 		return dst
 	}
-	for _, r := range b.recs {
-		if r.ts >= from && r.ts <= to {
-			dst = append(dst, r)
-		}
-	}
-	return dst
+	return append(dst, b.between(from, to)...)
 }
 
 // scanBuffered is bufferedRecords reading pebble's committed data, oldest
