@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/braidstream/braid/runtime/internal/assign"
@@ -377,19 +378,43 @@ func compareTaskIDs(x, y TaskID) int {
 	return int(x.Partition - y.Partition)
 }
 
-// openTaskStores opens the stores of sub-topology st for task id, in
-// topology order.
+// maxStoreOpens bounds how many of a task's stores open at once. Opening
+// a store is mostly waiting for its files (the lock, the manifest, the
+// WAL's replay), so a task's stores open side by side rather than one
+// after another; the bound keeps a task of many stores from starting as
+// many pebbles, and their goroutines, at once.
+const maxStoreOpens = 4
+
+// openTaskStores opens the stores of sub-topology st for task id, side
+// by side, and returns them in topology order. If any fails it closes
+// the others and returns every failure.
 func (a *App) openTaskStores(st *subtopology, id TaskID) ([]*taskStore, error) {
-	var stores []*taskStore
+	var specs []*storeSpec
 	for _, n := range st.nodes {
-		for _, spec := range n.storeSpecs {
-			ts, err := a.openStore(spec, id)
-			if err != nil {
-				closeTaskStores(stores)
-				return nil, err
-			}
-			stores = append(stores, ts)
+		specs = append(specs, n.storeSpecs...)
+	}
+	if len(specs) == 0 {
+		return nil, nil
+	}
+	stores := make([]*taskStore, len(specs))
+	errs := make([]error, len(specs))
+	if len(specs) == 1 {
+		stores[0], errs[0] = a.openStore(specs[0], id)
+	} else {
+		sem := make(chan struct{}, maxStoreOpens)
+		var wg sync.WaitGroup
+		for i, spec := range specs {
+			sem <- struct{}{}
+			wg.Go(func() {
+				defer func() { <-sem }()
+				stores[i], errs[i] = a.openStore(spec, id)
+			})
 		}
+		wg.Wait()
+	}
+	if err := errors.Join(errs...); err != nil {
+		closeTaskStores(slices.DeleteFunc(stores, func(st *taskStore) bool { return st == nil }))
+		return nil, err
 	}
 	return stores, nil
 }
