@@ -136,3 +136,29 @@ func TestJoinIndexAppendKeepsBacking(t *testing.T) {
 		t.Fatal("a key whose records all expired is still indexed")
 	}
 }
+
+// BenchmarkJoinIndex adds records in time order to a join index of 10,000
+// keys and probes it for each, as the stream-stream join of `braid bench
+// join` does: a record a millisecond, so each key's records 10 s apart,
+// the window 5 s either side, so that a probe finds one record among the
+// key's 50.
+func BenchmarkJoinIndex(b *testing.B) {
+	const keys, perKey = 10_000, 50
+	w := &windowState{index: make(map[string]*bufferedRecords)}
+	inner := make([][]byte, keys)
+	for k := range inner {
+		inner[k] = []byte{byte(k >> 8), byte(k), 'k'}
+	}
+	var matches []bufferedRecord
+	for i := range b.N {
+		j := i % (keys * perKey)
+		if j == 0 {
+			clear(w.index)
+		}
+		ts := int64(j)
+		w.addIndexed(inner[j%keys], bufferedRecord{ts: ts})
+		rs := w.index[string(inner[j%keys])]
+		matches = append(matches[:0], rs.between(ts-5_000, ts+5_000)...)
+	}
+	_ = matches
+}

@@ -124,18 +124,29 @@ func (b *bufferedRecords) add(r bufferedRecord) {
 }
 
 // from returns the index of the first record with a timestamp of at
-// least ts (len(recs) if there is none).
+// least ts (len(recs) if there is none). It searches back from the end,
+// in steps that double, and then by bisection between the last two: a
+// join mostly probes for a window at the end of the buffer, which the
+// first step or two find among the records last added, in memory near
+// each other.
 func (b *bufferedRecords) from(ts int64) int {
-	i, j := 0, len(b.recs)
-	for i < j {
-		h := int(uint(i+j) >> 1)
+	// Every record from hi on is at least ts; lo is below hi.
+	lo, hi := len(b.recs)-1, len(b.recs)
+	for step := 1; lo >= 0 && b.recs[lo].ts >= ts; step *= 2 {
+		hi = lo
+		lo -= step
+	}
+	// Bisect (lo, hi): every record up to lo is below ts.
+	lo = max(lo+1, 0)
+	for lo < hi {
+		h := int(uint(lo+hi) >> 1)
 		if b.recs[h].ts < ts {
-			i = h + 1
+			lo = h + 1
 		} else {
-			j = h
+			hi = h
 		}
 	}
-	return i
+	return lo
 }
 
 // after returns the index of the first record later than ts.
