@@ -98,3 +98,53 @@ func TestOpenTaskStoresClosesTheOthersOnFailure(t *testing.T) {
 		t.Fatalf("stores opened as %v, want %v", got, names)
 	}
 }
+
+// TestOpenTasksStoresFailsOnlyTheTaskThatFailed opens the stores of two
+// tasks side by side while one store of the second is held: the first
+// task gets all its stores, the second its failure, with the stores it
+// did open closed.
+func TestOpenTasksStoresFailsOnlyTheTaskThatFailed(t *testing.T) {
+	b := NewBuilder()
+	left := b.Stream([]string{"l"}, WithSerdes(String, String))
+	right := b.Stream([]string{"r"}, WithSerdes(String, String))
+	left.Join(right, func(_, l, r any) (any, error) { return l, nil }, JoinTimeDifference(time.Second, 0),
+		Materialized(StoreOptions{Name: "j"})).GroupByKey().Count(Materialized(StoreOptions{Name: "counts"}))
+	topo, err := b.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := topo.subtopologies[0]
+	cfg := Config{ApplicationID: "open-tasks", Brokers: []string{"unused:9092"}, StateDir: t.TempDir()}.WithDefaults()
+	a := &App{cfg: cfg, log: slog.New(slog.NewTextHandler(io.Discard, nil)), hooks: newHookSet(cfg.Hooks)}
+	first, second := newTaskOpening(st, TaskID{0, 0}), newTaskOpening(st, TaskID{0, 1})
+	dir := func(id TaskID, store string) string {
+		return filepath.Join(cfg.StateDir, cfg.ApplicationID, id.String(), store)
+	}
+	heldName := second.specs[len(second.specs)-1].name
+	holder, err := state.Open(state.Options{Dir: dir(second.id, heldName), Identity: cfg.ApplicationID + "/" + second.id.String() + "/" + heldName})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Close()
+
+	a.openTasksStores([]*taskOpening{first, second})
+	stores, err := first.result()
+	if err != nil {
+		t.Fatalf("the first task's stores: %v", err)
+	}
+	defer closeTaskStores(stores)
+	if len(stores) != len(first.specs) {
+		t.Fatalf("the first task has %d stores, want %d", len(stores), len(first.specs))
+	}
+	if _, err := second.result(); !errors.Is(err, state.ErrLocked) {
+		t.Fatalf("the second task's error %v, want one wrapping state.ErrLocked", err)
+	}
+	for _, spec := range second.specs {
+		if spec.name == heldName {
+			continue
+		}
+		if err := state.Destroy(dir(second.id, spec.name)); err != nil {
+			t.Errorf("store %q of the second task was left open: %v", spec.name, err)
+		}
+	}
+}
