@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/braidstream/braid/runtime/internal/assign"
@@ -66,6 +67,7 @@ func (a *App) onAssigned(ctx context.Context, cl *kgo.Client, assigned map[strin
 // because a rebalance interrupted their restore, and the ids of all the
 // suspended ones it gave back.
 func (a *App) takeActives(assigned map[string][]int32, now time.Time) (arrived, resumed []*task, kept []TaskID) {
+	arrivals := a.prepareArrivals(assigned)
 	for _, topic := range slices.Sorted(maps.Keys(assigned)) {
 		src, ok := a.sources[topic]
 		if !ok {
@@ -85,7 +87,9 @@ func (a *App) takeActives(assigned map[string][]int32, now time.Time) (arrived, 
 					}
 				} else {
 					var err error
-					if t, err = a.arrive(st, id, now); err != nil {
+					t, err = a.arrive(st, id, arrivals[id], now)
+					delete(arrivals, id)
+					if err != nil {
 						a.setAsyncError(&TaskFailedError{Task: id, Err: err})
 						continue
 					}
@@ -102,23 +106,76 @@ func (a *App) takeActives(assigned map[string][]int32, now time.Time) (arrived, 
 	return arrived, resumed, kept
 }
 
-// arrive creates a task new to this instance, from its replica's stores
-// when there is one.
-func (a *App) arrive(st *subtopology, id TaskID, now time.Time) (*task, error) {
-	var stores []*taskStore
-	replica := ""
-	if sb := a.standby.release(id, "promoted"); sb != nil && sb.stores != nil {
-		stores, replica = sb.stores, "standby"
-		if sb.warmup {
-			replica = "warm-up"
+// arrival is what a task new to this instance starts on, prepared for
+// it before the task is made: its replica's stores, or its own, or why
+// they did not open.
+type arrival struct {
+	stores  []*taskStore
+	replica string
+	err     error
+}
+
+// prepareArrivals takes the stores of every task of an assignment new to
+// this instance: from its replica when there is one, else opening them,
+// every such task's side by side (openTasksStores), so that a member
+// taking up several tasks waits for one round of store opens rather than
+// one per task.
+func (a *App) prepareArrivals(assigned map[string][]int32) map[TaskID]*arrival {
+	arrivals := make(map[TaskID]*arrival)
+	var opening []*taskOpening
+	for _, topic := range slices.Sorted(maps.Keys(assigned)) {
+		src, ok := a.sources[topic]
+		if !ok {
+			continue
+		}
+		st := a.topo.subtopologies[src.subtopology]
+		for _, p := range assigned[topic] {
+			id := TaskID{Subtopology: st.id, Partition: p}
+			if a.tasks[id] != nil || a.suspended[id] != nil || arrivals[id] != nil {
+				continue
+			}
+			ar := new(arrival)
+			arrivals[id] = ar
+			if sb := a.standby.release(id, "promoted"); sb != nil && sb.stores != nil {
+				ar.stores, ar.replica = sb.stores, "standby"
+				if sb.warmup {
+					ar.replica = "warm-up"
+				}
+				continue
+			}
+			opening = append(opening, newTaskOpening(st, id))
 		}
 	}
-	t, err := a.newTask(st, id, stores)
+	a.openTasksStores(opening)
+	for _, op := range opening {
+		ar := arrivals[op.id]
+		ar.stores, ar.err = op.result()
+	}
+	return arrivals
+}
+
+// arrive creates a task new to this instance on what prepareArrivals
+// prepared for it; without that (nil), from its replica's stores when
+// there is one, else on stores it opens.
+func (a *App) arrive(st *subtopology, id TaskID, ar *arrival, now time.Time) (*task, error) {
+	if ar == nil {
+		ar = new(arrival)
+		if sb := a.standby.release(id, "promoted"); sb != nil && sb.stores != nil {
+			ar.stores, ar.replica = sb.stores, "standby"
+			if sb.warmup {
+				ar.replica = "warm-up"
+			}
+		}
+	}
+	if ar.err != nil {
+		return nil, ar.err
+	}
+	t, err := a.newTask(st, id, ar.stores)
 	if err != nil {
 		return nil, err
 	}
 	delete(a.onDisk, id)
-	t.assignedAt, t.replica = now, replica
+	t.assignedAt, t.replica = now, ar.replica
 	return t, nil
 }
 
@@ -377,21 +434,70 @@ func compareTaskIDs(x, y TaskID) int {
 	return int(x.Partition - y.Partition)
 }
 
-// openTaskStores opens the stores of sub-topology st for task id, in
-// topology order.
-func (a *App) openTaskStores(st *subtopology, id TaskID) ([]*taskStore, error) {
-	var stores []*taskStore
+// maxStoreOpens bounds how many stores open at once. Opening a store is
+// mostly waiting for its files (the lock, the manifest, the WAL's
+// replay), so stores open side by side rather than one after another;
+// the bound keeps a member taking up many stores from starting as many
+// pebbles, and their goroutines, at once.
+const maxStoreOpens = 4
+
+// taskOpening is the opening of one task's stores: its specs in topology
+// order, and what opening each gave.
+type taskOpening struct {
+	id     TaskID
+	specs  []*storeSpec
+	stores []*taskStore
+	errs   []error
+}
+
+func newTaskOpening(st *subtopology, id TaskID) *taskOpening {
+	op := &taskOpening{id: id}
 	for _, n := range st.nodes {
-		for _, spec := range n.storeSpecs {
-			ts, err := a.openStore(spec, id)
-			if err != nil {
-				closeTaskStores(stores)
-				return nil, err
-			}
-			stores = append(stores, ts)
+		op.specs = append(op.specs, n.storeSpecs...)
+	}
+	op.stores = make([]*taskStore, len(op.specs))
+	op.errs = make([]error, len(op.specs))
+	return op
+}
+
+// result returns the task's stores in topology order (nil if it has
+// none), or, if any failed to open, every failure joined, having closed
+// those that opened.
+func (op *taskOpening) result() ([]*taskStore, error) {
+	if err := errors.Join(op.errs...); err != nil {
+		closeTaskStores(slices.DeleteFunc(op.stores, func(st *taskStore) bool { return st == nil }))
+		return nil, err
+	}
+	if len(op.stores) == 0 {
+		return nil, nil
+	}
+	return op.stores, nil
+}
+
+// openTasksStores opens the stores of several tasks side by side, at most
+// maxStoreOpens at a time, and returns once every open has ended.
+func (a *App) openTasksStores(ops []*taskOpening) {
+	sem := make(chan struct{}, maxStoreOpens)
+	var wg sync.WaitGroup
+	for _, op := range ops {
+		for i, spec := range op.specs {
+			sem <- struct{}{}
+			wg.Go(func() {
+				defer func() { <-sem }()
+				op.stores[i], op.errs[i] = a.openStore(spec, op.id)
+			})
 		}
 	}
-	return stores, nil
+	wg.Wait()
+}
+
+// openTaskStores opens the stores of sub-topology st for task id, side
+// by side, and returns them in topology order. If any fails it closes
+// the others and returns every failure.
+func (a *App) openTaskStores(st *subtopology, id TaskID) ([]*taskStore, error) {
+	op := newTaskOpening(st, id)
+	a.openTasksStores([]*taskOpening{op})
+	return op.result()
 }
 
 // newTask instantiates the processors of sub-topology st for one task, on

@@ -218,11 +218,12 @@ func (p *joinBufferProc) process(t *task, r record) error {
 	if err != nil {
 		return err
 	}
-	// One fresh slice holds the changelog key (the producer keeps it
-	// until sent) and the pebble key (the store keeps it until the
-	// commit): inner, timestamp, sequence number; then storeKey's.
+	// One slice of the task's key arena holds the changelog key (the
+	// producer keeps it until sent, the index until it expires) and the
+	// pebble key (the store keeps it until the commit): inner,
+	// timestamp, sequence number; then storeKey's.
 	n := len(inner) + 12
-	buf := make([]byte, 0, 2*n+8)
+	buf := t.keys.alloc(2*n + 8)
 	buf = append(buf, inner...)
 	buf = binary.BigEndian.AppendUint64(buf, uint64(r.timestamp))
 	buf = binary.BigEndian.AppendUint32(buf, w.seq)
@@ -383,12 +384,7 @@ func (st *taskStore) bufferedRecords(dst []bufferedRecord, inner []byte, from, t
 	if b == nil {
 		return dst
 	}
-	for _, r := range b.recs {
-		if r.ts >= from && r.ts <= to {
-			dst = append(dst, r)
-		}
-	}
-	return dst
+	return append(dst, b.between(from, to)...)
 }
 
 // scanBuffered is bufferedRecords reading pebble's committed data, oldest
@@ -447,6 +443,8 @@ type unmatchedStore struct {
 	// is not scanned. Zero at start, so that the first record scans.
 	nextClose int64
 	due       []unmatchedRow
+	// scratch holds the key remove looks up.
+	scratch []byte
 }
 
 type unmatchedRow struct {
@@ -454,12 +452,11 @@ type unmatchedRow struct {
 	vb  []byte
 }
 
-// unmatchedKey returns the row key of the buffered record with changelog
-// key kb on the given side.
-func unmatchedKey(left bool, kb []byte) []byte {
+// unmatchedKey appends the row key of the buffered record with changelog
+// key kb on the given side to dst, which has room for len(kb)+1 bytes.
+func unmatchedKey(dst []byte, left bool, kb []byte) []byte {
 	n := len(kb) - 12
-	k := make([]byte, 0, len(kb)+1)
-	k = append(k, kb[n:n+8]...)
+	k := append(dst, kb[n:n+8]...)
 	if left {
 		k = append(k, 0)
 	} else {
@@ -471,7 +468,7 @@ func unmatchedKey(left bool, kb []byte) []byte {
 
 // add keeps a record that met no partner.
 func (u *unmatchedStore) add(t *task, left bool, kb, vb []byte, ts int64) error {
-	k := unmatchedKey(left, kb)
+	k := unmatchedKey(t.keys.alloc(len(kb)+1), left, kb)
 	if err := u.store.db.Put(k, vb); err != nil {
 		return fmt.Errorf("writing store %q: %w", u.store.spec.name, err)
 	}
@@ -481,13 +478,14 @@ func (u *unmatchedStore) add(t *task, left bool, kb, vb []byte, ts int64) error 
 }
 
 // remove drops the row of a buffered record that met a partner, if it
-// has one.
+// has one. The key is looked up in a scratch buffer: only a row found
+// takes a key the producer keeps.
 func (u *unmatchedStore) remove(t *task, left bool, kb []byte) error {
-	k := unmatchedKey(left, kb)
-	if _, ok, err := u.store.db.Get(k); err != nil || !ok {
+	u.scratch = unmatchedKey(u.scratch[:0], left, kb)
+	if _, ok, err := u.store.db.Get(u.scratch); err != nil || !ok {
 		return err
 	}
-	return u.delete(t, k)
+	return u.delete(t, append(t.keys.alloc(len(u.scratch)), u.scratch...))
 }
 
 func (u *unmatchedStore) delete(t *task, k []byte) error {

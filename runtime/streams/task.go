@@ -152,6 +152,9 @@ type task struct {
 	windowed []*taskStore
 	// cacheBytes is what the stores' record caches hold together.
 	cacheBytes int
+	// keys holds the changelog and pebble keys the task's join buffers
+	// write.
+	keys keyArena
 	// restoring is set while the stores catch up with their changelogs;
 	// the task processes nothing until then. interrupted marks a task
 	// suspended mid-restore, which restores again if it stays.

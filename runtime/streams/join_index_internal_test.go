@@ -1,0 +1,164 @@
+package streams
+
+import (
+	"math"
+	"math/rand/v2"
+	"slices"
+	"testing"
+)
+
+// linearIndex is the join index as a plain list, the model the index is
+// checked against: a record goes after every record not later than it,
+// and a probe scans every record.
+type linearIndex []bufferedRecord
+
+func (l *linearIndex) add(r bufferedRecord) {
+	i := len(*l)
+	for i > 0 && (*l)[i-1].ts > r.ts {
+		i--
+	}
+	*l = slices.Insert(*l, i, r)
+}
+
+func (l linearIndex) between(from, to int64) []bufferedRecord {
+	var out []bufferedRecord
+	for _, r := range l {
+		if r.ts >= from && r.ts <= to {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+func (l *linearIndex) dropBefore(ts int64) {
+	*l = slices.DeleteFunc(*l, func(r bufferedRecord) bool { return r.ts < ts })
+}
+
+// sameRecords compares two lists of buffered records by timestamp and
+// sequence number (each record's value is its sequence number).
+func sameRecords(t *testing.T, what string, got, want []bufferedRecord) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Fatalf("%s: %d records, want %d:\n got %v\nwant %v", what, len(got), len(want), got, want)
+	}
+	for i := range got {
+		if got[i].ts != want[i].ts || got[i].value != want[i].value {
+			t.Fatalf("%s: record %d is (%d, %v), want (%d, %v)", what, i, got[i].ts, got[i].value, want[i].ts, want[i].value)
+		}
+	}
+}
+
+// TestJoinIndexAgreesWithLinearScan adds records to a key's index, in
+// time order with some out of order mixed in (and many at equal
+// timestamps), and checks after each that it holds the records in the
+// model's order and that a binary-search probe of random windows finds
+// what a scan finds. A fixed seed per case keeps failures reproducible.
+func TestJoinIndexAgreesWithLinearScan(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		// records to add; span is the range of timestamps drawn from;
+		// outOfOrder is the share of records drawn at random instead of
+		// after the last one; drop is the share of steps that expire.
+		records    int
+		span       int64
+		outOfOrder float64
+		drop       float64
+	}{
+		{name: "in order", records: 300, span: 50},
+		{name: "equal timestamps", records: 300, span: 3, outOfOrder: 0.3},
+		{name: "some out of order", records: 500, span: 1000, outOfOrder: 0.1},
+		{name: "mostly out of order", records: 500, span: 200, outOfOrder: 0.9},
+		{name: "with expiry", records: 800, span: 400, outOfOrder: 0.2, drop: 0.05},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(39, uint64(tc.records)))
+			var b bufferedRecords
+			var model linearIndex
+			last, dropped := int64(0), int64(math.MinInt64)
+			for seq := range tc.records {
+				ts := last + rng.Int64N(3) // in order, often equal
+				if rng.Float64() < tc.outOfOrder {
+					ts = rng.Int64N(tc.span)
+				}
+				last = max(last, ts)
+				r := bufferedRecord{ts: ts, value: seq}
+				b.add(r)
+				model.add(r)
+				sameRecords(t, "after adding", b.recs, model)
+				if rng.Float64() < tc.drop {
+					dropped = max(dropped, rng.Int64N(last+1))
+					b.dropBefore(dropped)
+					model.dropBefore(dropped)
+					sameRecords(t, "after dropping", b.recs, model)
+				}
+				for range 5 {
+					from := rng.Int64N(tc.span+20) - 10
+					to := from + rng.Int64N(tc.span/4+2) - 1 // sometimes empty
+					sameRecords(t, "probing", b.between(from, to), model.between(from, to))
+				}
+			}
+			for _, w := range [][2]int64{{math.MinInt64, math.MaxInt64}, {math.MaxInt64, math.MaxInt64}, {math.MinInt64, math.MinInt64}, {last, last}} {
+				sameRecords(t, "probing the extremes", b.between(w[0], w[1]), model.between(w[0], w[1]))
+			}
+		})
+	}
+}
+
+// TestJoinIndexAppendKeepsBacking checks that records in time order are
+// appended to the key's backing array, growing it only by doubling, and
+// that expiry keeps the array for the records that follow.
+func TestJoinIndexAppendKeepsBacking(t *testing.T) {
+	w := &windowState{index: make(map[string]*bufferedRecords)}
+	grew := 0
+	for seq := range 1000 {
+		b := w.index["k"]
+		before := 0
+		if b != nil {
+			before = cap(b.recs)
+		}
+		w.addIndexed([]byte("k"), bufferedRecord{ts: int64(seq / 3), value: seq})
+		if cap(w.index["k"].recs) != before {
+			grew++
+		}
+	}
+	// 4, 8, ..., 1024, with size-class rounding at most one step more.
+	if grew > 10 {
+		t.Fatalf("the backing array grew %d times for 1000 appends", grew)
+	}
+	b := w.index["k"]
+	c := cap(b.recs)
+	w.dropIndexed(300)
+	if len(b.recs) != 100 || b.recs[0].ts != 300 || cap(b.recs) != c {
+		t.Fatalf("after expiry: %d records from %d, capacity %d; want 100 from 300, capacity %d", len(b.recs), b.recs[0].ts, cap(b.recs), c)
+	}
+	w.dropIndexed(400)
+	if _, ok := w.index["k"]; ok {
+		t.Fatal("a key whose records all expired is still indexed")
+	}
+}
+
+// BenchmarkJoinIndex adds records in time order to a join index of 10,000
+// keys and probes it for each, as the stream-stream join of `braid bench
+// join` does: a record a millisecond, so each key's records 10 s apart,
+// the window 5 s either side, so that a probe finds one record among the
+// key's 50.
+func BenchmarkJoinIndex(b *testing.B) {
+	const keys, perKey = 10_000, 50
+	w := &windowState{index: make(map[string]*bufferedRecords)}
+	inner := make([][]byte, keys)
+	for k := range inner {
+		inner[k] = []byte{byte(k >> 8), byte(k), 'k'}
+	}
+	var matches []bufferedRecord
+	for i := range b.N {
+		j := i % (keys * perKey)
+		if j == 0 {
+			clear(w.index)
+		}
+		ts := int64(j)
+		w.addIndexed(inner[j%keys], bufferedRecord{ts: ts})
+		rs := w.index[string(inner[j%keys])]
+		matches = append(matches[:0], rs.between(ts-5_000, ts+5_000)...)
+	}
+	_ = matches
+}

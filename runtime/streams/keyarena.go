@@ -1,0 +1,38 @@
+package streams
+
+// keyArena hands out the keys a task writes to its changelogs and
+// pebble, sliced from one backing array per batch of records rather than
+// allocated one per record. A key outlives the record that made it: the
+// producer keeps it until the broker acknowledges the record, pebble's
+// pending batch until the commit, a join buffer's index until the record
+// expires. So nothing is handed back or reused: a chunk is garbage once
+// no key in it is referenced, and a full chunk is replaced by a new one.
+// The keys of a chunk are written together and mostly die together; the
+// chunk is small, so that a key that lives longer (a record out of
+// order in a join buffer) keeps little memory alive with it.
+type keyArena struct {
+	// free is the unused rest of the current chunk.
+	free []byte
+}
+
+const (
+	// keyChunk is the size of a chunk.
+	keyChunk = 8 << 10
+	// maxArenaKey is the largest key sliced from a chunk: a larger one
+	// would waste much of the chunk it does not fit in.
+	maxArenaKey = keyChunk / 16
+)
+
+// alloc returns an empty slice of capacity n, to append a key to.
+// Appending past n reallocates rather than overwrite the next key.
+func (a *keyArena) alloc(n int) []byte {
+	if n > maxArenaKey {
+		return make([]byte, 0, n)
+	}
+	if len(a.free) < n {
+		a.free = make([]byte, keyChunk)
+	}
+	b := a.free[:0:n]
+	a.free = a.free[n:]
+	return b
+}
