@@ -77,6 +77,11 @@ type cacheEntry struct {
 	oldFound   bool
 	timestamp  int64
 	dirty      bool
+	// stale says valueBytes is not value's encoding yet: an update whose
+	// value the serde cannot fail on (see decodesAs) is encoded when the
+	// row is flushed, once per flush rather than once per record. A stale
+	// row's valueBytes stays non-nil: the row is not a deletion.
+	stale bool
 }
 
 // cacheEntryOverhead approximates the bytes a cache entry costs beside its
@@ -336,7 +341,67 @@ func (st *taskStore) putBytes(t *task, kb []byte, key, value any, vb []byte, old
 		e.old, e.oldFound = old, oldFound
 		st.order = append(st.order, string(e.keyBytes))
 	}
-	e.value, e.valueBytes, e.timestamp = value, vb, ts
+	e.value, e.valueBytes, e.timestamp, e.stale = value, vb, ts, false
+	return nil
+}
+
+// cachedTyped returns key kb's row when it is in the record cache with a
+// value that needs no decoding (see decodesAs), the common case of a key
+// updated again, else nil.
+func (st *taskStore) cachedTyped(kb []byte) *cacheEntry {
+	e := st.cache[string(kb)]
+	if e == nil || e.valueBytes == nil || !decodesAs(st.valueSerde, e.value) {
+		return nil
+	}
+	return e
+}
+
+// update gives the row e that cachedTyped returned a new value (not nil)
+// at ts, as putBytes would but without looking the key up again; it
+// encodes the value at the flush when the serde cannot fail on it.
+func (st *taskStore) update(t *task, e *cacheEntry, value any, ts int64) error {
+	if !e.dirty {
+		e.dirty = true
+		e.old, e.oldFound = e.value, true
+		st.order = append(st.order, string(e.keyBytes))
+	}
+	e.value, e.timestamp = value, ts
+	if decodesAs(st.valueSerde, value) {
+		e.stale = true
+		return nil
+	}
+	vb, err := st.valueBytes(t, value)
+	if err != nil {
+		return err
+	}
+	e.valueBytes, e.stale = vb, false
+	return nil
+}
+
+// cachedTimestamp is the timestamp of the cached row e once a record at ts
+// updates it, as getBytesStamped and rowTimestamp make it: only a
+// timestamped store keeps its rows' timestamps.
+func (st *taskStore) cachedTimestamp(e *cacheEntry, ts int64) int64 {
+	rowTS := int64(0)
+	if st.stamped {
+		rowTS = e.timestamp
+	}
+	return rowTimestamp(ts, rowTS, true)
+}
+
+// encode brings a stale row's valueBytes up to date.
+func (st *taskStore) encode(e *cacheEntry) error {
+	if !e.stale {
+		return nil
+	}
+	vb, err := st.valueSerde.Serialize(st.changelogOrName(), e.value)
+	if err != nil {
+		return fmt.Errorf("store %q: serializing value: %w", st.spec.name, err)
+	}
+	if vb == nil {
+		vb = []byte{} // a value, not a deletion
+	}
+	e.valueBytes, e.stale = vb, false
 	return nil
 }
 
@@ -346,6 +411,9 @@ func (st *taskStore) putBytes(t *task, kb []byte, key, value any, vb []byte, old
 func (st *taskStore) flushEntry(t *task, e *cacheEntry) error {
 	if e.valueBytes == nil && !e.oldFound {
 		return nil
+	}
+	if err := st.encode(e); err != nil {
+		return err
 	}
 	if err := st.writeRow(e); err != nil {
 		return err
