@@ -69,8 +69,11 @@ type taskStore struct {
 // rather than pebble: at exactly-once's 100 ms commits most updates
 // would otherwise follow a flush.
 type cacheEntry struct {
-	key        any
-	keyBytes   []byte
+	key      any
+	keyBytes []byte
+	// cacheKey is keyBytes as the cache's map and order key it, made once
+	// so that a row becoming dirty again costs no allocation.
+	cacheKey   string
 	value      any
 	valueBytes []byte // nil deletes the row
 	old        any
@@ -331,15 +334,15 @@ func (st *taskStore) putBytes(t *task, kb []byte, key, value any, vb []byte, old
 	}
 	e, ok := st.cache[string(kb)]
 	if !ok {
-		e = &cacheEntry{key: key, keyBytes: append([]byte(nil), kb...)}
-		st.cache[string(e.keyBytes)] = e
+		e = &cacheEntry{key: key, keyBytes: append([]byte(nil), kb...), cacheKey: string(kb)}
+		st.cache[e.cacheKey] = e
 		st.cacheBytes += len(kb) + cacheEntryOverhead
 		t.cacheBytes += len(kb) + cacheEntryOverhead
 	}
 	if !e.dirty {
 		e.dirty = true
 		e.old, e.oldFound = old, oldFound
-		st.order = append(st.order, string(e.keyBytes))
+		st.order = append(st.order, e.cacheKey)
 	}
 	e.value, e.valueBytes, e.timestamp, e.stale = value, vb, ts, false
 	return nil
@@ -363,7 +366,7 @@ func (st *taskStore) update(t *task, e *cacheEntry, value any, ts int64) error {
 	if !e.dirty {
 		e.dirty = true
 		e.old, e.oldFound = e.value, true
-		st.order = append(st.order, string(e.keyBytes))
+		st.order = append(st.order, e.cacheKey)
 	}
 	e.value, e.timestamp = value, ts
 	if decodesAs(st.valueSerde, value) {

@@ -68,6 +68,10 @@ type windowState struct {
 	// of their close times, with stale entries skipped when popped.
 	open    map[windowBounds]*openWindow
 	closing closeHeap
+	// keysHint is how many keys the last window to close had: a new
+	// window's key index is made that large, so that it does not grow
+	// step by step as the window's keys arrive.
+	keysHint int
 	// marked is the stream time of the last stream-time marker written.
 	marked int64
 	// lateDrops counts the (record, window) pairs dropped as late.
@@ -262,7 +266,7 @@ func (w *windowState) track(kb []byte, wk Windowed) {
 	b := windowBounds{wk.Start, wk.End}
 	ow := w.open[b]
 	if ow == nil {
-		ow = &openWindow{windowBounds: b, closesAt: w.spec.closesAt(wk.Start, wk.End), keys: make(map[string]Windowed)}
+		ow = &openWindow{windowBounds: b, closesAt: w.spec.closesAt(wk.Start, wk.End), keys: make(map[string]Windowed, w.keysHint)}
 		w.open[b] = ow
 		heap.Push(&w.closing, closeItem{at: ow.closesAt, windowBounds: b})
 	}
@@ -389,6 +393,7 @@ func (st *taskStore) advanceWindows(t *task) error {
 			continue // every key of it merged away or deleted
 		}
 		delete(w.open, it.windowBounds)
+		w.keysHint = len(ow.keys)
 		if err := st.closeWindow(t, ow); err != nil {
 			return err
 		}
