@@ -60,6 +60,61 @@ type taskStore struct {
 	stamped bool
 	rowBuf  []byte
 	arena   []byte
+
+	// typed is what decodesAs checks of valueSerde, worked out once: the
+	// cache asks it of a value several times per record.
+	typed typedValues
+}
+
+// typedValues says which values a store's serde decodes back to
+// themselves (see decodesAs): int64 or string values (kind), inside a
+// windowed store's stamped values when stamped is set.
+type typedValues struct {
+	kind    typedKind
+	stamped bool
+}
+
+type typedKind uint8
+
+const (
+	untyped typedKind = iota
+	typedInt64
+	typedString
+)
+
+// typedValuesOf works out typedValues for serde.
+func typedValuesOf(serde Serde) typedValues {
+	var tv typedValues
+	if s, ok := serde.(stampedSerde); ok {
+		tv.stamped, serde = true, s.inner
+	}
+	switch serde {
+	case Int64:
+		tv.kind = typedInt64
+	case String:
+		tv.kind = typedString
+	}
+	return tv
+}
+
+// decodesAs is decodesAs(serde, v) for the serde tv was worked out for.
+func (tv typedValues) decodesAs(v any) bool {
+	if tv.stamped {
+		sv, ok := v.(stamped)
+		if !ok {
+			return false
+		}
+		v = sv.value
+	}
+	switch tv.kind {
+	case typedInt64:
+		_, ok := v.(int64)
+		return ok
+	case typedString:
+		_, ok := v.(string)
+		return ok
+	}
+	return false
 }
 
 // cacheEntry is a row of the record cache: its latest value and, while
@@ -146,6 +201,7 @@ func (a *App) openStore(spec *storeSpec, id TaskID) (*taskStore, error) {
 			st.valueSerde = stampedSerde{inner: st.valueSerde}
 		}
 	}
+	st.typed = typedValuesOf(st.valueSerde)
 	st.lastOffset.Store(db.Checkpoint().ChangelogOffset - 1)
 	st.promise = func(r *kgo.Record, err error) {
 		if err != nil {
@@ -221,7 +277,7 @@ func (st *taskStore) getBytesStamped(kb []byte) (any, int64, bool, error) {
 		if st.stamped {
 			ts = e.timestamp
 		}
-		if e.valueBytes != nil && decodesAs(st.valueSerde, e.value) {
+		if e.valueBytes != nil && st.typed.decodesAs(e.value) {
 			return e.value, ts, true, nil
 		}
 		vb, ok = e.valueBytes, e.valueBytes != nil
@@ -353,7 +409,7 @@ func (st *taskStore) putBytes(t *task, kb []byte, key, value any, vb []byte, old
 // updated again, else nil.
 func (st *taskStore) cachedTyped(kb []byte) *cacheEntry {
 	e := st.cache[string(kb)]
-	if e == nil || e.valueBytes == nil || !decodesAs(st.valueSerde, e.value) {
+	if e == nil || e.valueBytes == nil || !st.typed.decodesAs(e.value) {
 		return nil
 	}
 	return e
@@ -369,7 +425,7 @@ func (st *taskStore) update(t *task, e *cacheEntry, value any, ts int64) error {
 		st.order = append(st.order, e.cacheKey)
 	}
 	e.value, e.timestamp = value, ts
-	if decodesAs(st.valueSerde, value) {
+	if st.typed.decodesAs(value) {
 		e.stale = true
 		return nil
 	}

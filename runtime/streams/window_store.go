@@ -411,7 +411,7 @@ func (st *taskStore) closeWindow(t *task, ow *openWindow) error {
 			// the result and for flushing it.
 			e := st.cache[kb]
 			var v any
-			if e != nil && e.valueBytes != nil && decodesAs(st.valueSerde, e.value) {
+			if e != nil && e.valueBytes != nil && st.typed.decodesAs(e.value) {
 				v = e.value
 			} else {
 				var found bool
