@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"runtime"
+	"runtime/pprof"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -114,6 +115,7 @@ type CountReport struct {
 // countSide is one of the sides RunCount measures.
 type countSide struct {
 	name      string
+	label     string // its pprof label, bench=<label>
 	out       string
 	changelog string // the hand-written sides' changelog, "" for Braid's
 	gated     bool
@@ -222,17 +224,17 @@ func RunCount(ctx context.Context, opts CountOptions, braid CountFunc) (CountRep
 		}
 	}
 	sides := []*countSide{
-		{name: "handwritten franz-go+pebble count (naive)", out: HandwrittenCountOutputTopic, changelog: HandwrittenCountChangelogTopic, exact: true,
+		{name: "handwritten franz-go+pebble count (naive)", label: "handwritten", out: HandwrittenCountOutputTopic, changelog: HandwrittenCountChangelogTopic, exact: true,
 			fn: func(round int) CountFunc {
 				return hand(fmt.Sprintf("%s-%d", HandwrittenCountGroup, round), HandwrittenCountChangelogTopic)
 			}},
-		{name: "ceiling franz-go cached count (map)", out: CachedCountOutputTopic, changelog: CachedCountChangelogTopic,
+		{name: "ceiling franz-go cached count (map)", label: "ceiling", out: CachedCountOutputTopic, changelog: CachedCountChangelogTopic,
 			fn: func(round int) CountFunc {
 				return func(ctx context.Context, brokers []string, in, out string, records int) (Result, error) {
 					return CachedCount(ctx, brokers, in, out, CachedCountChangelogTopic, fmt.Sprintf("%s-%d", CachedCountGroup, round), records, opts.CommitInterval)
 				}
 			}},
-		{name: "braid groupByKey.count (record cache)", out: BraidCountOutputTopic, gated: true,
+		{name: "braid groupByKey.count (record cache)", label: "braid", out: BraidCountOutputTopic, gated: true,
 			fn: func(int) CountFunc { return braid }},
 	}
 	const warmName = "warm-up (handwritten count)"
@@ -244,7 +246,7 @@ func RunCount(ctx context.Context, opts CountOptions, braid CountFunc) (CountRep
 	cr := &countRunner{opts: opts, brokers: brokers, cl: cl, adm: adm, want: want, w: w, width: width}
 
 	if !opts.NoWarmUp {
-		warm := &countSide{name: warmName, out: CountWarmUpOutputTopic, changelog: CountWarmUpChangelogTopic, exact: true}
+		warm := &countSide{name: warmName, label: "warmup", out: CountWarmUpOutputTopic, changelog: CountWarmUpChangelogTopic, exact: true}
 		rep.WarmUp = Run{Name: warmName, Out: warm.out}
 		if err := cr.measure(ctx, &rep.WarmUp, warm, hand(CountWarmUpGroup, CountWarmUpChangelogTopic), true); err != nil {
 			return rep, err
@@ -290,8 +292,11 @@ type countRunner struct {
 	width   int
 }
 
-// measure runs fn, one count of side s, to r.Out, checks what it wrote as
-// s says, writes its line and deletes every topic the run created.
+// measure runs fn, one count of side s, to r.Out, under the pprof label
+// bench=<s.label>, which the goroutines fn starts inherit, so that a CPU
+// profile of the whole benchmark tells the sides apart; then it checks
+// what the run wrote as s says, writes its line and deletes every topic
+// the run created.
 func (c *countRunner) measure(ctx context.Context, r *Run, s *countSide, fn CountFunc, warmUp bool) error {
 	before, err := topicNames(ctx, c.cl)
 	if err != nil {
@@ -300,8 +305,11 @@ func (c *countRunner) measure(ctx context.Context, r *Run, s *countSide, fn Coun
 	if err := EnsureTopic(ctx, c.adm, r.Out, c.opts.Partitions); err != nil {
 		return fmt.Errorf("bench count: %w", err)
 	}
+	var res Result
 	t := time.Now()
-	res, err := fn(ctx, c.brokers, CountInputTopic, r.Out, c.opts.Records)
+	pprof.Do(ctx, pprof.Labels("bench", s.label), func(ctx context.Context) {
+		res, err = fn(ctx, c.brokers, CountInputTopic, r.Out, c.opts.Records)
+	})
 	r.Wall = time.Since(t)
 	if err != nil {
 		return fmt.Errorf("bench count: %s: %w", r.Name, err)

@@ -23,7 +23,14 @@ func (p *aggregateProc) process(t *task, r record) error {
 		// aggregated; it is skipped, not an error.
 		return skipNullKeyOrValue(t, p.name, r)
 	}
-	old, oldTS, found, err := p.store.getStamped(r.key)
+	kb, err := p.store.keyBytes(r.key)
+	if err != nil {
+		return t.processingError(p.name, err)
+	}
+	if e := p.store.cachedTyped(kb); e != nil {
+		return p.updateCached(t, r, e)
+	}
+	old, oldTS, found, err := p.store.getBytesStamped(kb)
 	if err != nil {
 		return t.processingError(p.name, err)
 	}
@@ -40,7 +47,21 @@ func (p *aggregateProc) process(t *task, r record) error {
 	if !found {
 		old = nil
 	}
-	return p.store.put(t, r.key, next, old, found, rowTimestamp(r.timestamp, oldTS, found))
+	vb, err := p.store.valueBytes(t, next)
+	if err != nil {
+		return err
+	}
+	return p.store.putBytes(t, kb, r.key, next, vb, old, found, rowTimestamp(r.timestamp, oldTS, found))
+}
+
+// updateCached folds r into its key's cached row e (see
+// taskStore.cachedTyped), with no second lookup of the key.
+func (p *aggregateProc) updateCached(t *task, r record, e *cacheEntry) error {
+	next, err := p.agg(r.key, r.value, e.value)
+	if err != nil {
+		return t.processingError(p.name, err)
+	}
+	return p.store.update(t, e, next, p.store.cachedTimestamp(e, r.timestamp))
 }
 
 // rowTimestamp is the timestamp of an aggregate that a record with
@@ -73,7 +94,18 @@ func (p *reduceProc) process(t *task, r record) error {
 	if r.key == nil || r.value == nil {
 		return skipNullKeyOrValue(t, p.name, r)
 	}
-	old, oldTS, found, err := p.store.getStamped(r.key)
+	kb, err := p.store.keyBytes(r.key)
+	if err != nil {
+		return t.processingError(p.name, err)
+	}
+	if e := p.store.cachedTyped(kb); e != nil {
+		next, err := p.reduce(e.value, r.value)
+		if err != nil {
+			return t.processingError(p.name, err)
+		}
+		return p.store.update(t, e, next, p.store.cachedTimestamp(e, r.timestamp))
+	}
+	old, oldTS, found, err := p.store.getBytesStamped(kb)
 	if err != nil {
 		return t.processingError(p.name, err)
 	}
@@ -83,7 +115,11 @@ func (p *reduceProc) process(t *task, r record) error {
 			return t.processingError(p.name, err)
 		}
 	}
-	return p.store.put(t, r.key, next, old, found, rowTimestamp(r.timestamp, oldTS, found))
+	vb, err := p.store.valueBytes(t, next)
+	if err != nil {
+		return err
+	}
+	return p.store.putBytes(t, kb, r.key, next, vb, old, found, rowTimestamp(r.timestamp, oldTS, found))
 }
 
 // tableSourceProc upserts a topic's records into the table's store.

@@ -60,6 +60,61 @@ type taskStore struct {
 	stamped bool
 	rowBuf  []byte
 	arena   []byte
+
+	// typed is what decodesAs checks of valueSerde, worked out once: the
+	// cache asks it of a value several times per record.
+	typed typedValues
+}
+
+// typedValues says which values a store's serde decodes back to
+// themselves (see decodesAs): int64 or string values (kind), inside a
+// windowed store's stamped values when stamped is set.
+type typedValues struct {
+	kind    typedKind
+	stamped bool
+}
+
+type typedKind uint8
+
+const (
+	untyped typedKind = iota
+	typedInt64
+	typedString
+)
+
+// typedValuesOf works out typedValues for serde.
+func typedValuesOf(serde Serde) typedValues {
+	var tv typedValues
+	if s, ok := serde.(stampedSerde); ok {
+		tv.stamped, serde = true, s.inner
+	}
+	switch serde {
+	case Int64:
+		tv.kind = typedInt64
+	case String:
+		tv.kind = typedString
+	}
+	return tv
+}
+
+// decodesAs is decodesAs(serde, v) for the serde tv was worked out for.
+func (tv typedValues) decodesAs(v any) bool {
+	if tv.stamped {
+		sv, ok := v.(stamped)
+		if !ok {
+			return false
+		}
+		v = sv.value
+	}
+	switch tv.kind {
+	case typedInt64:
+		_, ok := v.(int64)
+		return ok
+	case typedString:
+		_, ok := v.(string)
+		return ok
+	}
+	return false
 }
 
 // cacheEntry is a row of the record cache: its latest value and, while
@@ -69,14 +124,22 @@ type taskStore struct {
 // rather than pebble: at exactly-once's 100 ms commits most updates
 // would otherwise follow a flush.
 type cacheEntry struct {
-	key        any
-	keyBytes   []byte
+	key      any
+	keyBytes []byte
+	// cacheKey is keyBytes as the cache's map and order key it, made once
+	// so that a row becoming dirty again costs no allocation.
+	cacheKey   string
 	value      any
 	valueBytes []byte // nil deletes the row
 	old        any
 	oldFound   bool
 	timestamp  int64
 	dirty      bool
+	// stale says valueBytes is not value's encoding yet: an update whose
+	// value the serde cannot fail on (see decodesAs) is encoded when the
+	// row is flushed, once per flush rather than once per record. A stale
+	// row's valueBytes stays non-nil: the row is not a deletion.
+	stale bool
 }
 
 // cacheEntryOverhead approximates the bytes a cache entry costs beside its
@@ -138,6 +201,7 @@ func (a *App) openStore(spec *storeSpec, id TaskID) (*taskStore, error) {
 			st.valueSerde = stampedSerde{inner: st.valueSerde}
 		}
 	}
+	st.typed = typedValuesOf(st.valueSerde)
 	st.lastOffset.Store(db.Checkpoint().ChangelogOffset - 1)
 	st.promise = func(r *kgo.Record, err error) {
 		if err != nil {
@@ -213,7 +277,7 @@ func (st *taskStore) getBytesStamped(kb []byte) (any, int64, bool, error) {
 		if st.stamped {
 			ts = e.timestamp
 		}
-		if e.valueBytes != nil && decodesAs(st.valueSerde, e.value) {
+		if e.valueBytes != nil && st.typed.decodesAs(e.value) {
 			return e.value, ts, true, nil
 		}
 		vb, ok = e.valueBytes, e.valueBytes != nil
@@ -326,17 +390,77 @@ func (st *taskStore) putBytes(t *task, kb []byte, key, value any, vb []byte, old
 	}
 	e, ok := st.cache[string(kb)]
 	if !ok {
-		e = &cacheEntry{key: key, keyBytes: append([]byte(nil), kb...)}
-		st.cache[string(e.keyBytes)] = e
+		e = &cacheEntry{key: key, keyBytes: append([]byte(nil), kb...), cacheKey: string(kb)}
+		st.cache[e.cacheKey] = e
 		st.cacheBytes += len(kb) + cacheEntryOverhead
 		t.cacheBytes += len(kb) + cacheEntryOverhead
 	}
 	if !e.dirty {
 		e.dirty = true
 		e.old, e.oldFound = old, oldFound
-		st.order = append(st.order, string(e.keyBytes))
+		st.order = append(st.order, e.cacheKey)
 	}
-	e.value, e.valueBytes, e.timestamp = value, vb, ts
+	e.value, e.valueBytes, e.timestamp, e.stale = value, vb, ts, false
+	return nil
+}
+
+// cachedTyped returns key kb's row when it is in the record cache with a
+// value that needs no decoding (see decodesAs), the common case of a key
+// updated again, else nil.
+func (st *taskStore) cachedTyped(kb []byte) *cacheEntry {
+	e := st.cache[string(kb)]
+	if e == nil || e.valueBytes == nil || !st.typed.decodesAs(e.value) {
+		return nil
+	}
+	return e
+}
+
+// update gives the row e that cachedTyped returned a new value (not nil)
+// at ts, as putBytes would but without looking the key up again; it
+// encodes the value at the flush when the serde cannot fail on it.
+func (st *taskStore) update(t *task, e *cacheEntry, value any, ts int64) error {
+	if !e.dirty {
+		e.dirty = true
+		e.old, e.oldFound = e.value, true
+		st.order = append(st.order, e.cacheKey)
+	}
+	e.value, e.timestamp = value, ts
+	if st.typed.decodesAs(value) {
+		e.stale = true
+		return nil
+	}
+	vb, err := st.valueBytes(t, value)
+	if err != nil {
+		return err
+	}
+	e.valueBytes, e.stale = vb, false
+	return nil
+}
+
+// cachedTimestamp is the timestamp of the cached row e once a record at ts
+// updates it, as getBytesStamped and rowTimestamp make it: only a
+// timestamped store keeps its rows' timestamps.
+func (st *taskStore) cachedTimestamp(e *cacheEntry, ts int64) int64 {
+	rowTS := int64(0)
+	if st.stamped {
+		rowTS = e.timestamp
+	}
+	return rowTimestamp(ts, rowTS, true)
+}
+
+// encode brings a stale row's valueBytes up to date.
+func (st *taskStore) encode(e *cacheEntry) error {
+	if !e.stale {
+		return nil
+	}
+	vb, err := st.valueSerde.Serialize(st.changelogOrName(), e.value)
+	if err != nil {
+		return fmt.Errorf("store %q: serializing value: %w", st.spec.name, err)
+	}
+	if vb == nil {
+		vb = []byte{} // a value, not a deletion
+	}
+	e.valueBytes, e.stale = vb, false
 	return nil
 }
 
@@ -346,6 +470,9 @@ func (st *taskStore) putBytes(t *task, kb []byte, key, value any, vb []byte, old
 func (st *taskStore) flushEntry(t *task, e *cacheEntry) error {
 	if e.valueBytes == nil && !e.oldFound {
 		return nil
+	}
+	if err := st.encode(e); err != nil {
+		return err
 	}
 	if err := st.writeRow(e); err != nil {
 		return err

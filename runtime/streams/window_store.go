@@ -68,6 +68,10 @@ type windowState struct {
 	// of their close times, with stale entries skipped when popped.
 	open    map[windowBounds]*openWindow
 	closing closeHeap
+	// keysHint is how many keys the last window to close had: a new
+	// window's key index is made that large, so that it does not grow
+	// step by step as the window's keys arrive.
+	keysHint int
 	// marked is the stream time of the last stream-time marker written.
 	marked int64
 	// lateDrops counts the (record, window) pairs dropped as late.
@@ -331,7 +335,7 @@ func (w *windowState) track(kb []byte, wk Windowed) {
 	b := windowBounds{wk.Start, wk.End}
 	ow := w.open[b]
 	if ow == nil {
-		ow = &openWindow{windowBounds: b, closesAt: w.spec.closesAt(wk.Start, wk.End), keys: make(map[string]Windowed)}
+		ow = &openWindow{windowBounds: b, closesAt: w.spec.closesAt(wk.Start, wk.End), keys: make(map[string]Windowed, w.keysHint)}
 		w.open[b] = ow
 		heap.Push(&w.closing, closeItem{at: ow.closesAt, windowBounds: b})
 	}
@@ -387,7 +391,7 @@ func (st *taskStore) putWindow(t *task, kb []byte, wk Windowed, value, old any, 
 	if e, ok := st.cache[string(kb)]; ok {
 		// Updated in place, before wk is boxed into an interface: the
 		// cache already holds the key.
-		e.value, e.valueBytes, e.timestamp = value, vb, ts
+		e.value, e.valueBytes, e.timestamp, e.stale = value, vb, ts, false
 		return nil
 	}
 	return st.putBytes(t, kb, wk, value, vb, old, oldFound, ts)
@@ -458,6 +462,7 @@ func (st *taskStore) advanceWindows(t *task) error {
 			continue // every key of it merged away or deleted
 		}
 		delete(w.open, it.windowBounds)
+		w.keysHint = len(ow.keys)
 		if err := st.closeWindow(t, ow); err != nil {
 			return err
 		}
@@ -475,7 +480,7 @@ func (st *taskStore) closeWindow(t *task, ow *openWindow) error {
 			// the result and for flushing it.
 			e := st.cache[kb]
 			var v any
-			if e != nil && e.valueBytes != nil && decodesAs(st.valueSerde, e.value) {
+			if e != nil && e.valueBytes != nil && st.typed.decodesAs(e.value) {
 				v = e.value
 			} else {
 				var found bool

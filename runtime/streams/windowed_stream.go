@@ -201,22 +201,18 @@ func (p *windowProc) innerKey(t *task, key any) ([]byte, error) {
 
 // updateCached folds r into its window's row when the row is in the
 // record cache with a value that needs no decoding, with one map lookup:
-// the common case of a window taking records.
+// the common case of a window taking records. Time windows do not write
+// through, so the row may wait for its flush to be encoded.
 func (p *timeWindowProc) updateCached(t *task, r record, kb []byte) (bool, error) {
-	e := p.store.cache[string(kb)]
-	if e == nil || e.valueBytes == nil || !decodesAs(p.store.valueSerde, e.value) {
+	e := p.store.cachedTyped(kb)
+	if e == nil {
 		return false, nil
 	}
 	next, err := p.fold(r, e.value, true)
 	if err != nil {
 		return true, t.processingError(p.name, err)
 	}
-	vb, err := p.store.valueBytes(t, next)
-	if err != nil {
-		return true, err
-	}
-	e.value, e.valueBytes, e.timestamp = next, vb, r.timestamp
-	return true, nil
+	return true, p.store.update(t, e, next, r.timestamp)
 }
 
 // fold adds r to a window's stored value (found false: to a new window),
