@@ -481,14 +481,32 @@ func Destroy(dir string) error {
 type stickyError struct {
 	mu  sync.Mutex
 	err error
+	// done is closed when err is set, for a wait on pebble that would
+	// otherwise outlast the failure (see Store.flush).
+	done chan struct{}
 }
 
 func (e *stickyError) set(err error) {
 	e.mu.Lock()
 	if e.err == nil {
 		e.err = err
+		close(e.doneLocked())
 	}
 	e.mu.Unlock()
+}
+
+// failed returns a channel closed once an error is set.
+func (e *stickyError) failed() <-chan struct{} {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.doneLocked()
+}
+
+func (e *stickyError) doneLocked() chan struct{} {
+	if e.done == nil {
+		e.done = make(chan struct{})
+	}
+	return e.done
 }
 
 func (e *stickyError) get() error {

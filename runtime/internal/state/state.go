@@ -600,10 +600,14 @@ func (s *Store) lockDB() error {
 	return nil
 }
 
-// Close drops any pending writes and closes the store. A store made unusable
-// by a failed write is abandoned rather than closed (pebble may hold an
-// internal lock forever after such a failure): its directory stays locked
-// until the process exits.
+// Close drops any pending writes, flushes what was committed to tables and
+// closes the store. The flush is what makes a clean close durable without
+// pebble's WAL (see pebbleOptions): pebble's own Close drops the memtable,
+// and the next Open would find the checkpoint of the last flush and replay
+// the changelog from there. It also spares the next Open a WAL replay when
+// the WAL is on. A store made unusable by a failed write is abandoned rather
+// than closed (pebble may hold an internal lock forever after such a
+// failure): its directory stays locked until the process exits.
 func (s *Store) Close() error {
 	if s.scans > 0 {
 		return fmt.Errorf("state: close of %s inside a scan callback", s.dir)
@@ -621,8 +625,9 @@ func (s *Store) Close() error {
 	s.dropWriteOnly()
 	var err error
 	if s.broken == nil {
+		err = s.flush()
 		s.dbMu.Lock()
-		err = s.db.Close()
+		err = errors.Join(err, s.db.Close())
 		s.dbMu.Unlock()
 		err = errors.Join(err, s.lock.Close())
 	}
@@ -631,6 +636,32 @@ func (s *Store) Close() error {
 		return fmt.Errorf("state: close %s: %w", s.dir, err)
 	}
 	return nil
+}
+
+// flush writes the memtables to tables and waits for them. A flush that
+// fails in the background (a full or read-only disk) is retried by pebble
+// for ever, so it waits for that failure too and returns it: what the
+// memtable held is then lost at Close, and the checkpoint on disk, older,
+// still agrees with its data.
+func (s *Store) flush() (err error) {
+	if err := s.bg.get(); err != nil {
+		return fmt.Errorf("state: flushing %s: pebble failed in the background: %w", s.dir, err)
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("state: flushing %s: %v", s.dir, r)
+		}
+	}()
+	done, err := s.db.AsyncFlush()
+	if err != nil {
+		return fmt.Errorf("state: flushing %s: %w", s.dir, err)
+	}
+	select {
+	case <-done:
+		return nil
+	case <-s.bg.failed():
+		return fmt.Errorf("state: flushing %s: %w", s.dir, s.bg.get())
+	}
 }
 
 func encodeCheckpoint(cp Checkpoint) []byte {
