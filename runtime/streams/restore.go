@@ -329,6 +329,9 @@ func (a *App) skipDeletedChangelog(ctx context.Context, adm *kadm.Client, t *tas
 		}
 		a.log.Warn("changelog records before the log start were deleted (retention); restoring from the log start",
 			"task", t.id.String(), "store", sr.store.spec.name, "checkpoint", sr.start, "log_start", start.Offset, "changelog_end", sr.end)
+		if err := clearBeforeLogStart(t, sr, start.Offset); err != nil {
+			return 0, err
+		}
 		if start.Offset < sr.end {
 			continue
 		}
@@ -343,6 +346,23 @@ func (a *App) skipDeletedChangelog(ctx context.Context, adm *kadm.Client, t *tas
 		sr.store.restored = 0
 	}
 	return remaining, nil
+}
+
+// clearBeforeLogStart empties a store whose checkpoint is behind its
+// changelog's log start, for a full restore from the log start: the
+// records in between are gone, deletes among them, so the data cannot be
+// brought forward from the checkpoint. A store without pebble's WAL comes
+// back from a crash at its last flush (state.Options.Logged), which is how
+// it may fall behind; an empty store has nothing to clear.
+func clearBeforeLogStart(t *task, sr *storeRestore, logStart int64) error {
+	if sr.start == 0 {
+		return nil
+	}
+	cp := state.Checkpoint{ChangelogOffset: logStart, StreamTime: sr.store.db.Checkpoint().StreamTime}
+	if err := sr.store.db.Clear(cp); err != nil {
+		return fmt.Errorf("clearing store %q of task %s for a restore from the log start: %w", sr.store.spec.name, t.id, err)
+	}
+	return nil
 }
 
 // pollRestore polls a restore's client. Its stores are behind their

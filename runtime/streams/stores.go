@@ -172,6 +172,7 @@ func (a *App) openStore(spec *storeSpec, id TaskID) (*taskStore, error) {
 		Identity:        a.cfg.ApplicationID + "/" + id.String() + "/" + spec.name,
 		KeyLayout:       layout,
 		BlockCacheBytes: a.cfg.StoreBlockCacheBytes,
+		Logged:          spec.logged,
 		Logger:          a.log,
 	})
 	if err != nil {
@@ -584,6 +585,9 @@ func (st *taskStore) dropClean(t *task) {
 func (st *taskStore) commit(streamTime int64) error {
 	cp := state.Checkpoint{ChangelogOffset: st.lastOffset.Load() + 1, StreamTime: streamTime}
 	if st.db.Pending() == 0 && cp == st.db.Checkpoint() {
+		// An idle store's last commit must reach the disk too: without
+		// pebble's WAL it is in the memtable only (state.Options.Logged).
+		st.db.FlushIfOld()
 		return nil
 	}
 	if err := st.db.Commit(cp); err != nil {

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/bloom"
@@ -71,6 +72,9 @@ func Open(opts Options) (*Store, error) {
 	if opts.memTableBytes == 0 {
 		opts.memTableBytes = defaultMemTableBytes
 	}
+	if opts.now == nil {
+		opts.now = time.Now
+	}
 	log := opts.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -93,6 +97,9 @@ func Open(opts Options) (*Store, error) {
 		identity:  opts.Identity,
 		keyLayout: opts.KeyLayout,
 		sync:      pebble.NoSync,
+		walOff:    opts.Logged && !opts.Sync,
+		now:       opts.now,
+		flushedAt: opts.now(),
 		log:       log,
 		fs:        opts.fs,
 		lock:      lock,
@@ -267,8 +274,12 @@ func (s *Store) initMeta() error {
 		_ = b.Set(keyLayout, []byte(s.keyLayout), nil)
 	}
 	_ = b.Set(keyCheckpoint, encodeCheckpoint(zeroCheckpoint), nil)
+	// Without WAL a crash before the first flush leaves an empty store,
+	// which the next Open describes again.
 	sync := s.sync
-	s.sync = pebble.Sync
+	if !s.walOff {
+		s.sync = pebble.Sync
+	}
 	err := s.apply(b)
 	s.sync = sync
 	if err != nil {
@@ -297,13 +308,16 @@ func (s *Store) pebbleOptions(opts Options, bg *stickyError) *pebble.Options {
 		// See defaultMemTableBytes.
 		MemTableSize:                opts.memTableBytes,
 		MemTableStopWritesThreshold: 4,
-		// Keep pebble's WAL: it is what makes a commit atomic on disk (a
-		// torn tail is discarded whole on replay). It is not fsynced unless
-		// Options.Sync: the changelog is the durable copy, and the checkpoint
-		// rides in the same batch as the data, so if the OS loses unsynced
-		// writes the checkpoint describing them is lost with them and restore
-		// replays more, which is correct.
-		DisableWAL: false,
+		// A logged store without Sync runs without the WAL, as Kafka
+		// Streams runs RocksDB: the changelog is the durable copy, and
+		// the checkpoint rides in the same batch as the data, so a flush
+		// writes both or neither, and a crash leaves the store at its
+		// last flush, which restore replays forward. pebble marks
+		// DisableWAL untested; TestCrashLeavesCheckpointAndDataAgreeing
+		// is our proof. Any other store keeps the WAL (fsynced with
+		// Sync), which makes each commit atomic on disk: a torn tail is
+		// discarded whole on replay.
+		DisableWAL: s.walOff,
 		Logger:     pebbleLogger{s.log},
 		EventListener: &pebble.EventListener{
 			BackgroundError: func(err error) { s.backgroundError(bg, err) },
@@ -481,14 +495,32 @@ func Destroy(dir string) error {
 type stickyError struct {
 	mu  sync.Mutex
 	err error
+	// done is closed when err is set, for a wait on pebble that would
+	// otherwise outlast the failure (see Store.flush).
+	done chan struct{}
 }
 
 func (e *stickyError) set(err error) {
 	e.mu.Lock()
 	if e.err == nil {
 		e.err = err
+		close(e.doneLocked())
 	}
 	e.mu.Unlock()
+}
+
+// failed returns a channel closed once an error is set.
+func (e *stickyError) failed() <-chan struct{} {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.doneLocked()
+}
+
+func (e *stickyError) doneLocked() chan struct{} {
+	if e.done == nil {
+		e.done = make(chan struct{})
+	}
+	return e.done
 }
 
 func (e *stickyError) get() error {

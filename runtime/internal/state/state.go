@@ -8,9 +8,12 @@
 // transaction under exactly-once) is open go into a pending pebble batch that
 // reads see but disk does not; Commit applies that batch and the new checkpoint (the changelog
 // offset and the task's stream time) as one pebble batch, so the checkpoint can
-// never disagree with the data it describes. A crash loses at most the open
-// batch, which the changelog still holds, so restart replays only the changelog
-// tail past the stored offset instead of wiping the store.
+// never disagree with the data it describes. A logged store runs pebble without
+// its WAL (Options.Logged), so a crash loses what was applied since the last
+// flush, data and checkpoint together; the changelog still holds it, so restart
+// replays only the changelog tail past the stored offset instead of wiping the
+// store. Close flushes, and a store's last flush is never much older than
+// maxCheckpointAge while it commits.
 //
 // Everything Open cannot trust is thrown away rather than repaired: a directory
 // written for another store (identity mismatch), a store with data but no
@@ -35,6 +38,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"time"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
@@ -77,6 +81,14 @@ type Options struct {
 	// checkpoint travels in the same batch as the data, so a write the OS loses
 	// takes its checkpoint with it and restore simply replays more.
 	Sync bool
+	// Logged says the store has a changelog it is restored from. Such a
+	// store, unless Sync, runs pebble without its WAL, as Kafka Streams
+	// runs RocksDB: a commit lands in the memtable only, and what is on
+	// disk is the last flush, data and checkpoint together (see
+	// pebbleOptions). A crash takes the store back to that flush, never
+	// more than maxCheckpointAge old while the store commits, and restore
+	// replays the changelog from there. Close flushes.
+	Logged bool
 	// Logger receives rebuild reasons and pebble's own messages. May be nil.
 	Logger *slog.Logger
 
@@ -88,6 +100,8 @@ type Options struct {
 	cache *pebble.Cache
 	// memTableBytes overrides defaultMemTableBytes (for bench_test.go).
 	memTableBytes uint64
+	// now replaces time.Now, for tests of maxCheckpointAge.
+	now func() time.Time
 }
 
 // Checkpoint is what a store's data already contains of its changelog.
@@ -138,6 +152,17 @@ type Store struct {
 	identity  string
 	keyLayout string
 	sync      *pebble.WriteOptions
+	// walOff says pebble runs without its WAL (Options.Logged without
+	// Sync): what Commit and Restore apply is on disk only once flushed.
+	walOff bool
+	// now is time.Now but in tests. flushedAt is when the last flush
+	// for the age bound was asked for (or the store opened), unflushed
+	// whether a batch was applied since; ageFlush is that flush's
+	// completion, for tests.
+	now       func() time.Time
+	flushedAt time.Time
+	unflushed bool
+	ageFlush  <-chan struct{}
 	log       *slog.Logger
 	rebuilt   string
 
@@ -427,6 +452,7 @@ func (s *Store) Commit(cp Checkpoint) error {
 		return fmt.Errorf("state: commit of %s inside a scan callback", s.dir)
 	}
 	if s.pending == 0 && cp == s.Checkpoint() {
+		s.FlushIfOld()
 		return nil
 	}
 	// A flush or compaction that failed for lack of space or a read-only or
@@ -509,7 +535,39 @@ func (s *Store) apply(b *pebble.Batch) (err error) {
 	if err := s.db.Apply(b, s.sync); err != nil {
 		return fmt.Errorf("state: commit of %s: %w", s.dir, err)
 	}
+	s.unflushed = true
+	s.FlushIfOld()
 	return nil
+}
+
+// maxCheckpointAge bounds how old the checkpoint on disk of a store
+// without WAL may grow while the store commits: a crash takes the store
+// back to it, and the restore that follows needs every changelog record
+// written since, tombstones included. A compacted changelog keeps a
+// tombstone for delete.retention.ms (24 hours by Kafka's default) once
+// cleaned, so a restore from an older checkpoint could miss a delete;
+// five minutes is well inside that, and costs one flush per store per five
+// minutes at most (pebble flushes a full memtable sooner by itself). A
+// checkpoint older than the changelog's log start is restored in full
+// (runtime/streams, skipDeletedChangelog).
+const maxCheckpointAge = 5 * time.Minute
+
+// FlushIfOld starts a flush in the background if the store runs without
+// WAL, applied something since its last one and that was asked for
+// maxCheckpointAge ago or more. Commit and Restore call it; a caller that
+// skips Commit when it has nothing new should call it instead, so that
+// an idle store's last commit reaches the disk too. A flush that fails is
+// reported by pebble's background error and fails the next Commit.
+func (s *Store) FlushIfOld() {
+	if !s.walOff || !s.unflushed || s.usable() != nil || s.now().Sub(s.flushedAt) < maxCheckpointAge {
+		return
+	}
+	done, err := s.db.AsyncFlush()
+	if err != nil {
+		s.log.Warn("state: cannot start a flush", "err", err)
+		return
+	}
+	s.flushedAt, s.unflushed, s.ageFlush = s.now(), false, done
 }
 
 func (s *Store) setCheckpoint(cp Checkpoint) {
@@ -576,6 +634,32 @@ func (s *Store) Restore(entries []Entry, cp Checkpoint) error {
 	return nil
 }
 
+// Clear removes every key and sets cp, in one batch: a store whose
+// checkpoint the changelog cannot continue from (its log start is past
+// it) is emptied for a restore from the log start. Like Restore, it
+// refuses to run with pending writes.
+func (s *Store) Clear(cp Checkpoint) error {
+	if err := s.usable(); err != nil {
+		return err
+	}
+	if s.pending > 0 {
+		return fmt.Errorf("state: clear of %s with %d pending writes", s.dir, s.pending)
+	}
+	b := s.db.NewBatch()
+	defer b.Close()
+	if err := b.DeleteRange([]byte{userPrefix}, []byte{userEnd}, nil); err != nil {
+		return fmt.Errorf("state: clear of %s: %w", s.dir, err)
+	}
+	if err := b.Set(keyCheckpoint, encodeCheckpoint(cp), nil); err != nil {
+		return fmt.Errorf("state: clear of %s: %w", s.dir, err)
+	}
+	if err := s.apply(b); err != nil {
+		return err
+	}
+	s.setCheckpoint(cp)
+	return nil
+}
+
 // ApproxSize returns pebble's estimate of the store's size on disk in bytes
 // (tables, WAL and manifest), for stats. 0 once closed.
 func (s *Store) ApproxSize() int64 {
@@ -600,10 +684,14 @@ func (s *Store) lockDB() error {
 	return nil
 }
 
-// Close drops any pending writes and closes the store. A store made unusable
-// by a failed write is abandoned rather than closed (pebble may hold an
-// internal lock forever after such a failure): its directory stays locked
-// until the process exits.
+// Close drops any pending writes, flushes what was committed to tables and
+// closes the store. The flush is what makes a clean close durable without
+// pebble's WAL (see pebbleOptions): pebble's own Close drops the memtable,
+// and the next Open would find the checkpoint of the last flush and replay
+// the changelog from there. It also spares the next Open a WAL replay when
+// the WAL is on. A store made unusable by a failed write is abandoned rather
+// than closed (pebble may hold an internal lock forever after such a
+// failure): its directory stays locked until the process exits.
 func (s *Store) Close() error {
 	if s.scans > 0 {
 		return fmt.Errorf("state: close of %s inside a scan callback", s.dir)
@@ -621,8 +709,9 @@ func (s *Store) Close() error {
 	s.dropWriteOnly()
 	var err error
 	if s.broken == nil {
+		err = s.flush()
 		s.dbMu.Lock()
-		err = s.db.Close()
+		err = errors.Join(err, s.db.Close())
 		s.dbMu.Unlock()
 		err = errors.Join(err, s.lock.Close())
 	}
@@ -631,6 +720,32 @@ func (s *Store) Close() error {
 		return fmt.Errorf("state: close %s: %w", s.dir, err)
 	}
 	return nil
+}
+
+// flush writes the memtables to tables and waits for them. A flush that
+// fails in the background (a full or read-only disk) is retried by pebble
+// for ever, so it waits for that failure too and returns it: what the
+// memtable held is then lost at Close, and the checkpoint on disk, older,
+// still agrees with its data.
+func (s *Store) flush() (err error) {
+	if err := s.bg.get(); err != nil {
+		return fmt.Errorf("state: flushing %s: pebble failed in the background: %w", s.dir, err)
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("state: flushing %s: %v", s.dir, r)
+		}
+	}()
+	done, err := s.db.AsyncFlush()
+	if err != nil {
+		return fmt.Errorf("state: flushing %s: %w", s.dir, err)
+	}
+	select {
+	case <-done:
+		return nil
+	case <-s.bg.failed():
+		return fmt.Errorf("state: flushing %s: %w", s.dir, s.bg.get())
+	}
 }
 
 func encodeCheckpoint(cp Checkpoint) []byte {

@@ -543,55 +543,6 @@ func TestUntrustedStoresAreRebuilt(t *testing.T) {
 	}
 }
 
-// TestTornWALTail cuts the WAL at every length: whatever pebble recovers,
-// the data and the checkpoint must agree (both batches or the first only).
-func TestTornWALTail(t *testing.T) {
-	base := t.TempDir()
-	src := filepath.Join(base, "src")
-	s, err := Open(Options{Dir: src, Identity: testID})
-	if err != nil {
-		t.Fatal(err)
-	}
-	put(t, s, "a", "1")
-	commit(t, s, 1, 10)
-	put(t, s, "a", "2", "b", "2")
-	commit(t, s, 2, 20)
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
-	logs := files(t, src, "*.log")
-	if len(logs) != 1 {
-		t.Fatalf("WALs: %v", logs)
-	}
-	wal, err := os.ReadFile(logs[0])
-	if err != nil {
-		t.Fatal(err)
-	}
-	seen := map[string]bool{}
-	for cut := 0; cut <= len(wal); cut += 7 {
-		dir := filepath.Join(base, fmt.Sprint(cut))
-		if err := os.CopyFS(dir, os.DirFS(src)); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.Truncate(filepath.Join(dir, filepath.Base(logs[0])), int64(cut)); err != nil {
-			t.Fatal(err)
-		}
-		s, err := Open(Options{Dir: dir, Identity: testID, BlockCacheBytes: 1 << 20})
-		if err != nil {
-			t.Fatalf("cut %d: %v", cut, err)
-		}
-		state := fmt.Sprintf("%v a=%s b=%s", s.Checkpoint(), get(t, s, "a"), get(t, s, "b"))
-		seen[state] = true
-		switch state {
-		case "{0 -1} a=<none> b=<none>", "{1 10} a=1 b=<none>", "{2 20} a=2 b=2":
-		default:
-			t.Errorf("cut %d: data and checkpoint disagree: %s", cut, state)
-		}
-		_ = s.Close()
-	}
-	t.Logf("states seen: %v", seen)
-}
-
 func TestEnvironmentErrorsNameTheDirAndNeverWipe(t *testing.T) {
 	t.Run("dir under a file", func(t *testing.T) {
 		file := filepath.Join(t.TempDir(), "file")
@@ -1054,5 +1005,31 @@ func TestKeyLayout(t *testing.T) {
 	}
 	if got := get(t, s, "a"); got != "<none>" {
 		t.Errorf("a=%s after the rebuild", got)
+	}
+}
+
+// TestCloseFlushes checks that a clean close leaves what was committed in
+// tables, not only in the WAL: the store opens at its last commit with every
+// WAL removed.
+func TestCloseFlushes(t *testing.T) {
+	dir := t.TempDir()
+	s := openStore(t, dir)
+	put(t, s, "a", "1", "b", "2")
+	commit(t, s, 7, 70)
+	put(t, s, "c", "3") // pending at close: dropped
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for _, wal := range files(t, dir, "*.log") {
+		if err := os.Remove(wal); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s = openStore(t, dir)
+	if s.Rebuilt() != "" || s.Checkpoint() != (Checkpoint{7, 70}) {
+		t.Fatalf("after close and reopen without WAL: rebuilt %q, checkpoint %+v", s.Rebuilt(), s.Checkpoint())
+	}
+	if got := dump(t, func(fn func(k, v []byte) bool) error { return s.Range(nil, nil, fn) }); got != "a=1 b=2" {
+		t.Errorf("after close and reopen without WAL: %q", got)
 	}
 }
