@@ -59,18 +59,22 @@ func (s *standbys) wakeLocked() {
 	}
 }
 
+// idlePollBound bounds how long the follower's poll waits for changelog
+// records: an idle follower still comes round to flush its stores' old
+// memtables (see standbys.apply).
+const idlePollBound = time.Minute
+
 // pollContext is the context of the follower's next poll: it ends when
-// queued replicas are due, or when wakeLocked is called.
+// queued replicas are due, after idlePollBound, or when wakeLocked is
+// called.
 func (s *standbys) pollContext(ctx context.Context) (context.Context, context.CancelFunc) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var pollCtx context.Context
-	var cancel context.CancelFunc
-	if len(s.pending) > 0 {
-		pollCtx, cancel = context.WithDeadline(ctx, s.startAt)
-	} else {
-		pollCtx, cancel = context.WithCancel(ctx)
+	deadline := time.Now().Add(idlePollBound)
+	if len(s.pending) > 0 && s.startAt.Before(deadline) {
+		deadline = s.startAt
 	}
+	pollCtx, cancel := context.WithDeadline(ctx, deadline)
 	s.wakePoll = cancel
 	return pollCtx, cancel
 }

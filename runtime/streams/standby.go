@@ -218,6 +218,14 @@ func (s *standbys) apply(fetches kgo.Fetches) {
 			events = append(events, f.event(s.app, n, ""))
 		}
 	})
+	// A replica's store runs without pebble's WAL, as the active's does:
+	// what it applied reaches the disk with a memtable's flush, and the age
+	// of its last flushed checkpoint is bounded even while its changelog is
+	// idle (state.Store.FlushIfOld; the poll comes back at least every
+	// idlePollBound).
+	for _, f := range s.byTP {
+		f.store.db.FlushIfOld()
+	}
 	s.mu.Unlock()
 	for _, id := range failed {
 		// The next rebalance places the replica again, from its
