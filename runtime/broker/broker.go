@@ -197,6 +197,13 @@ func Start(cfg Config) (*Broker, error) {
 		// Kafka Streams apps use session timeouts well below kfake's 6 s
 		// floor when tests want fast failure detection.
 		kfake.GroupMinSessionTimeout(500 * time.Millisecond),
+		// No broker-wide time retention in kfake: its own pass, which
+		// Cluster.Compact runs for every topic, drops everything up to
+		// any batch past retention, so one record stamped long ago took
+		// the records of now before it. ApplyRetention deletes by time
+		// as Kafka does, from the log's start (see there); a topic's own
+		// retention.ms still reaches kfake's pass.
+		kfake.BrokerConfigs(map[string]string{"log.retention.ms": "-1"}),
 	}
 	if cfg.Logger != nil {
 		opts = append(opts, kfake.WithLogger(slogLogger{cfg.Logger}))
