@@ -9,6 +9,7 @@ import (
 	"time"
 
 	dto "github.com/prometheus/client_model/go"
+	"github.com/twmb/franz-go/pkg/kadm"
 
 	"github.com/braidstream/braid/runtime/streams"
 )
@@ -159,6 +160,15 @@ func TestSupervisorEndToEnd(t *testing.T) {
 	if msgs := sub.messages(); msgs[0].Type != "snapshot" || msgs[0].Snapshot == nil {
 		t.Errorf("the subscriber's first message is %+v, want a snapshot", msgs[0])
 	}
+
+	// The standbys catch up as soon as the changelog records are written,
+	// a moment before the input offsets are committed: a crash in between
+	// would replay the victim's task from its last commit, and count its
+	// replayed records late too.
+	adm := kadm.NewClient(newClient(t, b))
+	waitForState(t, 60*time.Second, "the group's commit of every reading", func() bool {
+		return readingsCommitted(adm, "mon-e2e")
+	}, state)
 
 	// Crash the instance running the first task.
 	victim := d.Instances[0].ID

@@ -283,3 +283,24 @@ func findInstance(d *Deployment, id string) *Instance {
 	}
 	return nil
 }
+
+// readingsCommitted says whether group has committed offsets at the end
+// of every partition of "readings".
+func readingsCommitted(adm *kadm.Client, group string) bool {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	ends, err := adm.ListEndOffsets(ctx, "readings")
+	if err != nil || ends.Error() != nil {
+		return false
+	}
+	committed, err := adm.FetchOffsets(ctx, group)
+	if err != nil || committed.Error() != nil {
+		return false
+	}
+	all := true
+	ends.Each(func(e kadm.ListedOffset) {
+		c, ok := committed.Lookup("readings", e.Partition)
+		all = all && ok && c.At >= e.Offset
+	})
+	return all
+}
