@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"iter"
 	"maps"
 	"os"
 	"path/filepath"
@@ -68,40 +69,35 @@ func (a *App) onAssigned(ctx context.Context, cl *kgo.Client, assigned map[strin
 // suspended ones it gave back.
 func (a *App) takeActives(assigned map[string][]int32, now time.Time) (arrived, resumed []*task, kept []TaskID) {
 	arrivals := a.prepareArrivals(assigned)
-	for _, topic := range slices.Sorted(maps.Keys(assigned)) {
-		src, ok := a.sources[topic]
-		if !ok {
-			continue
-		}
+	for topic, p := range a.assignedSources(assigned) {
+		src := a.sources[topic]
 		st := a.topo.subtopologies[src.subtopology]
-		for _, p := range assigned[topic] {
-			id := TaskID{Subtopology: st.id, Partition: p}
-			t, ok := a.tasks[id]
-			if !ok {
-				if t = a.suspended[id]; t != nil {
-					delete(a.suspended, id)
-					kept = append(kept, id)
-					if t.interrupted {
-						t.interrupted = false
-						resumed = append(resumed, t)
-					}
-				} else {
-					var err error
-					t, err = a.arrive(st, id, arrivals[id], now)
-					delete(arrivals, id)
-					if err != nil {
-						a.setAsyncError(&TaskFailedError{Task: id, Err: err})
-						continue
-					}
-					arrived = append(arrived, t)
+		id := TaskID{Subtopology: st.id, Partition: p}
+		t, ok := a.tasks[id]
+		if !ok {
+			if t = a.suspended[id]; t != nil {
+				delete(a.suspended, id)
+				kept = append(kept, id)
+				if t.interrupted {
+					t.interrupted = false
+					resumed = append(resumed, t)
 				}
-				a.tasks[id] = t
+			} else {
+				var err error
+				t, err = a.arrive(st, id, arrivals[id], now)
+				delete(arrivals, id)
+				if err != nil {
+					a.setAsyncError(&TaskFailedError{Task: id, Err: err})
+					continue
+				}
+				arrived = append(arrived, t)
 			}
-			tp := TopicPartition{topic, p}
-			t.addPartition(tp, t.sources[src])
-			a.byTP[tp] = t.queues[len(t.queues)-1]
-			a.taskOf[tp] = t
+			a.tasks[id] = t
 		}
+		tp := TopicPartition{topic, p}
+		t.addPartition(tp, t.sources[src])
+		a.byTP[tp] = t.queues[len(t.queues)-1]
+		a.taskOf[tp] = t
 	}
 	return arrived, resumed, kept
 }
@@ -123,28 +119,22 @@ type arrival struct {
 func (a *App) prepareArrivals(assigned map[string][]int32) map[TaskID]*arrival {
 	arrivals := make(map[TaskID]*arrival)
 	var opening []*taskOpening
-	for _, topic := range slices.Sorted(maps.Keys(assigned)) {
-		src, ok := a.sources[topic]
-		if !ok {
+	for topic, p := range a.assignedSources(assigned) {
+		st := a.topo.subtopologies[a.sources[topic].subtopology]
+		id := TaskID{Subtopology: st.id, Partition: p}
+		if a.tasks[id] != nil || a.suspended[id] != nil || arrivals[id] != nil {
 			continue
 		}
-		st := a.topo.subtopologies[src.subtopology]
-		for _, p := range assigned[topic] {
-			id := TaskID{Subtopology: st.id, Partition: p}
-			if a.tasks[id] != nil || a.suspended[id] != nil || arrivals[id] != nil {
-				continue
+		ar := new(arrival)
+		arrivals[id] = ar
+		if sb := a.standby.release(id, "promoted"); sb != nil && sb.stores != nil {
+			ar.stores, ar.replica = sb.stores, "standby"
+			if sb.warmup {
+				ar.replica = "warm-up"
 			}
-			ar := new(arrival)
-			arrivals[id] = ar
-			if sb := a.standby.release(id, "promoted"); sb != nil && sb.stores != nil {
-				ar.stores, ar.replica = sb.stores, "standby"
-				if sb.warmup {
-					ar.replica = "warm-up"
-				}
-				continue
-			}
-			opening = append(opening, newTaskOpening(st, id))
+			continue
 		}
+		opening = append(opening, newTaskOpening(st, id))
 	}
 	a.openTasksStores(opening)
 	for _, op := range opening {
@@ -154,19 +144,28 @@ func (a *App) prepareArrivals(assigned map[string][]int32) map[TaskID]*arrival {
 	return arrivals
 }
 
-// arrive creates a task new to this instance on what prepareArrivals
-// prepared for it; without that (nil), from its replica's stores when
-// there is one, else on stores it opens.
-func (a *App) arrive(st *subtopology, id TaskID, ar *arrival, now time.Time) (*task, error) {
-	if ar == nil {
-		ar = new(arrival)
-		if sb := a.standby.release(id, "promoted"); sb != nil && sb.stores != nil {
-			ar.stores, ar.replica = sb.stores, "standby"
-			if sb.warmup {
-				ar.replica = "warm-up"
+// assignedSources yields the assigned partitions of the topology's
+// sources, topics in order: the one walk of an assignment that
+// prepareArrivals and takeActives both make, so that every task new to
+// the member has its arrival prepared.
+func (a *App) assignedSources(assigned map[string][]int32) iter.Seq2[string, int32] {
+	return func(yield func(string, int32) bool) {
+		for _, topic := range slices.Sorted(maps.Keys(assigned)) {
+			if a.sources[topic] == nil {
+				continue
+			}
+			for _, p := range assigned[topic] {
+				if !yield(topic, p) {
+					return
+				}
 			}
 		}
 	}
+}
+
+// arrive creates a task new to this instance on what prepareArrivals
+// prepared for it (ar): its replica's stores, or its own.
+func (a *App) arrive(st *subtopology, id TaskID, ar *arrival, now time.Time) (*task, error) {
 	if ar.err != nil {
 		return nil, ar.err
 	}
