@@ -63,11 +63,13 @@ const frameMs = 20
 
 // keptLane is what the test reads of the kept-running lane.
 type keptLane struct {
-	Pauses     int       `json:"pauses"`
-	Unmoved    int       `json:"unmoved"`
-	Suspended  []string  `json:"suspended"`
-	Processing [][]int64 `json:"processing"`
-	Pause      []int64   `json:"pause"`
+	Pauses    int      `json:"pauses"`
+	Unmoved   int      `json:"unmoved"`
+	Suspended []string `json:"suspended"`
+	// Times are milliseconds since the epoch; the monitor's carry
+	// fractions of a millisecond, so they are read as float64.
+	Processing [][]float64 `json:"processing"`
+	Pause      []float64   `json:"pause"`
 }
 
 // evalAwait runs JavaScript that returns a promise and decodes what it
