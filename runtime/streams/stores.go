@@ -67,7 +67,7 @@ type taskStore struct {
 }
 
 // typedValues says which values a store's serde decodes back to
-// themselves (see decodesAs): int64 or string values (kind), inside a
+// themselves (see typedValues.decodesAs): int64 or string values (kind), inside a
 // windowed store's stamped values when stamped is set.
 type typedValues struct {
 	kind    typedKind
@@ -97,7 +97,10 @@ func typedValuesOf(serde Serde) typedValues {
 	return tv
 }
 
-// decodesAs is decodesAs(serde, v) for the serde tv was worked out for.
+// decodesAs reports whether the serde tv was worked out for decodes what
+// it encodes of v back to v itself, value and type, so that a cached row
+// can be used without the round trip: int64 through Int64 and string
+// through String, also inside a windowed store's timestamped values.
 func (tv typedValues) decodesAs(v any) bool {
 	if tv.stamped {
 		sv, ok := v.(stamped)
@@ -323,26 +326,6 @@ func splitStamped(b []byte) (int64, []byte, error) {
 func appendStamped(dst []byte, ts int64, vb []byte) []byte {
 	dst = binary.BigEndian.AppendUint64(dst, uint64(ts))
 	return append(dst, vb...)
-}
-
-// decodesAs reports whether serde decodes what it encodes of v back to v
-// itself, value and type, so that a cached row can be used without the
-// round trip: int64 through Int64 and string through String, also inside
-// a windowed store's timestamped values.
-func decodesAs(serde Serde, v any) bool {
-	switch serde {
-	case Int64:
-		_, ok := v.(int64)
-		return ok
-	case String:
-		_, ok := v.(string)
-		return ok
-	}
-	if s, ok := serde.(stampedSerde); ok {
-		sv, ok := v.(stamped)
-		return ok && decodesAs(s.inner, sv.value)
-	}
-	return false
 }
 
 func (st *taskStore) changelogOrName() string {

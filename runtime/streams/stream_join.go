@@ -246,7 +246,7 @@ func (p *joinBufferProc) process(t *task, r record) error {
 	// The index keeps the value as pebble's bytes decode, so that the
 	// joiner sees the same types before and after a restart.
 	v := r.value
-	if !decodesAs(st.valueSerde, v) {
+	if !st.typed.decodesAs(v) {
 		if v, err = st.valueSerde.Deserialize(st.changelogOrName(), vb); err != nil {
 			return t.processingError(p.name, fmt.Errorf("store %q: decoding value: %w", st.spec.name, err))
 		}
