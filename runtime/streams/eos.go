@@ -365,7 +365,10 @@ func (st *taskStore) rollBack() {
 	clear(st.cache)
 	st.order, st.cacheBytes = nil, 0
 	st.db.Abort()
-	if st.win != nil {
+	switch {
+	case st.win != nil && st.win.mem != nil:
+		st.undoBuffer()
+	case st.win != nil:
 		st.win = newWindowState(st.spec, st.win.inner)
 	}
 	if st.unmatched != nil {

@@ -269,7 +269,10 @@ func (a *App) placeReplicas(plan assign.Assignment, left []*task) []*standbyTask
 			// when it left. So they go now, as when a transaction
 			// aborts; a promotion reloads them from pebble
 			// (task.start). The suspended task committed, so no
-			// pending write is dropped.
+			// pending write is dropped. The join buffers in memory
+			// write their snapshots first, for the replica to
+			// follow on from.
+			t.settleBuffers()
 			for _, st := range t.storeList {
 				st.rollBack()
 			}

@@ -566,6 +566,9 @@ func (st *taskStore) dropClean(t *task) {
 // The caller flushed the producer first, so every pending write has its
 // changelog record acknowledged.
 func (st *taskStore) commit(streamTime int64) error {
+	if st.win != nil && st.win.mem != nil {
+		return st.commitBuffer(streamTime)
+	}
 	cp := state.Checkpoint{ChangelogOffset: st.lastOffset.Load() + 1, StreamTime: streamTime}
 	if st.db.Pending() == 0 && cp == st.db.Checkpoint() {
 		// An idle store's last commit must reach the disk too: without

@@ -219,11 +219,15 @@ func (p *joinBufferProc) process(t *task, r record) error {
 		return err
 	}
 	// One slice of the task's key arena holds the changelog key (the
-	// producer keeps it until sent, the index until it expires) and the
-	// pebble key (the store keeps it until the commit): inner,
-	// timestamp, sequence number; then storeKey's.
+	// producer keeps it until sent, the index until it expires) and, for
+	// a buffer pebble holds, the pebble key (the store keeps it until the
+	// commit): inner, timestamp, sequence number; then storeKey's.
 	n := len(inner) + 12
-	buf := t.keys.alloc(2*n + 8)
+	size := n
+	if w.mem == nil {
+		size = 2*n + 8
+	}
+	buf := t.keys.alloc(size)
 	buf = append(buf, inner...)
 	buf = binary.BigEndian.AppendUint64(buf, uint64(r.timestamp))
 	buf = binary.BigEndian.AppendUint32(buf, w.seq)
@@ -236,11 +240,13 @@ func (p *joinBufferProc) process(t *task, r record) error {
 		st.dropLate(t, r, Windowed{Key: r.key, Start: from, End: to})
 		return forward(t, p.next, r)
 	}
-	sk := w.storeKey(buf[n:], kb)
 	w.maxSegment = max(w.maxSegment, r.timestamp/w.interval)
 	w.stored(r.timestamp)
-	if err := st.db.PutWriteOnly(sk, vb); err != nil {
-		return t.processingError(p.name, fmt.Errorf("writing store %q: %w", st.spec.name, err))
+	if w.mem == nil {
+		// Not in memory (no changelog): pebble is its only copy.
+		if err := st.db.PutWriteOnly(w.storeKey(buf[n:], kb), vb); err != nil {
+			return t.processingError(p.name, fmt.Errorf("writing store %q: %w", st.spec.name, err))
+		}
 	}
 	st.log(t, kb, vb, r.timestamp)
 	// The index keeps the value as pebble's bytes decode, so that the

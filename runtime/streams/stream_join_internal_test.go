@@ -1,17 +1,71 @@
 package streams
 
 import (
+	"encoding/binary"
 	"fmt"
+	"maps"
 	"slices"
 	"testing"
 	"time"
 )
 
-// TestJoinIndexAgreesWithPebble checks that a join buffer's in-memory
-// index holds what pebble holds once committed, also across segment expiry and after a
-// restart rebuilt it from pebble: records of 20 keys over 10 minutes of
-// event time, with 30 s windows, so that segments (of a minute) expire.
-func TestJoinIndexAgreesWithPebble(t *testing.T) {
+// joinBufferRows renders a join buffer's index as "key@ts#seq=value",
+// sorted; committedOnly leaves out the records numbered after its last
+// commit.
+func joinBufferRows(st *taskStore, committedOnly bool) []string {
+	w := st.win
+	var out []string
+	for _, b := range w.index {
+		for _, r := range b.recs {
+			if committedOnly && w.mem != nil && uncommitted(r.kb, w.mem.committed.seq, w.seq) {
+				continue
+			}
+			out = append(out, bufferRow(r.kb, fmt.Sprint(r.value)))
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+func bufferRow(kb []byte, value string) string {
+	n := len(kb) - 12
+	return fmt.Sprintf("%s@%d#%d=%s", kb[:n], binary.BigEndian.Uint64(kb[n:]), binary.BigEndian.Uint32(kb[n+8:]), value)
+}
+
+// replayedRows is what a restart from pebble would rebuild of a join
+// buffer: pebble's rows, then its changelog from pebble's checkpoint on,
+// less the records before the segments the index expired.
+func replayedRows(t *testing.T, d *TestDriver, st *taskStore) []string {
+	t.Helper()
+	w := st.win
+	rows := make(map[string]bool)
+	keep := func(kb []byte, value string) {
+		if w.segmentTime(kb) >= w.expiredBelow*w.interval {
+			rows[bufferRow(kb, value)] = true
+		}
+	}
+	if err := st.db.Range(nil, nil, func(sk, vb []byte) bool {
+		keep(w.changelogKey(nil, sk), string(vb))
+		return true
+	}); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range d.Output(st.changelog) {
+		if r.Offset >= st.db.Checkpoint().ChangelogOffset && len(r.Key) > 0 {
+			keep(r.Key, string(r.Value))
+		}
+	}
+	return slices.Sorted(maps.Keys(rows))
+}
+
+// TestJoinBufferInMemory checks a join buffer in memory against what
+// pebble and the changelog would give a restart: records of 20 keys over
+// 10 minutes of event time, with 30 s windows, so that segments (of a
+// minute) expire and commits move pebble's checkpoint forward, emptying
+// it. Whatever the commit, pebble's rows and the changelog from its
+// checkpoint rebuild the index; an abort returns the index to the last
+// commit; and a close writes a snapshot that the next start loads.
+func TestJoinBufferInMemory(t *testing.T) {
 	b := NewBuilder()
 	left := b.Stream([]string{"l"}, WithSerdes(String, String))
 	right := b.Stream([]string{"r"}, WithSerdes(String, String))
@@ -21,60 +75,88 @@ func TestJoinIndexAgreesWithPebble(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	stores := []string{"j-this-join-store", "j-other-join-store"}
 	dir := t.TempDir()
-	check := func(d *TestDriver) {
-		t.Helper()
-		tk := d.tasks()[0]
-		for _, name := range []string{"j-this-join-store", "j-other-join-store"} {
-			st := tk.stores[name]
-			for k := range 20 {
-				inner := []byte(fmt.Sprintf("k%d", k))
-				fromIndex := st.bufferedRecords(nil, inner, 0, 1<<62)
-				fromPebble, err := st.scanBuffered(nil, inner, 0, 1<<62)
-				if err != nil {
-					t.Fatal(err)
-				}
-				str := func(rs []bufferedRecord) []string {
-					var out []string
-					for _, r := range rs {
-						out = append(out, fmt.Sprintf("%x=%v", r.kb, r.value))
-					}
-					slices.Sort(out)
-					return out
-				}
-				if a, b := str(fromIndex), str(fromPebble); !slices.Equal(a, b) {
-					t.Errorf("store %s key k%d: index %v, pebble %v", name, k, a, b)
-				}
-			}
-		}
-	}
 	d, err := NewTestDriver(topo, DriverConfig{StateDir: dir})
 	if err != nil {
 		t.Fatal(err)
 	}
-	for i := range 600 {
-		topic := "l"
-		if i%3 == 0 {
-			topic = "r"
-		}
-		if err := d.Pipe(topic, []byte(fmt.Sprintf("k%d", i%20)), []byte(fmt.Sprint(i)), int64(i)*1000); err != nil {
-			t.Fatal(err)
+	pipe := func(from, to int) {
+		t.Helper()
+		for i := from; i < to; i++ {
+			topic := "l"
+			if i%3 == 0 {
+				topic = "r"
+			}
+			if err := d.Pipe(topic, []byte(fmt.Sprintf("k%d", i%20)), []byte(fmt.Sprint(i)), int64(i)*1000); err != nil {
+				t.Fatal(err)
+			}
 		}
 	}
-	// The buffers write to pebble write-only: pebble has their records
-	// once the commit applied them.
+	moved := 0
+	for i := 0; i < 600; i += 50 {
+		pipe(i, i+50)
+		if err := d.Commit(); err != nil {
+			t.Fatal(err)
+		}
+		for _, name := range stores {
+			st := d.tasks()[0].stores[name]
+			if st.win.mem == nil {
+				t.Fatalf("store %s is not in memory", name)
+			}
+			if st.db.Checkpoint().ChangelogOffset > 0 {
+				moved++
+			}
+			if got, want := joinBufferRows(st, false), replayedRows(t, d, st); !slices.Equal(got, want) {
+				t.Fatalf("after record %d, store %s: index %v\nrestart would rebuild %v", i+50, name, got, want)
+			}
+		}
+	}
+	if moved == 0 {
+		t.Error("no commit moved pebble's checkpoint forward: a crash would replay the whole changelog")
+	}
+
+	// An abort (as exactly-once's) returns the index to the last commit.
+	committed := make(map[string][]string)
+	for _, name := range stores {
+		committed[name] = joinBufferRows(d.tasks()[0].stores[name], false)
+	}
+	pipe(600, 640)
+	for _, name := range stores {
+		st := d.tasks()[0].stores[name]
+		if slices.Equal(joinBufferRows(st, false), committed[name]) {
+			t.Fatalf("store %s: 40 more records changed nothing", name)
+		}
+		if got := joinBufferRows(st, true); !slices.Equal(got, committed[name]) {
+			t.Fatalf("store %s: the committed records changed: %v, want %v", name, got, committed[name])
+		}
+		st.rollBack()
+		if got := joinBufferRows(st, false); !slices.Equal(got, committed[name]) {
+			t.Errorf("store %s after an abort: %v, want %v", name, got, committed[name])
+		}
+	}
+
+	// A close writes the committed buffer; the next start loads it.
+	pipe(600, 620)
 	if err := d.Commit(); err != nil {
 		t.Fatal(err)
 	}
-	check(d)
-	if n := len(d.tasks()[0].stores["j-this-join-store"].win.index); n == 0 {
-		t.Fatal("the index is empty")
+	pipe(620, 630) // not committed: not in the snapshot
+	for _, name := range stores {
+		committed[name] = joinBufferRows(d.tasks()[0].stores[name], true)
 	}
-	d.Close()
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
 	d, err = NewTestDriver(topo, DriverConfig{StateDir: dir})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer d.Close()
-	check(d)
+	for _, name := range stores {
+		st := d.tasks()[0].stores[name]
+		if got := joinBufferRows(st, false); !slices.Equal(got, committed[name]) {
+			t.Errorf("store %s after a restart: %v\nwant %v", name, got, committed[name])
+		}
+	}
 }

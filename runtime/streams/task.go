@@ -467,8 +467,15 @@ func (t *task) flushStores() error {
 }
 
 // closeStores closes the task's stores; pending writes not committed are
-// dropped, and the changelog brings them back on the next restore.
-func (t *task) closeStores() { closeTaskStores(t.storeList) }
+// dropped, and the changelog brings them back on the next restore. The
+// join buffers in memory write their snapshots first, unless the App
+// crashes: a dead process writes nothing.
+func (t *task) closeStores() {
+	if !t.app.crashing.Load() {
+		t.settleBuffers()
+	}
+	closeTaskStores(t.storeList)
+}
 
 // checkpointStreamTime is the largest stream time the task's stores
 // checkpointed: stream time survives a restart or a move with the state.
@@ -484,7 +491,7 @@ func (t *task) checkpointStreamTime() int64 {
 	}
 	ts := int64(-1)
 	for _, st := range stores {
-		ts = max(ts, st.db.Checkpoint().StreamTime)
+		ts = max(ts, st.committedStreamTime())
 	}
 	return ts
 }

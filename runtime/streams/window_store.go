@@ -91,6 +91,9 @@ type windowState struct {
 	// record to a known key assigns nothing: an assignment would allocate
 	// the key's string again.
 	index map[string]*bufferedRecords
+	// mem is set while a logged join buffer of an active task lives in
+	// memory, pebble holding a snapshot only (see join_buffer.go).
+	mem *liveBuffer
 }
 
 // bufferedRecords are one key's records in a join buffer, oldest first,
@@ -539,6 +542,9 @@ func (st *taskStore) flushClosed(t *task, kb string, e *cacheEntry) error {
 // records out of order.
 func (st *taskStore) expireSegments(now int64) error {
 	w := st.win
+	if w.mem != nil {
+		return nil // expired at commits (commitBuffer)
+	}
 	if w.spec.kind == joinWindowKind {
 		now = min(now, w.storedUpTo)
 	}
@@ -546,8 +552,8 @@ func (st *taskStore) expireSegments(now int64) error {
 		return nil
 	}
 	w.expiredAt = now
-	below := (now - w.retention + 1) / w.interval
-	if now-w.retention+1 < 0 || below <= w.expiredBelow {
+	below, ok := w.expiryBelow(now)
+	if !ok {
 		return nil
 	}
 	if w.lowestSegment >= below {
@@ -562,6 +568,16 @@ func (st *taskStore) expireSegments(now int64) error {
 	w.expiredBelow = below
 	w.dropIndexed(below * w.interval)
 	return nil
+}
+
+// expiryBelow returns the first segment that stays at time now, and
+// whether segments below it are left to drop.
+func (w *windowState) expiryBelow(now int64) (int64, bool) {
+	if now < 0 || now-w.retention+1 < 0 {
+		return 0, false
+	}
+	below := (now - w.retention + 1) / w.interval
+	return below, below > w.expiredBelow
 }
 
 // loadSegments finds the lowest and highest segments in pebble, for a
@@ -595,6 +611,9 @@ func (st *taskStore) loadSegments() error {
 // twice.
 func (st *taskStore) loadOpenWindows(streamTime int64) error {
 	w := st.win
+	if w.mem != nil {
+		return nil // a join buffer in memory: its index is current
+	}
 	clear(w.open)
 	w.closing = w.closing[:0]
 	w.marked = streamTime
@@ -631,6 +650,10 @@ func (st *taskStore) loadOpenWindows(streamTime int64) error {
 	}
 	if err != nil {
 		return err
+	}
+	if w.spec.kind == joinWindowKind && st.changelog != "" {
+		st.goLive(streamTime)
+		return nil
 	}
 	return st.expireSegments(streamTime)
 }

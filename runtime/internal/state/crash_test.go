@@ -258,3 +258,52 @@ func TestClear(t *testing.T) {
 		t.Fatalf("after Clear: %q, checkpoint %+v", got, s.Checkpoint())
 	}
 }
+
+// TestReplace checks that Replace swaps a store's whole contents and its
+// checkpoint in one batch: a crash before the flush finds the old
+// contents with the old checkpoint, after it the new ones with the new.
+func TestReplace(t *testing.T) {
+	const dir = "/store"
+	fs := vfs.NewCrashableMem()
+	opts := Options{Dir: dir, Identity: testID, BlockCacheBytes: 1 << 20, Logged: true, fs: fs}
+	s, err := Open(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	crashed := func(want Checkpoint, wantData string) {
+		t.Helper()
+		opts.fs = fs.CrashClone(vfs.CrashCloneCfg{})
+		c, err := Open(opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		got := dump(t, func(fn func(k, v []byte) bool) error { return c.Range(nil, nil, fn) })
+		if c.Checkpoint() != want || got != wantData {
+			t.Fatalf("after a crash: checkpoint %+v, data %q; want %+v, %q", c.Checkpoint(), got, want, wantData)
+		}
+	}
+	put(t, s, "a", "1", "b", "2")
+	commit(t, s, 3, 30)
+	if err := s.flush(); err != nil {
+		t.Fatal(err)
+	}
+	put(t, s, "c", "3")
+	if err := s.Replace([]Entry{{Key: []byte("x"), Value: []byte("9")}}, Checkpoint{7, 70}); err == nil {
+		t.Fatal("Replace with pending writes succeeded")
+	}
+	s.Abort()
+	if err := s.Replace([]Entry{{Key: []byte("b"), Value: []byte("5")}, {Key: []byte("x"), Value: []byte("9")}}, Checkpoint{7, 70}); err != nil {
+		t.Fatal(err)
+	}
+	got := dump(t, func(fn func(k, v []byte) bool) error { return s.Range(nil, nil, fn) })
+	if got != "b=5 x=9" || s.Checkpoint() != (Checkpoint{7, 70}) {
+		t.Fatalf("after Replace: %q, checkpoint %+v", got, s.Checkpoint())
+	}
+	crashed(Checkpoint{3, 30}, "a=1 b=2")
+	if err := s.flush(); err != nil {
+		t.Fatal(err)
+	}
+	crashed(Checkpoint{7, 70}, "b=5 x=9")
+}

@@ -598,14 +598,36 @@ func (s *Store) Abort() {
 // changelog, with no pending writes (it returns an error if there are any,
 // since it is unclear whether they should land before or after the chunk).
 func (s *Store) Restore(entries []Entry, cp Checkpoint) error {
+	return s.write("restore", false, entries, cp)
+}
+
+// Clear removes every key and sets cp, in one batch: a store whose
+// checkpoint the changelog cannot continue from (its log start is past
+// it) is emptied for a restore from the log start. Like Restore, it
+// refuses to run with pending writes.
+func (s *Store) Clear(cp Checkpoint) error {
+	return s.write("clear", true, nil, cp)
+}
+
+// Replace makes entries the store's whole contents, with cp, in one batch:
+// a snapshot of state kept in memory (a join buffer's), which a crash
+// leaves whole or not at all. Like Restore, it refuses to run with pending
+// writes.
+func (s *Store) Replace(entries []Entry, cp Checkpoint) error {
+	return s.write("replace", true, entries, cp)
+}
+
+// write applies one batch: every user key removed first when clear is
+// set, then entries, then cp.
+func (s *Store) write(op string, clear bool, entries []Entry, cp Checkpoint) error {
 	if err := s.usable(); err != nil {
 		return err
 	}
 	if s.pending > 0 {
-		return fmt.Errorf("state: restore of %s with %d pending writes", s.dir, s.pending)
+		return fmt.Errorf("state: %s of %s with %d pending writes", op, s.dir, s.pending)
 	}
 	if err := s.bg.get(); err != nil {
-		return fmt.Errorf("state: restore of %s: pebble failed in the background: %w", s.dir, err)
+		return fmt.Errorf("state: %s of %s: pebble failed in the background: %w", op, s.dir, err)
 	}
 	size := 64
 	for _, e := range entries {
@@ -613,6 +635,11 @@ func (s *Store) Restore(entries []Entry, cp Checkpoint) error {
 	}
 	b := s.db.NewBatchWithSize(size)
 	defer b.Close()
+	if clear {
+		if err := b.DeleteRange([]byte{userPrefix}, []byte{userEnd}, nil); err != nil {
+			return fmt.Errorf("state: %s of %s: %w", op, s.dir, err)
+		}
+	}
 	for _, e := range entries {
 		var err error
 		if e.Value == nil {
@@ -621,37 +648,11 @@ func (s *Store) Restore(entries []Entry, cp Checkpoint) error {
 			err = b.Set(s.userKey(e.Key), e.Value, nil)
 		}
 		if err != nil {
-			return fmt.Errorf("state: restore of %s: %w", s.dir, err)
+			return fmt.Errorf("state: %s of %s: %w", op, s.dir, err)
 		}
 	}
 	if err := b.Set(keyCheckpoint, encodeCheckpoint(cp), nil); err != nil {
-		return fmt.Errorf("state: restore of %s: %w", s.dir, err)
-	}
-	if err := s.apply(b); err != nil {
-		return err
-	}
-	s.setCheckpoint(cp)
-	return nil
-}
-
-// Clear removes every key and sets cp, in one batch: a store whose
-// checkpoint the changelog cannot continue from (its log start is past
-// it) is emptied for a restore from the log start. Like Restore, it
-// refuses to run with pending writes.
-func (s *Store) Clear(cp Checkpoint) error {
-	if err := s.usable(); err != nil {
-		return err
-	}
-	if s.pending > 0 {
-		return fmt.Errorf("state: clear of %s with %d pending writes", s.dir, s.pending)
-	}
-	b := s.db.NewBatch()
-	defer b.Close()
-	if err := b.DeleteRange([]byte{userPrefix}, []byte{userEnd}, nil); err != nil {
-		return fmt.Errorf("state: clear of %s: %w", s.dir, err)
-	}
-	if err := b.Set(keyCheckpoint, encodeCheckpoint(cp), nil); err != nil {
-		return fmt.Errorf("state: clear of %s: %w", s.dir, err)
+		return fmt.Errorf("state: %s of %s: %w", op, s.dir, err)
 	}
 	if err := s.apply(b); err != nil {
 		return err

@@ -1,0 +1,224 @@
+package streams
+
+import (
+	"encoding/binary"
+	"fmt"
+	"slices"
+
+	"github.com/braidstream/braid/runtime/internal/state"
+)
+
+// A logged join buffer of an active task lives in memory: its index
+// (windowState.index) holds the records, the changelog is their durable
+// copy, and pebble holds a snapshot. Writing every buffered record to
+// pebble as well, to be read back only after a restart, cost a join most
+// of its commit (building a batch of every record of the interval) and
+// pebble's flushes and compactions besides (issue 39's profile).
+//
+// Pebble's contents and checkpoint stay consistent as they must for any
+// store: the data is the buffer as of the checkpoint's changelog offset,
+// and a restart replays the changelog from there. Three things keep it so:
+//
+//   - A commit writes no record. Once every record buffered before an
+//     earlier commit has expired (its side's latest timestamp moved past
+//     them by the retention, and the index dropped them), a restart
+//     needs nothing before that commit's changelog offset: the commit
+//     empties pebble with that offset as the checkpoint, in one small
+//     batch. So a crash replays about one retention of the changelog, as
+//     Kafka Streams' in-memory stores replay theirs, not its whole length.
+//   - Closing the task, or handing its stores to a standby, writes the
+//     buffer as of its last commit (records numbered before the commit's
+//     sequence number) with that commit's offset: one snapshot, which the
+//     next start loads instead of replaying.
+//   - Under exactly-once an abort is undone in memory: the records
+//     numbered from the last commit's sequence number on leave the index,
+//     and the side's latest timestamp returns to the commit's. Expiry runs
+//     at commits only, so no record an abort brings back into sight was
+//     dropped.
+//
+// A standby keeps following the changelog into pebble, off the active's
+// path; a promotion loads pebble into the index (loadOpenWindows), and the
+// buffer goes live. A buffer without a changelog keeps writing to pebble,
+// which is then its only copy.
+
+// liveBuffer is what a join buffer in memory knows beyond its index.
+type liveBuffer struct {
+	// committed is the buffer at its last commit: what an abort returns
+	// to and a snapshot writes.
+	committed bufferCommit
+	// points are commits after pebble's checkpoint, oldest first, that a
+	// restart could replay from once everything before them expired.
+	points []replayPoint
+}
+
+// bufferCommit is a join buffer at one commit.
+type bufferCommit struct {
+	// seq numbers the next record: the records before the commit are
+	// numbered below it (modulo 2^32, see uncommitted).
+	seq uint32
+	// storedUpTo and maxSegment are the window state's at the commit.
+	storedUpTo, maxSegment int64
+	// offset is the changelog offset after the commit's last record,
+	// streamTime the task's at the commit.
+	offset, streamTime int64
+}
+
+// replayPoint is a commit's changelog offset and the side's latest
+// timestamp then: every record before the offset is at most that old.
+type replayPoint struct{ offset, storedUpTo int64 }
+
+// goLive makes a logged join buffer, just loaded from pebble, the live
+// copy: the caller loaded pebble's records into the index.
+func (st *taskStore) goLive(streamTime int64) {
+	w := st.win
+	st.expireIndex(streamTime)
+	cp := st.db.Checkpoint()
+	w.mem = &liveBuffer{committed: bufferCommit{
+		seq: w.seq, storedUpTo: w.storedUpTo, maxSegment: w.maxSegment,
+		offset: cp.ChangelogOffset, streamTime: streamTime,
+	}}
+}
+
+// expireIndex drops the indexed records of segments past the retention,
+// as expireSegments drops them from pebble.
+func (st *taskStore) expireIndex(streamTime int64) {
+	w := st.win
+	if below, ok := w.expiryBelow(min(streamTime, w.storedUpTo)); ok {
+		w.expiredBelow = below
+		w.dropIndexed(below * w.interval)
+	}
+}
+
+// committedStreamTime is the task's stream time at the store's last
+// commit: pebble's checkpoint says it, but for a join buffer in memory,
+// whose commits do not reach pebble.
+func (st *taskStore) committedStreamTime() int64 {
+	if st.win != nil && st.win.mem != nil {
+		return st.win.mem.committed.streamTime
+	}
+	return st.db.Checkpoint().StreamTime
+}
+
+// replayPointSpacing divides a buffer's retention into the steps at which
+// commits are remembered as replay points: a restart replays at most
+// 1/replayPointSpacing of the retention more than it must, and a buffer
+// keeps about replayPointSpacing points however often it commits.
+const replayPointSpacing = 8
+
+// commitBuffer is commit for a join buffer in memory: it notes the
+// commit, expires what it may, and moves pebble's checkpoint forward,
+// emptying it, when a restart no longer needs what lies before.
+func (st *taskStore) commitBuffer(streamTime int64) error {
+	w, m := st.win, st.win.mem
+	offset := st.lastOffset.Load() + 1
+	m.committed = bufferCommit{seq: w.seq, storedUpTo: w.storedUpTo, maxSegment: w.maxSegment, offset: offset, streamTime: streamTime}
+	st.expireIndex(streamTime)
+	n := len(m.points)
+	if n == 0 || w.storedUpTo-m.points[n-1].storedUpTo >= max(w.retention/replayPointSpacing, 1) {
+		m.points = append(m.points, replayPoint{offset: offset, storedUpTo: w.storedUpTo})
+	}
+	// The latest point whose records the index dropped, all of them.
+	dropped := w.expiredBelow * w.interval
+	i := 0
+	for i < len(m.points) && m.points[i].storedUpTo < dropped {
+		i++
+	}
+	if i == 0 || m.points[i-1].offset <= st.db.Checkpoint().ChangelogOffset {
+		return st.applyPending()
+	}
+	p := m.points[i-1]
+	m.points = slices.Delete(m.points, 0, i)
+	// Rows a load found expired may be pending deletion: the batch
+	// empties pebble anyway.
+	st.db.Abort()
+	if err := st.db.Clear(state.Checkpoint{ChangelogOffset: p.offset, StreamTime: streamTime}); err != nil {
+		return fmt.Errorf("moving the checkpoint of join buffer %q: %w", st.spec.name, err)
+	}
+	return nil
+}
+
+// applyPending applies what is pending in pebble under its checkpoint
+// (the rows a load found expired), and otherwise lets pebble flush an
+// old checkpoint.
+func (st *taskStore) applyPending() error {
+	if st.db.Pending() == 0 {
+		st.db.FlushIfOld()
+		return nil
+	}
+	if err := st.db.Commit(st.db.Checkpoint()); err != nil {
+		return fmt.Errorf("committing store %q: %w", st.spec.name, err)
+	}
+	return nil
+}
+
+// undoBuffer returns a join buffer in memory to its last commit, as an
+// abort does to pebble's pending writes.
+func (st *taskStore) undoBuffer() {
+	w, c := st.win, st.win.mem.committed
+	if w.seq != c.seq {
+		for k, b := range w.index {
+			b.recs = slices.DeleteFunc(b.recs, func(r bufferedRecord) bool { return uncommitted(r.kb, c.seq, w.seq) })
+			if len(b.recs) == 0 {
+				delete(w.index, k)
+			}
+		}
+	}
+	w.seq, w.storedUpTo, w.maxSegment = c.seq, c.storedUpTo, c.maxSegment
+	w.last, w.lastValue = nil, nil
+	w.marked = min(w.marked, c.streamTime)
+}
+
+// uncommitted reports whether the record with changelog key kb was
+// buffered after the commit that numbered on from committed, next being
+// the buffer's next number now. Numbers are compared as distances from
+// committed, so that they may wrap.
+func uncommitted(kb []byte, committed, next uint32) bool {
+	seq := binary.BigEndian.Uint32(kb[len(kb)-4:])
+	return seq-committed < next-committed
+}
+
+// snapshotBuffer writes a join buffer in memory to pebble as of its last
+// commit, with that commit's checkpoint: its records numbered before the
+// commit, in their pebble layout, and nothing else.
+func (st *taskStore) snapshotBuffer() error {
+	w, c := st.win, st.win.mem.committed
+	var entries []state.Entry
+	for _, b := range w.index {
+		for _, r := range b.recs {
+			if uncommitted(r.kb, c.seq, w.seq) {
+				continue
+			}
+			vb, err := st.valueSerde.Serialize(st.changelogOrName(), r.value)
+			if err != nil {
+				return fmt.Errorf("store %q: serializing buffered value: %w", st.spec.name, err)
+			}
+			if vb == nil {
+				vb = []byte{}
+			}
+			entries = append(entries, state.Entry{Key: w.storeKey(nil, r.kb), Value: vb})
+		}
+	}
+	st.db.Abort()
+	if err := st.db.Replace(entries, state.Checkpoint{ChangelogOffset: c.offset, StreamTime: c.streamTime}); err != nil {
+		return fmt.Errorf("writing a snapshot of join buffer %q: %w", st.spec.name, err)
+	}
+	return nil
+}
+
+// settleBuffers writes a snapshot of every join buffer of t in memory and
+// leaves pebble their copy of record again: the task closes, or its
+// stores go to a standby, which writes its changelog records on top. A
+// buffer whose snapshot fails keeps pebble as it was, consistent with its
+// own checkpoint, and a restore replays more.
+func (t *task) settleBuffers() {
+	for _, st := range t.windowed {
+		if st.win.mem == nil {
+			continue
+		}
+		if err := st.snapshotBuffer(); err != nil {
+			t.app.log.Warn("a join buffer's snapshot failed; its next start replays its changelog from the checkpoint before",
+				"task", t.id.String(), "store", st.spec.name, "err", err)
+		}
+		st.win.mem = nil
+	}
+}
