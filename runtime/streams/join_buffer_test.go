@@ -127,3 +127,108 @@ func TestExactlyOnceJoinReplaysOneRetention(t *testing.T) {
 		})
 	}
 }
+
+// TestJoinBuffersMoveToStandbyAndBack moves join tasks away from an
+// instance and back while their buffers hold records whose partners are
+// still to come: a second instance takes some tasks (the first keeps
+// standbys of them, from the snapshot its buffers wrote as they left),
+// buffers more records, and stops; the first promotes its standbys, whose
+// pebble followed the second's changelog, into buffers in memory again.
+// Every pair is joined, across both moves.
+func TestJoinBuffersMoveToStandbyAndBack(t *testing.T) {
+	skipShort(t, "moves tasks between two instances")
+	const app, perPhase = "joinmove", 40
+	b := startBroker(t)
+	for _, topic := range []string{"jl", "jr", "joined"} {
+		createTopic(t, b, topic, 4)
+	}
+	windows := streams.JoinWindows{Before: time.Second, After: time.Second, Grace: time.Hour}
+	start := func(instance string) (*streams.App, func() error) {
+		t.Helper()
+		bld := streams.NewBuilder()
+		bld.Stream([]string{"jl"}).Join(bld.Stream([]string{"jr"}), concat, windows).To("joined")
+		topo, err := bld.Build()
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg := testConfig(b, app)
+		cfg.InstanceID, cfg.StateDir, cfg.StandbyReplicas = instance, t.TempDir(), 1
+		cfg.DefaultKeySerde, cfg.DefaultValueSerde = streams.String, streams.String
+		a, err := streams.New(topo, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return a, runApp(t, a)
+	}
+	processedAll := func(what string) {
+		t.Helper()
+		waitFor(t, 60*time.Second, what, func() bool {
+			for _, topic := range []string{"jl", "jr"} {
+				got := committedOffsets(t, b, app, topic)
+				for p, end := range endOffsets(t, b, topic) {
+					if got[p] < end {
+						return false
+					}
+				}
+			}
+			return true
+		})
+	}
+	var want []string
+	left := func(phase int) int64 { return t0 + int64(phase)*100_000 }
+	// produce sends the left records of phase and the right partners of
+	// the left records of the phase before.
+	produceAll := func(phase int) {
+		var recs []*kgo.Record
+		for i := range perPhase {
+			key := fmt.Sprintf("k%d", i)
+			if phase < 2 {
+				recs = append(recs, &kgo.Record{Topic: "jl", Key: []byte(key), Value: []byte(fmt.Sprintf("l%d_%d", phase, i)),
+					Timestamp: time.UnixMilli(left(phase) + int64(i)*1000)})
+			}
+			if phase > 0 {
+				l, r := fmt.Sprintf("l%d_%d", phase-1, i), fmt.Sprintf("r%d_%d", phase-1, i)
+				recs = append(recs, &kgo.Record{Topic: "jr", Key: []byte(key), Value: []byte(r),
+					Timestamp: time.UnixMilli(left(phase-1) + int64(i)*1000 + 500)})
+				want = append(want, fmt.Sprintf("%s=%s+%s", key, l, r))
+			}
+		}
+		produce(t, b, recs...)
+	}
+
+	first, stopFirst := start("a")
+	produceAll(0)
+	processedAll("the first phase processed")
+	second, stopSecond := start("b")
+	waitFor(t, 60*time.Second, "the second instance running tasks and the first keeping standbys of them", func() bool {
+		return len(second.Stats().Tasks) > 0 && len(first.Stats().Standbys) > 0 && len(first.Stats().Suspended) == 0
+	})
+	moved := len(second.Stats().Tasks)
+	produceAll(1)
+	processedAll("the second phase processed")
+	if err := stopSecond(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 60*time.Second, "the first instance running every task again", func() bool {
+		return len(first.Stats().Tasks) == 4
+	})
+	produceAll(2)
+	processedAll("the third phase processed")
+	if err := stopFirst(); err != nil {
+		t.Fatal(err)
+	}
+	got := make(map[string]int)
+	for _, r := range readCommitted(t, b, "joined") {
+		got[fmt.Sprintf("%s=%s", r.Key, r.Value)]++
+	}
+	for _, w := range want {
+		if got[w] == 0 {
+			t.Errorf("missing %s", w)
+		}
+		delete(got, w)
+	}
+	for extra := range got {
+		t.Errorf("not expected: %s", extra)
+	}
+	t.Logf("%d tasks moved to the second instance and back; %d pairs joined", moved, len(want))
+}
