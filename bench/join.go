@@ -180,7 +180,7 @@ func RunJoin(ctx context.Context, opts JoinOptions) (JoinReport, error) {
 		warmName    = "warm-up (hand-written join)"
 	)
 	fmt.Fprintf(w, "%s: franz-go alone: consumes both sides, buffers them in memory by key, produces every result and one changelog record per buffered record, commits\n", ceilingName)
-	fmt.Fprintf(w, "%s: Braid's Join: buffers in pebble window stores with changelogs, produces every result, commits\n", joinName)
+	fmt.Fprintf(w, "%s: Braid's Join: buffers in memory with changelogs (pebble a snapshot), produces every result, commits\n", joinName)
 	fmt.Fprintf(w, "%s: Braid's GroupByKey().Count() of both sides' records: each key written once per commit\n", countName)
 	width := max(len(joinName), len(ceilingName), len(countName), len(warmName))
 	checkCount := func(out string) (int64, error) { return checkCounts(ctx, brokers, out, perKey, countChecks{}) }
