@@ -1,6 +1,8 @@
 package streams
 
 import (
+	"bytes"
+	"cmp"
 	"encoding/binary"
 	"fmt"
 	"slices"
@@ -179,30 +181,61 @@ func uncommitted(kb []byte, committed, next uint32) bool {
 
 // snapshotBuffer writes a join buffer in memory to pebble as of its last
 // commit, with that commit's checkpoint: its records numbered before the
-// commit, in their pebble layout, and nothing else.
+// commit, in their pebble layout, and nothing else. The records go into
+// the batch in pebble's key order (time, then sequence number): a batch
+// that large is sorted when applied, which costs little when it already
+// is and most of the snapshot when it is not.
 func (st *taskStore) snapshotBuffer() error {
 	w, c := st.win, st.win.mem.committed
-	var entries []state.Entry
-	for _, b := range w.index {
-		for _, r := range b.recs {
-			if uncommitted(r.kb, c.seq, w.seq) {
-				continue
-			}
-			vb, err := st.valueSerde.Serialize(st.changelogOrName(), r.value)
-			if err != nil {
-				return fmt.Errorf("store %q: serializing buffered value: %w", st.spec.name, err)
-			}
-			if vb == nil {
-				vb = []byte{}
-			}
-			entries = append(entries, state.Entry{Key: w.storeKey(nil, r.kb), Value: vb})
+	recs := w.committedInTimeOrder(c.seq)
+	size := 0
+	for _, r := range recs {
+		size += len(r.kb) + 8
+	}
+	keys := make([]byte, 0, size)
+	entries := make([]state.Entry, len(recs))
+	for i, r := range recs {
+		vb, err := st.valueSerde.Serialize(st.changelogOrName(), r.value)
+		if err != nil {
+			return fmt.Errorf("store %q: serializing buffered value: %w", st.spec.name, err)
 		}
+		if vb == nil {
+			vb = []byte{}
+		}
+		n := len(keys)
+		keys = w.storeKey(keys, r.kb)
+		entries[i] = state.Entry{Key: keys[n:len(keys):len(keys)], Value: vb}
 	}
 	st.db.Abort()
 	if err := st.db.Replace(entries, state.Checkpoint{ChangelogOffset: c.offset, StreamTime: c.streamTime}); err != nil {
 		return fmt.Errorf("writing a snapshot of join buffer %q: %w", st.spec.name, err)
 	}
 	return nil
+}
+
+// committedInTimeOrder returns the buffer's records numbered before seq,
+// by timestamp and then sequence number, as pebble keys them.
+func (w *windowState) committedInTimeOrder(seq uint32) []*bufferedRecord {
+	n := 0
+	for _, b := range w.index {
+		n += len(b.recs)
+	}
+	recs := make([]*bufferedRecord, 0, n)
+	all := seq == w.seq
+	for _, b := range w.index {
+		for i := range b.recs {
+			if r := &b.recs[i]; all || !uncommitted(r.kb, seq, w.seq) {
+				recs = append(recs, r)
+			}
+		}
+	}
+	slices.SortFunc(recs, func(a, b *bufferedRecord) int {
+		if c := cmp.Compare(a.ts, b.ts); c != 0 {
+			return c
+		}
+		return bytes.Compare(a.kb[len(a.kb)-4:], b.kb[len(b.kb)-4:])
+	})
+	return recs
 }
 
 // settleBuffers writes a snapshot of every join buffer of t in memory and
