@@ -162,6 +162,11 @@ func (c *alosConsumer) runTopics(ctx context.Context, start time.Time, records i
 			if n := records - processed; len(rs) > n {
 				rs = rs[:n]
 			}
+			if processed == 0 {
+				// The first record begins to be processed now, as
+				// Braid's side reports its first (firstRecordWatcher).
+				clock.observe(time.Now(), 1)
+			}
 			if perr = process(p.Topic, p.Partition, rs); perr != nil {
 				return
 			}

@@ -66,6 +66,30 @@ func processed(app *streams.App) int64 {
 	return n
 }
 
+// firstRecordWatcher notes when the App began to process its first
+// record: the earliest TaskResumedEvent.FirstRecordAt. The App publishes
+// its processed counts once per poll, and a poll at start-up, with every
+// record there already, may take a few hundred thousand of them: the
+// counts alone would put the first record at the end of that poll.
+type firstRecordWatcher struct {
+	mu sync.Mutex
+	at time.Time
+}
+
+func (w *firstRecordWatcher) OnTaskResumed(e streams.TaskResumedEvent) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.at.IsZero() || e.FirstRecordAt.Before(w.at) {
+		w.at = e.FirstRecordAt
+	}
+}
+
+func (w *firstRecordWatcher) first() time.Time {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.at
+}
+
 // commitWatcher notes when the committed offsets first cover every record.
 type commitWatcher struct {
 	want int64

@@ -115,10 +115,12 @@ func runStateful(ctx context.Context, start time.Time, topo *streams.Topology, b
 // closes the App (which commits at once) and returns the time from start
 // to that commit, split in phases by a phaseClock fed from the same
 // millisecond poll of the App's processed count (so each phase bound is
-// up to a millisecond late).
+// up to a millisecond late), and from the time the first record began to
+// be processed (see firstRecordWatcher).
 func runUntilCommitted(ctx context.Context, start time.Time, topo *streams.Topology, cfg streams.Config, records int) (Result, error) {
 	done := &commitWatcher{want: int64(records), done: make(chan time.Time, 1)}
-	cfg.Hooks = append(cfg.Hooks, done)
+	first := &firstRecordWatcher{}
+	cfg.Hooks = append(cfg.Hooks, done, first)
 	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	app, err := streams.New(topo, cfg)
 	if err != nil {
@@ -131,6 +133,11 @@ func runUntilCommitted(ctx context.Context, start time.Time, topo *streams.Topol
 	clock := newPhaseClock(start, records)
 	for {
 		n := processed(app)
+		if n > 0 && clock.first.n == 0 {
+			if at := first.first(); !at.IsZero() {
+				clock.observe(at, 1)
+			}
+		}
 		clock.observe(time.Now(), int(n))
 		if n >= int64(records) {
 			break

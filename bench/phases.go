@@ -6,8 +6,8 @@ import "time"
 // every run pays once (creating clients and stores, joining the group,
 // the last flush and commit) no longer decide a ratio of short runs:
 //
-//   - StartUp runs from the call until the first input record was
-//     processed (for a restore: restored).
+//   - StartUp runs from the call until the first input record began to
+//     be processed (for a restore: was restored).
 //   - The steady span runs, in the usual case, from the first sample at or
 //     past 10% of the records to the first at or past 90% (see
 //     phaseClock), after the warm-up of the first tenth and before the
