@@ -1,5 +1,7 @@
 package streams
 
+import "github.com/twmb/franz-go/pkg/kgo"
+
 // keyArena hands out the keys a task writes to its changelogs and
 // pebble, sliced from one backing array per batch of records rather than
 // allocated one per record. A key outlives the record that made it: the
@@ -35,4 +37,26 @@ func (a *keyArena) alloc(n int) []byte {
 	b := a.free[:0:n]
 	a.free = a.free[n:]
 	return b
+}
+
+// recordArena hands out the records a task produces (sink outputs and
+// changelog records), from chunks rather than one allocation each, as
+// keyArena does keys: the producer keeps a record until the broker
+// acknowledges it, which is soon after, so a chunk's records die
+// together, and none is reused.
+type recordArena struct {
+	free []kgo.Record
+}
+
+// recordChunk is how many records a chunk holds.
+const recordChunk = 128
+
+// alloc returns a zeroed record.
+func (a *recordArena) alloc() *kgo.Record {
+	if len(a.free) == 0 {
+		a.free = make([]kgo.Record, recordChunk)
+	}
+	r := &a.free[0]
+	a.free = a.free[1:]
+	return r
 }

@@ -244,12 +244,9 @@ func (p *sinkProc) process(t *task, r record) error {
 	if err != nil {
 		return t.processingError(p.name, err)
 	}
-	t.produce(&kgo.Record{
-		Topic:     p.topic,
-		Key:       k,
-		Value:     v,
-		Timestamp: time.UnixMilli(r.timestamp),
-		Headers:   r.headers,
-	})
+	out := t.records.alloc()
+	out.Topic, out.Key, out.Value = p.topic, k, v
+	out.Timestamp, out.Headers = time.UnixMilli(r.timestamp), r.headers
+	t.produce(out)
 	return nil
 }

@@ -478,13 +478,10 @@ func (st *taskStore) log(t *task, kb, vb []byte, ts int64) {
 	if st.changelog == "" {
 		return
 	}
-	t.app.send(&kgo.Record{
-		Topic:     st.changelog,
-		Partition: st.partition,
-		Key:       kb,
-		Value:     vb,
-		Timestamp: time.UnixMilli(ts),
-	}, st.promise)
+	r := t.records.alloc()
+	r.Topic, r.Partition, r.Key, r.Value = st.changelog, st.partition, kb, vb
+	r.Timestamp = time.UnixMilli(ts)
+	t.app.send(r, st.promise)
 }
 
 // writeRow writes a flushed row to pebble's pending batch. A windowed row

@@ -155,6 +155,8 @@ type task struct {
 	// keys holds the changelog and pebble keys the task's join buffers
 	// write.
 	keys keyArena
+	// records holds the records the task produces (see recordArena).
+	records recordArena
 	// restoring is set while the stores catch up with their changelogs;
 	// the task processes nothing until then. interrupted marks a task
 	// suspended mid-restore, which restores again if it stays.
