@@ -101,6 +101,19 @@ func (st *taskStore) committedStreamTime() int64 {
 	return st.db.Checkpoint().StreamTime
 }
 
+// committedOffset is the changelog offset the store's committed state
+// covers: pebble's checkpoint, but for a join buffer in memory, whose
+// commits do not reach pebble and whose state is whole in memory (and
+// goes to pebble with that offset when the task closes). The assignor
+// reads it as the state this instance holds: a running join is not
+// behind its standbys.
+func (st *taskStore) committedOffset() int64 {
+	if st.win != nil && st.win.mem != nil {
+		return st.win.mem.committed.offset
+	}
+	return st.db.Checkpoint().ChangelogOffset
+}
+
 // replayPointSpacing divides a buffer's retention into the steps at which
 // commits are remembered as replay points: a restart replays at most
 // 1/replayPointSpacing of the retention more than it must, and a buffer

@@ -455,7 +455,7 @@ func offsetSum(stores []*taskStore) int64 {
 	var sum int64
 	for _, st := range stores {
 		if st.changelog != "" {
-			sum += st.db.Checkpoint().ChangelogOffset
+			sum += st.committedOffset()
 		}
 	}
 	return sum

@@ -161,7 +161,7 @@ func (a *App) snapshotTasks(tasks map[TaskID]*task) []TaskStats {
 		}
 		for _, st := range t.storeList {
 			ss := StoreStats{Name: st.spec.name, Changelog: st.changelog,
-				CheckpointOffset: st.db.Checkpoint().ChangelogOffset, Cached: len(st.order)}
+				CheckpointOffset: st.committedOffset(), Cached: len(st.order)}
 			if st.win != nil {
 				ss.OpenWindows, ss.LateDrops = len(st.win.open), st.win.lateDrops
 			}

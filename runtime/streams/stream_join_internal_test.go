@@ -115,6 +115,15 @@ func TestJoinBufferInMemory(t *testing.T) {
 	if moved == 0 {
 		t.Error("no commit moved pebble's checkpoint forward: a crash would replay the whole changelog")
 	}
+	// The state held, as stats and the assignor see it, is the last
+	// commit's: the changelog's end, not pebble's checkpoint.
+	for _, ts := range d.Stats().Tasks {
+		for _, ss := range ts.Stores {
+			if end := int64(len(d.Output(ss.Changelog))); ss.CheckpointOffset != end {
+				t.Errorf("store %s: stats say its state covers offset %d, want the changelog's end %d", ss.Name, ss.CheckpointOffset, end)
+			}
+		}
+	}
 
 	// An abort (as exactly-once's) returns the index to the last commit.
 	committed := make(map[string][]string)
