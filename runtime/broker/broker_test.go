@@ -568,3 +568,56 @@ func TestRetentionKeepsRecordsBeforeALateOne(t *testing.T) {
 		t.Fatalf("the broker holds %d records of events after a retention pass, want all 11", n)
 	}
 }
+
+// TestCompactionWaitsForOpenTransactions keeps a key's committed value
+// through a retention pass while a transaction that wrote the key again
+// is open, and after it aborts: kfake compacts undecided batches too, so
+// the open transaction's record would supersede the committed one and,
+// aborted, leave the key with no value at all.
+func TestCompactionWaitsForOpenTransactions(t *testing.T) {
+	b := start(t, broker.Config{RetentionCheckInterval: time.Hour})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	adm := kadm.NewClient(client(t, b))
+	if _, err := adm.CreateTopic(ctx, 1, 1, map[string]*string{"cleanup.policy": kadm.StringPtr("compact")}, "table"); err != nil {
+		t.Fatal(err)
+	}
+	plain := client(t, b, kgo.ProducerLinger(0))
+	if err := plain.ProduceSync(ctx, &kgo.Record{Topic: "table", Key: []byte("k"), Value: []byte("committed")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	txn := client(t, b, kgo.ProducerLinger(0), kgo.TransactionalID("compaction-test"))
+	if err := txn.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	if err := txn.ProduceSync(ctx, &kgo.Record{Topic: "table", Key: []byte("k"), Value: []byte("aborted")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	// A last batch after the transaction's, which compaction never
+	// touches, so that the transaction's is cleanable.
+	if err := plain.ProduceSync(ctx, &kgo.Record{Topic: "table", Key: []byte("other"), Value: []byte("v")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.ApplyRetention(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := txn.EndTransaction(ctx, kgo.TryAbort); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.ApplyRetention(ctx); err != nil {
+		t.Fatal(err)
+	}
+	reader := client(t, b, kgo.ConsumeTopics("table"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()))
+	values := make(map[string]string)
+	for values["other"] == "" {
+		fs := reader.PollFetches(ctx)
+		if ctx.Err() != nil {
+			t.Fatalf("reading table: %v (read %v)", ctx.Err(), values)
+		}
+		fs.EachRecord(func(r *kgo.Record) { values[string(r.Key)] = string(r.Value) })
+	}
+	if values["k"] != "committed" {
+		t.Fatalf("read committed, key k is %q after the pass and the abort, want %q (all: %v)", values["k"], "committed", values)
+	}
+}
