@@ -143,6 +143,11 @@ type cacheEntry struct {
 	// row is flushed, once per flush rather than once per record. A stale
 	// row's valueBytes stays non-nil: the row is not a deletion.
 	stale bool
+	// ownInt or ownStamped, when set, is the box value's interface points
+	// into, which nobody but the row has seen: the next update rewrites it
+	// rather than allocating (cache_box.go).
+	ownInt     *int64
+	ownStamped *stamped
 }
 
 // cacheEntryOverhead approximates the bytes a cache entry costs beside its
@@ -282,6 +287,7 @@ func (st *taskStore) getBytesStamped(kb []byte) (any, int64, bool, error) {
 			ts = e.timestamp
 		}
 		if e.valueBytes != nil && st.typed.decodesAs(e.value) {
+			e.disown() // the caller may keep the value
 			return e.value, ts, true, nil
 		}
 		vb, ok = e.valueBytes, e.valueBytes != nil
@@ -384,6 +390,7 @@ func (st *taskStore) putBytes(t *task, kb []byte, key, value any, vb []byte, old
 		e.old, e.oldFound = old, oldFound
 		st.order = append(st.order, e.cacheKey)
 	}
+	e.disown()
 	e.value, e.valueBytes, e.timestamp, e.stale = value, vb, ts, false
 	return nil
 }
@@ -403,17 +410,31 @@ func (st *taskStore) cachedTyped(kb []byte) *cacheEntry {
 // at ts, as putBytes would but without looking the key up again; it
 // encodes the value at the flush when the serde cannot fail on it.
 func (st *taskStore) update(t *task, e *cacheEntry, value any, ts int64) error {
+	st.markDirty(e)
+	e.disown()
+	e.value, e.timestamp = value, ts
+	return st.refresh(t, e)
+}
+
+// markDirty makes the cached row e dirty, its current value the old one,
+// if it is not dirty already.
+func (st *taskStore) markDirty(e *cacheEntry) {
 	if !e.dirty {
 		e.dirty = true
+		e.disown()
 		e.old, e.oldFound = e.value, true
 		st.order = append(st.order, e.cacheKey)
 	}
-	e.value, e.timestamp = value, ts
-	if st.typed.decodesAs(value) {
+}
+
+// refresh brings an updated row's valueBytes in line with its value: at
+// the flush when the serde cannot fail on it, else now.
+func (st *taskStore) refresh(t *task, e *cacheEntry) error {
+	if st.typed.decodesAs(e.value) {
 		e.stale = true
 		return nil
 	}
-	vb, err := st.valueBytes(t, value)
+	vb, err := st.valueBytes(t, e.value)
 	if err != nil {
 		return err
 	}
@@ -462,6 +483,7 @@ func (st *taskStore) flushEntry(t *task, e *cacheEntry) error {
 		return err
 	}
 	st.log(t, e.keyBytes, e.valueBytes, e.timestamp)
+	e.disown() // downstream may keep the value
 	if st.win != nil {
 		return st.forwardWindowed(t, e)
 	}

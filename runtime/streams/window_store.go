@@ -391,6 +391,7 @@ func (st *taskStore) putWindow(t *task, kb []byte, wk Windowed, value, old any, 
 	if e, ok := st.cache[string(kb)]; ok {
 		// Updated in place, before wk is boxed into an interface: the
 		// cache already holds the key.
+		e.disown()
 		e.value, e.valueBytes, e.timestamp, e.stale = value, vb, ts, false
 		return nil
 	}
