@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"github.com/braidstream/braid/runtime/internal/state"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -380,11 +381,27 @@ func (st *taskStore) putBytes(t *task, kb []byte, key, value any, vb []byte, old
 	}
 	e, ok := st.cache[string(kb)]
 	if !ok {
-		e = &cacheEntry{key: key, keyBytes: append([]byte(nil), kb...), cacheKey: string(kb)}
-		st.cache[e.cacheKey] = e
-		st.cacheBytes += len(kb) + cacheEntryOverhead
-		t.cacheBytes += len(kb) + cacheEntryOverhead
+		e = st.insert(t, kb, key)
 	}
+	st.set(e, value, vb, old, oldFound, ts)
+	return nil
+}
+
+// insert adds a row for key (serialized kb) to the cache, which does not
+// hold it. The cache's key shares the row's copy of kb, which nothing
+// writes: one allocation less per new row.
+func (st *taskStore) insert(t *task, kb []byte, key any) *cacheEntry {
+	e := &cacheEntry{key: key, keyBytes: append([]byte(nil), kb...)}
+	e.cacheKey = unsafe.String(unsafe.SliceData(e.keyBytes), len(e.keyBytes))
+	st.cache[e.cacheKey] = e
+	st.cacheBytes += len(kb) + cacheEntryOverhead
+	t.cacheBytes += len(kb) + cacheEntryOverhead
+	return e
+}
+
+// set gives the cached row e value (serialized vb), as putBytes does; old
+// is the value before it, kept if the row becomes dirty.
+func (st *taskStore) set(e *cacheEntry, value any, vb []byte, old any, oldFound bool, ts int64) {
 	if !e.dirty {
 		e.dirty = true
 		e.old, e.oldFound = old, oldFound
@@ -392,7 +409,6 @@ func (st *taskStore) putBytes(t *task, kb []byte, key, value any, vb []byte, old
 	}
 	e.disown()
 	e.value, e.valueBytes, e.timestamp, e.stale = value, vb, ts, false
-	return nil
 }
 
 // cachedTyped returns key kb's row when it is in the record cache with a

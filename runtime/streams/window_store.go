@@ -379,6 +379,9 @@ func (st *taskStore) putWindow(t *task, kb []byte, wk Windowed, value, old any, 
 		w.untrack(kb, wk)
 	}
 	w.maxSegment = max(w.maxSegment, w.segmentTime(kb)/w.interval)
+	if !w.writeThrough && st.spec.cached && st.typed.decodesAs(value) {
+		return st.putWindowStale(t, kb, wk, value, old, oldFound, ts)
+	}
 	vb, err := st.valueBytes(t, value)
 	if err != nil {
 		return err
