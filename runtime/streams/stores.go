@@ -1,6 +1,7 @@
 package streams
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
 	"path/filepath"
@@ -8,6 +9,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/braidstream/braid/runtime/internal/bytebox"
 	"github.com/braidstream/braid/runtime/internal/state"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
@@ -391,12 +393,25 @@ func (st *taskStore) putBytes(t *task, kb []byte, key, value any, vb []byte, old
 // hold it. The cache's key shares the row's copy of kb, which nothing
 // writes: one allocation less per new row.
 func (st *taskStore) insert(t *task, kb []byte, key any) *cacheEntry {
-	e := &cacheEntry{key: key, keyBytes: append([]byte(nil), kb...)}
+	e := &cacheEntry{keyBytes: append([]byte(nil), kb...)}
 	e.cacheKey = unsafe.String(unsafe.SliceData(e.keyBytes), len(e.keyBytes))
+	e.key = ownKey(e, key)
 	st.cache[e.cacheKey] = e
 	st.cacheBytes += len(kb) + cacheEntryOverhead
 	t.cacheBytes += len(kb) + cacheEntryOverhead
 	return e
+}
+
+// ownKey is the key the new row e keeps for key: a raw []byte key that
+// is its own serialization (the bytes serde) is taken over the row's copy
+// of the bytes. A fetched record's key lies in the batch it was fetched
+// in, which a row kept long (a key-value store's rows stay cached) would
+// otherwise keep alive, its record with it, outside the cache's budget.
+func ownKey(e *cacheEntry, key any) any {
+	if b, ok := key.([]byte); ok && len(b) > 0 && bytes.Equal(b, e.keyBytes) {
+		return bytebox.At(&e.keyBytes)
+	}
+	return key
 }
 
 // set gives the cached row e value (serialized vb), as putBytes does; old
