@@ -98,8 +98,16 @@ func (q *partitionQueue) decodeHead() {
 	}
 	q.headReady = true
 	raw := q.peekRaw()
-	q.head = record{timestamp: raw.Timestamp.UnixMilli(), headers: raw.Headers}
-	q.headErr, q.headPart = nil, ""
+	// Field by field, each written once: with the collector marking,
+	// every pointer written costs a write barrier, and a whole record
+	// assigned writes each field twice, zero first (measured in bench
+	// windowed's profile with pop's clearing: 0.5 s of 7 s). A head that
+	// fails to decode is not processed, so what it keeps of the last
+	// record does not matter; old stays nil in heads.
+	q.head.timestamp, q.head.headers = raw.Timestamp.UnixMilli(), raw.Headers
+	if q.headErr != nil {
+		q.headErr, q.headPart = nil, ""
+	}
 	var err error
 	if q.src.rawKeys {
 		q.head.key = bytebox.At(&raw.Key)
@@ -126,15 +134,16 @@ func (q *partitionQueue) decodeHead() {
 	}
 }
 
-// pop drops the head.
+// pop drops the head. The next decodeHead writes over it; it is cleared
+// only when its batch is done, so that the batch can go.
 func (q *partitionQueue) pop() {
 	q.headReady = false
-	q.head = record{}
 	q.pos++
 	if q.pos == len(q.batches[0]) {
 		q.batches[0] = nil
 		q.batches = q.batches[1:]
 		q.pos = 0
+		q.head = record{}
 	}
 }
 
