@@ -7,6 +7,10 @@ type aggregateProc struct {
 	init  Initializer
 	agg   Aggregator
 	next  []processor
+	// counts is set for Count, whose aggregator adds one to an int64: a
+	// cached count is incremented in place (updateInt64) rather than
+	// through agg, which would box each new count into an interface.
+	counts bool
 }
 
 func aggregateFactory(spec *storeSpec, init Initializer, agg Aggregator) processorFactory {
@@ -14,6 +18,18 @@ func aggregateFactory(spec *storeSpec, init Initializer, agg Aggregator) process
 		st := t.stores[spec.name]
 		st.downstream, st.processor = next, name
 		return &aggregateProc{name: name, store: st, init: init, agg: agg, next: next}
+	}
+}
+
+// countFactory is aggregateFactory for Count.
+func countFactory(spec *storeSpec) processorFactory {
+	agg := aggregateFactory(spec,
+		func() (any, error) { return int64(0), nil },
+		func(_, _, agg any) (any, error) { return agg.(int64) + 1, nil })
+	return func(name string, next []processor, t *task) processor {
+		p := agg(name, next, t).(*aggregateProc)
+		p.counts = true
+		return p
 	}
 }
 
@@ -57,6 +73,9 @@ func (p *aggregateProc) process(t *task, r record) error {
 // updateCached folds r into its key's cached row e (see
 // taskStore.cachedTyped), with no second lookup of the key.
 func (p *aggregateProc) updateCached(t *task, r record, e *cacheEntry) error {
+	if n, ok := e.value.(int64); ok && p.counts {
+		return p.store.updateInt64(t, e, n+1, p.store.cachedTimestamp(e, r.timestamp))
+	}
 	next, err := p.agg(r.key, r.value, e.value)
 	if err != nil {
 		return t.processingError(p.name, err)

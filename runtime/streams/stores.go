@@ -1,12 +1,15 @@
 package streams
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
 	"path/filepath"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
+	"github.com/braidstream/braid/runtime/internal/bytebox"
 	"github.com/braidstream/braid/runtime/internal/state"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
@@ -143,6 +146,11 @@ type cacheEntry struct {
 	// row is flushed, once per flush rather than once per record. A stale
 	// row's valueBytes stays non-nil: the row is not a deletion.
 	stale bool
+	// ownInt or ownStamped, when set, is the box value's interface points
+	// into, which nobody but the row has seen: the next update rewrites it
+	// rather than allocating (cache_box.go).
+	ownInt     *int64
+	ownStamped *stamped
 }
 
 // cacheEntryOverhead approximates the bytes a cache entry costs beside its
@@ -282,6 +290,7 @@ func (st *taskStore) getBytesStamped(kb []byte) (any, int64, bool, error) {
 			ts = e.timestamp
 		}
 		if e.valueBytes != nil && st.typed.decodesAs(e.value) {
+			e.disown() // the caller may keep the value
 			return e.value, ts, true, nil
 		}
 		vb, ok = e.valueBytes, e.valueBytes != nil
@@ -374,18 +383,47 @@ func (st *taskStore) putBytes(t *task, kb []byte, key, value any, vb []byte, old
 	}
 	e, ok := st.cache[string(kb)]
 	if !ok {
-		e = &cacheEntry{key: key, keyBytes: append([]byte(nil), kb...), cacheKey: string(kb)}
-		st.cache[e.cacheKey] = e
-		st.cacheBytes += len(kb) + cacheEntryOverhead
-		t.cacheBytes += len(kb) + cacheEntryOverhead
+		e = st.insert(t, kb, key)
 	}
+	st.set(e, value, vb, old, oldFound, ts)
+	return nil
+}
+
+// insert adds a row for key (serialized kb) to the cache, which does not
+// hold it. The cache's key shares the row's copy of kb, which nothing
+// writes: one allocation less per new row.
+func (st *taskStore) insert(t *task, kb []byte, key any) *cacheEntry {
+	e := &cacheEntry{keyBytes: append([]byte(nil), kb...)}
+	e.cacheKey = unsafe.String(unsafe.SliceData(e.keyBytes), len(e.keyBytes))
+	e.key = ownKey(e, key)
+	st.cache[e.cacheKey] = e
+	st.cacheBytes += len(kb) + cacheEntryOverhead
+	t.cacheBytes += len(kb) + cacheEntryOverhead
+	return e
+}
+
+// ownKey is the key the new row e keeps for key: a raw []byte key that
+// is its own serialization (the bytes serde) is taken over the row's copy
+// of the bytes. A fetched record's key lies in the batch it was fetched
+// in, which a row kept long (a key-value store's rows stay cached) would
+// otherwise keep alive, its record with it, outside the cache's budget.
+func ownKey(e *cacheEntry, key any) any {
+	if b, ok := key.([]byte); ok && len(b) > 0 && bytes.Equal(b, e.keyBytes) {
+		return bytebox.At(&e.keyBytes)
+	}
+	return key
+}
+
+// set gives the cached row e value (serialized vb), as putBytes does; old
+// is the value before it, kept if the row becomes dirty.
+func (st *taskStore) set(e *cacheEntry, value any, vb []byte, old any, oldFound bool, ts int64) {
 	if !e.dirty {
 		e.dirty = true
 		e.old, e.oldFound = old, oldFound
 		st.order = append(st.order, e.cacheKey)
 	}
+	e.disown()
 	e.value, e.valueBytes, e.timestamp, e.stale = value, vb, ts, false
-	return nil
 }
 
 // cachedTyped returns key kb's row when it is in the record cache with a
@@ -403,17 +441,31 @@ func (st *taskStore) cachedTyped(kb []byte) *cacheEntry {
 // at ts, as putBytes would but without looking the key up again; it
 // encodes the value at the flush when the serde cannot fail on it.
 func (st *taskStore) update(t *task, e *cacheEntry, value any, ts int64) error {
+	st.markDirty(e)
+	e.disown()
+	e.value, e.timestamp = value, ts
+	return st.refresh(t, e)
+}
+
+// markDirty makes the cached row e dirty, its current value the old one,
+// if it is not dirty already.
+func (st *taskStore) markDirty(e *cacheEntry) {
 	if !e.dirty {
 		e.dirty = true
+		e.disown()
 		e.old, e.oldFound = e.value, true
 		st.order = append(st.order, e.cacheKey)
 	}
-	e.value, e.timestamp = value, ts
-	if st.typed.decodesAs(value) {
+}
+
+// refresh brings an updated row's valueBytes in line with its value: at
+// the flush when the serde cannot fail on it, else now.
+func (st *taskStore) refresh(t *task, e *cacheEntry) error {
+	if st.typed.decodesAs(e.value) {
 		e.stale = true
 		return nil
 	}
-	vb, err := st.valueBytes(t, value)
+	vb, err := st.valueBytes(t, e.value)
 	if err != nil {
 		return err
 	}
@@ -462,6 +514,7 @@ func (st *taskStore) flushEntry(t *task, e *cacheEntry) error {
 		return err
 	}
 	st.log(t, e.keyBytes, e.valueBytes, e.timestamp)
+	e.disown() // downstream may keep the value
 	if st.win != nil {
 		return st.forwardWindowed(t, e)
 	}

@@ -105,9 +105,7 @@ func (b *Builder) aggregationTable(op, name string, spec *storeSpec, src *Stream
 func (g *GroupedStream) Count(opts ...Option) *Table {
 	g.stream.b.burnAnonymousStore(opts, "KSTREAM-AGGREGATE-")
 	return g.aggregate("Count", "KSTREAM-AGGREGATE-", opts, Int64, func(spec *storeSpec) processorFactory {
-		return aggregateFactory(spec,
-			func() (any, error) { return int64(0), nil },
-			func(_, _, agg any) (any, error) { return agg.(int64) + 1, nil })
+		return countFactory(spec)
 	})
 }
 

@@ -382,6 +382,9 @@ func (st *taskStore) putWindow(t *task, kb []byte, wk Windowed, value, old any, 
 		w.untrack(kb, wk)
 	}
 	w.maxSegment = max(w.maxSegment, w.segmentTime(kb)/w.interval)
+	if !w.writeThrough && st.spec.cached && st.typed.decodesAs(value) {
+		return st.putWindowStale(t, kb, wk, value, old, oldFound, ts)
+	}
 	vb, err := st.valueBytes(t, value)
 	if err != nil {
 		return err
@@ -394,6 +397,7 @@ func (st *taskStore) putWindow(t *task, kb []byte, wk Windowed, value, old any, 
 	if e, ok := st.cache[string(kb)]; ok {
 		// Updated in place, before wk is boxed into an interface: the
 		// cache already holds the key.
+		e.disown()
 		e.value, e.valueBytes, e.timestamp, e.stale = value, vb, ts, false
 		return nil
 	}

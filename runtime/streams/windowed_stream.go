@@ -212,7 +212,7 @@ func (p *timeWindowProc) updateCached(t *task, r record, kb []byte) (bool, error
 	if err != nil {
 		return true, t.processingError(p.name, err)
 	}
-	return true, p.store.update(t, e, next, r.timestamp)
+	return true, p.store.updateStamped(t, e, next, r.timestamp)
 }
 
 // fold adds r to a window's stored value (found false: to a new window),

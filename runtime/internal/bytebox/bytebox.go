@@ -1,28 +1,24 @@
-// Package bytebox turns byte slices into interface values without one heap
+// Package bytebox turns byte slices into interface values without a heap
 // allocation each.
 //
 // Converting a []byte to any copies its three-word header to the heap: one
 // small allocation per key and per value, which in a pass-through topology
 // is half of all the allocations the runtime makes per record, and (with a
 // large live heap, such as an in-process broker's) a measurable share of
-// its CPU. A Boxer hands out headers from a shared chunk instead, so that
-// one allocation serves hundreds of values.
+// its CPU. At builds the interface over a header that is already on the
+// heap and never written again, a fetched record's Key or Value field:
+// no allocation at all. It replaced a Boxer that handed out headers from
+// shared 12 KiB chunks (one allocation per 512 values, and pointer-full
+// garbage for the collector to scan): bench count measured 0.20 s of its
+// 15,000,000 records' App.Run CPU in boxing.
 //
 // The interface value it builds is exactly what the compiler would build:
 // a pointer to the []byte type and a pointer to a header nobody writes
-// again. The chunk stays alive as long as any value points into it.
+// again. The object holding the header stays alive as long as any value
+// points into it.
 package bytebox
 
 import "unsafe"
-
-// chunkSize is how many headers share one allocation (12 KiB).
-const chunkSize = 512
-
-// Boxer boxes byte slices. It is not safe for concurrent use; give each
-// goroutine its own.
-type Boxer struct {
-	free [][]byte
-}
 
 // eface is the layout of an empty interface value.
 type eface struct {
@@ -34,18 +30,14 @@ var bytesType = func() unsafe.Pointer {
 	return (*eface)(unsafe.Pointer(&v)).typ
 }()
 
-// Box returns b as an any holding a []byte; a nil b gives a nil any, as a
-// missing key or value should.
-func (bx *Boxer) Box(b []byte) any {
-	if b == nil {
+// At returns *p as an any holding a []byte whose header is *p itself; a
+// nil *p gives a nil any, as a missing key or value should. *p must never
+// be written again: every value At returned would change with it. The
+// value keeps the object *p lies in alive.
+func At(p *[]byte) any {
+	if *p == nil {
 		return nil
 	}
-	if len(bx.free) == 0 {
-		bx.free = make([][]byte, chunkSize)
-	}
-	slot := &bx.free[0]
-	bx.free = bx.free[1:]
-	*slot = b
-	v := eface{typ: bytesType, data: unsafe.Pointer(slot)}
+	v := eface{typ: bytesType, data: unsafe.Pointer(p)}
 	return *(*any)(unsafe.Pointer(&v))
 }
