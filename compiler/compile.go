@@ -68,7 +68,7 @@ func Compile(d *designer.Design, opts Options) (compiled *Compiled, err error) {
 		}
 	}()
 	c := &compilation{d: d, opts: opts, exprs: make(map[int]map[string]*Expr), branches: make(map[int][]*Expr)}
-	c.kinds = make([]*designer.Kind, len(d.Nodes))
+	c.kinds = make([]*designer.KindSpec, len(d.Nodes))
 	for i, n := range d.Nodes {
 		if k, ok := designer.KindByName(n.Kind); ok {
 			c.kinds[i] = &k
@@ -97,7 +97,7 @@ func Compile(d *designer.Design, opts Options) (compiled *Compiled, err error) {
 type compilation struct {
 	d     *designer.Design
 	opts  Options
-	kinds []*designer.Kind
+	kinds []*designer.KindSpec
 	// exprs holds each node's compiled expression parameters, branches a
 	// branch node's predicates (nil for the default branch).
 	exprs    map[int]map[string]*Expr
@@ -171,12 +171,12 @@ func (c *compilation) compileExprs() {
 
 // given returns the variables the runtime gives the function an
 // expression parameter of kind becomes.
-func given(kind string, role designer.ExprRole) []string {
+func given(kind designer.Kind, role designer.ExprRole) []string {
 	switch role {
 	case designer.TimestampExtractor:
 		return []string{"key", "value", "timestamp"}
 	case designer.Predicate, designer.KeyMapper, designer.ValueMapper, designer.FlatMapper, designer.ValuesMapper:
-		if kind == "map-values" || kind == "flat-map-values" {
+		if kind == designer.KindMapValues || kind == designer.KindFlatMapValues {
 			return []string{"value"}
 		}
 		return []string{"key", "value"}
@@ -185,7 +185,7 @@ func given(kind string, role designer.ExprRole) []string {
 }
 
 // unavailable says which variable e reads that its operator is not given.
-func (c *compilation) unavailable(kind string, e *Expr) string {
+func (c *compilation) unavailable(kind designer.Kind, e *Expr) string {
 	have := given(kind, e.Role())
 	for _, v := range RoleVariables(e.Role()) {
 		if e.Reads(v) && !contains(have, v) {
@@ -226,25 +226,25 @@ func (c *compilation) checkNodes(valid bool) {
 	}
 	for i, n := range c.d.Nodes {
 		switch n.Kind {
-		case "opaque":
+		case designer.KindOpaque:
 			c.add(i, "", "a processor imported from describe() whose kind is not known: replace it with a node of a known kind")
 			c.structural = true
-		case "merge":
+		case designer.KindMerge:
 			if valid && ins[i] == 1 {
 				c.add(i, "", "merges one stream: connect at least two")
 				c.structural = true
 			}
-		case "windowed-by":
+		case designer.KindWindowedBy:
 			for _, p := range []string{"size", "advance", "gap", "grace"} {
 				c.wholeMillis(i, p)
 			}
-		case "count", "reduce", "aggregate":
+		case designer.KindCount, designer.KindReduce, designer.KindAggregate:
 			c.wholeMillis(i, "retention")
-		case "stream-join":
+		case designer.KindStreamJoin:
 			for _, p := range []string{"window", "before", "after", "grace"} {
 				c.wholeMillis(i, p)
 			}
-		case "stream-table-join", "table-join":
+		case designer.KindStreamTableJoin, designer.KindTableJoin:
 			if valid {
 				c.checkJoinTables(i, index)
 			}
@@ -411,7 +411,7 @@ func buildErrors(err error) []string {
 
 // guessParam names the parameter of kind a Build error is most likely
 // about.
-func guessParam(k *designer.Kind, msg string) string {
+func guessParam(k *designer.KindSpec, msg string) string {
 	has := func(name string) bool {
 		if k == nil {
 			return false
@@ -612,7 +612,7 @@ func operatorName(n designer.Node) string {
 		return n.Name
 	}
 	switch n.Kind {
-	case "group-by-key", "group-by", "repartition":
+	case designer.KindGroupByKey, designer.KindGroupBy, designer.KindRepartition:
 		return ""
 	}
 	return designer.ParamString(n, "name")
@@ -710,13 +710,13 @@ func (bd *build) node(i int, in []*val, ports map[string]*val) {
 	if len(in) > 0 {
 		first = in[0]
 	}
-	if first == nil && n.Kind != "source-stream" && n.Kind != "source-table" {
+	if first == nil && n.Kind != designer.KindSourceStream && n.Kind != designer.KindSourceTable {
 		bd.problemOnce(i, "", "has no input to compile")
 		return
 	}
 	opName := operatorName(n)
 	switch n.Kind {
-	case "source-stream":
+	case designer.KindSourceStream:
 		key, value := serdeParam(n, "keySerde", "string"), serdeParam(n, "valueSerde", "json")
 		opts := append(named(opName), streams.WithSerdes(basicSerde(key), basicSerde(value)))
 		if e := ex["timestamp"]; e != nil {
@@ -728,7 +728,7 @@ func (bd *build) node(i int, in []*val, ports map[string]*val) {
 		bd.main[i] = name
 		bd.output(i, &val{typ: designer.Stream, s: s, key: keyInfo{serde: key}, value: value, op: name})
 
-	case "source-table":
+	case designer.KindSourceTable:
 		topic := designer.ParamString(n, "topic")
 		key, value := serdeParam(n, "keySerde", "string"), serdeParam(n, "valueSerde", "json")
 		so := bd.storeOptions(n)
@@ -744,7 +744,7 @@ func (bd *build) node(i int, in []*val, ports map[string]*val) {
 		bd.main[i], bd.store[i] = name, store
 		bd.output(i, &val{typ: designer.Table, t: t, key: keyInfo{serde: key}, value: value, op: name})
 
-	case "filter", "filter-not":
+	case designer.KindFilter, designer.KindFilterNot:
 		pred := predicateFn(ex["predicate"])
 		out := *first
 		if first.typ == designer.Table {
@@ -752,7 +752,7 @@ func (bd *build) node(i int, in []*val, ports map[string]*val) {
 			out.t = first.t.Filter(pred, bd.derivedTableOptions(i, first, opName)...)
 		} else {
 			out.op = bd.nameOr(opName, "KSTREAM-FILTER-")
-			if n.Kind == "filter" {
+			if n.Kind == designer.KindFilter {
 				out.s = first.s.Filter(pred, named(opName)...)
 			} else {
 				out.s = first.s.FilterNot(pred, named(opName)...)
@@ -760,7 +760,7 @@ func (bd *build) node(i int, in []*val, ports map[string]*val) {
 		}
 		bd.simple(i, &out)
 
-	case "map":
+	case designer.KindMap:
 		keyE, valueE := ex["key"], ex["value"]
 		out := *first
 		out.op = bd.nameOr(opName, "KSTREAM-MAP-")
@@ -775,7 +775,7 @@ func (bd *build) node(i int, in []*val, ports map[string]*val) {
 		out.key.win, out.repart = nil, true
 		bd.simple(i, &out)
 
-	case "map-values":
+	case designer.KindMapValues:
 		e := ex["value"]
 		fn := func(v any) (any, error) { return mapWith(e, nil, v) }
 		out := *first
@@ -788,7 +788,7 @@ func (bd *build) node(i int, in []*val, ports map[string]*val) {
 		}
 		bd.simple(i, &out)
 
-	case "flat-map":
+	case designer.KindFlatMap:
 		e := ex["records"]
 		out := *first
 		out.op = bd.nameOr(opName, "KSTREAM-FLATMAP-")
@@ -801,7 +801,7 @@ func (bd *build) node(i int, in []*val, ports map[string]*val) {
 		out.key.win, out.repart = nil, true
 		bd.simple(i, &out)
 
-	case "flat-map-values":
+	case designer.KindFlatMapValues:
 		e := ex["values"]
 		out := *first
 		out.op = bd.nameOr(opName, "KSTREAM-FLATMAPVALUES-")
@@ -813,7 +813,7 @@ func (bd *build) node(i int, in []*val, ports map[string]*val) {
 		}, named(opName)...)
 		bd.simple(i, &out)
 
-	case "select-key":
+	case designer.KindSelectKey:
 		e := ex["key"]
 		out := *first
 		out.op = bd.nameOr(opName, "KSTREAM-KEY-SELECT-")
@@ -821,7 +821,7 @@ func (bd *build) node(i int, in []*val, ports map[string]*val) {
 		out.key.win, out.repart = nil, true
 		bd.simple(i, &out)
 
-	case "peek":
+	case designer.KindPeek:
 		id, peek := n.ID, c.opts.Peek
 		out := *first
 		out.op = bd.nameOr(opName, "KSTREAM-PEEK-")
@@ -832,13 +832,13 @@ func (bd *build) node(i int, in []*val, ports map[string]*val) {
 		}, named(opName)...)
 		bd.simple(i, &out)
 
-	case "branch":
+	case designer.KindBranch:
 		bd.branch(i, first, opName)
 
-	case "merge":
+	case designer.KindMerge:
 		bd.merge(i, in, opName)
 
-	case "repartition":
+	case designer.KindRepartition:
 		base := repartitionName(n)
 		key := keyInfo{serde: serdeParam(n, "keySerde", first.key.serde), win: first.key.win}
 		value := serdeParam(n, "valueSerde", first.value)
@@ -856,7 +856,7 @@ func (bd *build) node(i int, in []*val, ports map[string]*val) {
 		bd.main[i] = names[2]
 		bd.output(i, &val{typ: designer.Stream, s: s, key: key, value: value, op: names[2]})
 
-	case "group-by-key":
+	case designer.KindGroupByKey:
 		key := keyInfo{serde: serdeParam(n, "keySerde", first.key.serde), win: first.key.win}
 		value := serdeParam(n, "valueSerde", first.value)
 		bd.needSerdes(i, key, value)
@@ -864,10 +864,10 @@ func (bd *build) node(i int, in []*val, ports map[string]*val) {
 		g := first.s.GroupByKey(append(named(name), streams.WithSerdes(keySerde(key, ""), basicSerde(value)))...)
 		bd.output(i, &val{typ: designer.GroupedStream, g: g, key: key, value: value, repart: first.repart, groupName: name, op: first.op})
 
-	case "group-by":
+	case designer.KindGroupBy:
 		bd.groupBy(i, first)
 
-	case "windowed-by":
+	case designer.KindWindowedBy:
 		w, info := windowsOf(n)
 		ws := first.g.WindowedBy(w)
 		if designer.ParamString(n, "emit") == designer.EmitOnWindowClose {
@@ -877,20 +877,20 @@ func (bd *build) node(i int, in []*val, ports map[string]*val) {
 		out.typ, out.w, out.win = designer.WindowedStream, ws, info
 		bd.output(i, &out)
 
-	case "count", "reduce", "aggregate":
+	case designer.KindCount, designer.KindReduce, designer.KindAggregate:
 		bd.aggregate(i, first, opName)
 
-	case "to-stream":
+	case designer.KindToStream:
 		name := bd.nameOr(opName, "KTABLE-TOSTREAM-")
 		s := first.t.ToStream(named(opName)...)
 		bd.added(i, name)
 		bd.main[i] = name
 		bd.output(i, &val{typ: designer.Stream, s: s, key: first.key, value: first.value, op: name})
 
-	case "stream-join", "stream-table-join", "table-join":
+	case designer.KindStreamJoin, designer.KindStreamTableJoin, designer.KindTableJoin:
 		bd.join(i, ports, opName)
 
-	case "sink":
+	case designer.KindSink:
 		kp := designer.ParamString(n, "keySerde")
 		key, value := first.key, serdeParam(n, "valueSerde", first.value)
 		if kp != "" && kp != "windowed" && kp != "windowed-json" {
@@ -1078,14 +1078,14 @@ func (bd *build) derivedTableOptions(i int, in *val, opName string) []streams.Op
 // calls Count without Materialized, so that the runtime (as Kafka
 // Streams) generates no name it would throw away.
 func defaultCountStore(n designer.Node, so streams.StoreOptions) bool {
-	return n.Kind == "count" && so == (streams.StoreOptions{ValueSerde: streams.Int64})
+	return n.Kind == designer.KindCount && so == (streams.StoreOptions{ValueSerde: streams.Int64})
 }
 
 // countBurns mirrors the runtime's burnAnonymousStore: Count with a
 // Materialized that names no store, of a grouped stream or of time or
 // session windows, advances the counter once more.
 func countBurns(n designer.Node, in *val, so streams.StoreOptions) bool {
-	if n.Kind != "count" || so.Name != "" {
+	if n.Kind != designer.KindCount || so.Name != "" {
 		return false
 	}
 	switch in.typ {
@@ -1111,9 +1111,9 @@ func (bd *build) storeOptions(n designer.Node) streams.StoreOptions {
 func aggregateValueSerde(n designer.Node, inValue string) string {
 	dflt := "json"
 	switch n.Kind {
-	case "count":
+	case designer.KindCount:
 		dflt = "int64"
-	case "reduce":
+	case designer.KindReduce:
 		dflt = inValue
 	}
 	return serdeParam(n, "valueSerde", dflt)
@@ -1142,13 +1142,13 @@ func (bd *build) aggregate(i int, in *val, opName string) {
 
 	var prefix string
 	switch {
-	case n.Kind == "count" && in.typ == designer.GroupedTable:
+	case n.Kind == designer.KindCount && in.typ == designer.GroupedTable:
 		prefix = "KTABLE-AGGREGATE-"
-	case n.Kind == "count":
+	case n.Kind == designer.KindCount:
 		prefix = "KSTREAM-AGGREGATE-"
-	case n.Kind == "reduce" && in.typ == designer.GroupedTable:
+	case n.Kind == designer.KindReduce && in.typ == designer.GroupedTable:
 		prefix = "KTABLE-REDUCE-"
-	case n.Kind == "reduce":
+	case n.Kind == designer.KindReduce:
 		prefix = "KSTREAM-REDUCE-"
 	case in.typ == designer.GroupedTable:
 		prefix = "KTABLE-AGGREGATE-"
@@ -1210,9 +1210,9 @@ func (bd *build) aggregate(i int, in *val, opName string) {
 	switch in.typ {
 	case designer.GroupedStream:
 		switch n.Kind {
-		case "count":
+		case designer.KindCount:
 			t = in.g.Count(opts...)
-		case "reduce":
+		case designer.KindReduce:
 			t = in.g.Reduce(redFn(red), opts...)
 		default:
 			t = in.g.Aggregate(initFn, aggFn(agg), opts...)
@@ -1220,9 +1220,9 @@ func (bd *build) aggregate(i int, in *val, opName string) {
 	case designer.WindowedStream:
 		w := in.w
 		switch n.Kind {
-		case "count":
+		case designer.KindCount:
 			t = w.Count(opts...)
-		case "reduce":
+		case designer.KindReduce:
 			t = w.Reduce(redFn(red), opts...)
 		default:
 			if merger != nil || in.win.session {
@@ -1238,9 +1238,9 @@ func (bd *build) aggregate(i int, in *val, opName string) {
 		key.win = in.win
 	case designer.GroupedTable:
 		switch n.Kind {
-		case "count":
+		case designer.KindCount:
 			t = in.gt.Count(opts...)
-		case "reduce":
+		case designer.KindReduce:
 			t = in.gt.Reduce(redFn(red), redFn(sub), opts...)
 		default:
 			t = in.gt.Aggregate(initFn, aggFn(agg), aggFn(sub), opts...)

@@ -27,9 +27,9 @@ func (c *compilation) checkJoinTables(i int, index map[string]int) {
 	n := c.d.Nodes[i]
 	var ports []string
 	switch n.Kind {
-	case "stream-table-join":
+	case designer.KindStreamTableJoin:
 		ports = []string{"table"}
-	case "table-join":
+	case designer.KindTableJoin:
 		ports = []string{"left", "right"}
 	}
 	for _, e := range c.d.Edges {
@@ -40,7 +40,7 @@ func (c *compilation) checkJoinTables(i int, index map[string]int) {
 		src := c.d.Nodes[from]
 		title, storable := storableTables[src.Kind]
 		switch {
-		case src.Kind == "source-table", aggregation(src.Kind):
+		case src.Kind == designer.KindSourceTable, aggregation(src.Kind):
 		case storable && designer.ParamString(src, "store") != "":
 		case storable:
 			c.add(i, "", "the table of input %q (from %q) has no store to look rows up in: give the %s %q a store", e.ToPort, e.From, title, e.From)
@@ -54,9 +54,11 @@ func (c *compilation) checkJoinTables(i int, index map[string]int) {
 
 // storableTables are the kinds whose table has a store when their "store"
 // parameter names one, with what a message calls them.
-var storableTables = map[string]string{"table-join": "table join", "filter": "filter", "map-values": "map-values"}
+var storableTables = map[designer.Kind]string{designer.KindTableJoin: "table join", designer.KindFilter: "filter", designer.KindMapValues: "map-values"}
 
-func aggregation(kind string) bool { return kind == "count" || kind == "reduce" || kind == "aggregate" }
+func aggregation(kind designer.Kind) bool {
+	return kind == designer.KindCount || kind == designer.KindReduce || kind == designer.KindAggregate
+}
 
 // joinWindows returns the join windows of a stream-join node: before and
 // after default to its window (the time difference).
@@ -110,7 +112,7 @@ func (bd *build) join(i int, ports map[string]*val, opName string) {
 	joiner := joinerFn(bd.c.exprs[i]["joiner"])
 	typ := designer.ParamString(n, "type")
 	switch n.Kind {
-	case "stream-join":
+	case designer.KindStreamJoin:
 		left, right := ports["left"], ports["right"]
 		if left == nil || right == nil {
 			return // Validate reports the unconnected input
@@ -155,7 +157,7 @@ func (bd *build) join(i int, ports map[string]*val, opName string) {
 		bd.main[i] = merge
 		bd.output(i, &val{typ: designer.Stream, s: s, key: keyInfo{serde: left.key.serde}, value: joinValueSerde, op: merge})
 
-	case "stream-table-join":
+	case designer.KindStreamTableJoin:
 		stream, table := ports["stream"], ports["table"]
 		if stream == nil || table == nil {
 			return
@@ -176,7 +178,7 @@ func (bd *build) join(i int, ports map[string]*val, opName string) {
 		}
 		bd.simple(i, &val{typ: designer.Stream, s: s, key: keyInfo{serde: stream.key.serde}, value: joinValueSerde, op: name})
 
-	case "table-join":
+	case designer.KindTableJoin:
 		left, right := ports["left"], ports["right"]
 		if left == nil || right == nil {
 			return
