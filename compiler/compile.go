@@ -4,7 +4,6 @@ import (
 	"container/heap"
 	"errors"
 	"fmt"
-	"regexp"
 	"sort"
 	"strings"
 	"time"
@@ -35,7 +34,10 @@ type Compiled struct {
 	// Parts maps a node id to every operator the node added, in the order
 	// the runtime created them: for a table source its source and its
 	// table, for an aggregation that repartitions the repartition topic's
-	// filter, sink and source before the aggregation.
+	// filter, sink and source before the aggregation (every aggregation
+	// of a named stream grouping lists the one repartition they share).
+	// The names are the runtime's (streams.Builder.Added), not the
+	// compiler's guess.
 	Parts map[string][]string
 	// Outputs maps a node id and one of its output ports to the operator
 	// whose records leave through that port: for a branch node each
@@ -442,19 +444,18 @@ func guessParam(k *designer.KindSpec, msg string) string {
 type build struct {
 	c *compilation
 	b *streams.Builder
-	// index mirrors the Builder's counter of generated names, so that
-	// the names of the operators each node adds are known.
-	index int
-	outs  map[int]map[string]*val
-	parts map[int][]string
-	main  map[int]string
-	port  map[int]map[string]string
-	store map[int]string
-	// buffers are the stores of stream-stream joins.
-	buffers map[int][]string
-	// regrouped marks the table groupings an aggregation has
-	// repartitioned: a named one's later aggregations reuse the topic.
-	regrouped map[*streams.GroupedTable]bool
+	// parts and stores are the operators and stores each node's DSL
+	// calls added, as the Builder tells them (Builder.Added).
+	outs   map[int]map[string]*val
+	parts  map[int][]string
+	stores map[int][]string
+	main   map[int]string
+	port   map[int]map[string]string
+	store  map[int]string
+	// repartitions holds the repartition operators of a named stream
+	// grouping, which its first aggregation adds and its later ones read
+	// too: each lists them among its parts.
+	repartitions map[*streams.GroupedStream][]string
 }
 
 // val is what leaves an output port: one of the runtime's streams,
@@ -490,8 +491,8 @@ type keyInfo struct {
 
 type windowInfo struct {
 	session bool
-	// sliding marks sliding windows, whose count does not burn a name
-	// (see countBurns).
+	// sliding marks sliding windows (whose keys are windowed as time
+	// windows' are).
 	sliding bool
 	// size is the window size (a sliding window's time difference).
 	size time.Duration
@@ -499,8 +500,8 @@ type windowInfo struct {
 
 func (c *compilation) newBuild(order []int, upto int) *build {
 	bd := &build{c: c, b: streams.NewBuilder(), outs: map[int]map[string]*val{}, parts: map[int][]string{},
-		main: map[int]string{}, port: map[int]map[string]string{}, store: map[int]string{}, buffers: map[int][]string{},
-		regrouped: map[*streams.GroupedTable]bool{}}
+		stores: map[int][]string{}, main: map[int]string{}, port: map[int]map[string]string{}, store: map[int]string{},
+		repartitions: map[*streams.GroupedStream][]string{}}
 	index := c.index()
 	inputs := make(map[int][]designer.Edge)
 	for _, e := range c.d.Edges {
@@ -519,7 +520,11 @@ func (c *compilation) newBuild(order []int, upto int) *build {
 				}
 			}
 		}
+		mark := bd.b.Mark()
 		bd.node(i, in, ports)
+		added := bd.b.Added(mark)
+		bd.parts[i] = append(bd.parts[i], added.Operators...)
+		bd.stores[i] = added.Stores
 	}
 	return bd
 }
@@ -542,59 +547,11 @@ func (bd *build) result(topo *streams.Topology) *Compiled {
 			out.Stores[n.ID] = s
 			out.StoreNodes[s] = n.ID
 		}
-		for _, s := range bd.buffers[i] {
+		for _, s := range bd.stores[i] {
 			out.StoreNodes[s] = n.ID
 		}
 	}
 	return out
-}
-
-// gen mirrors the Builder's generation of a name.
-func (bd *build) gen(prefix string) string {
-	name := fmt.Sprintf("%s%010d", prefix, bd.index)
-	bd.index++
-	return name
-}
-
-// nameOr mirrors the Builder's nameOrGenerate: it advances the counter
-// whether or not the name is given.
-func (bd *build) nameOr(given, prefix string) string {
-	generated := bd.gen(prefix)
-	if given != "" {
-		return given
-	}
-	return generated
-}
-
-// storeName mirrors the Builder's naming of a store: a generated name
-// only when none is given.
-func (bd *build) storeName(given, prefix string) string {
-	if given != "" {
-		return given
-	}
-	return bd.gen(prefix + "STATE-STORE-")
-}
-
-// generatedName is the runtime's test for a generated repartition base.
-var generatedName = regexp.MustCompile(`^KSTREAM.*-[0-9]{10}$`)
-
-// repartitionNames mirrors the runtime's naming of the filter, sink and
-// source of the repartition topic base+"-repartition", in the order it
-// creates them.
-func (bd *build) repartitionNames(base string) []string {
-	topic := base
-	if !strings.HasSuffix(topic, "-repartition") {
-		topic += "-repartition"
-	}
-	sink, filter, source := bd.gen("KSTREAM-SINK-"), bd.gen("KSTREAM-FILTER-"), bd.gen("KSTREAM-SOURCE-")
-	if !generatedName.MatchString(base) {
-		sink, filter, source = topic+"-sink", topic+"-filter", topic+"-source"
-	}
-	return []string{filter, sink, source}
-}
-
-func (bd *build) added(i int, names ...string) {
-	bd.parts[i] = append(bd.parts[i], names...)
 }
 
 // output sets node i's only output.
@@ -722,11 +679,9 @@ func (bd *build) node(i int, in []*val, ports map[string]*val) {
 		if e := ex["timestamp"]; e != nil {
 			opts = append(opts, streams.WithTimestamps(timestampFn(e)))
 		}
-		name := bd.nameOr(opName, "KSTREAM-SOURCE-")
 		s := bd.b.Stream([]string{designer.ParamString(n, "topic")}, opts...)
-		bd.added(i, name)
-		bd.main[i] = name
-		bd.output(i, &val{typ: designer.Stream, s: s, key: keyInfo{serde: key}, value: value, op: name})
+		bd.main[i] = s.Name()
+		bd.output(i, &val{typ: designer.Stream, s: s, key: keyInfo{serde: key}, value: value, op: s.Name()})
 
 	case designer.KindSourceTable:
 		topic := designer.ParamString(n, "topic")
@@ -736,22 +691,16 @@ func (bd *build) node(i int, in []*val, ports map[string]*val) {
 		if e := ex["timestamp"]; e != nil {
 			opts = append(opts, streams.WithTimestamps(timestampFn(e)))
 		}
-		store := bd.storeName(so.Name, topic+"-")
-		source := bd.nameOr(suffixed(opName, "-source"), "KSTREAM-SOURCE-")
-		name := bd.nameOr(opName, "KTABLE-SOURCE-")
 		t := bd.b.Table(topic, opts...)
-		bd.added(i, source, name)
-		bd.main[i], bd.store[i] = name, store
-		bd.output(i, &val{typ: designer.Table, t: t, key: keyInfo{serde: key}, value: value, op: name})
+		bd.main[i], bd.store[i] = t.Name(), t.StoreName()
+		bd.output(i, &val{typ: designer.Table, t: t, key: keyInfo{serde: key}, value: value, op: t.Name()})
 
 	case designer.KindFilter, designer.KindFilterNot:
 		pred := predicateFn(ex["predicate"])
 		out := *first
 		if first.typ == designer.Table {
-			out.op = bd.nameOr(opName, "KTABLE-FILTER-")
 			out.t = first.t.Filter(pred, bd.derivedTableOptions(i, first, opName)...)
 		} else {
-			out.op = bd.nameOr(opName, "KSTREAM-FILTER-")
 			if n.Kind == designer.KindFilter {
 				out.s = first.s.Filter(pred, named(opName)...)
 			} else {
@@ -763,7 +712,6 @@ func (bd *build) node(i int, in []*val, ports map[string]*val) {
 	case designer.KindMap:
 		keyE, valueE := ex["key"], ex["value"]
 		out := *first
-		out.op = bd.nameOr(opName, "KSTREAM-MAP-")
 		out.s = first.s.Map(func(k, v any) (any, any, error) {
 			nk, err := mapWith(keyE, k, v)
 			if err != nil {
@@ -780,10 +728,8 @@ func (bd *build) node(i int, in []*val, ports map[string]*val) {
 		fn := func(v any) (any, error) { return mapWith(e, nil, v) }
 		out := *first
 		if first.typ == designer.Table {
-			out.op = bd.nameOr(opName, "KTABLE-MAPVALUES-")
 			out.t = first.t.MapValues(fn, bd.derivedTableOptions(i, first, opName)...)
 		} else {
-			out.op = bd.nameOr(opName, "KSTREAM-MAPVALUES-")
 			out.s = first.s.MapValues(fn, named(opName)...)
 		}
 		bd.simple(i, &out)
@@ -791,7 +737,6 @@ func (bd *build) node(i int, in []*val, ports map[string]*val) {
 	case designer.KindFlatMap:
 		e := ex["records"]
 		out := *first
-		out.op = bd.nameOr(opName, "KSTREAM-FLATMAP-")
 		out.s = first.s.FlatMap(func(k, v any) ([]streams.KeyValue, error) {
 			if e == nil {
 				return nil, errNotCompiled
@@ -804,7 +749,6 @@ func (bd *build) node(i int, in []*val, ports map[string]*val) {
 	case designer.KindFlatMapValues:
 		e := ex["values"]
 		out := *first
-		out.op = bd.nameOr(opName, "KSTREAM-FLATMAPVALUES-")
 		out.s = first.s.FlatMapValues(func(v any) ([]any, error) {
 			if e == nil {
 				return nil, errNotCompiled
@@ -816,7 +760,6 @@ func (bd *build) node(i int, in []*val, ports map[string]*val) {
 	case designer.KindSelectKey:
 		e := ex["key"]
 		out := *first
-		out.op = bd.nameOr(opName, "KSTREAM-KEY-SELECT-")
 		out.s = first.s.SelectKey(func(k, v any) (any, error) { return mapWith(e, k, v) }, named(opName)...)
 		out.key.win, out.repart = nil, true
 		bd.simple(i, &out)
@@ -824,7 +767,6 @@ func (bd *build) node(i int, in []*val, ports map[string]*val) {
 	case designer.KindPeek:
 		id, peek := n.ID, c.opts.Peek
 		out := *first
-		out.op = bd.nameOr(opName, "KSTREAM-PEEK-")
 		out.s = first.s.Peek(func(k, v any) {
 			if peek != nil {
 				peek(id, k, v)
@@ -847,14 +789,9 @@ func (bd *build) node(i int, in []*val, ports map[string]*val) {
 		if p := designer.ParamInt(n, "partitions"); p > 0 {
 			opts = append(opts, streams.WithPartitions(p))
 		}
-		if base == "" {
-			base = bd.gen("KSTREAM-REPARTITION-")
-		}
-		names := bd.repartitionNames(base)
 		s := first.s.Repartition(opts...)
-		bd.added(i, names...)
-		bd.main[i] = names[2]
-		bd.output(i, &val{typ: designer.Stream, s: s, key: key, value: value, op: names[2]})
+		bd.main[i] = s.Name()
+		bd.output(i, &val{typ: designer.Stream, s: s, key: key, value: value, op: s.Name()})
 
 	case designer.KindGroupByKey:
 		key := keyInfo{serde: serdeParam(n, "keySerde", first.key.serde), win: first.key.win}
@@ -881,11 +818,9 @@ func (bd *build) node(i int, in []*val, ports map[string]*val) {
 		bd.aggregate(i, first, opName)
 
 	case designer.KindToStream:
-		name := bd.nameOr(opName, "KTABLE-TOSTREAM-")
 		s := first.t.ToStream(named(opName)...)
-		bd.added(i, name)
-		bd.main[i] = name
-		bd.output(i, &val{typ: designer.Stream, s: s, key: first.key, value: first.value, op: name})
+		bd.main[i] = s.Name()
+		bd.output(i, &val{typ: designer.Stream, s: s, key: first.key, value: first.value, op: s.Name()})
 
 	case designer.KindStreamJoin, designer.KindStreamTableJoin, designer.KindTableJoin:
 		bd.join(i, ports, opName)
@@ -897,16 +832,20 @@ func (bd *build) node(i int, in []*val, ports map[string]*val) {
 			key = keyInfo{serde: kp}
 		}
 		bd.needSerdes(i, key, value)
-		name := bd.nameOr(opName, "KSTREAM-SINK-")
+		mark := bd.b.Mark()
 		first.s.To(designer.ParamString(n, "topic"), append(named(opName), streams.WithSerdes(keySerde(key, kp), basicSerde(value)))...)
-		bd.added(i, name)
-		bd.main[i] = name
+		bd.main[i] = bd.b.Added(mark).Operators[0]
 	}
 }
 
-// simple records a node that adds one operator, out.op, and gives out.
+// simple records a node that adds one operator, whose stream or table
+// is out, and gives out.
 func (bd *build) simple(i int, out *val) {
-	bd.added(i, out.op)
+	if out.typ == designer.Table {
+		out.op = out.t.Name()
+	} else {
+		out.op = out.s.Name()
+	}
 	bd.main[i] = out.op
 	bd.output(i, out)
 }
@@ -942,9 +881,7 @@ func (bd *build) branch(i int, in *val, opName string) {
 	n := bd.c.d.Nodes[i]
 	bs := designer.ParamBranches(n)
 	preds := bd.c.branches[i]
-	split := bd.nameOr(opName, "KSTREAM-BRANCH-")
 	branches := make([]streams.Branch, len(bs))
-	names := []string{split}
 	for j, br := range bs {
 		branches[j].Name = br.Name
 		if br.Predicate != "" {
@@ -954,17 +891,17 @@ func (bd *build) branch(i int, in *val, opName string) {
 			}
 			branches[j].Predicate = predicateFn(e)
 		}
-		bd.gen(split + br.Name) // the runtime burns a number per branch
-		names = append(names, split+br.Name)
 	}
+	mark := bd.b.Mark()
 	out := in.s.Branch(branches, named(opName)...)
-	bd.added(i, names...)
+	split := bd.b.Added(mark).Operators[0]
 	bd.main[i] = split
 	bd.outs[i] = map[string]*val{}
 	bd.port[i] = map[string]string{}
-	for j, br := range bs {
+	for _, br := range bs {
 		v := *in
-		v.s, v.op = out[names[j+1]], names[j+1]
+		v.s = out[split+br.Name]
+		v.op = v.s.Name()
 		bd.outs[i][br.Name] = &v
 		bd.port[i][br.Name] = v.op
 	}
@@ -976,17 +913,12 @@ func (bd *build) merge(i int, in []*val, opName string) {
 	}
 	acc := *in[0]
 	for j, other := range in[1:] {
-		var name string
-		last := j == len(in)-2
-		if last {
-			name = bd.nameOr(opName, "KSTREAM-MERGE-")
+		if last := j == len(in)-2; last {
 			acc.s = acc.s.Merge(other.s, named(opName)...)
 		} else {
-			name = bd.gen("KSTREAM-MERGE-")
 			acc.s = acc.s.Merge(other.s)
 		}
-		bd.added(i, name)
-		acc.op = name
+		acc.op = acc.s.Name()
 		acc.repart = acc.repart || other.repart
 		if acc.key.serde != other.key.serde {
 			acc.key.serde = ""
@@ -1019,7 +951,6 @@ func (bd *build) groupBy(i int, in *val) {
 	name := repartitionName(n)
 	opts := append(named(name), streams.WithSerdes(basicSerde(key.serde), basicSerde(value)))
 	if in.typ == designer.Table {
-		op := bd.nameOr(name, "KTABLE-SELECT-")
 		gt := in.t.GroupBy(func(k, v any) (any, any, error) {
 			nk, err := mapWith(keyE, k, v)
 			if err != nil || valueE == nil {
@@ -1028,16 +959,13 @@ func (bd *build) groupBy(i int, in *val) {
 			nv, err := mapWith(valueE, k, v)
 			return nk, nv, err
 		}, opts...)
-		bd.added(i, op)
-		bd.main[i] = op
-		bd.output(i, &val{typ: designer.GroupedTable, gt: gt, key: key, value: value, repart: true, groupName: name, op: op})
+		bd.main[i] = gt.Name()
+		bd.output(i, &val{typ: designer.GroupedTable, gt: gt, key: key, value: value, repart: true, groupName: name, op: gt.Name()})
 		return
 	}
-	op := bd.nameOr(name, "KSTREAM-KEY-SELECT-")
 	g := in.s.GroupBy(func(k, v any) (any, error) { return mapWith(keyE, k, v) }, opts...)
-	bd.added(i, op)
-	bd.main[i] = op
-	bd.output(i, &val{typ: designer.GroupedStream, g: g, key: key, value: value, repart: true, groupName: name, op: op})
+	bd.main[i] = g.Name()
+	bd.output(i, &val{typ: designer.GroupedStream, g: g, key: key, value: value, repart: true, groupName: name, op: g.Name()})
 }
 
 // windowsOf returns the windows of a windowed-by node.
@@ -1081,22 +1009,6 @@ func defaultCountStore(n designer.Node, so streams.StoreOptions) bool {
 	return n.Kind == designer.KindCount && so == (streams.StoreOptions{ValueSerde: streams.Int64})
 }
 
-// countBurns mirrors the runtime's burnAnonymousStore: Count with a
-// Materialized that names no store, of a grouped stream or of time or
-// session windows, advances the counter once more.
-func countBurns(n designer.Node, in *val, so streams.StoreOptions) bool {
-	if n.Kind != designer.KindCount || so.Name != "" {
-		return false
-	}
-	switch in.typ {
-	case designer.GroupedStream:
-		return true
-	case designer.WindowedStream:
-		return in.win == nil || !in.win.sliding
-	}
-	return false
-}
-
 func (bd *build) storeOptions(n designer.Node) streams.StoreOptions {
 	return streams.StoreOptions{
 		Name:            designer.ParamString(n, "store"),
@@ -1135,51 +1047,7 @@ func (bd *build) aggregate(i int, in *val, opName string) {
 	opts := named(opName)
 	if !defaultCountStore(n, so) {
 		opts = append(opts, streams.Materialized(so))
-		if countBurns(n, in, so) {
-			bd.gen("KSTREAM-AGGREGATE-STATE-STORE-")
-		}
 	}
-
-	var prefix string
-	switch {
-	case n.Kind == designer.KindCount && in.typ == designer.GroupedTable:
-		prefix = "KTABLE-AGGREGATE-"
-	case n.Kind == designer.KindCount:
-		prefix = "KSTREAM-AGGREGATE-"
-	case n.Kind == designer.KindReduce && in.typ == designer.GroupedTable:
-		prefix = "KTABLE-REDUCE-"
-	case n.Kind == designer.KindReduce:
-		prefix = "KSTREAM-REDUCE-"
-	case in.typ == designer.GroupedTable:
-		prefix = "KTABLE-AGGREGATE-"
-	default:
-		prefix = "KSTREAM-AGGREGATE-"
-	}
-	var name, store string
-	if in.typ == designer.GroupedTable {
-		// As GroupedTable's aggregations: the store (always named
-		// KTABLE-AGGREGATE-…), the repartition's sink and source, then
-		// the aggregation; no filter.
-		store = bd.storeName(so.Name, "KTABLE-AGGREGATE-")
-		sink, source := bd.nameOr(suffixed(opName, "-sink"), "KSTREAM-SINK-"), bd.nameOr(suffixed(opName, "-source"), "KSTREAM-SOURCE-")
-		if in.groupName == "" || !bd.regrouped[in.gt] {
-			bd.added(i, sink, source)
-		}
-		bd.regrouped[in.gt] = true
-		name = bd.nameOr(opName, prefix)
-	} else {
-		store = bd.storeName(so.Name, prefix)
-		name = bd.nameOr(opName, prefix)
-		if in.repart {
-			base := in.groupName
-			if base == "" {
-				base = store
-			}
-			bd.added(i, bd.repartitionNames(base)...)
-		}
-	}
-	bd.added(i, name)
-	bd.main[i], bd.store[i] = name, store
 
 	init, agg, red, sub, merger := ex["initializer"], ex["aggregator"], ex["reducer"], ex["subtractor"], ex["merger"]
 	initFn := func() (any, error) {
@@ -1205,6 +1073,7 @@ func (bd *build) aggregate(i int, in *val, opName string) {
 		}
 	}
 
+	mark := bd.b.Mark()
 	var t *streams.Table
 	key := in.key
 	switch in.typ {
@@ -1246,5 +1115,21 @@ func (bd *build) aggregate(i int, in *val, opName string) {
 			t = in.gt.Aggregate(initFn, aggFn(agg), aggFn(sub), opts...)
 		}
 	}
-	bd.output(i, &val{typ: designer.Table, t: t, key: key, value: value, op: name})
+	bd.sharedRepartition(i, in, bd.b.Added(mark).Operators)
+	bd.main[i], bd.store[i] = t.Name(), t.StoreName()
+	bd.output(i, &val{typ: designer.Table, t: t, key: key, value: value, op: t.Name()})
+}
+
+// sharedRepartition lists, among the parts of aggregation node i, the
+// repartition a named stream grouping's first aggregation added and the
+// later ones read: ops are what the aggregation added.
+func (bd *build) sharedRepartition(i int, in *val, ops []string) {
+	if in.g == nil || !in.repart || in.groupName == "" {
+		return
+	}
+	if len(ops) > 1 {
+		bd.repartitions[in.g] = ops[:len(ops)-1]
+		return
+	}
+	bd.parts[i] = append(bd.parts[i], bd.repartitions[in.g]...)
 }

@@ -1,8 +1,6 @@
 package compiler
 
 import (
-	"strings"
-
 	"github.com/braidstream/braid/designer"
 	"github.com/braidstream/braid/runtime/streams"
 )
@@ -84,28 +82,6 @@ func joinerFn(e *Expr) streams.ValueJoiner {
 	}
 }
 
-// suffixed is name+suffix, or "" for no name: the runtime's naming of a
-// named join's parts.
-func suffixed(name, suffix string) string {
-	if name == "" {
-		return ""
-	}
-	return name + suffix
-}
-
-// repartitionBefore mirrors the runtime's repartition of a join input
-// whose key may have changed: named base, else after the operator the
-// input comes from.
-func (bd *build) repartitionBefore(i int, in *val, base string) {
-	if !in.repart {
-		return
-	}
-	if base == "" {
-		base = in.op
-	}
-	bd.added(i, bd.repartitionNames(base)...)
-}
-
 // join makes node i's join call on its inputs by port.
 func (bd *build) join(i int, ports map[string]*val, opName string) {
 	n := bd.c.d.Nodes[i]
@@ -119,24 +95,6 @@ func (bd *build) join(i int, ports map[string]*val, opName string) {
 		}
 		opts := append(named(opName), streams.WithSerdes(basicSerde(left.key.serde), basicSerde(joinValueSerde)),
 			streams.JoinSerdes(basicSerde(left.key.serde), basicSerde(left.value), basicSerde(right.value)))
-		bd.repartitionBefore(i, left, suffixed(opName, "-left"))
-		bd.repartitionBefore(i, right, suffixed(opName, "-right"))
-		thisPrefix, thisSuffix := "KSTREAM-JOINTHIS-", "-this-join"
-		if typ == designer.OuterJoin {
-			thisPrefix, thisSuffix = "KSTREAM-OUTERTHIS-", "-outer-this-join"
-		}
-		otherPrefix, otherSuffix := "KSTREAM-JOINOTHER-", "-other-join"
-		if typ != designer.InnerJoin {
-			otherPrefix, otherSuffix = "KSTREAM-OUTEROTHER-", "-outer-other-join"
-		}
-		thisWin := bd.nameOr(suffixed(opName, "-this-windowed"), "KSTREAM-WINDOWED-")
-		otherWin := bd.nameOr(suffixed(opName, "-other-windowed"), "KSTREAM-WINDOWED-")
-		thisGen, otherGen := bd.gen(thisPrefix), bd.gen(otherPrefix)
-		this, other := thisGen, otherGen
-		if opName != "" {
-			this, other = opName+thisSuffix, opName+otherSuffix
-		}
-		merge := bd.nameOr(suffixed(opName, "-merge"), "KSTREAM-MERGE-")
 		w := joinWindows(n)
 		var s *streams.Stream
 		switch typ {
@@ -147,15 +105,8 @@ func (bd *build) join(i int, ports map[string]*val, opName string) {
 		default:
 			s = left.s.Join(right.s, joiner, w, opts...)
 		}
-		// The runtime names the buffers after the generated names, and
-		// the store of unmatched records after the first one's number.
-		bd.buffers[i] = []string{thisGen + "-store", otherGen + "-store"}
-		if typ != designer.InnerJoin {
-			bd.buffers[i] = append(bd.buffers[i], "KSTREAM-OUTERSHARED-"+strings.TrimPrefix(thisGen, thisPrefix)+"-store")
-		}
-		bd.added(i, thisWin, otherWin, this, other, merge)
-		bd.main[i] = merge
-		bd.output(i, &val{typ: designer.Stream, s: s, key: keyInfo{serde: left.key.serde}, value: joinValueSerde, op: merge})
+		bd.main[i] = s.Name()
+		bd.output(i, &val{typ: designer.Stream, s: s, key: keyInfo{serde: left.key.serde}, value: joinValueSerde, op: s.Name()})
 
 	case designer.KindStreamTableJoin:
 		stream, table := ports["stream"], ports["table"]
@@ -164,19 +115,13 @@ func (bd *build) join(i int, ports map[string]*val, opName string) {
 		}
 		opts := append(named(opName), streams.WithSerdes(basicSerde(stream.key.serde), basicSerde(joinValueSerde)),
 			streams.JoinSerdes(basicSerde(stream.key.serde), basicSerde(stream.value), nil))
-		bd.repartitionBefore(i, stream, opName)
-		prefix := "KSTREAM-JOIN-"
-		if typ == designer.LeftJoin {
-			prefix = "KSTREAM-LEFTJOIN-"
-		}
-		name := bd.nameOr(opName, prefix)
 		var s *streams.Stream
 		if typ == designer.LeftJoin {
 			s = stream.s.LeftJoinTable(table.t, joiner, opts...)
 		} else {
 			s = stream.s.JoinTable(table.t, joiner, opts...)
 		}
-		bd.simple(i, &val{typ: designer.Stream, s: s, key: keyInfo{serde: stream.key.serde}, value: joinValueSerde, op: name})
+		bd.simple(i, &val{typ: designer.Stream, s: s, key: keyInfo{serde: stream.key.serde}, value: joinValueSerde})
 
 	case designer.KindTableJoin:
 		left, right := ports["left"], ports["right"]
@@ -189,11 +134,6 @@ func (bd *build) join(i int, ports map[string]*val, opName string) {
 			opts = append(opts, streams.Materialized(streams.StoreOptions{Name: store, ValueSerde: basicSerde(joinValueSerde)}))
 			bd.store[i] = store
 		}
-		merge := bd.nameOr(opName, "KTABLE-MERGE-")
-		this, other := bd.gen("KTABLE-JOINTHIS-"), bd.gen("KTABLE-JOINOTHER-")
-		if opName != "" {
-			this, other = opName+"-join-this", opName+"-join-other"
-		}
 		var t *streams.Table
 		switch typ {
 		case designer.LeftJoin:
@@ -203,8 +143,7 @@ func (bd *build) join(i int, ports map[string]*val, opName string) {
 		default:
 			t = left.t.Join(right.t, joiner, opts...)
 		}
-		bd.added(i, this, other, merge)
-		bd.main[i] = merge
-		bd.output(i, &val{typ: designer.Table, t: t, key: keyInfo{serde: left.key.serde}, value: joinValueSerde, op: merge})
+		bd.main[i] = t.Name()
+		bd.output(i, &val{typ: designer.Table, t: t, key: keyInfo{serde: left.key.serde}, value: joinValueSerde, op: t.Name()})
 	}
 }
