@@ -28,12 +28,12 @@ func (g *GroupedTable) Name() string { return g.stream.node.name }
 // A Mark is a point in the building of a topology: the operators a
 // Builder held when Builder.Mark returned it.
 type Mark struct {
-	b         *Builder
-	operators int
+	b                 *Builder
+	operators, errors int
 }
 
 // Mark returns the current point of b, for Added.
-func (b *Builder) Mark() Mark { return Mark{b: b, operators: len(b.nodes)} }
+func (b *Builder) Mark() Mark { return Mark{b: b, operators: len(b.nodes), errors: len(b.errs)} }
 
 // Added is what the DSL calls made since a Mark added to a Builder.
 type Added struct {
@@ -45,16 +45,24 @@ type Added struct {
 	// the same order: an aggregation's, a source table's, a stream-stream
 	// join's buffers and store of unmatched records.
 	Stores []string
+	// Errors are the mistakes those calls made, which Build reports
+	// among its BuildErrors.
+	Errors []*BuildError
 }
 
-// Added returns the operators and stores added to b since m. A mark of
-// another Builder gives everything b holds.
+// Added returns the operators, stores and mistakes added to b since m. A
+// mark of another Builder gives everything b holds.
 func (b *Builder) Added(m Mark) Added {
-	from := m.operators
-	if m.b != b || from > len(b.nodes) {
-		from = 0
+	from, errs := m.operators, m.errors
+	if m.b != b || from > len(b.nodes) || errs > len(b.errs) {
+		from, errs = 0, 0
 	}
 	var a Added
+	for _, err := range b.errs[errs:] {
+		if be, ok := err.(*BuildError); ok {
+			a.Errors = append(a.Errors, be)
+		}
+	}
 	for _, n := range b.nodes[from:] {
 		a.Operators = append(a.Operators, n.name)
 		for _, spec := range n.storeSpecs {
