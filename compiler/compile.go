@@ -84,13 +84,13 @@ func Compile(d *designer.Design, opts Options) (compiled *Compiled, err error) {
 		return nil, c.sortedProblems()
 	}
 	order := c.order()
-	bd := c.newBuild(order, len(order))
+	bd := c.newBuild(order)
 	topo, err := bd.b.Build()
 	if err == nil && len(c.problems) == 0 {
 		return bd.result(topo), nil
 	}
 	if err != nil {
-		c.attribute(order, err)
+		c.attribute(bd, order, err)
 	}
 	return nil, c.sortedProblems()
 }
@@ -353,78 +353,75 @@ func (h *intHeap) Pop() any {
 	return x
 }
 
-// attribute turns the runtime's Build errors into problems: it builds
-// ever longer prefixes of order and gives each error to the node whose
-// DSL call first made it appear.
-func (c *compilation) attribute(order []int, err error) {
-	all := buildErrors(err)
-	seen := map[string]int{}
-	for upto := 1; upto <= len(order) && len(all) > 0; upto++ {
-		bd := c.newBuild(order, upto)
-		_, perr := bd.b.Build()
-		count := map[string]int{}
-		for _, msg := range buildErrors(perr) {
-			count[msg]++
-			if count[msg] <= seen[msg] {
-				continue
-			}
-			seen[msg]++
-			if !removeOne(&all, msg) {
-				continue // a prefix-only complaint ("reads no topic")
-			}
-			i := order[upto-1]
-			c.add(i, guessParam(c.kinds[i], msg), "%s", msg)
+// attribute turns the runtime's Build errors into problems: an error
+// goes to the node whose DSL calls made it (Builder.Added), else to the
+// last node in order that added the operator it names (a name used
+// twice), else to the design.
+func (c *compilation) attribute(bd *build, order []int, err error) {
+	byError := map[*streams.BuildError]int{}
+	byOperator := map[string]int{}
+	for _, i := range order {
+		for _, be := range bd.errs[i] {
+			byError[be] = i
+		}
+		for _, op := range bd.parts[i] {
+			byOperator[op] = i
 		}
 	}
-	for _, msg := range all {
-		c.problems = append(c.problems, designer.Problem{Message: msg})
+	for _, be := range buildErrors(err) {
+		msg := be.Err.Error()
+		i, ok := byError[be]
+		if !ok && be.Operator != "" {
+			i, ok = byOperator[be.Operator]
+		}
+		if !ok {
+			c.problems = append(c.problems, designer.Problem{Message: msg})
+			continue
+		}
+		c.add(i, errorParam(c.kinds[i], be), "%s", msg)
 	}
 }
 
-func removeOne(list *[]string, s string) bool {
-	for i, x := range *list {
-		if x == s {
-			*list = append((*list)[:i], (*list)[i+1:]...)
+// buildErrors splits a Build error into its BuildErrors.
+func buildErrors(err error) []*streams.BuildError {
+	errs := []error{err}
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		errs = j.Unwrap()
+	}
+	out := make([]*streams.BuildError, 0, len(errs))
+	for _, e := range errs {
+		be := &streams.BuildError{Err: e}
+		errors.As(e, &be)
+		out = append(out, be)
+	}
+	return out
+}
+
+// errorParam names the parameter of kind a Build error is about: "name"
+// for the Named option, else the one its message most likely means.
+func errorParam(k *designer.KindSpec, be *streams.BuildError) string {
+	if be.Option == "Named" && hasParam(k, "name") {
+		return "name"
+	}
+	return guessParam(k, be.Err.Error())
+}
+
+func hasParam(k *designer.KindSpec, name string) bool {
+	if k == nil {
+		return false
+	}
+	for _, p := range k.Params {
+		if p.Name == name {
 			return true
 		}
 	}
 	return false
 }
 
-// buildErrors splits a Build error into its messages, without the
-// "building topology: " prefix.
-func buildErrors(err error) []string {
-	if err == nil {
-		return nil
-	}
-	inner := errors.Unwrap(err)
-	if inner == nil {
-		inner = err
-	}
-	if j, ok := inner.(interface{ Unwrap() []error }); ok {
-		var msgs []string
-		for _, e := range j.Unwrap() {
-			msgs = append(msgs, e.Error())
-		}
-		return msgs
-	}
-	return []string{strings.TrimPrefix(err.Error(), "building topology: ")}
-}
-
 // guessParam names the parameter of kind a Build error is most likely
 // about.
 func guessParam(k *designer.KindSpec, msg string) string {
-	has := func(name string) bool {
-		if k == nil {
-			return false
-		}
-		for _, p := range k.Params {
-			if p.Name == name {
-				return true
-			}
-		}
-		return false
-	}
+	has := func(name string) bool { return hasParam(k, name) }
 	switch {
 	case strings.Contains(msg, "operator name") && has("name"):
 		return "name"
@@ -456,6 +453,8 @@ type build struct {
 	// grouping, which its first aggregation adds and its later ones read
 	// too: each lists them among its parts.
 	repartitions map[*streams.GroupedStream][]string
+	// errs are the Build errors each node's DSL calls made.
+	errs map[int][]*streams.BuildError
 }
 
 // val is what leaves an output port: one of the runtime's streams,
@@ -498,10 +497,10 @@ type windowInfo struct {
 	size time.Duration
 }
 
-func (c *compilation) newBuild(order []int, upto int) *build {
+func (c *compilation) newBuild(order []int) *build {
 	bd := &build{c: c, b: streams.NewBuilder(), outs: map[int]map[string]*val{}, parts: map[int][]string{},
 		stores: map[int][]string{}, main: map[int]string{}, port: map[int]map[string]string{}, store: map[int]string{},
-		repartitions: map[*streams.GroupedStream][]string{}}
+		repartitions: map[*streams.GroupedStream][]string{}, errs: map[int][]*streams.BuildError{}}
 	index := c.index()
 	inputs := make(map[int][]designer.Edge)
 	for _, e := range c.d.Edges {
@@ -509,7 +508,7 @@ func (c *compilation) newBuild(order []int, upto int) *build {
 			inputs[i] = append(inputs[i], e)
 		}
 	}
-	for _, i := range order[:upto] {
+	for _, i := range order {
 		var in []*val
 		ports := map[string]*val{}
 		for _, e := range inputs[i] {
@@ -525,6 +524,7 @@ func (c *compilation) newBuild(order []int, upto int) *build {
 		added := bd.b.Added(mark)
 		bd.parts[i] = append(bd.parts[i], added.Operators...)
 		bd.stores[i] = added.Stores
+		bd.errs[i] = added.Errors
 	}
 	return bd
 }
@@ -637,24 +637,11 @@ func serdeParam(n designer.Node, param, dflt string) string {
 // unknown because the streams merged before it disagree.
 func (bd *build) needSerdes(i int, key keyInfo, value string) {
 	if key.serde == "" {
-		bd.problemOnce(i, "keySerde", "the streams merged before this node have different key serdes: set keySerde")
+		bd.c.add(i, "keySerde", "the streams merged before this node have different key serdes: set keySerde")
 	}
 	if value == "" {
-		bd.problemOnce(i, "valueSerde", "the streams merged before this node have different value serdes: set valueSerde")
+		bd.c.add(i, "valueSerde", "the streams merged before this node have different value serdes: set valueSerde")
 	}
-}
-
-// problemOnce adds a problem found while building, once: prefix builds
-// for attributing Build errors run the same calls again.
-func (bd *build) problemOnce(i int, param, msg string) {
-	c := bd.c
-	n := c.d.Nodes[i]
-	for _, p := range c.problems {
-		if p.Node == n.ID && p.Param == param && p.Message == msg {
-			return
-		}
-	}
-	c.add(i, param, "%s", msg)
 }
 
 // node makes node i's DSL calls on its inputs, in the order of their
@@ -668,7 +655,7 @@ func (bd *build) node(i int, in []*val, ports map[string]*val) {
 		first = in[0]
 	}
 	if first == nil && n.Kind != designer.KindSourceStream && n.Kind != designer.KindSourceTable {
-		bd.problemOnce(i, "", "has no input to compile")
+		bd.c.add(i, "", "has no input to compile")
 		return
 	}
 	opName := operatorName(n)
@@ -1038,7 +1025,7 @@ func (bd *build) aggregate(i int, in *val, opName string) {
 	so := bd.storeOptions(n)
 	value := aggregateValueSerde(n, in.value)
 	if value == "" {
-		bd.problemOnce(i, "valueSerde", "the streams merged before this node have different value serdes: set valueSerde")
+		bd.c.add(i, "valueSerde", "the streams merged before this node have different value serdes: set valueSerde")
 	}
 	so.ValueSerde = basicSerde(value)
 	if in.typ == designer.WindowedStream && designer.IsSet(n.Params["retention"]) {
