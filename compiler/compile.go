@@ -4,7 +4,6 @@ import (
 	"container/heap"
 	"errors"
 	"fmt"
-	"regexp"
 	"sort"
 	"strings"
 	"time"
@@ -35,7 +34,10 @@ type Compiled struct {
 	// Parts maps a node id to every operator the node added, in the order
 	// the runtime created them: for a table source its source and its
 	// table, for an aggregation that repartitions the repartition topic's
-	// filter, sink and source before the aggregation.
+	// filter, sink and source before the aggregation (every aggregation
+	// of a named stream grouping lists the one repartition they share).
+	// The names are the runtime's (streams.Builder.Added), not the
+	// compiler's guess.
 	Parts map[string][]string
 	// Outputs maps a node id and one of its output ports to the operator
 	// whose records leave through that port: for a branch node each
@@ -68,7 +70,7 @@ func Compile(d *designer.Design, opts Options) (compiled *Compiled, err error) {
 		}
 	}()
 	c := &compilation{d: d, opts: opts, exprs: make(map[int]map[string]*Expr), branches: make(map[int][]*Expr)}
-	c.kinds = make([]*designer.Kind, len(d.Nodes))
+	c.kinds = make([]*designer.KindSpec, len(d.Nodes))
 	for i, n := range d.Nodes {
 		if k, ok := designer.KindByName(n.Kind); ok {
 			c.kinds[i] = &k
@@ -82,13 +84,13 @@ func Compile(d *designer.Design, opts Options) (compiled *Compiled, err error) {
 		return nil, c.sortedProblems()
 	}
 	order := c.order()
-	bd := c.newBuild(order, len(order))
+	bd := c.newBuild(order)
 	topo, err := bd.b.Build()
 	if err == nil && len(c.problems) == 0 {
 		return bd.result(topo), nil
 	}
 	if err != nil {
-		c.attribute(order, err)
+		c.attribute(bd, order, err)
 	}
 	return nil, c.sortedProblems()
 }
@@ -97,7 +99,7 @@ func Compile(d *designer.Design, opts Options) (compiled *Compiled, err error) {
 type compilation struct {
 	d     *designer.Design
 	opts  Options
-	kinds []*designer.Kind
+	kinds []*designer.KindSpec
 	// exprs holds each node's compiled expression parameters, branches a
 	// branch node's predicates (nil for the default branch).
 	exprs    map[int]map[string]*Expr
@@ -171,12 +173,12 @@ func (c *compilation) compileExprs() {
 
 // given returns the variables the runtime gives the function an
 // expression parameter of kind becomes.
-func given(kind string, role designer.ExprRole) []string {
+func given(kind designer.Kind, role designer.ExprRole) []string {
 	switch role {
 	case designer.TimestampExtractor:
 		return []string{"key", "value", "timestamp"}
 	case designer.Predicate, designer.KeyMapper, designer.ValueMapper, designer.FlatMapper, designer.ValuesMapper:
-		if kind == "map-values" || kind == "flat-map-values" {
+		if kind == designer.KindMapValues || kind == designer.KindFlatMapValues {
 			return []string{"value"}
 		}
 		return []string{"key", "value"}
@@ -185,7 +187,7 @@ func given(kind string, role designer.ExprRole) []string {
 }
 
 // unavailable says which variable e reads that its operator is not given.
-func (c *compilation) unavailable(kind string, e *Expr) string {
+func (c *compilation) unavailable(kind designer.Kind, e *Expr) string {
 	have := given(kind, e.Role())
 	for _, v := range RoleVariables(e.Role()) {
 		if e.Reads(v) && !contains(have, v) {
@@ -226,25 +228,25 @@ func (c *compilation) checkNodes(valid bool) {
 	}
 	for i, n := range c.d.Nodes {
 		switch n.Kind {
-		case "opaque":
+		case designer.KindOpaque:
 			c.add(i, "", "a processor imported from describe() whose kind is not known: replace it with a node of a known kind")
 			c.structural = true
-		case "merge":
+		case designer.KindMerge:
 			if valid && ins[i] == 1 {
 				c.add(i, "", "merges one stream: connect at least two")
 				c.structural = true
 			}
-		case "windowed-by":
+		case designer.KindWindowedBy:
 			for _, p := range []string{"size", "advance", "gap", "grace"} {
 				c.wholeMillis(i, p)
 			}
-		case "count", "reduce", "aggregate":
+		case designer.KindCount, designer.KindReduce, designer.KindAggregate:
 			c.wholeMillis(i, "retention")
-		case "stream-join":
+		case designer.KindStreamJoin:
 			for _, p := range []string{"window", "before", "after", "grace"} {
 				c.wholeMillis(i, p)
 			}
-		case "stream-table-join", "table-join":
+		case designer.KindStreamTableJoin, designer.KindTableJoin:
 			if valid {
 				c.checkJoinTables(i, index)
 			}
@@ -351,78 +353,75 @@ func (h *intHeap) Pop() any {
 	return x
 }
 
-// attribute turns the runtime's Build errors into problems: it builds
-// ever longer prefixes of order and gives each error to the node whose
-// DSL call first made it appear.
-func (c *compilation) attribute(order []int, err error) {
-	all := buildErrors(err)
-	seen := map[string]int{}
-	for upto := 1; upto <= len(order) && len(all) > 0; upto++ {
-		bd := c.newBuild(order, upto)
-		_, perr := bd.b.Build()
-		count := map[string]int{}
-		for _, msg := range buildErrors(perr) {
-			count[msg]++
-			if count[msg] <= seen[msg] {
-				continue
-			}
-			seen[msg]++
-			if !removeOne(&all, msg) {
-				continue // a prefix-only complaint ("reads no topic")
-			}
-			i := order[upto-1]
-			c.add(i, guessParam(c.kinds[i], msg), "%s", msg)
+// attribute turns the runtime's Build errors into problems: an error
+// goes to the node whose DSL calls made it (Builder.Added), else to the
+// last node in order that added the operator it names (a name used
+// twice), else to the design.
+func (c *compilation) attribute(bd *build, order []int, err error) {
+	byError := map[*streams.BuildError]int{}
+	byOperator := map[string]int{}
+	for _, i := range order {
+		for _, be := range bd.errs[i] {
+			byError[be] = i
+		}
+		for _, op := range bd.parts[i] {
+			byOperator[op] = i
 		}
 	}
-	for _, msg := range all {
-		c.problems = append(c.problems, designer.Problem{Message: msg})
+	for _, be := range buildErrors(err) {
+		msg := be.Err.Error()
+		i, ok := byError[be]
+		if !ok && be.Operator != "" {
+			i, ok = byOperator[be.Operator]
+		}
+		if !ok {
+			c.problems = append(c.problems, designer.Problem{Message: msg})
+			continue
+		}
+		c.add(i, errorParam(c.kinds[i], be), "%s", msg)
 	}
 }
 
-func removeOne(list *[]string, s string) bool {
-	for i, x := range *list {
-		if x == s {
-			*list = append((*list)[:i], (*list)[i+1:]...)
+// buildErrors splits a Build error into its BuildErrors.
+func buildErrors(err error) []*streams.BuildError {
+	errs := []error{err}
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		errs = j.Unwrap()
+	}
+	out := make([]*streams.BuildError, 0, len(errs))
+	for _, e := range errs {
+		be := &streams.BuildError{Err: e}
+		errors.As(e, &be)
+		out = append(out, be)
+	}
+	return out
+}
+
+// errorParam names the parameter of kind a Build error is about: "name"
+// for the Named option, else the one its message most likely means.
+func errorParam(k *designer.KindSpec, be *streams.BuildError) string {
+	if be.Option == "Named" && hasParam(k, "name") {
+		return "name"
+	}
+	return guessParam(k, be.Err.Error())
+}
+
+func hasParam(k *designer.KindSpec, name string) bool {
+	if k == nil {
+		return false
+	}
+	for _, p := range k.Params {
+		if p.Name == name {
 			return true
 		}
 	}
 	return false
 }
 
-// buildErrors splits a Build error into its messages, without the
-// "building topology: " prefix.
-func buildErrors(err error) []string {
-	if err == nil {
-		return nil
-	}
-	inner := errors.Unwrap(err)
-	if inner == nil {
-		inner = err
-	}
-	if j, ok := inner.(interface{ Unwrap() []error }); ok {
-		var msgs []string
-		for _, e := range j.Unwrap() {
-			msgs = append(msgs, e.Error())
-		}
-		return msgs
-	}
-	return []string{strings.TrimPrefix(err.Error(), "building topology: ")}
-}
-
 // guessParam names the parameter of kind a Build error is most likely
 // about.
-func guessParam(k *designer.Kind, msg string) string {
-	has := func(name string) bool {
-		if k == nil {
-			return false
-		}
-		for _, p := range k.Params {
-			if p.Name == name {
-				return true
-			}
-		}
-		return false
-	}
+func guessParam(k *designer.KindSpec, msg string) string {
+	has := func(name string) bool { return hasParam(k, name) }
 	switch {
 	case strings.Contains(msg, "operator name") && has("name"):
 		return "name"
@@ -442,19 +441,20 @@ func guessParam(k *designer.Kind, msg string) string {
 type build struct {
 	c *compilation
 	b *streams.Builder
-	// index mirrors the Builder's counter of generated names, so that
-	// the names of the operators each node adds are known.
-	index int
-	outs  map[int]map[string]*val
-	parts map[int][]string
-	main  map[int]string
-	port  map[int]map[string]string
-	store map[int]string
-	// buffers are the stores of stream-stream joins.
-	buffers map[int][]string
-	// regrouped marks the table groupings an aggregation has
-	// repartitioned: a named one's later aggregations reuse the topic.
-	regrouped map[*streams.GroupedTable]bool
+	// parts and stores are the operators and stores each node's DSL
+	// calls added, as the Builder tells them (Builder.Added).
+	outs   map[int]map[string]*val
+	parts  map[int][]string
+	stores map[int][]string
+	main   map[int]string
+	port   map[int]map[string]string
+	store  map[int]string
+	// repartitions holds the repartition operators of a named stream
+	// grouping, which its first aggregation adds and its later ones read
+	// too: each lists them among its parts.
+	repartitions map[*streams.GroupedStream][]string
+	// errs are the Build errors each node's DSL calls made.
+	errs map[int][]*streams.BuildError
 }
 
 // val is what leaves an output port: one of the runtime's streams,
@@ -490,17 +490,17 @@ type keyInfo struct {
 
 type windowInfo struct {
 	session bool
-	// sliding marks sliding windows, whose count does not burn a name
-	// (see countBurns).
+	// sliding marks sliding windows (whose keys are windowed as time
+	// windows' are).
 	sliding bool
 	// size is the window size (a sliding window's time difference).
 	size time.Duration
 }
 
-func (c *compilation) newBuild(order []int, upto int) *build {
+func (c *compilation) newBuild(order []int) *build {
 	bd := &build{c: c, b: streams.NewBuilder(), outs: map[int]map[string]*val{}, parts: map[int][]string{},
-		main: map[int]string{}, port: map[int]map[string]string{}, store: map[int]string{}, buffers: map[int][]string{},
-		regrouped: map[*streams.GroupedTable]bool{}}
+		stores: map[int][]string{}, main: map[int]string{}, port: map[int]map[string]string{}, store: map[int]string{},
+		repartitions: map[*streams.GroupedStream][]string{}, errs: map[int][]*streams.BuildError{}}
 	index := c.index()
 	inputs := make(map[int][]designer.Edge)
 	for _, e := range c.d.Edges {
@@ -508,7 +508,7 @@ func (c *compilation) newBuild(order []int, upto int) *build {
 			inputs[i] = append(inputs[i], e)
 		}
 	}
-	for _, i := range order[:upto] {
+	for _, i := range order {
 		var in []*val
 		ports := map[string]*val{}
 		for _, e := range inputs[i] {
@@ -519,7 +519,12 @@ func (c *compilation) newBuild(order []int, upto int) *build {
 				}
 			}
 		}
+		mark := bd.b.Mark()
 		bd.node(i, in, ports)
+		added := bd.b.Added(mark)
+		bd.parts[i] = append(bd.parts[i], added.Operators...)
+		bd.stores[i] = added.Stores
+		bd.errs[i] = added.Errors
 	}
 	return bd
 }
@@ -542,59 +547,11 @@ func (bd *build) result(topo *streams.Topology) *Compiled {
 			out.Stores[n.ID] = s
 			out.StoreNodes[s] = n.ID
 		}
-		for _, s := range bd.buffers[i] {
+		for _, s := range bd.stores[i] {
 			out.StoreNodes[s] = n.ID
 		}
 	}
 	return out
-}
-
-// gen mirrors the Builder's generation of a name.
-func (bd *build) gen(prefix string) string {
-	name := fmt.Sprintf("%s%010d", prefix, bd.index)
-	bd.index++
-	return name
-}
-
-// nameOr mirrors the Builder's nameOrGenerate: it advances the counter
-// whether or not the name is given.
-func (bd *build) nameOr(given, prefix string) string {
-	generated := bd.gen(prefix)
-	if given != "" {
-		return given
-	}
-	return generated
-}
-
-// storeName mirrors the Builder's naming of a store: a generated name
-// only when none is given.
-func (bd *build) storeName(given, prefix string) string {
-	if given != "" {
-		return given
-	}
-	return bd.gen(prefix + "STATE-STORE-")
-}
-
-// generatedName is the runtime's test for a generated repartition base.
-var generatedName = regexp.MustCompile(`^KSTREAM.*-[0-9]{10}$`)
-
-// repartitionNames mirrors the runtime's naming of the filter, sink and
-// source of the repartition topic base+"-repartition", in the order it
-// creates them.
-func (bd *build) repartitionNames(base string) []string {
-	topic := base
-	if !strings.HasSuffix(topic, "-repartition") {
-		topic += "-repartition"
-	}
-	sink, filter, source := bd.gen("KSTREAM-SINK-"), bd.gen("KSTREAM-FILTER-"), bd.gen("KSTREAM-SOURCE-")
-	if !generatedName.MatchString(base) {
-		sink, filter, source = topic+"-sink", topic+"-filter", topic+"-source"
-	}
-	return []string{filter, sink, source}
-}
-
-func (bd *build) added(i int, names ...string) {
-	bd.parts[i] = append(bd.parts[i], names...)
 }
 
 // output sets node i's only output.
@@ -612,7 +569,7 @@ func operatorName(n designer.Node) string {
 		return n.Name
 	}
 	switch n.Kind {
-	case "group-by-key", "group-by", "repartition":
+	case designer.KindGroupByKey, designer.KindGroupBy, designer.KindRepartition:
 		return ""
 	}
 	return designer.ParamString(n, "name")
@@ -680,24 +637,11 @@ func serdeParam(n designer.Node, param, dflt string) string {
 // unknown because the streams merged before it disagree.
 func (bd *build) needSerdes(i int, key keyInfo, value string) {
 	if key.serde == "" {
-		bd.problemOnce(i, "keySerde", "the streams merged before this node have different key serdes: set keySerde")
+		bd.c.add(i, "keySerde", "the streams merged before this node have different key serdes: set keySerde")
 	}
 	if value == "" {
-		bd.problemOnce(i, "valueSerde", "the streams merged before this node have different value serdes: set valueSerde")
+		bd.c.add(i, "valueSerde", "the streams merged before this node have different value serdes: set valueSerde")
 	}
-}
-
-// problemOnce adds a problem found while building, once: prefix builds
-// for attributing Build errors run the same calls again.
-func (bd *build) problemOnce(i int, param, msg string) {
-	c := bd.c
-	n := c.d.Nodes[i]
-	for _, p := range c.problems {
-		if p.Node == n.ID && p.Param == param && p.Message == msg {
-			return
-		}
-	}
-	c.add(i, param, "%s", msg)
 }
 
 // node makes node i's DSL calls on its inputs, in the order of their
@@ -710,25 +654,23 @@ func (bd *build) node(i int, in []*val, ports map[string]*val) {
 	if len(in) > 0 {
 		first = in[0]
 	}
-	if first == nil && n.Kind != "source-stream" && n.Kind != "source-table" {
-		bd.problemOnce(i, "", "has no input to compile")
+	if first == nil && n.Kind != designer.KindSourceStream && n.Kind != designer.KindSourceTable {
+		bd.c.add(i, "", "has no input to compile")
 		return
 	}
 	opName := operatorName(n)
 	switch n.Kind {
-	case "source-stream":
+	case designer.KindSourceStream:
 		key, value := serdeParam(n, "keySerde", "string"), serdeParam(n, "valueSerde", "json")
 		opts := append(named(opName), streams.WithSerdes(basicSerde(key), basicSerde(value)))
 		if e := ex["timestamp"]; e != nil {
 			opts = append(opts, streams.WithTimestamps(timestampFn(e)))
 		}
-		name := bd.nameOr(opName, "KSTREAM-SOURCE-")
 		s := bd.b.Stream([]string{designer.ParamString(n, "topic")}, opts...)
-		bd.added(i, name)
-		bd.main[i] = name
-		bd.output(i, &val{typ: designer.Stream, s: s, key: keyInfo{serde: key}, value: value, op: name})
+		bd.main[i] = s.Name()
+		bd.output(i, &val{typ: designer.Stream, s: s, key: keyInfo{serde: key}, value: value, op: s.Name()})
 
-	case "source-table":
+	case designer.KindSourceTable:
 		topic := designer.ParamString(n, "topic")
 		key, value := serdeParam(n, "keySerde", "string"), serdeParam(n, "valueSerde", "json")
 		so := bd.storeOptions(n)
@@ -736,23 +678,17 @@ func (bd *build) node(i int, in []*val, ports map[string]*val) {
 		if e := ex["timestamp"]; e != nil {
 			opts = append(opts, streams.WithTimestamps(timestampFn(e)))
 		}
-		store := bd.storeName(so.Name, topic+"-")
-		source := bd.nameOr(suffixed(opName, "-source"), "KSTREAM-SOURCE-")
-		name := bd.nameOr(opName, "KTABLE-SOURCE-")
 		t := bd.b.Table(topic, opts...)
-		bd.added(i, source, name)
-		bd.main[i], bd.store[i] = name, store
-		bd.output(i, &val{typ: designer.Table, t: t, key: keyInfo{serde: key}, value: value, op: name})
+		bd.main[i], bd.store[i] = t.Name(), t.StoreName()
+		bd.output(i, &val{typ: designer.Table, t: t, key: keyInfo{serde: key}, value: value, op: t.Name()})
 
-	case "filter", "filter-not":
+	case designer.KindFilter, designer.KindFilterNot:
 		pred := predicateFn(ex["predicate"])
 		out := *first
 		if first.typ == designer.Table {
-			out.op = bd.nameOr(opName, "KTABLE-FILTER-")
 			out.t = first.t.Filter(pred, bd.derivedTableOptions(i, first, opName)...)
 		} else {
-			out.op = bd.nameOr(opName, "KSTREAM-FILTER-")
-			if n.Kind == "filter" {
+			if n.Kind == designer.KindFilter {
 				out.s = first.s.Filter(pred, named(opName)...)
 			} else {
 				out.s = first.s.FilterNot(pred, named(opName)...)
@@ -760,10 +696,9 @@ func (bd *build) node(i int, in []*val, ports map[string]*val) {
 		}
 		bd.simple(i, &out)
 
-	case "map":
+	case designer.KindMap:
 		keyE, valueE := ex["key"], ex["value"]
 		out := *first
-		out.op = bd.nameOr(opName, "KSTREAM-MAP-")
 		out.s = first.s.Map(func(k, v any) (any, any, error) {
 			nk, err := mapWith(keyE, k, v)
 			if err != nil {
@@ -775,23 +710,20 @@ func (bd *build) node(i int, in []*val, ports map[string]*val) {
 		out.key.win, out.repart = nil, true
 		bd.simple(i, &out)
 
-	case "map-values":
+	case designer.KindMapValues:
 		e := ex["value"]
 		fn := func(v any) (any, error) { return mapWith(e, nil, v) }
 		out := *first
 		if first.typ == designer.Table {
-			out.op = bd.nameOr(opName, "KTABLE-MAPVALUES-")
 			out.t = first.t.MapValues(fn, bd.derivedTableOptions(i, first, opName)...)
 		} else {
-			out.op = bd.nameOr(opName, "KSTREAM-MAPVALUES-")
 			out.s = first.s.MapValues(fn, named(opName)...)
 		}
 		bd.simple(i, &out)
 
-	case "flat-map":
+	case designer.KindFlatMap:
 		e := ex["records"]
 		out := *first
-		out.op = bd.nameOr(opName, "KSTREAM-FLATMAP-")
 		out.s = first.s.FlatMap(func(k, v any) ([]streams.KeyValue, error) {
 			if e == nil {
 				return nil, errNotCompiled
@@ -801,10 +733,9 @@ func (bd *build) node(i int, in []*val, ports map[string]*val) {
 		out.key.win, out.repart = nil, true
 		bd.simple(i, &out)
 
-	case "flat-map-values":
+	case designer.KindFlatMapValues:
 		e := ex["values"]
 		out := *first
-		out.op = bd.nameOr(opName, "KSTREAM-FLATMAPVALUES-")
 		out.s = first.s.FlatMapValues(func(v any) ([]any, error) {
 			if e == nil {
 				return nil, errNotCompiled
@@ -813,18 +744,16 @@ func (bd *build) node(i int, in []*val, ports map[string]*val) {
 		}, named(opName)...)
 		bd.simple(i, &out)
 
-	case "select-key":
+	case designer.KindSelectKey:
 		e := ex["key"]
 		out := *first
-		out.op = bd.nameOr(opName, "KSTREAM-KEY-SELECT-")
 		out.s = first.s.SelectKey(func(k, v any) (any, error) { return mapWith(e, k, v) }, named(opName)...)
 		out.key.win, out.repart = nil, true
 		bd.simple(i, &out)
 
-	case "peek":
+	case designer.KindPeek:
 		id, peek := n.ID, c.opts.Peek
 		out := *first
-		out.op = bd.nameOr(opName, "KSTREAM-PEEK-")
 		out.s = first.s.Peek(func(k, v any) {
 			if peek != nil {
 				peek(id, k, v)
@@ -832,13 +761,13 @@ func (bd *build) node(i int, in []*val, ports map[string]*val) {
 		}, named(opName)...)
 		bd.simple(i, &out)
 
-	case "branch":
+	case designer.KindBranch:
 		bd.branch(i, first, opName)
 
-	case "merge":
+	case designer.KindMerge:
 		bd.merge(i, in, opName)
 
-	case "repartition":
+	case designer.KindRepartition:
 		base := repartitionName(n)
 		key := keyInfo{serde: serdeParam(n, "keySerde", first.key.serde), win: first.key.win}
 		value := serdeParam(n, "valueSerde", first.value)
@@ -847,16 +776,11 @@ func (bd *build) node(i int, in []*val, ports map[string]*val) {
 		if p := designer.ParamInt(n, "partitions"); p > 0 {
 			opts = append(opts, streams.WithPartitions(p))
 		}
-		if base == "" {
-			base = bd.gen("KSTREAM-REPARTITION-")
-		}
-		names := bd.repartitionNames(base)
 		s := first.s.Repartition(opts...)
-		bd.added(i, names...)
-		bd.main[i] = names[2]
-		bd.output(i, &val{typ: designer.Stream, s: s, key: key, value: value, op: names[2]})
+		bd.main[i] = s.Name()
+		bd.output(i, &val{typ: designer.Stream, s: s, key: key, value: value, op: s.Name()})
 
-	case "group-by-key":
+	case designer.KindGroupByKey:
 		key := keyInfo{serde: serdeParam(n, "keySerde", first.key.serde), win: first.key.win}
 		value := serdeParam(n, "valueSerde", first.value)
 		bd.needSerdes(i, key, value)
@@ -864,10 +788,10 @@ func (bd *build) node(i int, in []*val, ports map[string]*val) {
 		g := first.s.GroupByKey(append(named(name), streams.WithSerdes(keySerde(key, ""), basicSerde(value)))...)
 		bd.output(i, &val{typ: designer.GroupedStream, g: g, key: key, value: value, repart: first.repart, groupName: name, op: first.op})
 
-	case "group-by":
+	case designer.KindGroupBy:
 		bd.groupBy(i, first)
 
-	case "windowed-by":
+	case designer.KindWindowedBy:
 		w, info := windowsOf(n)
 		ws := first.g.WindowedBy(w)
 		if designer.ParamString(n, "emit") == designer.EmitOnWindowClose {
@@ -877,36 +801,38 @@ func (bd *build) node(i int, in []*val, ports map[string]*val) {
 		out.typ, out.w, out.win = designer.WindowedStream, ws, info
 		bd.output(i, &out)
 
-	case "count", "reduce", "aggregate":
+	case designer.KindCount, designer.KindReduce, designer.KindAggregate:
 		bd.aggregate(i, first, opName)
 
-	case "to-stream":
-		name := bd.nameOr(opName, "KTABLE-TOSTREAM-")
+	case designer.KindToStream:
 		s := first.t.ToStream(named(opName)...)
-		bd.added(i, name)
-		bd.main[i] = name
-		bd.output(i, &val{typ: designer.Stream, s: s, key: first.key, value: first.value, op: name})
+		bd.main[i] = s.Name()
+		bd.output(i, &val{typ: designer.Stream, s: s, key: first.key, value: first.value, op: s.Name()})
 
-	case "stream-join", "stream-table-join", "table-join":
+	case designer.KindStreamJoin, designer.KindStreamTableJoin, designer.KindTableJoin:
 		bd.join(i, ports, opName)
 
-	case "sink":
+	case designer.KindSink:
 		kp := designer.ParamString(n, "keySerde")
 		key, value := first.key, serdeParam(n, "valueSerde", first.value)
 		if kp != "" && kp != "windowed" && kp != "windowed-json" {
 			key = keyInfo{serde: kp}
 		}
 		bd.needSerdes(i, key, value)
-		name := bd.nameOr(opName, "KSTREAM-SINK-")
+		mark := bd.b.Mark()
 		first.s.To(designer.ParamString(n, "topic"), append(named(opName), streams.WithSerdes(keySerde(key, kp), basicSerde(value)))...)
-		bd.added(i, name)
-		bd.main[i] = name
+		bd.main[i] = bd.b.Added(mark).Operators[0]
 	}
 }
 
-// simple records a node that adds one operator, out.op, and gives out.
+// simple records a node that adds one operator, whose stream or table
+// is out, and gives out.
 func (bd *build) simple(i int, out *val) {
-	bd.added(i, out.op)
+	if out.typ == designer.Table {
+		out.op = out.t.Name()
+	} else {
+		out.op = out.s.Name()
+	}
 	bd.main[i] = out.op
 	bd.output(i, out)
 }
@@ -942,9 +868,7 @@ func (bd *build) branch(i int, in *val, opName string) {
 	n := bd.c.d.Nodes[i]
 	bs := designer.ParamBranches(n)
 	preds := bd.c.branches[i]
-	split := bd.nameOr(opName, "KSTREAM-BRANCH-")
 	branches := make([]streams.Branch, len(bs))
-	names := []string{split}
 	for j, br := range bs {
 		branches[j].Name = br.Name
 		if br.Predicate != "" {
@@ -954,17 +878,17 @@ func (bd *build) branch(i int, in *val, opName string) {
 			}
 			branches[j].Predicate = predicateFn(e)
 		}
-		bd.gen(split + br.Name) // the runtime burns a number per branch
-		names = append(names, split+br.Name)
 	}
+	mark := bd.b.Mark()
 	out := in.s.Branch(branches, named(opName)...)
-	bd.added(i, names...)
+	split := bd.b.Added(mark).Operators[0]
 	bd.main[i] = split
 	bd.outs[i] = map[string]*val{}
 	bd.port[i] = map[string]string{}
-	for j, br := range bs {
+	for _, br := range bs {
 		v := *in
-		v.s, v.op = out[names[j+1]], names[j+1]
+		v.s = out[split+br.Name]
+		v.op = v.s.Name()
 		bd.outs[i][br.Name] = &v
 		bd.port[i][br.Name] = v.op
 	}
@@ -976,17 +900,12 @@ func (bd *build) merge(i int, in []*val, opName string) {
 	}
 	acc := *in[0]
 	for j, other := range in[1:] {
-		var name string
-		last := j == len(in)-2
-		if last {
-			name = bd.nameOr(opName, "KSTREAM-MERGE-")
+		if last := j == len(in)-2; last {
 			acc.s = acc.s.Merge(other.s, named(opName)...)
 		} else {
-			name = bd.gen("KSTREAM-MERGE-")
 			acc.s = acc.s.Merge(other.s)
 		}
-		bd.added(i, name)
-		acc.op = name
+		acc.op = acc.s.Name()
 		acc.repart = acc.repart || other.repart
 		if acc.key.serde != other.key.serde {
 			acc.key.serde = ""
@@ -1019,7 +938,6 @@ func (bd *build) groupBy(i int, in *val) {
 	name := repartitionName(n)
 	opts := append(named(name), streams.WithSerdes(basicSerde(key.serde), basicSerde(value)))
 	if in.typ == designer.Table {
-		op := bd.nameOr(name, "KTABLE-SELECT-")
 		gt := in.t.GroupBy(func(k, v any) (any, any, error) {
 			nk, err := mapWith(keyE, k, v)
 			if err != nil || valueE == nil {
@@ -1028,16 +946,13 @@ func (bd *build) groupBy(i int, in *val) {
 			nv, err := mapWith(valueE, k, v)
 			return nk, nv, err
 		}, opts...)
-		bd.added(i, op)
-		bd.main[i] = op
-		bd.output(i, &val{typ: designer.GroupedTable, gt: gt, key: key, value: value, repart: true, groupName: name, op: op})
+		bd.main[i] = gt.Name()
+		bd.output(i, &val{typ: designer.GroupedTable, gt: gt, key: key, value: value, repart: true, groupName: name, op: gt.Name()})
 		return
 	}
-	op := bd.nameOr(name, "KSTREAM-KEY-SELECT-")
 	g := in.s.GroupBy(func(k, v any) (any, error) { return mapWith(keyE, k, v) }, opts...)
-	bd.added(i, op)
-	bd.main[i] = op
-	bd.output(i, &val{typ: designer.GroupedStream, g: g, key: key, value: value, repart: true, groupName: name, op: op})
+	bd.main[i] = g.Name()
+	bd.output(i, &val{typ: designer.GroupedStream, g: g, key: key, value: value, repart: true, groupName: name, op: g.Name()})
 }
 
 // windowsOf returns the windows of a windowed-by node.
@@ -1078,23 +993,7 @@ func (bd *build) derivedTableOptions(i int, in *val, opName string) []streams.Op
 // calls Count without Materialized, so that the runtime (as Kafka
 // Streams) generates no name it would throw away.
 func defaultCountStore(n designer.Node, so streams.StoreOptions) bool {
-	return n.Kind == "count" && so == (streams.StoreOptions{ValueSerde: streams.Int64})
-}
-
-// countBurns mirrors the runtime's burnAnonymousStore: Count with a
-// Materialized that names no store, of a grouped stream or of time or
-// session windows, advances the counter once more.
-func countBurns(n designer.Node, in *val, so streams.StoreOptions) bool {
-	if n.Kind != "count" || so.Name != "" {
-		return false
-	}
-	switch in.typ {
-	case designer.GroupedStream:
-		return true
-	case designer.WindowedStream:
-		return in.win == nil || !in.win.sliding
-	}
-	return false
+	return n.Kind == designer.KindCount && so == (streams.StoreOptions{ValueSerde: streams.Int64})
 }
 
 func (bd *build) storeOptions(n designer.Node) streams.StoreOptions {
@@ -1111,9 +1010,9 @@ func (bd *build) storeOptions(n designer.Node) streams.StoreOptions {
 func aggregateValueSerde(n designer.Node, inValue string) string {
 	dflt := "json"
 	switch n.Kind {
-	case "count":
+	case designer.KindCount:
 		dflt = "int64"
-	case "reduce":
+	case designer.KindReduce:
 		dflt = inValue
 	}
 	return serdeParam(n, "valueSerde", dflt)
@@ -1126,7 +1025,7 @@ func (bd *build) aggregate(i int, in *val, opName string) {
 	so := bd.storeOptions(n)
 	value := aggregateValueSerde(n, in.value)
 	if value == "" {
-		bd.problemOnce(i, "valueSerde", "the streams merged before this node have different value serdes: set valueSerde")
+		bd.c.add(i, "valueSerde", "the streams merged before this node have different value serdes: set valueSerde")
 	}
 	so.ValueSerde = basicSerde(value)
 	if in.typ == designer.WindowedStream && designer.IsSet(n.Params["retention"]) {
@@ -1135,51 +1034,7 @@ func (bd *build) aggregate(i int, in *val, opName string) {
 	opts := named(opName)
 	if !defaultCountStore(n, so) {
 		opts = append(opts, streams.Materialized(so))
-		if countBurns(n, in, so) {
-			bd.gen("KSTREAM-AGGREGATE-STATE-STORE-")
-		}
 	}
-
-	var prefix string
-	switch {
-	case n.Kind == "count" && in.typ == designer.GroupedTable:
-		prefix = "KTABLE-AGGREGATE-"
-	case n.Kind == "count":
-		prefix = "KSTREAM-AGGREGATE-"
-	case n.Kind == "reduce" && in.typ == designer.GroupedTable:
-		prefix = "KTABLE-REDUCE-"
-	case n.Kind == "reduce":
-		prefix = "KSTREAM-REDUCE-"
-	case in.typ == designer.GroupedTable:
-		prefix = "KTABLE-AGGREGATE-"
-	default:
-		prefix = "KSTREAM-AGGREGATE-"
-	}
-	var name, store string
-	if in.typ == designer.GroupedTable {
-		// As GroupedTable's aggregations: the store (always named
-		// KTABLE-AGGREGATE-…), the repartition's sink and source, then
-		// the aggregation; no filter.
-		store = bd.storeName(so.Name, "KTABLE-AGGREGATE-")
-		sink, source := bd.nameOr(suffixed(opName, "-sink"), "KSTREAM-SINK-"), bd.nameOr(suffixed(opName, "-source"), "KSTREAM-SOURCE-")
-		if in.groupName == "" || !bd.regrouped[in.gt] {
-			bd.added(i, sink, source)
-		}
-		bd.regrouped[in.gt] = true
-		name = bd.nameOr(opName, prefix)
-	} else {
-		store = bd.storeName(so.Name, prefix)
-		name = bd.nameOr(opName, prefix)
-		if in.repart {
-			base := in.groupName
-			if base == "" {
-				base = store
-			}
-			bd.added(i, bd.repartitionNames(base)...)
-		}
-	}
-	bd.added(i, name)
-	bd.main[i], bd.store[i] = name, store
 
 	init, agg, red, sub, merger := ex["initializer"], ex["aggregator"], ex["reducer"], ex["subtractor"], ex["merger"]
 	initFn := func() (any, error) {
@@ -1205,14 +1060,15 @@ func (bd *build) aggregate(i int, in *val, opName string) {
 		}
 	}
 
+	mark := bd.b.Mark()
 	var t *streams.Table
 	key := in.key
 	switch in.typ {
 	case designer.GroupedStream:
 		switch n.Kind {
-		case "count":
+		case designer.KindCount:
 			t = in.g.Count(opts...)
-		case "reduce":
+		case designer.KindReduce:
 			t = in.g.Reduce(redFn(red), opts...)
 		default:
 			t = in.g.Aggregate(initFn, aggFn(agg), opts...)
@@ -1220,9 +1076,9 @@ func (bd *build) aggregate(i int, in *val, opName string) {
 	case designer.WindowedStream:
 		w := in.w
 		switch n.Kind {
-		case "count":
+		case designer.KindCount:
 			t = w.Count(opts...)
-		case "reduce":
+		case designer.KindReduce:
 			t = w.Reduce(redFn(red), opts...)
 		default:
 			if merger != nil || in.win.session {
@@ -1238,13 +1094,29 @@ func (bd *build) aggregate(i int, in *val, opName string) {
 		key.win = in.win
 	case designer.GroupedTable:
 		switch n.Kind {
-		case "count":
+		case designer.KindCount:
 			t = in.gt.Count(opts...)
-		case "reduce":
+		case designer.KindReduce:
 			t = in.gt.Reduce(redFn(red), redFn(sub), opts...)
 		default:
 			t = in.gt.Aggregate(initFn, aggFn(agg), aggFn(sub), opts...)
 		}
 	}
-	bd.output(i, &val{typ: designer.Table, t: t, key: key, value: value, op: name})
+	bd.sharedRepartition(i, in, bd.b.Added(mark).Operators)
+	bd.main[i], bd.store[i] = t.Name(), t.StoreName()
+	bd.output(i, &val{typ: designer.Table, t: t, key: key, value: value, op: t.Name()})
+}
+
+// sharedRepartition lists, among the parts of aggregation node i, the
+// repartition a named stream grouping's first aggregation added and the
+// later ones read: ops are what the aggregation added.
+func (bd *build) sharedRepartition(i int, in *val, ops []string) {
+	if in.g == nil || !in.repart || in.groupName == "" {
+		return
+	}
+	if len(ops) > 1 {
+		bd.repartitions[in.g] = ops[:len(ops)-1]
+		return
+	}
+	bd.parts[i] = append(bd.parts[i], bd.repartitions[in.g]...)
 }

@@ -1,8 +1,6 @@
 package compiler
 
 import (
-	"strings"
-
 	"github.com/braidstream/braid/designer"
 	"github.com/braidstream/braid/runtime/streams"
 )
@@ -27,9 +25,9 @@ func (c *compilation) checkJoinTables(i int, index map[string]int) {
 	n := c.d.Nodes[i]
 	var ports []string
 	switch n.Kind {
-	case "stream-table-join":
+	case designer.KindStreamTableJoin:
 		ports = []string{"table"}
-	case "table-join":
+	case designer.KindTableJoin:
 		ports = []string{"left", "right"}
 	}
 	for _, e := range c.d.Edges {
@@ -40,7 +38,7 @@ func (c *compilation) checkJoinTables(i int, index map[string]int) {
 		src := c.d.Nodes[from]
 		title, storable := storableTables[src.Kind]
 		switch {
-		case src.Kind == "source-table", aggregation(src.Kind):
+		case src.Kind == designer.KindSourceTable, aggregation(src.Kind):
 		case storable && designer.ParamString(src, "store") != "":
 		case storable:
 			c.add(i, "", "the table of input %q (from %q) has no store to look rows up in: give the %s %q a store", e.ToPort, e.From, title, e.From)
@@ -54,9 +52,11 @@ func (c *compilation) checkJoinTables(i int, index map[string]int) {
 
 // storableTables are the kinds whose table has a store when their "store"
 // parameter names one, with what a message calls them.
-var storableTables = map[string]string{"table-join": "table join", "filter": "filter", "map-values": "map-values"}
+var storableTables = map[designer.Kind]string{designer.KindTableJoin: "table join", designer.KindFilter: "filter", designer.KindMapValues: "map-values"}
 
-func aggregation(kind string) bool { return kind == "count" || kind == "reduce" || kind == "aggregate" }
+func aggregation(kind designer.Kind) bool {
+	return kind == designer.KindCount || kind == designer.KindReduce || kind == designer.KindAggregate
+}
 
 // joinWindows returns the join windows of a stream-join node: before and
 // after default to its window (the time difference).
@@ -82,59 +82,19 @@ func joinerFn(e *Expr) streams.ValueJoiner {
 	}
 }
 
-// suffixed is name+suffix, or "" for no name: the runtime's naming of a
-// named join's parts.
-func suffixed(name, suffix string) string {
-	if name == "" {
-		return ""
-	}
-	return name + suffix
-}
-
-// repartitionBefore mirrors the runtime's repartition of a join input
-// whose key may have changed: named base, else after the operator the
-// input comes from.
-func (bd *build) repartitionBefore(i int, in *val, base string) {
-	if !in.repart {
-		return
-	}
-	if base == "" {
-		base = in.op
-	}
-	bd.added(i, bd.repartitionNames(base)...)
-}
-
 // join makes node i's join call on its inputs by port.
 func (bd *build) join(i int, ports map[string]*val, opName string) {
 	n := bd.c.d.Nodes[i]
 	joiner := joinerFn(bd.c.exprs[i]["joiner"])
 	typ := designer.ParamString(n, "type")
 	switch n.Kind {
-	case "stream-join":
+	case designer.KindStreamJoin:
 		left, right := ports["left"], ports["right"]
 		if left == nil || right == nil {
 			return // Validate reports the unconnected input
 		}
 		opts := append(named(opName), streams.WithSerdes(basicSerde(left.key.serde), basicSerde(joinValueSerde)),
 			streams.JoinSerdes(basicSerde(left.key.serde), basicSerde(left.value), basicSerde(right.value)))
-		bd.repartitionBefore(i, left, suffixed(opName, "-left"))
-		bd.repartitionBefore(i, right, suffixed(opName, "-right"))
-		thisPrefix, thisSuffix := "KSTREAM-JOINTHIS-", "-this-join"
-		if typ == designer.OuterJoin {
-			thisPrefix, thisSuffix = "KSTREAM-OUTERTHIS-", "-outer-this-join"
-		}
-		otherPrefix, otherSuffix := "KSTREAM-JOINOTHER-", "-other-join"
-		if typ != designer.InnerJoin {
-			otherPrefix, otherSuffix = "KSTREAM-OUTEROTHER-", "-outer-other-join"
-		}
-		thisWin := bd.nameOr(suffixed(opName, "-this-windowed"), "KSTREAM-WINDOWED-")
-		otherWin := bd.nameOr(suffixed(opName, "-other-windowed"), "KSTREAM-WINDOWED-")
-		thisGen, otherGen := bd.gen(thisPrefix), bd.gen(otherPrefix)
-		this, other := thisGen, otherGen
-		if opName != "" {
-			this, other = opName+thisSuffix, opName+otherSuffix
-		}
-		merge := bd.nameOr(suffixed(opName, "-merge"), "KSTREAM-MERGE-")
 		w := joinWindows(n)
 		var s *streams.Stream
 		switch typ {
@@ -145,38 +105,25 @@ func (bd *build) join(i int, ports map[string]*val, opName string) {
 		default:
 			s = left.s.Join(right.s, joiner, w, opts...)
 		}
-		// The runtime names the buffers after the generated names, and
-		// the store of unmatched records after the first one's number.
-		bd.buffers[i] = []string{thisGen + "-store", otherGen + "-store"}
-		if typ != designer.InnerJoin {
-			bd.buffers[i] = append(bd.buffers[i], "KSTREAM-OUTERSHARED-"+strings.TrimPrefix(thisGen, thisPrefix)+"-store")
-		}
-		bd.added(i, thisWin, otherWin, this, other, merge)
-		bd.main[i] = merge
-		bd.output(i, &val{typ: designer.Stream, s: s, key: keyInfo{serde: left.key.serde}, value: joinValueSerde, op: merge})
+		bd.main[i] = s.Name()
+		bd.output(i, &val{typ: designer.Stream, s: s, key: keyInfo{serde: left.key.serde}, value: joinValueSerde, op: s.Name()})
 
-	case "stream-table-join":
+	case designer.KindStreamTableJoin:
 		stream, table := ports["stream"], ports["table"]
 		if stream == nil || table == nil {
 			return
 		}
 		opts := append(named(opName), streams.WithSerdes(basicSerde(stream.key.serde), basicSerde(joinValueSerde)),
 			streams.JoinSerdes(basicSerde(stream.key.serde), basicSerde(stream.value), nil))
-		bd.repartitionBefore(i, stream, opName)
-		prefix := "KSTREAM-JOIN-"
-		if typ == designer.LeftJoin {
-			prefix = "KSTREAM-LEFTJOIN-"
-		}
-		name := bd.nameOr(opName, prefix)
 		var s *streams.Stream
 		if typ == designer.LeftJoin {
 			s = stream.s.LeftJoinTable(table.t, joiner, opts...)
 		} else {
 			s = stream.s.JoinTable(table.t, joiner, opts...)
 		}
-		bd.simple(i, &val{typ: designer.Stream, s: s, key: keyInfo{serde: stream.key.serde}, value: joinValueSerde, op: name})
+		bd.simple(i, &val{typ: designer.Stream, s: s, key: keyInfo{serde: stream.key.serde}, value: joinValueSerde})
 
-	case "table-join":
+	case designer.KindTableJoin:
 		left, right := ports["left"], ports["right"]
 		if left == nil || right == nil {
 			return
@@ -187,11 +134,6 @@ func (bd *build) join(i int, ports map[string]*val, opName string) {
 			opts = append(opts, streams.Materialized(streams.StoreOptions{Name: store, ValueSerde: basicSerde(joinValueSerde)}))
 			bd.store[i] = store
 		}
-		merge := bd.nameOr(opName, "KTABLE-MERGE-")
-		this, other := bd.gen("KTABLE-JOINTHIS-"), bd.gen("KTABLE-JOINOTHER-")
-		if opName != "" {
-			this, other = opName+"-join-this", opName+"-join-other"
-		}
 		var t *streams.Table
 		switch typ {
 		case designer.LeftJoin:
@@ -201,8 +143,7 @@ func (bd *build) join(i int, ports map[string]*val, opName string) {
 		default:
 			t = left.t.Join(right.t, joiner, opts...)
 		}
-		bd.added(i, this, other, merge)
-		bd.main[i] = merge
-		bd.output(i, &val{typ: designer.Table, t: t, key: keyInfo{serde: left.key.serde}, value: joinValueSerde, op: merge})
+		bd.main[i] = t.Name()
+		bd.output(i, &val{typ: designer.Table, t: t, key: keyInfo{serde: left.key.serde}, value: joinValueSerde, op: t.Name()})
 	}
 }

@@ -113,11 +113,11 @@ func TestCompiledJoinsAfterMap(t *testing.T) {
 	e := func(from, to, port string) designer.Edge {
 		return designer.Edge{From: from, FromPort: "out", To: to, ToPort: port}
 	}
-	for kind, params := range map[string]map[string]any{
+	for kind, params := range map[designer.Kind]map[string]any{
 		"stream-table-join": {"type": "left"},
 		"stream-join":       {"type": "inner", "window": "5s"},
 	} {
-		t.Run(kind, func(t *testing.T) {
+		t.Run(string(kind), func(t *testing.T) {
 			right, port := node("right", "source-table", map[string]any{"topic": "right"}), "table"
 			leftPort := "stream"
 			if kind == "stream-join" {

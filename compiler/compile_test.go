@@ -362,7 +362,7 @@ func design(nodes []designer.Node, edges ...designer.Edge) *designer.Design {
 	return &designer.Design{ID: "t", Name: "t", Version: designer.FormatVersion, Nodes: nodes, Edges: edges}
 }
 
-func node(id, kind string, params map[string]any) designer.Node {
+func node(id string, kind designer.Kind, params map[string]any) designer.Node {
 	return designer.Node{ID: id, Kind: kind, Params: params}
 }
 
@@ -431,7 +431,7 @@ func TestCompileExpressionProblems(t *testing.T) {
 		t.Errorf("%d problems, want 8:\n%s", len(ps), ps)
 	}
 	for _, p := range ps {
-		if p.Kind == "" || !strings.Contains(p.Error(), "node \""+p.Node+"\" ("+p.Kind+")") {
+		if p.Kind == "" || !strings.Contains(p.Error(), "node \""+p.Node+"\" ("+string(p.Kind)+")") {
 			t.Errorf("problem without its kind: %q", p.Error())
 		}
 	}

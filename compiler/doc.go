@@ -77,7 +77,8 @@
 // (nil for the side a left or outer join found no match for) and defaults
 // to {left: left, right: right}. The runtime repartitions an input whose
 // key may have changed, and names the join's processors and stores; the
-// compiler mirrors those names (see compile_join.go). A join's result keeps
+// compiler learns those names from the runtime's Builder, as every node's
+// (see Compiled). A join's result keeps
 // the left input's key serde and has the json value serde. A table input is
 // looked up in its store: that of a table source, of an aggregation, or of
 // a table join, table filter or table map-values whose store parameter

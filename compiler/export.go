@@ -187,7 +187,7 @@ func (x *exporter) build() error {
 	// its only reader and the next in order, and reads nothing else.
 	inline := map[int]bool{}
 	for pos, i := range order {
-		if outgoing[i] != 1 || pos+1 >= len(order) || x.d.Nodes[i].Kind == "branch" {
+		if outgoing[i] != 1 || pos+1 >= len(order) || x.d.Nodes[i].Kind == designer.KindBranch {
 			continue
 		}
 		next := order[pos+1]
@@ -263,13 +263,13 @@ func (x *exporter) node(i int, in []*xval, ports map[string]*xval) (*xval, error
 	if len(in) > 0 {
 		first = in[0]
 	}
-	if first == nil && n.Kind != "source-stream" && n.Kind != "source-table" {
+	if first == nil && n.Kind != designer.KindSourceStream && n.Kind != designer.KindSourceTable {
 		return nil, errors.New("has no input")
 	}
 	opName := operatorName(n)
 	comment := x.nodeComment(i)
 	switch n.Kind {
-	case "source-stream":
+	case designer.KindSourceStream:
 		key, value := serdeParam(n, "keySerde", "string"), serdeParam(n, "valueSerde", "json")
 		ts, err := x.exprFunc(i, "timestamp", designer.TimestampExtractor)
 		if err != nil {
@@ -281,7 +281,7 @@ func (x *exporter) node(i int, in []*xval, ports map[string]*xval) (*xval, error
 		code := call("b.Stream", "[]string{"+quote(designer.ParamString(n, "topic"))+"}", namedCode(opName), serdesCode(basicSerdeCode(key), basicSerdeCode(value)), ts)
 		return &xval{typ: designer.Stream, code: &chain{parts: []chainPart{{comment: comment, code: code}}}, key: keyInfo{serde: key}, value: value}, nil
 
-	case "source-table":
+	case designer.KindSourceTable:
 		key, value := serdeParam(n, "keySerde", "string"), serdeParam(n, "valueSerde", "json")
 		ts, err := x.exprFunc(i, "timestamp", designer.TimestampExtractor)
 		if err != nil {
@@ -294,20 +294,20 @@ func (x *exporter) node(i int, in []*xval, ports map[string]*xval) (*xval, error
 		code := call("b.Table", quote(designer.ParamString(n, "topic")), namedCode(opName), serdesCode(basicSerdeCode(key), basicSerdeCode(value)), "streams.Materialized("+so+")", ts)
 		return &xval{typ: designer.Table, code: &chain{parts: []chainPart{{comment: comment, code: code}}}, key: keyInfo{serde: key}, value: value}, nil
 
-	case "filter", "filter-not":
+	case designer.KindFilter, designer.KindFilterNot:
 		pred, err := x.exprFunc(i, "predicate", designer.Predicate)
 		if err != nil {
 			return nil, err
 		}
 		method := "Filter"
-		if n.Kind == "filter-not" && first.typ != designer.Table {
+		if n.Kind == designer.KindFilterNot && first.typ != designer.Table {
 			method = "FilterNot"
 		}
 		out := *first
 		out.code = x.on(i, first, call(method, pred, namedCode(opName), derivedStoreCode(n, first)))
 		return &out, nil
 
-	case "map":
+	case designer.KindMap:
 		k, err := x.exprFunc(i, "key", designer.KeyMapper)
 		if err != nil {
 			return nil, err
@@ -321,7 +321,7 @@ func (x *exporter) node(i int, in []*xval, ports map[string]*xval) (*xval, error
 		out.key.win, out.repart = nil, true
 		return &out, nil
 
-	case "map-values", "flat-map-values", "flat-map", "select-key":
+	case designer.KindMapValues, designer.KindFlatMapValues, designer.KindFlatMap, designer.KindSelectKey:
 		op := oneExprOps[n.Kind]
 		fn, err := x.exprFunc(i, op.param, op.role)
 		if err != nil {
@@ -334,16 +334,16 @@ func (x *exporter) node(i int, in []*xval, ports map[string]*xval) (*xval, error
 		}
 		return &out, nil
 
-	case "peek":
+	case designer.KindPeek:
 		out := *first
 		action := "func(key, value any) {\nslog.Debug(\"peek\", \"node\", " + quote(n.ID) + ", \"key\", key, \"value\", value)\n}"
 		out.code = x.on(i, first, call("Peek", action, namedCode(opName)))
 		return &out, nil
 
-	case "branch":
+	case designer.KindBranch:
 		return nil, x.branch(i, first, opName)
 
-	case "merge":
+	case designer.KindMerge:
 		if len(in) < 2 {
 			return nil, errors.New("merges fewer than two streams")
 		}
@@ -369,7 +369,7 @@ func (x *exporter) node(i int, in []*xval, ports map[string]*xval) (*xval, error
 		acc.code = x.on(i, in[0], strings.Join(calls, "."))
 		return &acc, nil
 
-	case "repartition":
+	case designer.KindRepartition:
 		base := repartitionName(n)
 		key := keyInfo{serde: serdeParam(n, "keySerde", first.key.serde), win: first.key.win}
 		value := serdeParam(n, "valueSerde", first.value)
@@ -380,17 +380,17 @@ func (x *exporter) node(i int, in []*xval, ports map[string]*xval) (*xval, error
 		code := call("Repartition", namedCode(base), serdesCode(keySerdeCode(key, ""), basicSerdeCode(value)), partitions)
 		return &xval{typ: designer.Stream, code: x.on(i, first, code), key: key, value: value}, nil
 
-	case "group-by-key":
+	case designer.KindGroupByKey:
 		key := keyInfo{serde: serdeParam(n, "keySerde", first.key.serde), win: first.key.win}
 		value := serdeParam(n, "valueSerde", first.value)
 		name := repartitionName(n)
 		code := call("GroupByKey", namedCode(name), serdesCode(keySerdeCode(key, ""), basicSerdeCode(value)))
 		return &xval{typ: designer.GroupedStream, code: x.on(i, first, code), key: key, value: value, repart: first.repart, groupName: name}, nil
 
-	case "group-by":
+	case designer.KindGroupBy:
 		return x.groupBy(i, first)
 
-	case "windowed-by":
+	case designer.KindWindowedBy:
 		w, info := windowsCode(n)
 		code := call("WindowedBy", w)
 		if designer.ParamString(n, "emit") == designer.EmitOnWindowClose {
@@ -400,16 +400,16 @@ func (x *exporter) node(i int, in []*xval, ports map[string]*xval) (*xval, error
 		out.typ, out.code, out.win = designer.WindowedStream, x.on(i, first, code), info
 		return &out, nil
 
-	case "count", "reduce", "aggregate":
+	case designer.KindCount, designer.KindReduce, designer.KindAggregate:
 		return x.aggregate(i, first, opName)
 
-	case "to-stream":
+	case designer.KindToStream:
 		return &xval{typ: designer.Stream, code: x.on(i, first, call("ToStream", namedCode(opName))), key: first.key, value: first.value}, nil
 
-	case "stream-join", "stream-table-join", "table-join":
+	case designer.KindStreamJoin, designer.KindStreamTableJoin, designer.KindTableJoin:
 		return x.join(i, ports, opName)
 
-	case "sink":
+	case designer.KindSink:
 		kp := designer.ParamString(n, "keySerde")
 		key, value := first.key, serdeParam(n, "valueSerde", first.value)
 		if kp != "" && kp != "windowed" && kp != "windowed-json" {
@@ -491,16 +491,16 @@ func (x *exporter) groupBy(i int, in *xval) (*xval, error) {
 // oneExprOps are the stateless kinds that become one DSL call taking one
 // expression: the parameter, its role, the method, and whether the key
 // may change (a grouping after it repartitions).
-var oneExprOps = map[string]struct {
+var oneExprOps = map[designer.Kind]struct {
 	param  string
 	role   designer.ExprRole
 	method string
 	rekeys bool
 }{
-	"map-values":      {"value", designer.ValueMapper, "MapValues", false},
-	"flat-map-values": {"values", designer.ValuesMapper, "FlatMapValues", false},
-	"flat-map":        {"records", designer.FlatMapper, "FlatMap", true},
-	"select-key":      {"key", designer.KeyMapper, "SelectKey", true},
+	designer.KindMapValues:     {"value", designer.ValueMapper, "MapValues", false},
+	designer.KindFlatMapValues: {"values", designer.ValuesMapper, "FlatMapValues", false},
+	designer.KindFlatMap:       {"records", designer.FlatMapper, "FlatMap", true},
+	designer.KindSelectKey:     {"key", designer.KeyMapper, "SelectKey", true},
 }
 
 func (x *exporter) aggregate(i int, in *xval, opName string) (*xval, error) {
@@ -508,7 +508,7 @@ func (x *exporter) aggregate(i int, in *xval, opName string) (*xval, error) {
 	value := aggregateValueSerde(n, in.value)
 	so := storeOptionsCode(n, basicSerdeCode(value), in.typ == designer.WindowedStream)
 	opts := []string{namedCode(opName), "streams.Materialized(" + so + ")"}
-	if n.Kind == "count" && so == "streams.StoreOptions{ValueSerde: "+basicSerdeCode("int64")+"}" {
+	if n.Kind == designer.KindCount && so == "streams.StoreOptions{ValueSerde: "+basicSerdeCode("int64")+"}" {
 		// As compile's defaultCountStore: count() keeps its names.
 		opts = opts[:1]
 	}
@@ -521,9 +521,9 @@ func (x *exporter) aggregate(i int, in *xval, opName string) (*xval, error) {
 	}
 	var code string
 	switch {
-	case n.Kind == "count":
+	case n.Kind == designer.KindCount:
 		code = call("Count", opts...)
-	case n.Kind == "reduce":
+	case n.Kind == designer.KindReduce:
 		red, err := fn("reducer", designer.Reducer)
 		if err != nil {
 			return nil, err
@@ -606,7 +606,7 @@ func exportName(s string) string {
 
 // fallbackMethod is the method of the program's expression type that
 // evaluates an expression of role in an operator of kind.
-func fallbackMethod(kind string, role designer.ExprRole) string {
+func fallbackMethod(kind designer.Kind, role designer.ExprRole) string {
 	switch role {
 	case designer.Predicate:
 		return "test"
@@ -627,7 +627,7 @@ func fallbackMethod(kind string, role designer.ExprRole) string {
 	case designer.Joiner:
 		return "join"
 	}
-	if kind == "map-values" {
+	if kind == designer.KindMapValues {
 		return "mapValue"
 	}
 	return "mapRecord"

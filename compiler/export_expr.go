@@ -96,7 +96,7 @@ type goFunc struct {
 // The optimizer changes what some expressions do (x || false gives x
 // itself, whatever it is; x && false does not evaluate x), so the tree
 // the parser gives would not do.
-func translateExpr(kind string, role designer.ExprRole, source string) (*goFunc, error) {
+func translateExpr(kind designer.Kind, role designer.ExprRole, source string) (*goFunc, error) {
 	e, err := CompileExpr(role, source)
 	if err != nil {
 		return nil, err

@@ -21,7 +21,7 @@ import (
 
 // exprCase is an expression of a role in an operator of a kind.
 type exprCase struct {
-	kind   string
+	kind   designer.Kind
 	role   designer.ExprRole
 	source string
 }

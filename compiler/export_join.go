@@ -33,7 +33,7 @@ func (x *exporter) join(i int, ports map[string]*xval, opName string) (*xval, er
 	typ := designer.ParamString(n, "type")
 	method := map[string]string{designer.InnerJoin: "Join", designer.LeftJoin: "LeftJoin", designer.OuterJoin: "OuterJoin"}[typ]
 	leftPort, rightPort := "left", "right"
-	if n.Kind == "stream-table-join" {
+	if n.Kind == designer.KindStreamTableJoin {
 		leftPort, rightPort = "stream", "table"
 		method += "Table"
 	}
@@ -45,13 +45,13 @@ func (x *exporter) join(i int, ports map[string]*xval, opName string) (*xval, er
 	out := &xval{typ: designer.Stream, key: keyInfo{serde: left.key.serde}, value: joinValueSerde}
 	var code string
 	switch n.Kind {
-	case "stream-join":
+	case designer.KindStreamJoin:
 		inputs := joinSerdesCode(left.key.serde, left.value, right.value)
 		code = call(method, right.code.expression(), joiner, joinWindowsCode(n), namedCode(opName), serdes, inputs)
-	case "stream-table-join":
+	case designer.KindStreamTableJoin:
 		inputs := joinSerdesCode(left.key.serde, left.value, "")
 		code = call(method, right.code.expression(), joiner, namedCode(opName), serdes, inputs)
-	case "table-join":
+	case designer.KindTableJoin:
 		store := ""
 		if designer.ParamString(n, "store") != "" {
 			store = "streams.Materialized(" + storeOptionsCode(n, basicSerdeCode(joinValueSerde), false) + ")"

@@ -26,7 +26,7 @@ const importGap = 220
 //
 //   - Every Source becomes a source-stream node reading its topic, every
 //     Sink a sink node writing its topic, and every Processor a node of the
-//     catalog kind whose Kafka name prefix (designer.Kind.KafkaNames) is
+//     catalog kind whose Kafka name prefix (designer.KindSpec.KafkaNames) is
 //     the longest that its name starts with. Where several kinds share a
 //     prefix the importer takes filter (not filter-not) for
 //     KSTREAM-FILTER-, select-key (not group-by) for KSTREAM-KEY-SELECT-,
@@ -106,8 +106,8 @@ func ImportDescribe(text, name string) (*designer.Design, error) {
 // that describe() does not print), or a guess the importer made.
 type ImportNote struct {
 	// Node is the design node's id, Kind its kind.
-	Node string `json:"node"`
-	Kind string `json:"kind"`
+	Node string        `json:"node"`
+	Kind designer.Kind `json:"kind"`
 	// Processor is the name of the text's node it is about.
 	Processor string `json:"processor"`
 	Message   string `json:"message"`
@@ -162,7 +162,7 @@ func ImportDescribeNotes(text, name string) (*designer.Design, []ImportNote, err
 
 // importNode is a node of the design being built.
 type importNode struct {
-	kind   string
+	kind   designer.Kind
 	params map[string]any
 	group  int // the sub-topology's index in the text
 	pos    int // the text index of the first node it stands for
@@ -226,7 +226,7 @@ type importer struct {
 	sorted []*importNode
 }
 
-func (im *importer) add(kind string, group, pos, sub int, params map[string]any) *importNode {
+func (im *importer) add(kind designer.Kind, group, pos, sub int, params map[string]any) *importNode {
 	if params == nil {
 		params = map[string]any{}
 	}
@@ -247,27 +247,27 @@ func (im *importer) stand(nd *describeNode, n *importNode) {
 
 // importKindTable is what the importer needs from the catalog.
 type importKindTable struct {
-	kinds map[string]designer.Kind
+	kinds map[designer.Kind]designer.KindSpec
 	// prefixes are the Kafka name prefixes of the kinds a processor may
 	// have (with an input and an output), longest first, and kindOf the
 	// kind each one gives.
 	prefixes []string
-	kindOf   map[string]string
+	kindOf   map[string]designer.Kind
 	// operatorName is the description of the common "name" parameter.
 	operatorName string
 }
 
 // importPreferred settles the prefixes that several kinds declare.
-var importPreferred = map[string]string{
-	"KSTREAM-FILTER-":     "filter",
-	"KSTREAM-KEY-SELECT-": "select-key",
-	"KSTREAM-AGGREGATE-":  "aggregate",
-	"KTABLE-AGGREGATE-":   "aggregate",
+var importPreferred = map[string]designer.Kind{
+	"KSTREAM-FILTER-":     designer.KindFilter,
+	"KSTREAM-KEY-SELECT-": designer.KindSelectKey,
+	"KSTREAM-AGGREGATE-":  designer.KindAggregate,
+	"KTABLE-AGGREGATE-":   designer.KindAggregate,
 }
 
 // importKinds reads the catalog once.
 var importKinds = sync.OnceValue(func() *importKindTable {
-	t := &importKindTable{kinds: map[string]designer.Kind{}, kindOf: map[string]string{}}
+	t := &importKindTable{kinds: map[designer.Kind]designer.KindSpec{}, kindOf: map[string]designer.Kind{}}
 	for _, k := range designer.Catalog() {
 		t.kinds[k.Name] = k
 		// Kinds of two inputs (joins) are made from groups of
@@ -286,7 +286,7 @@ var importKinds = sync.OnceValue(func() *importKindTable {
 		}
 	}
 	slices.SortStableFunc(t.prefixes, func(a, b string) int { return cmp.Compare(len(b), len(a)) })
-	if p, ok := kindParam(t.kinds["opaque"], "name"); ok {
+	if p, ok := kindParam(t.kinds[designer.KindOpaque], "name"); ok {
 		t.operatorName = p.Description
 	}
 	return t
@@ -294,7 +294,7 @@ var importKinds = sync.OnceValue(func() *importKindTable {
 
 // kafkaKind is the kind of a processor called name, by the longest Kafka
 // name prefix it starts with.
-func kafkaKind(name string) (string, bool) {
+func kafkaKind(name string) (designer.Kind, bool) {
 	t := importKinds()
 	for _, p := range t.prefixes {
 		if strings.HasPrefix(name, p) {
@@ -304,7 +304,7 @@ func kafkaKind(name string) (string, bool) {
 	return "", false
 }
 
-func kindParam(k designer.Kind, name string) (designer.Param, bool) {
+func kindParam(k designer.KindSpec, name string) (designer.Param, bool) {
 	for _, p := range k.Params {
 		if p.Name == name {
 			return p, true
@@ -315,7 +315,7 @@ func kindParam(k designer.Kind, name string) (designer.Param, bool) {
 
 // nodeParams are the parameters the text gives a node of kind for nd: its
 // operator name and its store.
-func nodeParams(kind string, nd *describeNode) map[string]any {
+func nodeParams(kind designer.Kind, nd *describeNode) map[string]any {
 	t := importKinds()
 	k := t.kinds[kind]
 	params := map[string]any{}
@@ -442,7 +442,7 @@ func (im *importer) tableSources() {
 		if len(p.stores) > 0 {
 			params["store"] = p.stores[0]
 		}
-		n := im.add("source-table", src.group.index, min(src.index, p.index), 0, params)
+		n := im.add(designer.KindSourceTable, src.group.index, min(src.index, p.index), 0, params)
 		im.stand(src, n)
 		im.stand(p, n)
 	}
@@ -512,7 +512,7 @@ func (im *importer) branches() {
 		for i, br := range bs {
 			list[i] = map[string]any{"name": br.name}
 		}
-		n := im.add("branch", b.group.index, b.index, 0, map[string]any{"branches": list, "name": b.name})
+		n := im.add(designer.KindBranch, b.group.index, b.index, 0, map[string]any{"branches": list, "name": b.name})
 		im.stand(b, n)
 		for _, br := range bs {
 			im.out[br.child] = importPort{n, br.name}
@@ -532,14 +532,14 @@ func (im *importer) processors() {
 		switch {
 		case p.group.global:
 			// The catalog has no global stores or tables.
-			kind = "opaque"
-		case ok && kind == "branch":
+			kind = designer.KindOpaque
+		case ok && kind == designer.KindBranch:
 			// A branch processor whose children branches() could not
 			// take as its branches: a branch node needs them, so the
 			// processor stays what it can be shown as.
-			kind = "opaque"
+			kind = designer.KindOpaque
 		case !ok:
-			kind = "opaque"
+			kind = designer.KindOpaque
 			// groupBy(Grouped.as("g")) names its key selector g and its
 			// repartition topic g-repartition. A stream's has the null-key
 			// filter after it, a table's goes straight to the sink.
@@ -547,9 +547,9 @@ func (im *importer) processors() {
 				next := im.g.byName[p.succ[0]]
 				if r := im.internal[next]; r != nil && r.topic == p.name+"-repartition" {
 					if next.typ == describeSink {
-						kind = "group-by"
+						kind = designer.KindGroupBy
 					} else {
-						kind = "select-key"
+						kind = designer.KindSelectKey
 					}
 				}
 			}
@@ -578,10 +578,10 @@ func (im *importer) suppressions() {
 		}
 		a := im.g.byName[s.pred[0]]
 		n, sn := im.in[a], im.in[s]
-		if n == nil || sn == nil || sn.kind != "opaque" || a.typ != describeProcessor || len(a.succ) != 1 || !strings.HasPrefix(a.name, "KSTREAM-") {
+		if n == nil || sn == nil || sn.kind != designer.KindOpaque || a.typ != describeProcessor || len(a.succ) != 1 || !strings.HasPrefix(a.name, "KSTREAM-") {
 			continue
 		}
-		if n.kind != "count" && n.kind != "reduce" && n.kind != "aggregate" {
+		if n.kind != designer.KindCount && n.kind != designer.KindReduce && n.kind != designer.KindAggregate {
 			continue
 		}
 		im.nodes = slices.DeleteFunc(im.nodes, func(x *importNode) bool { return x == sn })
@@ -599,7 +599,7 @@ func (im *importer) repartitions() {
 		base := strings.TrimSuffix(r.topic, "-repartition")
 		if len(r.sinks) == 1 && r.filters[0] == nil && len(r.sinks[0].pred) == 1 {
 			up := im.g.byName[r.sinks[0].pred[0]]
-			if n := im.in[up]; n != nil && n.kind == "group-by" && len(up.succ) == 1 {
+			if n := im.in[up]; n != nil && n.kind == designer.KindGroupBy && len(up.succ) == 1 {
 				n.params["name"] = base
 				im.in[r.sinks[0]] = n
 				im.done[r.sinks[0]] = true
@@ -616,7 +616,7 @@ func (im *importer) repartitions() {
 				pos = min(pos, nd.index)
 			}
 		}
-		n := im.add("repartition", first.group.index, pos, 0, map[string]any{"name": base})
+		n := im.add(designer.KindRepartition, first.group.index, pos, 0, map[string]any{"name": base})
 		for i, s := range r.sinks {
 			im.stand(s, n)
 			if f := r.filters[i]; f != nil {
@@ -639,9 +639,9 @@ func (im *importer) sourcesAndSinks() {
 		case describeSource:
 			if len(nd.topics) > 1 {
 				// One source per topic, merged under the source's name.
-				merge := im.add("merge", nd.group.index, nd.index, 0, map[string]any{"name": nd.name})
+				merge := im.add(designer.KindMerge, nd.group.index, nd.index, 0, map[string]any{"name": nd.name})
 				for _, t := range nd.topics {
-					src := im.add("source-stream", nd.group.index, nd.index, -1, map[string]any{"topic": t})
+					src := im.add(designer.KindSourceStream, nd.group.index, nd.index, -1, map[string]any{"topic": t})
 					im.edges = append(im.edges, &importEdge{from: src, port: "out", to: merge})
 				}
 				im.stand(nd, merge)
@@ -654,13 +654,13 @@ func (im *importer) sourcesAndSinks() {
 			case nd.pattern != "":
 				params["topic"] = nd.pattern
 			}
-			im.stand(nd, im.add("source-stream", nd.group.index, nd.index, 0, params))
+			im.stand(nd, im.add(designer.KindSourceStream, nd.group.index, nd.index, 0, params))
 		case describeSink:
 			params := map[string]any{"name": nd.name}
 			if nd.topic != "" {
 				params["topic"] = nd.topic
 			}
-			im.stand(nd, im.add("sink", nd.group.index, nd.index, 0, params))
+			im.stand(nd, im.add(designer.KindSink, nd.group.index, nd.index, 0, params))
 		}
 	}
 }
@@ -750,7 +750,7 @@ func (im *importer) groupAggregations() {
 	types := im.types()
 	ins := im.incoming()
 	for _, n := range slices.Clone(im.nodes) {
-		if n.kind != "count" && n.kind != "reduce" && n.kind != "aggregate" {
+		if n.kind != designer.KindCount && n.kind != designer.KindReduce && n.kind != designer.KindAggregate {
 			continue
 		}
 		es := ins[n]
@@ -762,13 +762,13 @@ func (im *importer) groupAggregations() {
 		}
 		into := n
 		if n.suppress != "" {
-			w := im.add("windowed-by", n.group, n.pos, n.sub-1, map[string]any{"emit": designer.EmitOnWindowClose})
+			w := im.add(designer.KindWindowedBy, n.group, n.pos, n.sub-1, map[string]any{"emit": designer.EmitOnWindowClose})
 			w.text = n.suppress
 			w.notes = append(w.notes, fmt.Sprintf("taken for suppress(Suppressed.untilWindowCloses(...)) after %s: the aggregation was windowed and emits one final result per window. describe() does not print the window: set its type (tumbling unless set), size (gap for session windows, and advance for hopping ones) and grace. A suppress(untilTimeLimit(...)) prints the same and has no counterpart in a design: then delete this node", n.text))
 			im.edges = append(im.edges, &importEdge{from: w, port: "out", to: n})
 			into = w
 		}
-		g := im.add("group-by-key", n.group, n.pos, into.sub-1, nil)
+		g := im.add(designer.KindGroupByKey, n.group, n.pos, into.sub-1, nil)
 		for _, e := range es {
 			e.to = g
 		}
@@ -788,7 +788,7 @@ func (im *importer) notes() []ImportNote {
 				"describe() prints a windowed aggregation (windowedBy) as it prints an unwindowed one, without the window, so it is imported unwindowed: if it was windowed, put a windowed-by node between %s and %s and set its type, size and grace (emit %s for an emitStrategy(onWindowClose))",
 				n.window.id, n.id, designer.EmitOnWindowClose)})
 		}
-		if n.kind == "aggregate" && (strings.HasPrefix(n.text, "KSTREAM-AGGREGATE-") || strings.HasPrefix(n.text, "KTABLE-AGGREGATE-")) {
+		if n.kind == designer.KindAggregate && (strings.HasPrefix(n.text, "KSTREAM-AGGREGATE-") || strings.HasPrefix(n.text, "KTABLE-AGGREGATE-")) {
 			notes = append(notes, ImportNote{Node: n.id, Kind: n.kind, Processor: n.text,
 				Message: "describe() names a count() as it names an aggregate(), so it is imported as an aggregate: if it was a count, make it a count node"})
 		}
@@ -808,13 +808,13 @@ func (im *importer) mergeInputs() {
 	for _, n := range slices.Clone(im.nodes) {
 		k := t.kinds[n.kind]
 		es := ins[n]
-		if n.kind == "opaque" || len(k.Inputs) != 1 || k.Inputs[0].Multiple || len(es) < 2 || !slices.Contains(k.Inputs[0].Types, designer.Stream) {
+		if n.kind == designer.KindOpaque || len(k.Inputs) != 1 || k.Inputs[0].Multiple || len(es) < 2 || !slices.Contains(k.Inputs[0].Types, designer.Stream) {
 			continue
 		}
 		if slices.ContainsFunc(es, func(e *importEdge) bool { return types[e.from] != designer.Stream }) {
 			continue
 		}
-		m := im.add("merge", n.group, n.pos, n.sub-1, nil)
+		m := im.add(designer.KindMerge, n.group, n.pos, n.sub-1, nil)
 		for _, e := range es {
 			e.to = m
 		}

@@ -141,7 +141,7 @@ func (im *importer) streamJoin(m *describeNode) bool {
 		params["name"] = base
 	}
 	parts := []*describeNode{thisWin, otherWin, this, other, m}
-	n := im.add("stream-join", m.group.index, minIndex(parts), 0, params)
+	n := im.add(designer.KindStreamJoin, m.group.index, minIndex(parts), 0, params)
 	for _, p := range parts {
 		im.stand(p, n)
 	}
@@ -217,7 +217,7 @@ func (im *importer) tableJoin(m *describeNode) bool {
 		params["store"] = m.stores[0]
 	}
 	parts := []*describeNode{this, other, m}
-	n := im.add("table-join", m.group.index, minIndex(parts), 0, params)
+	n := im.add(designer.KindTableJoin, m.group.index, minIndex(parts), 0, params)
 	for _, p := range parts {
 		im.stand(p, n)
 	}
@@ -248,7 +248,7 @@ func (im *importer) streamTableJoin(p *describeNode) {
 	if owner == nil {
 		return
 	}
-	n := im.add("stream-table-join", p.group.index, p.index, 0, map[string]any{"type": typ, "name": p.name})
+	n := im.add(designer.KindStreamTableJoin, p.group.index, p.index, 0, map[string]any{"type": typ, "name": p.name})
 	im.stand(p, n)
 	im.inPort[p] = "stream"
 	im.tableLinks = append(im.tableLinks, joinTableLink{join: n, owner: owner})

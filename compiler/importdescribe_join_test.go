@@ -220,7 +220,7 @@ func TestImportDescribeRuntimeJoins(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			var joins []string
+			var joins []designer.Kind
 			for _, n := range d.Nodes {
 				switch n.Kind {
 				case "opaque":

@@ -481,7 +481,7 @@ func checkImported(t testing.TB, d *designer.Design) {
 	if d.Version != designer.FormatVersion || d.Name == "" || d.Nodes == nil || d.Edges == nil {
 		t.Errorf("design header: name %q, version %d, nodes nil %v, edges nil %v", d.Name, d.Version, d.Nodes == nil, d.Edges == nil)
 	}
-	kinds := map[string]designer.Kind{}
+	kinds := map[string]designer.KindSpec{}
 	positions := map[designer.Position]string{}
 	for i, n := range d.Nodes {
 		if want := fmt.Sprintf("n%d", i+1); n.ID != want {

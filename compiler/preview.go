@@ -161,7 +161,7 @@ func newPreviewRun(c *Compiled, opts PreviewOptions) *previewRun {
 		}
 	}
 	for _, n := range c.Design.Nodes {
-		if n.Kind == "source-stream" || n.Kind == "source-table" {
+		if n.Kind == designer.KindSourceStream || n.Kind == designer.KindSourceTable {
 			r.sources[designer.ParamString(n, "topic")] = n
 		}
 	}
@@ -280,7 +280,7 @@ func encodeSample(serde string, v any) ([]byte, error) {
 // readSinks decodes what each sink topic got with the sink's serdes.
 func (r *previewRun) readSinks(d *streams.TestDriver) {
 	for _, n := range r.c.Design.Nodes {
-		if n.Kind != "sink" {
+		if n.Kind != designer.KindSink {
 			continue
 		}
 		topic := designer.ParamString(n, "topic")

@@ -84,9 +84,45 @@ const (
 	Joiner ExprRole = "joiner"
 )
 
-// Kind declares one kind of node.
-type Kind struct {
-	Name        string `json:"name"`
+// Kind names a kind of node: Node.Kind, KindSpec.Name. Its constants are
+// every kind the catalog declares; in JSON a kind is its name.
+type Kind string
+
+// The kinds of the catalog, in palette order (see Catalog for what each
+// does).
+const (
+	KindSourceStream    Kind = "source-stream"
+	KindSourceTable     Kind = "source-table"
+	KindFilter          Kind = "filter"
+	KindFilterNot       Kind = "filter-not"
+	KindMap             Kind = "map"
+	KindMapValues       Kind = "map-values"
+	KindFlatMap         Kind = "flat-map"
+	KindFlatMapValues   Kind = "flat-map-values"
+	KindSelectKey       Kind = "select-key"
+	KindPeek            Kind = "peek"
+	KindBranch          Kind = "branch"
+	KindMerge           Kind = "merge"
+	KindRepartition     Kind = "repartition"
+	KindGroupByKey      Kind = "group-by-key"
+	KindGroupBy         Kind = "group-by"
+	KindCount           Kind = "count"
+	KindReduce          Kind = "reduce"
+	KindAggregate       Kind = "aggregate"
+	KindWindowedBy      Kind = "windowed-by"
+	KindToStream        Kind = "to-stream"
+	KindStreamJoin      Kind = "stream-join"
+	KindStreamTableJoin Kind = "stream-table-join"
+	KindTableJoin       Kind = "table-join"
+	KindSink            Kind = "sink"
+	// KindOpaque is a processor the describe() importer could not
+	// recognise (KindSpec.ImportOnly).
+	KindOpaque Kind = "opaque"
+)
+
+// KindSpec declares one kind of node.
+type KindSpec struct {
+	Name        Kind   `json:"name"`
 	Title       string `json:"title"`
 	Group       string `json:"group"`
 	Description string `json:"description"`
@@ -245,25 +281,25 @@ func derivedStoreParam(what, example string) Param {
 
 // Catalog returns every kind, in palette order. The slice and its kinds
 // are fresh copies: callers may change them.
-func Catalog() []Kind {
+func Catalog() []KindSpec {
 	return catalog()
 }
 
-// KindByName returns the kind called name.
-func KindByName(name string) (Kind, bool) {
+// KindByName returns the declaration of kind name.
+func KindByName(name Kind) (KindSpec, bool) {
 	for _, k := range catalog() {
 		if k.Name == name {
 			return k, true
 		}
 	}
-	return Kind{}, false
+	return KindSpec{}, false
 }
 
-func catalog() []Kind {
+func catalog() []KindSpec {
 	streamOrTable := []DataType{Stream, Table}
 	aggIn := in(GroupedStream, WindowedStream, GroupedTable)
-	return []Kind{
-		{Name: "source-stream", Title: "Stream source", Group: GroupSources,
+	return []KindSpec{
+		{Name: KindSourceStream, Title: "Stream source", Group: GroupSources,
 			Description: "Reads a topic as a stream of records.",
 			Outputs:     out(Stream), KafkaNames: []string{"KSTREAM-SOURCE-"},
 			Params: []Param{
@@ -273,7 +309,7 @@ func catalog() []Kind {
 				exprParam("timestamp", TimestampExtractor, false, "Event time in milliseconds since the epoch, taken from the record; default: the record's own timestamp.", "value.ts"),
 				nameParam(),
 			}},
-		{Name: "source-table", Title: "Table source", Group: GroupSources,
+		{Name: KindSourceTable, Title: "Table source", Group: GroupSources,
 			Description: "Reads a topic as a table: the latest value per key; a null value deletes the key.",
 			Outputs:     out(Table), KafkaNames: []string{"KTABLE-SOURCE-"},
 			Params: append([]Param{
@@ -283,7 +319,7 @@ func catalog() []Kind {
 				exprParam("timestamp", TimestampExtractor, false, "Event time in milliseconds since the epoch; default: the record's own timestamp.", "value.updatedAt"),
 				nameParam(),
 			}, storeParams(false)[:3]...)},
-		{Name: "filter", Title: "Filter", Group: GroupStateless,
+		{Name: KindFilter, Title: "Filter", Group: GroupStateless,
 			Description: "Keeps the records for which the predicate is true; on a table, a row that stops passing is deleted downstream.",
 			Inputs:      in(streamOrTable...), Outputs: out(SameAsInput), KafkaNames: []string{"KSTREAM-FILTER-", "KTABLE-FILTER-"},
 			Params: []Param{
@@ -291,11 +327,11 @@ func catalog() []Kind {
 				nameParam(),
 				derivedStoreParam("the filtered table", "active-customers"),
 			}},
-		{Name: "filter-not", Title: "Filter not", Group: GroupStateless,
+		{Name: KindFilterNot, Title: "Filter not", Group: GroupStateless,
 			Description: "Drops the records for which the predicate is true.",
 			Inputs:      in(Stream), Outputs: out(Stream), KafkaNames: []string{"KSTREAM-FILTER-"},
 			Params: []Param{exprParam("predicate", Predicate, true, "True drops the record.", `value.status == "test"`), nameParam()}},
-		{Name: "map", Title: "Map", Group: GroupStateless,
+		{Name: KindMap, Title: "Map", Group: GroupStateless,
 			Description: "Computes a new key and value for each record; grouping after it repartitions.",
 			Inputs:      in(Stream), Outputs: out(Stream), KafkaNames: []string{"KSTREAM-MAP-"},
 			Params: []Param{
@@ -303,7 +339,7 @@ func catalog() []Kind {
 				exprParam("value", ValueMapper, true, "The new value.", "{id: key, total: value.amount * value.qty}"),
 				nameParam(),
 			}},
-		{Name: "map-values", Title: "Map values", Group: GroupStateless,
+		{Name: KindMapValues, Title: "Map values", Group: GroupStateless,
 			Description: "Computes a new value for each record (or table row); the key stays.",
 			Inputs:      in(streamOrTable...), Outputs: out(SameAsInput), KafkaNames: []string{"KSTREAM-MAPVALUES-", "KTABLE-MAPVALUES-"},
 			Params: []Param{
@@ -311,23 +347,23 @@ func catalog() []Kind {
 				nameParam(),
 				derivedStoreParam("the mapped table", "customer-tiers"),
 			}},
-		{Name: "flat-map", Title: "Flat map", Group: GroupStateless,
+		{Name: KindFlatMap, Title: "Flat map", Group: GroupStateless,
 			Description: "Turns each record into zero or more records.",
 			Inputs:      in(Stream), Outputs: out(Stream), KafkaNames: []string{"KSTREAM-FLATMAP-"},
 			Params: []Param{exprParam("records", FlatMapper, true, `A list of {"key": ..., "value": ...} objects.`, "map(value.items, ({key: #.sku, value: #}))"), nameParam()}},
-		{Name: "flat-map-values", Title: "Flat map values", Group: GroupStateless,
+		{Name: KindFlatMapValues, Title: "Flat map values", Group: GroupStateless,
 			Description: "Turns each record into zero or more records with the same key.",
 			Inputs:      in(Stream), Outputs: out(Stream), KafkaNames: []string{"KSTREAM-FLATMAPVALUES-"},
 			Params: []Param{exprParam("values", ValuesMapper, true, "A list of values.", "value.items"), nameParam()}},
-		{Name: "select-key", Title: "Select key", Group: GroupStateless,
+		{Name: KindSelectKey, Title: "Select key", Group: GroupStateless,
 			Description: "Gives each record a new key; grouping after it repartitions.",
 			Inputs:      in(Stream), Outputs: out(Stream), KafkaNames: []string{"KSTREAM-KEY-SELECT-"},
 			Params: []Param{exprParam("key", KeyMapper, true, "The new key.", "value.customer"), nameParam()}},
-		{Name: "peek", Title: "Peek", Group: GroupStateless,
+		{Name: KindPeek, Title: "Peek", Group: GroupStateless,
 			Description: "Passes records on unchanged; the preview shows what passes here.",
 			Inputs:      in(Stream), Outputs: out(Stream), KafkaNames: []string{"KSTREAM-PEEK-"},
 			Params: []Param{nameParam()}},
-		{Name: "branch", Title: "Branch", Group: GroupStateless,
+		{Name: KindBranch, Title: "Branch", Group: GroupStateless,
 			Description: "Sends each record to the first branch whose predicate is true; a branch without a predicate takes the rest.",
 			Inputs:      in(Stream), BranchOutputs: true, KafkaNames: []string{"KSTREAM-BRANCH-", "KSTREAM-BRANCHCHILD-"},
 			Params: []Param{
@@ -335,11 +371,11 @@ func catalog() []Kind {
 					Example: `[{"name":"big","predicate":"value.amount >= 100"},{"name":"rest"}]`},
 				nameParam(),
 			}},
-		{Name: "merge", Title: "Merge", Group: GroupStateless,
+		{Name: KindMerge, Title: "Merge", Group: GroupStateless,
 			Description: "Merges streams into one.",
 			Inputs:      []Port{{Name: "in", Types: []DataType{Stream}, Multiple: true}}, Outputs: out(Stream), KafkaNames: []string{"KSTREAM-MERGE-"},
 			Params: []Param{nameParam()}},
-		{Name: "repartition", Title: "Repartition", Group: GroupStateless,
+		{Name: KindRepartition, Title: "Repartition", Group: GroupStateless,
 			Description: "Writes the stream to an internal topic and reads it back, partitioned by the current key.",
 			Inputs:      in(Stream), Outputs: out(Stream), KafkaNames: []string{"KSTREAM-REPARTITION-"},
 			Params: []Param{
@@ -348,7 +384,7 @@ func catalog() []Kind {
 				serdeParam("keySerde", "Serde of keys on the topic; default: the stream's.", ""),
 				serdeParam("valueSerde", "Serde of values on the topic; default: the stream's.", ""),
 			}},
-		{Name: "group-by-key", Title: "Group by key", Group: GroupAggregation,
+		{Name: KindGroupByKey, Title: "Group by key", Group: GroupAggregation,
 			Description: "Groups the stream by its key, for an aggregation; repartitions if the key changed upstream.",
 			Inputs:      in(Stream), Outputs: out(GroupedStream),
 			Params: []Param{
@@ -356,7 +392,7 @@ func catalog() []Kind {
 				serdeParam("keySerde", "Serde of the grouping key; default: the stream's.", ""),
 				serdeParam("valueSerde", "Serde of the values; default: the stream's.", ""),
 			}},
-		{Name: "group-by", Title: "Group by", Group: GroupAggregation,
+		{Name: KindGroupBy, Title: "Group by", Group: GroupAggregation,
 			Description: "Groups by a key computed from each record (a stream) or row (a table), repartitioning by it.",
 			Inputs:      in(Stream, Table), Outputs: out(GroupedInput), KafkaNames: []string{"KSTREAM-KEY-SELECT-", "KTABLE-SELECT-"},
 			Params: []Param{
@@ -366,11 +402,11 @@ func catalog() []Kind {
 				serdeParam("keySerde", "Serde of the grouping key.", ""),
 				serdeParam("valueSerde", "Serde of the values.", ""),
 			}},
-		{Name: "count", Title: "Count", Group: GroupAggregation,
+		{Name: KindCount, Title: "Count", Group: GroupAggregation,
 			Description: "Counts records per key (per window after windowed-by) into a table of int64.",
 			Inputs:      aggIn, Outputs: out(Table), KafkaNames: []string{"KSTREAM-AGGREGATE-", "KTABLE-AGGREGATE-"},
 			Params: append([]Param{nameParam()}, storeParams(true)...)},
-		{Name: "reduce", Title: "Reduce", Group: GroupAggregation,
+		{Name: KindReduce, Title: "Reduce", Group: GroupAggregation,
 			Description: "Combines each key's values (per window after windowed-by) with an expression; the first value is the first aggregate.",
 			Inputs:      aggIn, Outputs: out(Table), KafkaNames: []string{"KSTREAM-REDUCE-", "KTABLE-REDUCE-"},
 			Params: append([]Param{
@@ -378,7 +414,7 @@ func catalog() []Kind {
 				exprParam("subtractor", Reducer, false, "After group-by on a table: removes an old value from the aggregate.", "aggregate - value.amount"),
 				nameParam(),
 			}, storeParams(true)...)},
-		{Name: "aggregate", Title: "Aggregate", Group: GroupAggregation,
+		{Name: KindAggregate, Title: "Aggregate", Group: GroupAggregation,
 			Description: "Folds each key's values (per window after windowed-by) into an aggregate that starts from the initializer.",
 			Inputs:      aggIn, Outputs: out(Table), KafkaNames: []string{"KSTREAM-AGGREGATE-", "KTABLE-AGGREGATE-"},
 			Params: append([]Param{
@@ -388,7 +424,7 @@ func catalog() []Kind {
 				exprParam("merger", SessionMerger, false, "Session windows: merges two sessions' aggregates.", "{count: agg1.count + agg2.count, total: agg1.total + agg2.total}"),
 				nameParam(),
 			}, storeParams(true)...)},
-		{Name: "windowed-by", Title: "Windowed by", Group: GroupWindows,
+		{Name: KindWindowedBy, Title: "Windowed by", Group: GroupWindows,
 			Description: "Cuts a grouped stream into time windows for the aggregation after it. A window closes when stream time reaches its end plus the grace period.",
 			Inputs:      in(GroupedStream), Outputs: out(WindowedStream),
 			Params: []Param{
@@ -402,11 +438,11 @@ func catalog() []Kind {
 				{Name: "grace", Type: DurationParam, Default: "0s", Description: "How long after its end a window still accepts out-of-order records.", Example: "5s"},
 				{Name: "emit", Type: EnumParam, Enum: []string{EmitOnWindowUpdate, EmitOnWindowClose}, Default: EmitOnWindowUpdate, Description: "Send every update, or one final result per window when it closes."},
 			}},
-		{Name: "to-stream", Title: "To stream", Group: GroupAggregation,
+		{Name: KindToStream, Title: "To stream", Group: GroupAggregation,
 			Description: "Turns a table's updates into a stream.",
 			Inputs:      in(Table), Outputs: out(Stream), KafkaNames: []string{"KTABLE-TOSTREAM-"},
 			Params: []Param{nameParam()}},
-		{Name: "stream-join", Title: "Stream-stream join", Group: GroupJoins,
+		{Name: KindStreamJoin, Title: "Stream-stream join", Group: GroupJoins,
 			Description: "Joins two streams on their keys: records whose timestamps lie within the join window of each other. Both streams must be partitioned alike (same key, same partition count).",
 			Inputs:      []Port{{Name: "left", Types: []DataType{Stream}}, {Name: "right", Types: []DataType{Stream}}},
 			Outputs:     out(Stream),
@@ -420,12 +456,12 @@ func catalog() []Kind {
 				{Name: "grace", Type: DurationParam, Default: "0s", Description: "How long after a window ends out-of-order records still join; left and outer joins emit unmatched records only then.", Example: "30s"},
 				nameParam(),
 			}},
-		{Name: "stream-table-join", Title: "Stream-table join", Group: GroupJoins,
+		{Name: KindStreamTableJoin, Title: "Stream-table join", Group: GroupJoins,
 			Description: "Looks up each stream record's key in the table; table updates emit nothing. The stream and the table must be partitioned alike.",
 			Inputs:      []Port{{Name: "stream", Types: []DataType{Stream}}, {Name: "table", Types: []DataType{Table}}},
 			Outputs:     out(Stream), KafkaNames: []string{"KSTREAM-JOIN-", "KSTREAM-LEFTJOIN-"},
 			Params: []Param{joinTypeParam(InnerJoin, LeftJoin), joinerParam(), nameParam()}},
-		{Name: "table-join", Title: "Table-table join", Group: GroupJoins,
+		{Name: KindTableJoin, Title: "Table-table join", Group: GroupJoins,
 			Description: "Joins two tables on their keys into a table that changes when either side does. Both tables must be partitioned alike.",
 			Inputs:      []Port{{Name: "left", Types: []DataType{Table}}, {Name: "right", Types: []DataType{Table}}},
 			Outputs:     out(Table),
@@ -436,7 +472,7 @@ func catalog() []Kind {
 				nameParam(),
 				{Name: "store", Type: StringParam, Description: "Materializes the joined table in a store of this name (and changelog <app>-<store>-changelog), for queries; empty means not materialized.", Example: "orders-with-customers"},
 			}},
-		{Name: "sink", Title: "Sink", Group: GroupSinks,
+		{Name: KindSink, Title: "Sink", Group: GroupSinks,
 			Description: "Writes the stream to a topic.",
 			Inputs:      in(Stream), KafkaNames: []string{"KSTREAM-SINK-"},
 			Params: []Param{
@@ -445,7 +481,7 @@ func catalog() []Kind {
 				serdeParam("valueSerde", "How values are written; default: the stream's.", ""),
 				nameParam(),
 			}},
-		{Name: "opaque", Title: "Unknown processor", Group: GroupStateless,
+		{Name: KindOpaque, Title: "Unknown processor", Group: GroupStateless,
 			Description: "A processor imported from describe() whose kind cannot be told from its name; replace it.",
 			Inputs:      in(Stream), Outputs: out(Stream),
 			Params: []Param{nameParam()}, ImportOnly: true},

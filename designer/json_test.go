@@ -65,11 +65,11 @@ func TestOrdersWindowed(t *testing.T) {
 	if d.ID != "orders-windowed" || d.Name != "orders-windowed" || d.Version != FormatVersion {
 		t.Errorf("header: %+v", d)
 	}
-	var kinds []string
+	var kinds []Kind
 	for _, n := range d.Nodes {
 		kinds = append(kinds, n.Kind)
 	}
-	want := []string{"source-stream", "filter", "group-by", "windowed-by", "count", "to-stream", "sink"}
+	want := []Kind{"source-stream", "filter", "group-by", "windowed-by", "count", "to-stream", "sink"}
 	if !reflect.DeepEqual(kinds, want) {
 		t.Errorf("kinds %v, want %v", kinds, want)
 	}

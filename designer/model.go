@@ -32,8 +32,8 @@ type Design struct {
 type Node struct {
 	// ID is unique within the design; edges and problems name it.
 	ID string `json:"id"`
-	// Kind names a Kind of the catalog, e.g. "filter".
-	Kind string `json:"kind"`
+	// Kind names a kind of the catalog, e.g. KindFilter.
+	Kind Kind `json:"kind"`
 	// Name is the operator's name in the topology (Kafka Streams'
 	// Named); empty means generated.
 	Name string `json:"name,omitempty"`

@@ -53,8 +53,8 @@ func ParamValue(n Node, name string) (v any, ok bool) {
 
 // kindByName is the catalog by kind name, built once, for lookups that
 // only read it.
-var kindByName = sync.OnceValue(func() map[string]*Kind {
-	m := map[string]*Kind{}
+var kindByName = sync.OnceValue(func() map[Kind]*KindSpec {
+	m := map[Kind]*KindSpec{}
 	for _, k := range catalog() {
 		m[k.Name] = &k
 	}
@@ -131,7 +131,7 @@ func OutputPorts(n Node) []Port {
 	return outputPorts(k, n)
 }
 
-func outputPorts(k Kind, n Node) []Port {
+func outputPorts(k KindSpec, n Node) []Port {
 	if !k.BranchOutputs {
 		return k.Outputs
 	}

@@ -21,7 +21,7 @@ type Problem struct {
 	Param   string `json:"param,omitempty"`
 	Message string `json:"message"`
 	// Kind is the node's kind, for messages; "" for the design.
-	Kind string `json:"kind,omitempty"`
+	Kind Kind `json:"kind,omitempty"`
 }
 
 // Error says where and what: `node "f1" (filter), parameter "predicate":
@@ -114,28 +114,28 @@ func validNameFragment(s string) string {
 }
 
 // aggregations are the kinds that take a grouped or windowed stream.
-var aggregations = map[string]bool{"count": true, "reduce": true, "aggregate": true}
+var aggregations = map[Kind]bool{KindCount: true, KindReduce: true, KindAggregate: true}
 
 // derivedTableKinds derive a table from a table, and keep it in a store of
 // their own when their "store" parameter names one; of a stream they keep
 // nothing.
-var derivedTableKinds = map[string]bool{"filter": true, "map-values": true}
+var derivedTableKinds = map[Kind]bool{KindFilter: true, KindMapValues: true}
 
 // sourceKinds read topics.
-var sourceKinds = map[string]bool{"source-stream": true, "source-table": true}
+var sourceKinds = map[Kind]bool{KindSourceStream: true, KindSourceTable: true}
 
 // keyChangers give records a new key (after them a key is no longer
 // windowed).
-var keyChangers = map[string]bool{"map": true, "flat-map": true, "select-key": true, "group-by": true}
+var keyChangers = map[Kind]bool{KindMap: true, KindFlatMap: true, KindSelectKey: true, KindGroupBy: true}
 
 // isOperatorName reports whether k's "name" parameter is the operator's
 // name (the common name parameter) rather than a repartition topic's.
-func isOperatorName(k *Kind) bool {
+func isOperatorName(k *KindSpec) bool {
 	p, ok := paramOf(k, "name")
 	return ok && p.Description == nameParam().Description
 }
 
-func paramOf(k *Kind, name string) (Param, bool) {
+func paramOf(k *KindSpec, name string) (Param, bool) {
 	for _, p := range k.Params {
 		if p.Name == name {
 			return p, true
@@ -228,7 +228,7 @@ type edgeRef struct {
 
 type validator struct {
 	d     *Design
-	kinds []*Kind        // per node; nil for an unknown kind
+	kinds []*KindSpec    // per node; nil for an unknown kind
 	index map[string]int // node id -> first node with it
 	probs []problem
 	edges []edgeRef
@@ -256,7 +256,7 @@ const (
 func newValidator(d *Design) *validator {
 	v := &validator{
 		d:           d,
-		kinds:       make([]*Kind, len(d.Nodes)),
+		kinds:       make([]*KindSpec, len(d.Nodes)),
 		index:       map[string]int{},
 		in:          make([]map[string][]int, len(d.Nodes)),
 		out:         make([]map[string][]int, len(d.Nodes)),
@@ -341,7 +341,7 @@ func (v *validator) nodes() {
 			}
 			continue
 		}
-		if k.Name == "opaque" {
+		if k.Name == KindOpaque {
 			v.add(i, "", "unknown processor imported from describe(): replace it with a real operator")
 		}
 		v.params(i, k)
@@ -349,7 +349,7 @@ func (v *validator) nodes() {
 }
 
 // params checks the parameters of node i one by one.
-func (v *validator) params(i int, k *Kind) {
+func (v *validator) params(i int, k *KindSpec) {
 	n := v.d.Nodes[i]
 	names := make([]string, 0, len(n.Params))
 	for name := range n.Params {
@@ -385,7 +385,7 @@ func (v *validator) params(i int, k *Kind) {
 			}
 		}
 	}
-	if k.Name == "windowed-by" {
+	if k.Name == KindWindowedBy {
 		v.window(i)
 	}
 }
@@ -626,7 +626,7 @@ func (v *validator) connections() {
 			}
 		}
 		outs := outputPorts(*k, n)
-		if k.Name == "windowed-by" {
+		if k.Name == KindWindowedBy {
 			ok := len(v.out[i]["out"]) > 0
 			for _, e := range v.out[i]["out"] {
 				if to := v.edges[e].to; to >= 0 && (v.kinds[to] == nil || !aggregations[v.kinds[to].Name]) {
@@ -663,13 +663,13 @@ func (v *validator) connections() {
 		}
 		fromKind, toKind := v.kinds[r.from].Name, v.kinds[r.to].Name
 		switch {
-		case fromKind == "windowed-by":
+		case fromKind == KindWindowedBy:
 			// The window says it needs an aggregation.
 		case aggregations[toKind] && (t == Stream || t == Table):
 			v.add(r.to, "", "%s needs a grouping: connect it after group-by-key, group-by or windowed-by", toKind)
-		case toKind == "windowed-by" && t == GroupedTable:
+		case toKind == KindWindowedBy && t == GroupedTable:
 			v.add(r.to, "", "only grouped streams can be windowed, not a grouped table (from %q)", ed.From)
-		case toKind == "windowed-by" && (t == Stream || t == Table):
+		case toKind == KindWindowedBy && (t == Stream || t == Table):
 			v.add(r.to, "", "a window needs a grouping: connect it after group-by-key or group-by")
 		default:
 			v.add(r.to, "", "%s takes %s, not a %s (from %q)", portLabel("input", ed.ToPort, len(v.kinds[r.to].Inputs)), typeList(port.Types), t, ed.From)
@@ -891,9 +891,9 @@ func (v *validator) semantics() {
 		}
 		in := v.inType(i)
 		switch k.Name {
-		case "reduce", "aggregate":
+		case KindReduce, KindAggregate:
 			adder := "reducer"
-			if k.Name == "aggregate" {
+			if k.Name == KindAggregate {
 				adder = "aggregator"
 			}
 			switch {
@@ -907,7 +907,7 @@ func (v *validator) semantics() {
 			window, windowed := v.windowOf(i)
 			if in == WindowedStream && windowed {
 				typ := ParamString(window, "type")
-				if k.Name == "aggregate" {
+				if k.Name == KindAggregate {
 					if typ == Session && !IsSet(n.Params["merger"]) {
 						v.add(i, "merger", "session windows need a merger")
 					}
@@ -931,12 +931,12 @@ func (v *validator) semantics() {
 				if IsSet(n.Params["retention"]) {
 					v.add(i, "retention", "applies only to windowed aggregations")
 				}
-				if k.Name == "aggregate" && IsSet(n.Params["merger"]) {
+				if k.Name == KindAggregate && IsSet(n.Params["merger"]) {
 					v.add(i, "merger", "applies only after session windows")
 				}
 			}
 		}
-		if k.Name == "group-by" && in == Stream && IsSet(n.Params["value"]) {
+		if k.Name == KindGroupBy && in == Stream && IsSet(n.Params["value"]) {
 			v.add(i, "value", "applies only when grouping a table")
 		}
 		if derivedTableKinds[k.Name] && in == Stream && IsSet(n.Params["store"]) {
@@ -949,7 +949,7 @@ func (v *validator) semantics() {
 // windowOf returns the windowed-by node feeding aggregation i.
 func (v *validator) windowOf(i int) (Node, bool) {
 	for _, e := range v.in[i]["in"] {
-		if r := v.edges[e]; r.from >= 0 && v.kinds[r.from] != nil && v.kinds[r.from].Name == "windowed-by" {
+		if r := v.edges[e]; r.from >= 0 && v.kinds[r.from] != nil && v.kinds[r.from].Name == KindWindowedBy {
 			return v.d.Nodes[r.from], true
 		}
 	}
@@ -959,7 +959,7 @@ func (v *validator) windowOf(i int) (Node, bool) {
 func isWindowedSerde(s string) bool { return s == "windowed" || s == "windowed-json" }
 
 // serdes checks that windowed serdes are used for windowed keys only.
-func (v *validator) serdes(i int, k *Kind) {
+func (v *validator) serdes(i int, k *KindSpec) {
 	n := v.d.Nodes[i]
 	for _, p := range k.Params {
 		if p.Type != SerdeParam {
@@ -974,13 +974,13 @@ func (v *validator) serdes(i int, k *Kind) {
 			v.add(i, p.Name, "%s is for the keys of a windowed aggregation's results, not for values", s)
 		case sourceKinds[k.Name]:
 			v.add(i, p.Name, "%s is for the keys of a windowed aggregation's results, not for reading topics", s)
-		case k.Name == "sink":
+		case k.Name == KindSink:
 			if v.windowedKey(i) == no {
 				v.add(i, p.Name, "the keys here are not windowed: %s is for the results of a windowed aggregation", s)
 			}
 		}
 	}
-	if k.Name == "sink" {
+	if k.Name == KindSink {
 		if s, _ := n.Params["keySerde"].(string); IsSet(s) && !isWindowedSerde(s) {
 			if v.windowedKey(i) == yes {
 				v.add(i, "keySerde", "the keys here are windowed: use windowed or windowed-json, or leave it unset")

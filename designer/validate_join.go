@@ -5,7 +5,7 @@ import (
 )
 
 // joinKinds are the kinds that join two inputs on their keys.
-var joinKinds = map[string]bool{"stream-join": true, "stream-table-join": true, "table-join": true}
+var joinKinds = map[Kind]bool{KindStreamJoin: true, KindStreamTableJoin: true, KindTableJoin: true}
 
 // joins checks what the join kinds need beyond their parameters one by
 // one: a stream-stream join's window, and inputs that the design shows to
@@ -17,7 +17,7 @@ func (v *validator) joins() {
 		if k == nil || !joinKinds[k.Name] {
 			continue
 		}
-		if k.Name == "stream-join" {
+		if k.Name == KindStreamJoin {
 			v.joinWindow(i)
 		}
 		v.copartitioned(i, k)
@@ -59,7 +59,7 @@ func (v *validator) joinWindow(i int) {
 // in partitions of different numbers, and never meet. Source topics'
 // partition counts are not part of a design; a key changed upstream is
 // repartitioned by the runtime, to a count the design does not say.
-func (v *validator) copartitioned(i int, k *Kind) {
+func (v *validator) copartitioned(i int, k *KindSpec) {
 	if len(k.Inputs) != 2 {
 		return
 	}
@@ -83,9 +83,9 @@ func (v *validator) copartitioned(i int, k *Kind) {
 
 // partitionPreserving are the kinds whose output is partitioned as their
 // input: they neither change keys nor move records between partitions.
-var partitionPreserving = map[string]bool{
-	"filter": true, "filter-not": true, "map-values": true, "flat-map-values": true,
-	"peek": true, "branch": true, "to-stream": true,
+var partitionPreserving = map[Kind]bool{
+	KindFilter: true, KindFilterNot: true, KindMapValues: true, KindFlatMapValues: true,
+	KindPeek: true, KindBranch: true, KindToStream: true,
 }
 
 // partitions returns the partition count that node i's output is known
@@ -100,9 +100,9 @@ func (v *validator) partitions(i int, seen map[int]bool) (int, string) {
 	seen[i] = true
 	n := v.d.Nodes[i]
 	switch {
-	case k.Name == "repartition":
+	case k.Name == KindRepartition:
 		return ParamInt(n, "partitions"), n.ID
-	case partitionPreserving[k.Name] || k.Name == "merge":
+	case partitionPreserving[k.Name] || k.Name == KindMerge:
 		count, from := 0, ""
 		for _, e := range v.in[i]["in"] {
 			r := v.edges[e]

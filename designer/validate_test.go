@@ -44,11 +44,11 @@ func rename(id, name string) edit {
 	return func(t *testing.T, d *Design) { node(t, d, id).Name = name }
 }
 
-func kind(id, k string) edit {
+func kind(id string, k Kind) edit {
 	return func(t *testing.T, d *Design) { node(t, d, id).Kind = k }
 }
 
-func addNode(id, k string, params map[string]any) edit {
+func addNode(id string, k Kind, params map[string]any) edit {
 	return func(t *testing.T, d *Design) {
 		d.Nodes = append(d.Nodes, Node{ID: id, Kind: k, Params: params})
 	}
@@ -406,7 +406,7 @@ func TestEveryKindValidates(t *testing.T) {
 		if k.Name == "opaque" {
 			continue // flagged on purpose: see TestOpaqueIsAProblem
 		}
-		t.Run(k.Name, func(t *testing.T) {
+		t.Run(string(k.Name), func(t *testing.T) {
 			params := map[string]any{}
 			for _, p := range k.Params {
 				if !p.Required || p.Default != nil {
@@ -416,7 +416,7 @@ func TestEveryKindValidates(t *testing.T) {
 				case BranchesParam:
 					params[p.Name] = []any{map[string]any{"name": "only"}}
 				case TopicParam:
-					params[p.Name] = "t-" + k.Name
+					params[p.Name] = "t-" + string(k.Name)
 				default:
 					params[p.Name] = p.Example
 				}

@@ -127,7 +127,7 @@ func TestCatalogAPI(t *testing.T) {
 		t.Fatalf("status %d: %s", r.status, r.body)
 	}
 	var a struct {
-		Kinds  []designer.Kind     `json:"kinds"`
+		Kinds  []designer.KindSpec `json:"kinds"`
 		Groups []string            `json:"groups"`
 		Serdes []string            `json:"serdes"`
 		Roles  map[string][]string `json:"roles"`

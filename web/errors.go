@@ -13,10 +13,10 @@ import (
 
 // problem is a designer.Problem as the API shows it: every field present.
 type problem struct {
-	Node    string `json:"node"`
-	Kind    string `json:"kind"`
-	Param   string `json:"param"`
-	Message string `json:"message"`
+	Node    string        `json:"node"`
+	Kind    designer.Kind `json:"kind"`
+	Param   string        `json:"param"`
+	Message string        `json:"message"`
 }
 
 func problemsJSON(ps designer.Problems) []problem {

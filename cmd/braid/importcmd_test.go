@@ -58,7 +58,7 @@ func TestImportCommand(t *testing.T) {
 		}
 		var kinds []string
 		for _, n := range d.Nodes {
-			kinds = append(kinds, n.Kind)
+			kinds = append(kinds, string(n.Kind))
 		}
 		if d.Name != tc.name || d.Version != designer.FormatVersion || strings.Join(kinds, " ") != "source-stream filter sink" || len(d.Edges) != 2 {
 			t.Errorf("import %q: name %q, version %d, kinds %q, %d edges", tc.args, d.Name, d.Version, kinds, len(d.Edges))

@@ -5,7 +5,7 @@ import (
 )
 
 // n makes a node of kind with the parameters given as name, value pairs.
-func n(id, kind string, params ...string) designer.Node {
+func n(id string, kind designer.Kind, params ...string) designer.Node {
 	node := designer.Node{ID: id, Kind: kind}
 	if len(params) > 0 {
 		node.Params = map[string]any{}

@@ -40,6 +40,10 @@ type Builder struct {
 	// yield the same names as there.
 	index int
 	errs  []error
+	// method and callStart are the DSL call whose options were resolved
+	// last and the operators there were then, for BuildError.
+	method    string
+	callStart int
 	// sourceTopics maps a topic to the source node that reads it: a topic
 	// read by two sources would be consumed twice.
 	sourceTopics map[string]*graphNode
@@ -78,10 +82,11 @@ func (b *Builder) Stream(topics []string, opts ...Option) *Stream {
 	return &Stream{b: b, node: n, keySerde: o.keySerde, valueSerde: o.valueSerde}
 }
 
-// Build checks the topology and returns it, or every problem found.
+// Build checks the topology and returns it, or every problem found: each
+// a *BuildError, joined by errors.Join.
 func (b *Builder) Build() (*Topology, error) {
 	if b.built {
-		return nil, errors.New("building topology: Build was already called on this Builder")
+		return nil, &BuildError{Method: "Build", Err: errors.New("Build was already called on this Builder")}
 	}
 	b.built = true
 	errs := append([]error(nil), b.errs...)
@@ -93,15 +98,15 @@ func (b *Builder) Build() (*Topology, error) {
 			spec.cached = spec.cached && !spec.lazy
 		}
 		if names[n.name] {
-			errs = append(errs, fmt.Errorf("operator name %q is used twice", n.name))
+			errs = append(errs, &BuildError{Operator: n.name, Option: "Named", Err: fmt.Errorf("operator name %q is used twice", n.name)})
 		}
 		names[n.name] = true
 	}
 	if len(b.sourceTopics) == 0 && len(errs) == 0 {
-		errs = append(errs, errors.New("the topology reads no topic: call Builder.Stream"))
+		errs = append(errs, &BuildError{Err: errors.New("the topology reads no topic: call Builder.Stream")})
 	}
 	if err := errors.Join(errs...); err != nil {
-		return nil, fmt.Errorf("building topology: %w", err)
+		return nil, err
 	}
 	return newTopology(b.nodes, b.copartitioned), nil
 }
@@ -115,9 +120,24 @@ func (b *Builder) nameOrGenerate(given, prefix string) string {
 		return generated
 	}
 	if err := validNodeName(given); err != nil {
-		b.errorf("%s", err)
+		b.errs = append(b.errs, &BuildError{Operator: given, Method: b.method, Option: "Named", Err: err})
 	}
 	return given
+}
+
+// begin notes that the DSL call op starts, for the BuildErrors it finds.
+func (b *Builder) begin(op string) {
+	b.method, b.callStart = op, len(b.nodes)
+}
+
+// optionErrorf records a mistake of the current DSL call, about option
+// (or none: "").
+func (b *Builder) optionErrorf(option, format string, args ...any) {
+	e := &BuildError{Method: b.method, Option: option, Err: fmt.Errorf(format, args...)}
+	if len(b.nodes) > b.callStart {
+		e.Operator = b.nodes[len(b.nodes)-1].name
+	}
+	b.errs = append(b.errs, e)
 }
 
 // burnAnonymousStore advances the counter once more when opts carry a

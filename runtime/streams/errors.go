@@ -4,6 +4,35 @@ import (
 	"fmt"
 )
 
+// BuildError is one mistake Builder.Build reports: of a DSL call (a nil
+// function, an option the operator does not take, a bad topic or store
+// name) or of the whole topology (an operator name used twice). Build
+// returns all of them joined (errors.Join): errors.As finds the first, and
+// the joined error's Unwrap() []error gives every one.
+type BuildError struct {
+	// Operator is the operator the mistake is about: the one the failing
+	// call had added when it found it, the one a bad Named names, or the
+	// one Build's checks found (the second of two operators of one
+	// name); "" when the call found the mistake before adding an
+	// operator, or it is the topology's.
+	Operator string
+	// Method is the DSL call that found it ("Filter", "Table.GroupBy");
+	// for a call another makes (the source of Builder.Table) the inner
+	// one. "Build" for a second call of Build, "" for Build's checks of
+	// the topology.
+	Method string
+	// Option names the option at fault ("Named", "Materialized",
+	// "WithPartitions"), when one is.
+	Option string
+	Err    error
+}
+
+func (e *BuildError) Error() string {
+	return fmt.Sprintf("building topology: %v", e.Err)
+}
+
+func (e *BuildError) Unwrap() error { return e.Err }
+
 // DeserializationError says a consumed record's key or value could not be
 // decoded, or its timestamp could not be extracted. It names the record
 // exactly so that it can be found with any Kafka tool.

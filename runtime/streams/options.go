@@ -1,9 +1,6 @@
 package streams
 
-import (
-	"fmt"
-	"time"
-)
+import "time"
 
 // Option adjusts one operator: its name, its serdes, its timestamp
 // extractor or a repartition's partition count. Each operator documents the
@@ -121,6 +118,7 @@ func WithPartitions(n int) Option {
 // resolveOptions applies opts for the operator op, recording an error in
 // the builder for every option op does not take.
 func (b *Builder) resolveOptions(op string, allowed optionKind, opts []Option) operatorOptions {
+	b.begin(op)
 	var o operatorOptions
 	for _, opt := range opts {
 		if opt.apply == nil {
@@ -128,17 +126,17 @@ func (b *Builder) resolveOptions(op string, allowed optionKind, opts []Option) o
 			continue
 		}
 		if opt.kind&allowed == 0 {
-			b.errorf("%s: option %s does not apply to it", op, optionNames[opt.kind])
+			b.optionErrorf(optionNames[opt.kind], "%s: option %s does not apply to it", op, optionNames[opt.kind])
 			continue
 		}
 		opt.apply(&o)
 	}
 	if o.partitionsSet && o.partitions <= 0 {
-		b.errorf("%s: WithPartitions(%d): the partition count must be positive", op, o.partitions)
+		b.optionErrorf("WithPartitions", "%s: WithPartitions(%d): the partition count must be positive", op, o.partitions)
 	}
 	return o
 }
 
 func (b *Builder) errorf(format string, args ...any) {
-	b.errs = append(b.errs, fmt.Errorf(format, args...))
+	b.optionErrorf("", format, args...)
 }

@@ -115,6 +115,7 @@ func sameSerde(a, b Serde) bool {
 
 // need records a builder error when a required function is missing.
 func (s *Stream) need(op string, missing bool) {
+	s.b.begin(op)
 	if missing {
 		s.b.errorf("%s: the function is nil", op)
 	}

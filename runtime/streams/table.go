@@ -171,6 +171,7 @@ func (t *Table) To(topic string, opts ...Option) { t.ToStream().To(topic, opts..
 // downstream. It takes Named and Materialized: a materialized table keeps
 // its rows in a store of its own, so that it can be joined and queried.
 func (t *Table) Filter(pred Predicate, opts ...Option) *Table {
+	t.b.begin("Table.Filter")
 	if pred == nil {
 		t.b.errorf("Table.Filter: the function is nil")
 	}
@@ -181,6 +182,7 @@ func (t *Table) Filter(pred Predicate, opts ...Option) *Table {
 // Filter); a materialized result needs a store value serde for the mapped
 // type unless the Config's default serde fits it.
 func (t *Table) MapValues(fn ValueMapper, opts ...Option) *Table {
+	t.b.begin("Table.MapValues")
 	if fn == nil {
 		t.b.errorf("Table.MapValues: the function is nil")
 	}

@@ -24,6 +24,7 @@ type WindowedStream struct {
 // WindowedBy cuts the grouped stream into windows: TimeWindows (see
 // Tumbling and Hopping), SlidingWindows or SessionWindows.
 func (g *GroupedStream) WindowedBy(w Windows) *WindowedStream {
+	g.stream.b.begin("WindowedBy")
 	if w == nil {
 		g.stream.b.errorf("WindowedBy: the windows are nil")
 	}
