@@ -70,22 +70,12 @@ func TestExactlyOnceJoinReplaysOneRetention(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			var mu sync.Mutex
-			armed := false
-			streams.SetCrashAt(first, func(p string) bool {
-				mu.Lock()
-				defer mu.Unlock()
-				return armed && p == point
-			})
-			done := make(chan error, 1)
-			go func() { done <- first.Run(context.Background()) }()
+			arm, done := runArmedToCrash(first, point)
 			for p := range crashPhase {
 				phase(p)
 				joinProcessedAll(t, b)
 			}
-			mu.Lock()
-			armed = true
-			mu.Unlock()
+			arm()
 			phase(crashPhase)
 			select {
 			case <-done:
@@ -231,4 +221,23 @@ func TestJoinBuffersMoveToStandbyAndBack(t *testing.T) {
 		t.Errorf("not expected: %s", extra)
 	}
 	t.Logf("%d tasks moved to the second instance and back; %d pairs joined", moved, len(want))
+}
+
+// runArmedToCrash runs app in the background, armed to crash at point
+// once arm is called; done receives Run's error.
+func runArmedToCrash(app *streams.App, point string) (arm func(), done <-chan error) {
+	var mu sync.Mutex
+	armed := false
+	streams.SetCrashAt(app, func(p string) bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return armed && p == point
+	})
+	errc := make(chan error, 1)
+	go func() { errc <- app.Run(context.Background()) }()
+	return func() {
+		mu.Lock()
+		armed = true
+		mu.Unlock()
+	}, errc
 }

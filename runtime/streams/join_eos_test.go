@@ -1,10 +1,8 @@
 package streams_test
 
 import (
-	"context"
 	"fmt"
 	"slices"
-	"sync"
 	"testing"
 	"time"
 
@@ -136,19 +134,9 @@ func TestExactlyOnceJoinAcrossCrashes(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			var mu sync.Mutex
-			armed := false
-			streams.SetCrashAt(first, func(p string) bool {
-				mu.Lock()
-				defer mu.Unlock()
-				return armed && p == point
-			})
-			done := make(chan error, 1)
-			go func() { done <- first.Run(context.Background()) }()
+			arm, done := runArmedToCrash(first, point)
 			joinProcessedAll(t, b)
-			mu.Lock()
-			armed = true
-			mu.Unlock()
+			arm()
 			in.produce(t, b, 300)
 			select {
 			case <-done:

@@ -209,16 +209,7 @@ func TestCheckpointAgeIsBounded(t *testing.T) {
 	defer s.Close()
 	crashed := func(want Checkpoint, wantData string) {
 		t.Helper()
-		opts.fs = fs.CrashClone(vfs.CrashCloneCfg{})
-		c, err := Open(opts)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
-		got := dump(t, func(fn func(k, v []byte) bool) error { return c.Range(nil, nil, fn) })
-		if c.Checkpoint() != want || got != wantData {
-			t.Fatalf("after a crash: checkpoint %+v, data %q; want %+v, %q", c.Checkpoint(), got, want, wantData)
-		}
+		checkCrashClone(t, fs, opts, want, wantData)
 	}
 
 	put(t, s, "a", "1")
@@ -273,16 +264,7 @@ func TestReplace(t *testing.T) {
 	defer s.Close()
 	crashed := func(want Checkpoint, wantData string) {
 		t.Helper()
-		opts.fs = fs.CrashClone(vfs.CrashCloneCfg{})
-		c, err := Open(opts)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
-		got := dump(t, func(fn func(k, v []byte) bool) error { return c.Range(nil, nil, fn) })
-		if c.Checkpoint() != want || got != wantData {
-			t.Fatalf("after a crash: checkpoint %+v, data %q; want %+v, %q", c.Checkpoint(), got, want, wantData)
-		}
+		checkCrashClone(t, fs, opts, want, wantData)
 	}
 	put(t, s, "a", "1", "b", "2")
 	commit(t, s, 3, 30)
@@ -306,4 +288,20 @@ func TestReplace(t *testing.T) {
 		t.Fatal(err)
 	}
 	crashed(Checkpoint{7, 70}, "b=5 x=9")
+}
+
+// checkCrashClone opens a crash clone of fs (what a crash now would leave
+// on disk) with opts and checks the store's checkpoint and data there.
+func checkCrashClone(t *testing.T, fs *vfs.MemFS, opts Options, want Checkpoint, wantData string) {
+	t.Helper()
+	opts.fs = fs.CrashClone(vfs.CrashCloneCfg{})
+	c, err := Open(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	got := dump(t, func(fn func(k, v []byte) bool) error { return c.Range(nil, nil, fn) })
+	if c.Checkpoint() != want || got != wantData {
+		t.Fatalf("after a crash: checkpoint %+v, data %q; want %+v, %q", c.Checkpoint(), got, want, wantData)
+	}
 }
