@@ -12,9 +12,11 @@ import (
 
 // restoreKeys is how many customers the state demo counts in
 // TestLiveCrashWipeShowsTheRestore: a changelog a full restore takes long
-// enough over that the live page, which gets a snapshot every 250 ms,
-// draws its bar more than once.
-const restoreKeys = 300_000
+// enough over that the live page, which gets a restore-progress event at
+// most every 100 ms, draws its bar more than once. At 300,000 the restore
+// (1.4M records/s measured) took 177 ms and the bar was seen once or not at
+// all; at 1,000,000 it was seen 7 and 8 times.
+const restoreKeys = 1_000_000
 
 // watchRestoresJS installs in the page a watch over the restore bars of
 // instance's task cards (restore-<instance>-<task>): a MutationObserver

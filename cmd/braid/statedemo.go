@@ -36,7 +36,9 @@ const (
 )
 
 // defaultStateDemoKeys is --state-demo-keys' default: customers enough
-// that a full restore of their counts takes seconds, not a blink.
+// that the live page draws a full restore of their counts rising several
+// times (at the 1.4M records/s measured in December 2026 it takes about
+// 0.4 s), while the embedded broker's memory stays small.
 const defaultStateDemoKeys = 500_000
 
 // loadStateDemo saves the state demo design into a new store.
