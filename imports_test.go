@@ -85,7 +85,7 @@ var rules = []rule{
 	{pkg: module + "/bench/...", allowed: []string{std, module + "/runtime/...", module + "/bench/...", "github.com/twmb/franz-go/...", "github.com/cockroachdb/pebble/..."}},
 	// peer/difftest compiles designs and runs them in the runtime's
 	// TestDriver, beside Kafka Streams in a JVM.
-	{pkg: module + "/peer/...", allowed: []string{std, module + "/compiler", module + "/designer", module + "/runtime/streams"}},
+	{pkg: module + "/peer/...", allowed: []string{std, module + "/compiler", module + "/designer", module + "/designer/designgen", module + "/runtime/streams"}},
 	// e2e drives the built binary, real external clients and a browser
 	// from outside; like an exported program it may use the public
 	// runtime API (to start the embedded broker in-process), nothing else

@@ -3,7 +3,7 @@
 // peer/kstreams), over the same input records, and compares their outputs
 // record for record. Its tests are the differential tests of the design
 // runner's subset of the catalog: hand-written designs and a seeded
-// generator of them (gen.go).
+// generator of them (designer/designgen).
 package difftest
 
 import (
@@ -21,18 +21,17 @@ import (
 
 	"github.com/braidstream/braid/compiler"
 	"github.com/braidstream/braid/designer"
+	"github.com/braidstream/braid/designer/designgen"
 	"github.com/braidstream/braid/runtime/streams"
 )
 
-// Input is a record piped into a source topic: key and value are the
-// record's bytes (nil for null), on the partition of its key (of one, in
-// Kafka Streams, and of Case.Partitions in Braid).
-type Input struct {
-	Topic     string  `json:"topic"`
-	Key       *string `json:"key"`
-	Value     *string `json:"value"`
-	Timestamp int64   `json:"timestamp"`
-}
+// Input is a record piped into a source topic, and Case a design and
+// the records to run it on: the generator's (designer/designgen), whose
+// cases these tests run.
+type (
+	Input = designgen.Input
+	Case  = designgen.Case
+)
 
 // Output is a record a sink wrote; Key and Value are nil for null.
 type Output struct {
@@ -40,17 +39,6 @@ type Output struct {
 	Key       []byte `json:"key"`
 	Value     []byte `json:"value"`
 	Timestamp int64  `json:"timestamp"`
-}
-
-// Case is a design and the records to run it on.
-type Case struct {
-	Name   string
-	Design *designer.Design
-	Input  []Input
-	// Partitions, if more than 1, is the partition count of every source
-	// topic in Braid's TestDriver, whose records go to the partition of
-	// their key; TopologyTestDriver has one partition per topic.
-	Partitions int
 }
 
 // sourceTopics lists the topics d's sources read.

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/braidstream/braid/designer"
+	"github.com/braidstream/braid/designer/designgen"
 )
 
 // peerClasspath builds the peer (scripts/peer.sh, a no-op once built) and
@@ -216,7 +217,7 @@ var (
 func TestDifferentialSeeds(t *testing.T) {
 	var cases []Case
 	for seed := range uint64(*seeds) {
-		cases = append(cases, Generate(seed+1, GenOptions{UnmatchedStreamJoins: *outer, PartitionedWindows: *pwin}))
+		cases = append(cases, designgen.Generate(seed+1, designgen.Options{UnmatchedStreamJoins: *outer, PartitionedWindows: *pwin}))
 	}
 	runBoth(t, cases)
 }

@@ -1,4 +1,4 @@
-package difftest
+package designgen
 
 // flatMap makes a design that reads topic "in" through up to one
 // stateless operator, a flat-map or flat-map-values that keeps the
@@ -10,18 +10,18 @@ package difftest
 func (g *gen) flatMap() {
 	agg, windowed := g.r.IntN(2) == 0, g.r.IntN(2) == 0
 	filters := !(agg && windowed)
-	g.add(n("src", "source-stream", "topic", "in"))
+	g.add(Node("src", "source-stream", "topic", "in"))
 	for range g.r.IntN(2) {
 		g.add(g.stateless(filters))
 	}
 	if g.r.IntN(2) == 0 {
-		g.add(n("flatMapValues", "flat-map-values", "values", g.pick(
+		g.add(Node("flatMapValues", "flat-map-values", "values", g.pick(
 			"[value, {customer: value.region, region: value.customer, amount: value.amount + 1, qty: value.qty}]",
 			"[value]",
 			"[]",
 			"[value, value, value]")))
 	} else {
-		g.add(n("flatMap", "flat-map", "records", g.pick(
+		g.add(Node("flatMap", "flat-map", "records", g.pick(
 			`[{key: value.customer, value: value}, {key: key, value: {customer: value.customer, region: "eu", amount: value.qty, qty: value.amount}}]`,
 			`[{key: key + "-" + value.region, value: value}]`,
 			`[{key: key, value: value}, {key: key, value: value}]`)))
