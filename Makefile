@@ -138,10 +138,12 @@ fuzz-short:
 	$(GO) test $(FUZZ_FLAGS) -fuzz='^FuzzImportDescribe$$' ./compiler
 	$(GO) test $(FUZZ_FLAGS) -fuzz='^FuzzCompileExpr$$' ./compiler
 
-# make fuzz: longer fuzzing, and the differential tests (peer/difftest)
-# over 2000 generated designs rather than make test's 200.
+# make fuzz: longer fuzzing, the differential tests (peer/difftest) and
+# the compiler's property test over 2000 generated designs rather than
+# make test's 200.
 fuzz: fuzz-short
 	$(GO) test -count=1 -timeout 10m -run '^TestDifferentialSeeds$$' ./peer/difftest -seeds 2000
+	$(GO) test -count=1 -timeout 10m -run '^TestRandomDesigns$$' ./compiler -designs=2000
 
 # make test as on a new machine: a clean clone of HEAD, empty module and
 # build caches; then the demo exported as a module and built outside it.
