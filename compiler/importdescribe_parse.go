@@ -302,6 +302,22 @@ func (p *describeParser) nodeLine(n int, s string) error {
 		return describeError(n, "%s %q is already defined on line %d", typ, name, prev.line)
 	}
 	nd := &describeNode{typ: typ, name: name, line: n, index: len(p.g.nodes), group: p.group}
+	if err := nd.setAttr(n, key, value, s); err != nil {
+		return err
+	}
+	p.g.nodes = append(p.g.nodes, nd)
+	p.g.byName[name] = nd
+	p.group.nodes = append(p.group.nodes, nd)
+	p.node = nd
+	if tail := strings.TrimSpace(after[inline:]); tail != "" {
+		return p.arrows(n, tail)
+	}
+	return nil
+}
+
+// setAttr sets what the attribute key of line n (s) says of nd: value
+// is what stands between key and the closing parenthesis.
+func (nd *describeNode) setAttr(n int, key, value, s string) error {
 	switch key {
 	case "(topics:":
 		if strings.HasPrefix(value, "[") && strings.HasSuffix(value, "]") {
@@ -327,13 +343,6 @@ func (p *describeParser) nodeLine(n int, s string) error {
 		if nd.extractor == "" {
 			nd.extractor = "?"
 		}
-	}
-	p.g.nodes = append(p.g.nodes, nd)
-	p.g.byName[name] = nd
-	p.group.nodes = append(p.group.nodes, nd)
-	p.node = nd
-	if tail := strings.TrimSpace(after[inline:]); tail != "" {
-		return p.arrows(n, tail)
 	}
 	return nil
 }
