@@ -99,6 +99,17 @@
 // topic the compiled topology writes gets its serdes explicitly, so the
 // runtime's Config defaults never apply.
 //
+// # One lowering, two back-ends
+//
+// Compile and ExportGo must make the same DSL calls: an exported program
+// describes and runs as the compiled topology does. So that they cannot
+// drift, each node is lowered once (lower.go) into a plan, its DSL calls
+// with typed arguments, and the serdes, windows and repartitions the
+// compiler tracks are decided there alone. Every argument carries its
+// runtime value and its Go code side by side (lower_args.go,
+// lower_exprs.go); Compile applies plans to a streams.Builder
+// (compile_apply.go) and ExportGo prints them (export_plan.go).
+//
 // The runtime passes the stateless operators' functions only a record's
 // key and value (MapValues and FlatMapValues only the value; a timestamp
 // extractor also the record's timestamp), so an expression there that
