@@ -71,6 +71,9 @@ func invoke(recv any, c dslCall, in []*val) any {
 // output is the node's, none when the calls added none: a grouping by
 // key, windows), its outputs and its store.
 func (bd *build) record(i int, p *plan, in []*val, result any, ops []string) {
+	if len(ops) == 0 && (result == nil || p.branches != nil) {
+		return // the call failed before adding its operator: a Build error
+	}
 	switch r := result.(type) {
 	case nil: // a sink
 		bd.main[i] = ops[0]
@@ -90,9 +93,10 @@ func (bd *build) record(i int, p *plan, in []*val, result any, ops []string) {
 		return
 	}
 	v := &val{shape: *p.out, h: result}
-	if len(ops) == 0 {
+	switch {
+	case len(ops) == 0 && p.on >= 0:
 		v.op = in[p.on].op
-	} else {
+	case len(ops) > 0:
 		v.op = result.(interface{ Name() string }).Name()
 		bd.main[i] = v.op
 	}
