@@ -227,7 +227,7 @@ func (tl *timelines) add(ev Event) {
 	case kindRestoreStarted, kindRestoreProgress, kindRestoreFinished:
 		mk.n, mk.rate = num(ev.Detail, "restored"), flt(ev.Detail, "rate")
 		if ev.Kind == kindRestoreFinished {
-			mk.start = ev.Time - num(ev.Detail, "tookMs")
+			mk.start = ev.Time - num(ev.Detail, "durationMs")
 		}
 		addMark(tl.tasks, ev.Task, mk)
 	case kindStandbyPromoted:
