@@ -9,6 +9,7 @@ var oldDetailNames = map[string]map[string]string{
 	kindWindowClosed:    {"start": "windowStart", "end": "windowEnd"},
 	kindRestoreFinished: {"tookMs": "durationMs"},
 	kindTaskFailedOver:  {"replica": "fromReplica"},
+	kindTaskRevoked:     {"lastRecord": "lastRecordAt"},
 }
 
 // upgradeDetail renames, in an event read back from disk, the detail

@@ -13,6 +13,7 @@ func TestUpgradeDetail(t *testing.T) {
 		{`{"kind":"restore-finished","detail":{"tookMs":5}}`, `{"durationMs":5}`},
 		{`{"kind":"task-failed-over","detail":{"replica":"standby"}}`, `{"fromReplica":"standby"}`},
 		{`{"kind":"task-failed-over","detail":{"fromReplica":"warm-up"}}`, `{"fromReplica":"warm-up"}`},
+		{`{"kind":"task-revoked","detail":{"clean":false,"lastRecord":7}}`, `{"clean":false,"lastRecordAt":7}`},
 	} {
 		var ev Event
 		if err := json.Unmarshal([]byte(c.old), &ev); err != nil {

@@ -88,7 +88,7 @@ func (h *hook) OnTaskRevoked(ev streams.TaskEvent) {
 	}
 	detail := map[string]any{"clean": ev.Clean}
 	if !ev.LastRecord.IsZero() {
-		detail["lastRecord"] = ev.LastRecord.UnixMilli()
+		detail["lastRecordAt"] = ev.LastRecord.UnixMilli()
 	}
 	h.emit(time.Now(), ev.InstanceID, ev.Task, kindTaskRevoked, msg, detail)
 }

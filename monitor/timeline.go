@@ -213,7 +213,7 @@ func (tl *timelines) add(ev Event) {
 		addMark(tl.tasks, ev.Task, mk)
 		tl.assigned(ev, prev, mk.replica)
 	case kindTaskRevoked:
-		mk.lastRecord = num(ev.Detail, "lastRecord")
+		mk.lastRecord = num(ev.Detail, "lastRecordAt")
 		if tl.owner[ev.Task] == ev.Instance {
 			delete(tl.owner, ev.Task)
 		}

@@ -19,7 +19,7 @@ func evAssigned(t int64, instance, task, replica string) Event {
 }
 
 func evRevoked(t int64, instance, task string, lastRecord int64) Event {
-	return Event{Time: t, Kind: kindTaskRevoked, Instance: instance, Task: task, Detail: map[string]any{"clean": true, "lastRecord": lastRecord}}
+	return Event{Time: t, Kind: kindTaskRevoked, Instance: instance, Task: task, Detail: map[string]any{"clean": true, "lastRecordAt": lastRecord}}
 }
 
 func evInstance(t int64, kind, instance string) Event {
