@@ -88,7 +88,7 @@ func (h *hook) OnTaskRevoked(ev streams.TaskEvent) {
 	}
 	detail := map[string]any{"clean": ev.Clean}
 	if !ev.LastRecord.IsZero() {
-		detail["lastRecord"] = ev.LastRecord.UnixMilli()
+		detail["lastRecordAt"] = ev.LastRecord.UnixMilli()
 	}
 	h.emit(time.Now(), ev.InstanceID, ev.Task, kindTaskRevoked, msg, detail)
 }
@@ -238,7 +238,7 @@ func (h *hook) OnRestoreEnd(ev streams.RestoreEvent) {
 		fmt.Sprintf("restored %s of task %s on %s: %d records in %v (%.0f/s)",
 			ev.Store, ev.Task, ev.InstanceID, ev.Restored, ev.Took.Round(time.Millisecond), ev.Rate),
 		map[string]any{"store": ev.Store, "changelog": ev.Changelog, "partition": ev.Partition, "restored": ev.Restored,
-			"tookMs": ev.Took.Milliseconds(), "rate": ev.Rate})
+			"durationMs": ev.Took.Milliseconds(), "rate": ev.Rate})
 }
 
 func (h *hook) OnWindowClosed(ev streams.WindowClosedEvent) {
@@ -389,7 +389,7 @@ func (h *hook) OnTaskFailedOver(ev streams.FailoverEvent) {
 	if ev.FromReplica != "" {
 		msg += " onto its " + ev.FromReplica + " replica"
 	}
-	detail := map[string]any{"from": ev.From, "to": ev.To, "cause": ev.Cause, "replica": ev.FromReplica,
+	detail := map[string]any{"from": ev.From, "to": ev.To, "cause": ev.Cause, "fromReplica": ev.FromReplica,
 		"detectionMs": f.DetectionMs, "detectedBy": ev.DetectedBy, "recoveryMs": f.RecoveryMs, "downtimeMs": f.DowntimeMs, "restored": ev.Restored,
 		"resumedAt": f.At}
 	for k, t := range map[string]time.Time{"failedAt": ev.FailedAt, "lastRecordAt": ev.LastRecordAt, "assignedAt": ev.AssignedAt} {

@@ -215,7 +215,7 @@ func (e *entry) render() Event {
 	case kindWindowClosed:
 		ev.Message = fmt.Sprintf("window %s of %s closed at stream time %s, %d keys",
 			windowString(w.start, w.end, w.session), w.store, clock(w.streamTime), w.keys)
-		ev.Detail = map[string]any{"store": w.store, "start": w.start, "end": w.end, "closesAt": w.closesAt,
+		ev.Detail = map[string]any{"store": w.store, "windowStart": w.start, "windowEnd": w.end, "closesAt": w.closesAt,
 			"streamTime": w.streamTime, "graceMs": w.grace, "keys": w.keys, "emitted": w.emitted}
 	case kindLateDrop:
 		ev.Message = fmt.Sprintf("record at %s dropped: window %s of %s closed, stream time %s (%d ms behind)",

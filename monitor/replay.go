@@ -93,7 +93,7 @@ func failoverOf(ev Event) (Failover, bool) {
 		return Failover{}, false
 	}
 	d := ev.Detail
-	f := Failover{Task: ev.Task, From: str(d, "from"), To: str(d, "to"), Cause: str(d, "cause"), Replica: str(d, "replica"),
+	f := Failover{Task: ev.Task, From: str(d, "from"), To: str(d, "to"), Cause: str(d, "cause"), Replica: str(d, "fromReplica"),
 		DetectionMs: num(d, "detectionMs"), DetectedBy: str(d, "detectedBy"), RecoveryMs: num(d, "recoveryMs"),
 		DowntimeMs: num(d, "downtimeMs"), Restored: num(d, "restored"), At: cmp.Or(num(d, "resumedAt"), ev.Time),
 		ProjectedDowntimeMs: -1}

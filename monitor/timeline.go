@@ -213,7 +213,7 @@ func (tl *timelines) add(ev Event) {
 		addMark(tl.tasks, ev.Task, mk)
 		tl.assigned(ev, prev, mk.replica)
 	case kindTaskRevoked:
-		mk.lastRecord = num(ev.Detail, "lastRecord")
+		mk.lastRecord = num(ev.Detail, "lastRecordAt")
 		if tl.owner[ev.Task] == ev.Instance {
 			delete(tl.owner, ev.Task)
 		}
@@ -227,7 +227,7 @@ func (tl *timelines) add(ev Event) {
 	case kindRestoreStarted, kindRestoreProgress, kindRestoreFinished:
 		mk.n, mk.rate = num(ev.Detail, "restored"), flt(ev.Detail, "rate")
 		if ev.Kind == kindRestoreFinished {
-			mk.start = ev.Time - num(ev.Detail, "tookMs")
+			mk.start = ev.Time - num(ev.Detail, "durationMs")
 		}
 		addMark(tl.tasks, ev.Task, mk)
 	case kindStandbyPromoted:

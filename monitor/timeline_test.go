@@ -19,7 +19,7 @@ func evAssigned(t int64, instance, task, replica string) Event {
 }
 
 func evRevoked(t int64, instance, task string, lastRecord int64) Event {
-	return Event{Time: t, Kind: kindTaskRevoked, Instance: instance, Task: task, Detail: map[string]any{"clean": true, "lastRecord": lastRecord}}
+	return Event{Time: t, Kind: kindTaskRevoked, Instance: instance, Task: task, Detail: map[string]any{"clean": true, "lastRecordAt": lastRecord}}
 }
 
 func evInstance(t int64, kind, instance string) Event {
@@ -40,7 +40,7 @@ func evRebalanceKept(start, end int64, instance string, kept ...string) Event {
 
 func evRestore(t int64, kind, instance, task string, restored int64, rate float64, took int64) Event {
 	return Event{Time: t, Kind: kind, Instance: instance, Task: task,
-		Detail: map[string]any{"store": "counts", "restored": restored, "rate": rate, "tookMs": took}}
+		Detail: map[string]any{"store": "counts", "restored": restored, "rate": rate, "durationMs": took}}
 }
 
 func evPromoted(t int64, instance, task string, lag int64) Event {
@@ -55,7 +55,7 @@ func evResumed(t int64, instance, task string, assignedAt, restored int64, repli
 // evFailedOver is a task-failed-over event as OnTaskFailedOver writes it,
 // its numbers computed from the times as the runtime does.
 func evFailedOver(task, from, to, cause, replica string, failedAt, lastRecord, assignedAt, resumedAt, restored, standbyLag int64) Event {
-	d := map[string]any{"from": from, "to": to, "cause": cause, "replica": replica, "detectionMs": assignedAt - failedAt,
+	d := map[string]any{"from": from, "to": to, "cause": cause, "fromReplica": replica, "detectionMs": assignedAt - failedAt,
 		"detectedBy": "supervisor", "recoveryMs": resumedAt - assignedAt, "downtimeMs": resumedAt - lastRecord, "restored": restored,
 		"resumedAt": resumedAt, "failedAt": failedAt, "lastRecordAt": lastRecord, "assignedAt": assignedAt}
 	if standbyLag >= 0 {

@@ -344,8 +344,14 @@ type Event struct {
 	Kind string `json:"kind"`
 	// Message is one human line, e.g. "window [12:00:10, 12:00:20) of
 	// per-window closed at stream time 12:00:25, 6 keys".
-	Message string         `json:"message"`
-	Detail  map[string]any `json:"detail,omitempty"`
+	Message string `json:"message"`
+	// Detail holds the kind's fields. A meaning has one name in every
+	// kind, which the live page reads with nothing papering over another
+	// name: a window is windowStart/windowEnd (unix ms), a task's last
+	// record lastRecordAt, how long the event's own work took durationMs,
+	// the replica a task moved onto fromReplica. Events recorded under
+	// the older names are renamed when read back (detailnames.go).
+	Detail map[string]any `json:"detail,omitempty"`
 }
 
 // Event kinds.

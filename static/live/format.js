@@ -101,11 +101,3 @@ export function laggingTasks(dep) {
   }
   return out
 }
-
-// detail reads the first of several names a field of an event's detail may
-// have.
-export function field(obj, ...names) {
-  if (!obj || typeof obj !== 'object') return undefined
-  for (const n of names) if (obj[n] !== undefined && obj[n] !== null) return obj[n]
-  return undefined
-}

@@ -13,7 +13,7 @@
 // closed-windows, closed-<n> (newest first), late-mark.
 
 import { h, clear } from '../editor/dom.js'
-import { clock, count, field, millis, activeTasks, byTask, subtopologyOf } from './format.js'
+import { clock, count, millis, activeTasks, byTask, subtopologyOf } from './format.js'
 
 const BACK_MS = 60000
 const MIN_AHEAD_MS = 10000
@@ -146,21 +146,21 @@ export class Lanes {
     const d = ev.detail || {}
     if (ev.kind === 'window-closed') {
       const w = {
-        store: field(d, 'store'),
-        start: field(d, 'start', 'windowStart'),
-        end: field(d, 'end', 'windowEnd'),
-        closesAt: field(d, 'closesAt'),
-        keys: field(d, 'keys'),
+        store: d.store,
+        start: d.windowStart,
+        end: d.windowEnd,
+        closesAt: d.closesAt,
+        keys: d.keys,
       }
       if (w.store && ev.task) {
         this.known = this.known || new Set()
         this.known.add(`${ev.task}/${w.store}`)
       }
       if (typeof w.start === 'number') this.flashing.set(`${ev.task}/${w.store}@${w.start}`, { window: w, until: Date.now() + FLASH_MS })
-      this.addClosed(ev, w, field(d, 'streamTime'))
+      this.addClosed(ev, w, d.streamTime)
     } else if (ev.kind === 'late-drop') {
-      const ts = field(d, 'timestamp', 'ts')
-      this.late.push({ task: ev.task, store: field(d, 'store'), ts: typeof ts === 'number' ? ts : field(d, 'streamTime') ?? 0, streamTime: field(d, 'streamTime'), at: Date.now() })
+      const ts = d.timestamp
+      this.late.push({ task: ev.task, store: d.store, ts: typeof ts === 'number' ? ts : d.streamTime ?? 0, streamTime: d.streamTime, at: Date.now() })
       if (this.late.length > 500) this.late.splice(0, this.late.length - 500)
     }
   }
