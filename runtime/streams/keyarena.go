@@ -1,6 +1,9 @@
 package streams
 
-import "github.com/twmb/franz-go/pkg/kgo"
+import (
+	"github.com/braidstream/braid/runtime/internal/bytebox"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
 
 // keyArena hands out the keys a task writes to its changelogs and
 // pebble, sliced from one backing array per batch of records rather than
@@ -59,4 +62,31 @@ func (a *recordArena) alloc() *kgo.Record {
 	r := &a.free[0]
 	a.free = a.free[1:]
 	return r
+}
+
+// headerArena hands out the slice headers that a join buffer's values
+// are boxed over (see package bytebox), from chunks rather than one
+// allocation per value, as keyArena does keys: a header is written once
+// and never again, and a chunk is garbage once no buffered value points
+// into it.
+type headerArena struct {
+	free [][]byte
+}
+
+// headerChunk is how many headers a chunk holds.
+const headerChunk = 256
+
+// box returns b as an any, its header copied into the arena; nil for a
+// nil b, as the bytes serde decodes it.
+func (a *headerArena) box(b []byte) any {
+	if b == nil {
+		return nil
+	}
+	if len(a.free) == 0 {
+		a.free = make([][]byte, headerChunk)
+	}
+	h := &a.free[0]
+	a.free = a.free[1:]
+	*h = b
+	return bytebox.At(h)
 }

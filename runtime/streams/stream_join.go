@@ -188,6 +188,8 @@ type joinBufferProc struct {
 	spec  joinSpec
 	left  bool
 	next  []processor
+	// rawValues says the buffer's value serde is the bytes serde.
+	rawValues bool
 }
 
 func joinBufferFactory(store string, spec joinSpec, left bool) processorFactory {
@@ -195,7 +197,8 @@ func joinBufferFactory(store string, spec joinSpec, left bool) processorFactory 
 		st := t.stores[store]
 		st.processor = name
 		t.windowed = append(t.windowed, st)
-		return &joinBufferProc{name: name, store: st, spec: spec, left: left, next: next}
+		_, raw := st.valueSerde.(bytesSerde)
+		return &joinBufferProc{name: name, store: st, spec: spec, left: left, next: next, rawValues: raw}
 	}
 }
 
@@ -252,7 +255,12 @@ func (p *joinBufferProc) process(t *task, r record) error {
 	// The index keeps the value as pebble's bytes decode, so that the
 	// joiner sees the same types before and after a restart.
 	v := r.value
-	if !st.typed.decodesAs(v) {
+	switch {
+	case p.rawValues:
+		// The bytes serde decodes vb as vb itself: boxed over a header
+		// of the task's arena, not one allocated per record.
+		v = t.headers.box(vb)
+	case !st.typed.decodesAs(v):
 		if v, err = st.valueSerde.Deserialize(st.changelogOrName(), vb); err != nil {
 			return t.processingError(p.name, fmt.Errorf("store %q: decoding value: %w", st.spec.name, err))
 		}

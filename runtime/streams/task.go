@@ -168,6 +168,9 @@ type task struct {
 	keys keyArena
 	// records holds the records the task produces (see recordArena).
 	records recordArena
+	// headers holds the headers of its join buffers' values (see
+	// headerArena).
+	headers headerArena
 	// restoring is set while the stores catch up with their changelogs;
 	// the task processes nothing until then. interrupted marks a task
 	// suspended mid-restore, which restores again if it stays.
