@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"maps"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -102,7 +103,7 @@ func checkRandomDesign(t *testing.T, c designgen.Case, got runnerResult) int {
 		t.Fatalf("%s: previewing: %v", c.Name, err)
 	}
 	n := 0
-	for _, topic := range slices.Sorted(mapKeys(preview.Sinks)) {
+	for _, topic := range slices.Sorted(maps.Keys(preview.Sinks)) {
 		sink := sinkOf(c.Design, topic)
 		var programs []PreviewRecord
 		for _, r := range got.Sinks[topic] {
@@ -124,7 +125,7 @@ func checkRandomDesign(t *testing.T, c designgen.Case, got runnerResult) int {
 // timestamp of 0 becomes 1, since the preview stamps a record of 0 with
 // the wall clock.
 func previewSamples(c designgen.Case) []Sample {
-	sources := sourceNodes(c.Design)
+	sources := sourcesOf(c.Design)
 	out := make([]Sample, 0, len(c.Input))
 	for _, in := range c.Input {
 		src := sources[in.Topic]
@@ -146,17 +147,6 @@ func sampleOf(serde string, s *string) any {
 	}
 }
 
-// sourceNodes maps each topic a source of d reads to that source.
-func sourceNodes(d *designer.Design) map[string]designer.Node {
-	out := map[string]designer.Node{}
-	for _, n := range d.Nodes {
-		if n.Kind == designer.KindSourceStream || n.Kind == designer.KindSourceTable {
-			out[designer.ParamString(n, "topic")] = n
-		}
-	}
-	return out
-}
-
 // casePartitions is c's partition count of every source topic, as the
 // preview and the TestDriver take it.
 func casePartitions(c designgen.Case) map[string]int {
@@ -164,20 +154,10 @@ func casePartitions(c designgen.Case) map[string]int {
 		return nil
 	}
 	out := map[string]int{}
-	for topic := range sourceNodes(c.Design) {
+	for topic := range sourcesOf(c.Design) {
 		out[topic] = c.Partitions
 	}
 	return out
-}
-
-func mapKeys[V any](m map[string]V) func(func(string) bool) {
-	return func(yield func(string) bool) {
-		for k := range m {
-			if !yield(k) {
-				return
-			}
-		}
-	}
 }
 
 func designJSON(d *designer.Design) []byte {
@@ -214,7 +194,7 @@ func runnerInputs(t *testing.T, cases []designgen.Case) []byte {
 	var all []runnerInput
 	for _, c := range cases {
 		in := runnerInput{Partitions: casePartitions(c)}
-		sources := sourceNodes(c.Design)
+		sources := sourcesOf(c.Design)
 		for _, s := range previewSamples(c) {
 			src := sources[s.Topic]
 			key, err := encodeSample(designer.ParamString(src, "keySerde"), s.Key)

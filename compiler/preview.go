@@ -153,19 +153,27 @@ type previewRun struct {
 }
 
 func newPreviewRun(c *Compiled, opts PreviewOptions) *previewRun {
-	r := &previewRun{c: c, opts: opts, sample: -1, ports: map[string][][2]string{}, storeNode: c.StoreNodes, sources: map[string]designer.Node{},
+	r := &previewRun{c: c, opts: opts, sample: -1, ports: map[string][][2]string{}, storeNode: c.StoreNodes,
 		p: &Preview{Nodes: map[string]map[string][]PreviewRecord{}, Sinks: map[string][]PreviewRecord{}, StreamTime: map[string]int64{}}}
 	for node, ports := range c.Outputs {
 		for port, op := range ports {
 			r.ports[op] = append(r.ports[op], [2]string{node, port})
 		}
 	}
-	for _, n := range c.Design.Nodes {
+	r.sources = sourcesOf(c.Design)
+	return r
+}
+
+// sourcesOf maps each topic a source of d reads to that source: the node
+// whose serdes encode a sample of the topic.
+func sourcesOf(d *designer.Design) map[string]designer.Node {
+	out := map[string]designer.Node{}
+	for _, n := range d.Nodes {
 		if n.Kind == designer.KindSourceStream || n.Kind == designer.KindSourceTable {
-			r.sources[designer.ParamString(n, "topic")] = n
+			out[designer.ParamString(n, "topic")] = n
 		}
 	}
-	return r
+	return out
 }
 
 func (r *previewRun) tap(t streams.TapRecord) {
