@@ -60,13 +60,13 @@ func TestCrashWipeRestoresFromTheChangelog(t *testing.T) {
 		t.Error("no instance-crash-wiped event for instance-1")
 	}
 	for _, ev := range started {
-		if ev.Detail["startOffset"] != int64(0) || ev.Detail["endOffset"].(int64) <= 0 {
-			t.Errorf("restore %s: from %v to %v, want from 0 to the changelog's end", ev.Message, ev.Detail["startOffset"], ev.Detail["endOffset"])
+		if d, _ := ev.Detail.(monitor.RestoreStartedDetail); d.StartOffset != 0 || d.EndOffset <= 0 {
+			t.Errorf("restore %s: from %v to %v, want from 0 to the changelog's end", ev.Message, d.StartOffset, d.EndOffset)
 		}
 		// Records of windows past the store's retention are read, not
 		// applied: some, not all, are restored.
-		if got := finished[ev.Task].Detail["restored"]; got == nil || got.(int64) <= 0 {
-			t.Errorf("restore %s ended with %v records restored, want some", ev.Message, got)
+		if d, _ := finished[ev.Task].Detail.(monitor.RestoreFinishedDetail); d.Restored <= 0 {
+			t.Errorf("restore %s ended with %v records restored, want some", ev.Message, d.Restored)
 		}
 	}
 	// Each restore tells its progress at least once, with its task's
@@ -75,8 +75,8 @@ func TestCrashWipeRestoresFromTheChangelog(t *testing.T) {
 		t.Errorf("%d restore-progress events for %d restores, want one each at least", len(progress), len(started))
 	}
 	for _, ev := range progress {
-		if total, _ := ev.Detail["total"].(int64); total <= 0 || ev.Detail["restored"] == nil || ev.Detail["etaMs"] == nil {
-			t.Errorf("restore-progress %s: detail %v, want the task's restored, total, rate and etaMs", ev.Message, ev.Detail)
+		if d, ok := ev.Detail.(monitor.RestoreProgressDetail); !ok || d.Total <= 0 {
+			t.Errorf("restore-progress %s: detail %+v, want the task's restored, total, rate and etaMs", ev.Message, ev.Detail)
 		}
 	}
 	// The restore's end is not the rebalance's: the instance may still

@@ -59,11 +59,23 @@ func TestBrokerOutageShows(t *testing.T) {
 				t.Errorf("%s message %q does not say %q", tc.ev.Kind, tc.ev.Message, w)
 			}
 		}
-		if tc.ev.Instance != "instance-1" || tc.ev.Detail["broker"] != "127.0.0.1:9092" {
+		if tc.ev.Instance != "instance-1" || brokerOf(tc.ev.Detail) != "127.0.0.1:9092" {
 			t.Errorf("%s event %+v: want instance-1 and the broker in its detail", tc.ev.Kind, tc.ev)
 		}
 	}
-	if ms := got[1].Detail["silentMs"]; ms != int64(12000) {
-		t.Errorf("silentMs %v, want 12000", ms)
+	if d, _ := got[1].Detail.(BrokerReachableDetail); d.SilentMs != 12000 {
+		t.Errorf("silentMs %v, want 12000", d.SilentMs)
 	}
+}
+
+// brokerOf is the broker a broker-unreachable or broker-reachable event
+// tells of.
+func brokerOf(d EventDetail) string {
+	switch d := d.(type) {
+	case BrokerUnreachableDetail:
+		return d.Broker
+	case BrokerReachableDetail:
+		return d.Broker
+	}
+	return ""
 }

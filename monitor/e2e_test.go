@@ -147,7 +147,7 @@ func TestSupervisorEndToEnd(t *testing.T) {
 	}
 	wantClose := fmt.Sprintf("window [%s, %s) of per-window closed at stream time %s", clock(t0), clock(t0+10_000), clock(t0+15_000))
 	for _, e := range eventsOf(events, kindWindowClosed) {
-		if !strings.HasPrefix(e.Message, wantClose) || e.Task == "" || e.Instance == "" || e.Detail["closesAt"] != t0+15_000 {
+		if !strings.HasPrefix(e.Message, wantClose) || e.Task == "" || e.Instance == "" || e.Detail.(WindowClosedDetail).ClosesAt != t0+15_000 {
 			t.Errorf("window-closed event %+v, want message %q...", e, wantClose)
 		}
 	}
@@ -223,7 +223,7 @@ func TestSupervisorEndToEnd(t *testing.T) {
 	if n := len(eventsOf(events, "instance-crashed")); n != 1 {
 		t.Errorf("%d instance-crashed events, want 1", n)
 	}
-	if late := eventsOf(events, kindLateDrop); len(late) == 0 || late[0].Detail["timestamp"] != t0+1000 {
+	if late := eventsOf(events, kindLateDrop); len(late) == 0 || late[0].Detail.(LateDropDetail).Timestamp != t0+1000 {
 		t.Errorf("late-drop events %+v, want the reading at 1 s", late)
 	} else {
 		t.Logf("late drop: %s", late[0].Message)

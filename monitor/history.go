@@ -264,7 +264,6 @@ func (h *History) readSegment(d *depHistory, s *segment) []Event {
 				if derr := json.Unmarshal(line, &ev); derr != nil {
 					bad = derr.Error()
 				} else {
-					upgradeDetail(&ev)
 					events, t = append(events, ev), ev.Time
 				}
 			case segSnapshots:
@@ -655,7 +654,6 @@ func readEvents(s segment, to uint64) ([]Event, error) {
 			return nil, fmt.Errorf("decoding recorded events of %s at offset %d: %w", s.path, dec.InputOffset(), err)
 		}
 		if ev.Seq <= to {
-			upgradeDetail(&ev)
 			out = append(out, ev)
 		}
 	}

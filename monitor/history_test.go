@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"slices"
 	"strings"
@@ -368,4 +369,56 @@ func TestHistoryPendingBounded(t *testing.T) {
 	if len(events) != pending || events[len(events)-1].Instance != fmt.Sprint("instance-", pendingEvents+8) {
 		t.Errorf("%d events recorded, the last %+v; want the %d newest", len(events), events[len(events)-1], pending)
 	}
+}
+
+// TestHistoryReadsOldDetailNames: events an older Braid recorded, under
+// the detail names before issue 26, read back into the typed details
+// with their values, both at open and when a past moment is replayed;
+// a kind this Braid does not know is kept raw.
+func TestHistoryReadsOldDetailNames(t *testing.T) {
+	dir := t.TempDir()
+	base := time.Now().Truncate(time.Second).UnixMilli()
+	lines := []string{
+		`{"seq":1,"time":%d,"deployment":"dep","task":"0_0","kind":"window-closed","message":"","detail":{"store":"s","start":10,"end":20,"closesAt":25,"keys":3}}`,
+		`{"seq":2,"time":%d,"deployment":"dep","task":"0_0","kind":"restore-finished","message":"","detail":{"store":"s","restored":9,"tookMs":50,"rate":180}}`,
+		`{"seq":3,"time":%d,"deployment":"dep","task":"0_0","kind":"task-failed-over","message":"","detail":{"from":"a","to":"b","replica":"standby","downtimeMs":70}}`,
+		`{"seq":4,"time":%d,"deployment":"dep","task":"0_0","kind":"task-revoked","message":"","detail":{"clean":false,"lastRecord":7}}`,
+		`{"seq":5,"time":%d,"deployment":"dep","kind":"from-the-future","message":"","detail":{"x":1}}`,
+	}
+	var data []byte
+	for i, l := range lines {
+		data = fmt.Appendf(data, l+"\n", base+int64(i))
+	}
+	path := filepath.Join(dir, "dep", fmt.Sprintf("events-%d.jsonl", base))
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	want := []EventDetail{
+		WindowClosedDetail{Store: "s", WindowStart: 10, WindowEnd: 20, ClosesAt: 25, Keys: 3},
+		RestoreFinishedDetail{Store: "s", Restored: 9, DurationMs: 50, Rate: 180},
+		TaskFailedOverDetail{From: "a", To: "b", FromReplica: "standby", DowntimeMs: 70},
+		TaskRevokedDetail{LastRecordAt: 7},
+		RawDetail(`{"x":1}`),
+	}
+	check := func(how string, evs []Event) {
+		t.Helper()
+		if len(evs) != len(want) {
+			t.Fatalf("%s: %d events, want %d: %s", how, len(evs), len(want), dump(evs))
+		}
+		for i, ev := range evs {
+			if !reflect.DeepEqual(ev.Detail, want[i]) {
+				t.Errorf("%s: %s's detail %#v, want %#v", how, ev.Kind, ev.Detail, want[i])
+			}
+		}
+	}
+	h := openHistory(t, dir, HistoryOptions{})
+	check("at open", h.takeLoaded())
+	replayed, err := readEvents(segment{kind: segEvents, path: path, valid: int64(len(data))}, 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check("replayed", replayed)
 }

@@ -44,7 +44,7 @@ func (h *hook) lock() bool {
 	return true
 }
 
-func (h *hook) emit(now time.Time, instance string, task streams.TaskID, kind, msg string, detail map[string]any) {
+func (h *hook) emit(now time.Time, instance string, task streams.TaskID, kind, msg string, detail EventDetail) {
 	h.m.emitLocked(now, entry{ev: Event{Deployment: h.d.info.ID, Instance: instance, Kind: kind, Message: msg, Detail: detail},
 		task: task, hasTask: true})
 }
@@ -69,7 +69,7 @@ func (h *hook) OnTaskAssigned(ev streams.TaskEvent) {
 	for i, tp := range ev.Partitions {
 		parts[i] = fmt.Sprintf("%s/%d", tp.Topic, tp.Partition)
 	}
-	h.emit(now, ev.InstanceID, ev.Task, kindTaskAssigned, msg, map[string]any{"partitions": parts, "fromReplica": ev.FromReplica})
+	h.emit(now, ev.InstanceID, ev.Task, kindTaskAssigned, msg, TaskAssignedDetail{Partitions: parts, FromReplica: ev.FromReplica})
 }
 
 func (h *hook) OnTaskRevoked(ev streams.TaskEvent) {
@@ -86,9 +86,9 @@ func (h *hook) OnTaskRevoked(ev streams.TaskEvent) {
 	if !ev.Clean {
 		msg += " without a commit: the instance lost its group membership"
 	}
-	detail := map[string]any{"clean": ev.Clean}
+	detail := TaskRevokedDetail{Clean: ev.Clean}
 	if !ev.LastRecord.IsZero() {
-		detail["lastRecordAt"] = ev.LastRecord.UnixMilli()
+		detail.LastRecordAt = ev.LastRecord.UnixMilli()
 	}
 	h.emit(time.Now(), ev.InstanceID, ev.Task, kindTaskRevoked, msg, detail)
 }
@@ -121,7 +121,7 @@ func (h *hook) OnStateChange(ev streams.StateChange) {
 		took := now.Sub(in.rebalanceFrom)
 		in.rebalanceFrom = time.Time{}
 		h.d.noteRebalance(took)
-		detail := map[string]any{"durationMs": took.Milliseconds()}
+		detail := RebalanceDetail{DurationMs: took.Milliseconds()}
 		if len(ev.Kept) > 0 {
 			// The tasks it suspended and gave back: paused for it.
 			kept := make([]string, len(ev.Kept))
@@ -129,7 +129,7 @@ func (h *hook) OnStateChange(ev streams.StateChange) {
 				kept[i] = id.String()
 			}
 			slices.Sort(kept)
-			detail["kept"] = kept
+			detail.Kept = kept
 		}
 		h.m.emitLocked(now, entry{ev: Event{Deployment: h.d.info.ID, Instance: ev.InstanceID, Kind: kindRebalance,
 			Message: fmt.Sprintf("%s rebalanced in %v", ev.InstanceID, took.Round(time.Millisecond)),
@@ -161,7 +161,7 @@ func (h *hook) OnError(ev streams.ErrorEvent) {
 		}
 		suppressed = n
 	}
-	e := entry{ev: Event{Deployment: h.d.info.ID, Instance: ev.InstanceID, Kind: kindError, Detail: map[string]any{"fatal": ev.Fatal}}}
+	e := entry{ev: Event{Deployment: h.d.info.ID, Instance: ev.InstanceID, Kind: kindError}}
 	msg := ev.InstanceID + ": "
 	if ev.Task != (streams.TaskID{}) {
 		e.task, e.hasTask = ev.Task, true
@@ -177,9 +177,9 @@ func (h *hook) OnError(ev streams.ErrorEvent) {
 	}
 	if suppressed > 0 {
 		msg += fmt.Sprintf(" (and %d more errors not logged)", suppressed)
-		e.ev.Detail["suppressed"] = suppressed
 	}
 	e.ev.Message = msg
+	e.ev.Detail = ErrorDetail{Fatal: ev.Fatal, Suppressed: suppressed}
 	h.m.emitLocked(now, e)
 }
 
@@ -196,8 +196,8 @@ func (h *hook) OnRestoreStart(ev streams.RestoreEvent) {
 	h.emit(time.Now(), ev.InstanceID, ev.Task, kindRestoreStarted,
 		fmt.Sprintf("restoring %s of task %s on %s: %d changelog records from %s/%d",
 			ev.Store, ev.Task, ev.InstanceID, ev.EndOffset-ev.StartOffset, ev.Changelog, ev.Partition),
-		map[string]any{"store": ev.Store, "changelog": ev.Changelog, "partition": ev.Partition,
-			"startOffset": ev.StartOffset, "endOffset": ev.EndOffset})
+		RestoreStartedDetail{Store: ev.Store, Changelog: ev.Changelog, Partition: ev.Partition,
+			StartOffset: ev.StartOffset, EndOffset: ev.EndOffset})
 }
 
 func (h *hook) OnRestoreProgress(ev streams.RestoreEvent) {
@@ -222,7 +222,7 @@ func (h *hook) OnRestoreProgress(ev streams.RestoreEvent) {
 	sum := t.restore()
 	h.emit(now, ev.InstanceID, ev.Task, kindRestoreProgress,
 		fmt.Sprintf("restoring task %s on %s: %d of %d records (%.0f/s)", ev.Task, ev.InstanceID, sum.Restored, sum.Total, sum.Rate),
-		map[string]any{"store": ev.Store, "offset": ev.Offset, "restored": sum.Restored, "total": sum.Total, "rate": sum.Rate, "etaMs": sum.EtaMs})
+		RestoreProgressDetail{Store: ev.Store, Offset: ev.Offset, Restored: sum.Restored, Total: sum.Total, Rate: sum.Rate, EtaMs: sum.EtaMs})
 }
 
 func (h *hook) OnRestoreEnd(ev streams.RestoreEvent) {
@@ -237,8 +237,8 @@ func (h *hook) OnRestoreEnd(ev streams.RestoreEvent) {
 	h.emit(time.Now(), ev.InstanceID, ev.Task, kindRestoreFinished,
 		fmt.Sprintf("restored %s of task %s on %s: %d records in %v (%.0f/s)",
 			ev.Store, ev.Task, ev.InstanceID, ev.Restored, ev.Took.Round(time.Millisecond), ev.Rate),
-		map[string]any{"store": ev.Store, "changelog": ev.Changelog, "partition": ev.Partition, "restored": ev.Restored,
-			"durationMs": ev.Took.Milliseconds(), "rate": ev.Rate})
+		RestoreFinishedDetail{Store: ev.Store, Changelog: ev.Changelog, Partition: ev.Partition, Restored: ev.Restored,
+			DurationMs: ev.Took.Milliseconds(), Rate: ev.Rate})
 }
 
 func (h *hook) OnWindowClosed(ev streams.WindowClosedEvent) {
@@ -313,7 +313,7 @@ func (h *hook) OnStandbyStarted(ev streams.StandbyEvent) {
 	}
 	h.emit(time.Now(), ev.InstanceID, ev.Task, kindStandbyStarted,
 		fmt.Sprintf("%s replica of task %s started on %s, %d records behind", what, ev.Task, ev.InstanceID, ev.Lag),
-		map[string]any{"warmup": ev.Warmup, "store": ev.Store, "offset": ev.Offset, "endOffset": ev.EndOffset, "lag": ev.Lag})
+		StandbyStartedDetail{Warmup: ev.Warmup, Store: ev.Store, Offset: ev.Offset, EndOffset: ev.EndOffset, Lag: ev.Lag})
 }
 
 // OnStandbyApplied needs nothing: the replicas' lags are sampled.
@@ -343,7 +343,7 @@ func (h *hook) OnStandbySuspended(ev streams.StandbyEvent) {
 	}
 	h.emit(time.Now(), ev.InstanceID, ev.Task, kindStandbyPromoted,
 		fmt.Sprintf("%s replica of task %s on %s promoted to active, %d records behind", what, ev.Task, ev.InstanceID, ev.Lag),
-		map[string]any{"warmup": ev.Warmup, "lag": ev.Lag, "timeLagMs": ev.TimeLag.Milliseconds()})
+		StandbyPromotedDetail{Warmup: ev.Warmup, Lag: ev.Lag, TimeLagMs: ev.TimeLag.Milliseconds()})
 }
 
 // OnTaskResumed tells of a task's first record on an instance it moved
@@ -356,8 +356,8 @@ func (h *hook) OnTaskResumed(ev streams.TaskResumedEvent) {
 	took := ev.FirstRecordAt.Sub(ev.AssignedAt)
 	h.emit(time.Now(), ev.InstanceID, ev.Task, kindTaskResumed,
 		fmt.Sprintf("task %s resumed on %s, %v after its assignment", ev.Task, ev.InstanceID, took.Round(time.Millisecond)),
-		map[string]any{"assignedAt": ev.AssignedAt.UnixMilli(), "firstRecordAt": ev.FirstRecordAt.UnixMilli(),
-			"restored": ev.Restored, "fromReplica": ev.FromReplica})
+		TaskResumedDetail{AssignedAt: ev.AssignedAt.UnixMilli(), FirstRecordAt: ev.FirstRecordAt.UnixMilli(),
+			Restored: ev.Restored, FromReplica: ev.FromReplica})
 }
 
 func (h *hook) OnTaskFailedOver(ev streams.FailoverEvent) {
@@ -389,20 +389,16 @@ func (h *hook) OnTaskFailedOver(ev streams.FailoverEvent) {
 	if ev.FromReplica != "" {
 		msg += " onto its " + ev.FromReplica + " replica"
 	}
-	detail := map[string]any{"from": ev.From, "to": ev.To, "cause": ev.Cause, "fromReplica": ev.FromReplica,
-		"detectionMs": f.DetectionMs, "detectedBy": ev.DetectedBy, "recoveryMs": f.RecoveryMs, "downtimeMs": f.DowntimeMs, "restored": ev.Restored,
-		"resumedAt": f.At}
-	for k, t := range map[string]time.Time{"failedAt": ev.FailedAt, "lastRecordAt": ev.LastRecordAt, "assignedAt": ev.AssignedAt} {
-		if !t.IsZero() {
-			detail[k] = t.UnixMilli()
-		}
-	}
+	detail := TaskFailedOverDetail{From: ev.From, To: ev.To, Cause: ev.Cause, FromReplica: ev.FromReplica,
+		DetectionMs: f.DetectionMs, DetectedBy: ev.DetectedBy, RecoveryMs: f.RecoveryMs, DowntimeMs: f.DowntimeMs, Restored: ev.Restored,
+		ResumedAt: f.At, FailedAt: unixMilliOrZero(ev.FailedAt), LastRecordAt: unixMilliOrZero(ev.LastRecordAt),
+		AssignedAt: unixMilliOrZero(ev.AssignedAt)}
 	if ev.StandbyLag >= 0 {
-		detail["standbyLag"] = ev.StandbyLag
+		detail.StandbyLag = &ev.StandbyLag
 	}
 	if f.ProjectedDowntimeMs >= 0 {
 		msg += fmt.Sprintf(" (projected before: %v, %s)", time.Duration(f.ProjectedDowntimeMs)*time.Millisecond, safeWord(f.ProjectedSafe))
-		detail["projectedDowntimeMs"], detail["projectedSafe"] = f.ProjectedDowntimeMs, f.ProjectedSafe
+		detail.ProjectedDowntimeMs, detail.ProjectedSafe = &f.ProjectedDowntimeMs, &f.ProjectedSafe
 	}
 	h.emit(time.Now(), ev.To, ev.Task, kindTaskFailedOver, msg, detail)
 }
@@ -412,19 +408,27 @@ func (h *hook) OnBrokerReachability(ev streams.BrokerReachabilityEvent) {
 		return
 	}
 	defer h.m.mu.Unlock()
-	detail := map[string]any{"broker": ev.Broker, "since": ev.Since.UnixMilli()}
 	if ev.Reachable {
 		silent := ev.At.Sub(ev.Since)
-		detail["silentMs"] = silent.Milliseconds()
+		detail := BrokerReachableDetail{Broker: ev.Broker, Since: ev.Since.UnixMilli(), SilentMs: silent.Milliseconds()}
 		h.m.emitLocked(ev.At, entry{ev: Event{Deployment: h.d.info.ID, Instance: ev.InstanceID, Kind: kindBrokerReachable,
 			Message: fmt.Sprintf("%s reaches broker %s again, after %v without an answer", ev.InstanceID, ev.Broker, silent.Round(time.Second)),
 			Detail:  detail}})
 		return
 	}
-	detail["error"] = ev.Err.Error()
+	detail := BrokerUnreachableDetail{Broker: ev.Broker, Since: ev.Since.UnixMilli(), Error: ev.Err.Error()}
 	h.m.emitLocked(ev.At, entry{ev: Event{Deployment: h.d.info.ID, Instance: ev.InstanceID, Kind: kindBrokerUnreachable,
 		Message: fmt.Sprintf("%s cannot reach broker %s (no answer since %s): %v", ev.InstanceID, ev.Broker, ev.Since.Format("15:04:05"), ev.Err),
 		Detail:  detail}})
+}
+
+// unixMilliOrZero is t in unix ms, 0 for the zero time: a time the
+// runtime did not know, left out of a detail.
+func unixMilliOrZero(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixMilli()
 }
 
 func safeWord(safe bool) string {

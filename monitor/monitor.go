@@ -82,8 +82,8 @@ func (m *Monitor) AddDeployment(info DeploymentInfo, src Source) streams.Hook {
 		msg += fmt.Sprintf(", %d standbys", info.Standbys)
 	}
 	m.emitLocked(time.Now(), entry{ev: Event{Deployment: info.ID, Kind: kindDeploymentAdded, Message: msg,
-		Detail: map[string]any{"design": info.Design, "revision": info.Revision, "applicationId": info.ApplicationID,
-			"instances": info.Instances, "standbys": info.Standbys, "guarantee": info.Guarantee}}})
+		Detail: DeploymentAddedDetail{Design: info.Design, Revision: info.Revision, ApplicationID: info.ApplicationID,
+			Instances: info.Instances, Standbys: info.Standbys, Guarantee: info.Guarantee}}})
 	return &hook{m: m, d: d}
 }
 
@@ -215,20 +215,19 @@ func (e *entry) render() Event {
 	case kindWindowClosed:
 		ev.Message = fmt.Sprintf("window %s of %s closed at stream time %s, %d keys",
 			windowString(w.start, w.end, w.session), w.store, clock(w.streamTime), w.keys)
-		ev.Detail = map[string]any{"store": w.store, "windowStart": w.start, "windowEnd": w.end, "closesAt": w.closesAt,
-			"streamTime": w.streamTime, "graceMs": w.grace, "keys": w.keys, "emitted": w.emitted}
+		ev.Detail = WindowClosedDetail{Store: w.store, WindowStart: w.start, WindowEnd: w.end, ClosesAt: w.closesAt,
+			StreamTime: w.streamTime, GraceMs: w.grace, Keys: w.keys, Emitted: w.emitted}
 	case kindLateDrop:
 		ev.Message = fmt.Sprintf("record at %s dropped: window %s of %s closed, stream time %s (%d ms behind)",
 			clock(w.timestamp), windowString(w.start, w.end, w.session), w.store, clock(w.streamTime), w.streamTime-w.timestamp)
 		if w.topic != "" {
 			ev.Message += fmt.Sprintf(", from %s/%d@%d", w.topic, w.partition, w.offset)
 		}
-		ev.Detail = map[string]any{"store": w.store, "timestamp": w.timestamp, "streamTime": w.streamTime,
-			"windowStart": w.start, "windowEnd": w.end, "topic": w.topic, "partition": w.partition, "offset": w.offset}
 		if w.suppressed > 0 {
 			ev.Message += fmt.Sprintf(" (and %d more late records not logged)", w.suppressed)
-			ev.Detail["suppressed"] = w.suppressed
 		}
+		ev.Detail = LateDropDetail{Store: w.store, Timestamp: w.timestamp, StreamTime: w.streamTime,
+			WindowStart: w.start, WindowEnd: w.end, Topic: w.topic, Partition: w.partition, Offset: w.offset, Suppressed: w.suppressed}
 	}
 	return ev
 }

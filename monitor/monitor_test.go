@@ -279,7 +279,7 @@ func TestLateDropsRateLimited(t *testing.T) {
 		t.Fatalf("%d late-drop events after a second's pause, want %d", len(evs), logged+1)
 	}
 	e := evs[len(evs)-1]
-	if e.Detail["suppressed"] != int64(100-logged) || !strings.Contains(e.Message, fmt.Sprintf("and %d more", 100-logged)) {
+	if e.Detail.(LateDropDetail).Suppressed != int64(100-logged) || !strings.Contains(e.Message, fmt.Sprintf("and %d more", 100-logged)) {
 		t.Errorf("event %+v, want %d suppressed", e, 100-logged)
 	}
 	if e.Task != "1_2" || e.Instance != "instance-1" || e.Deployment != "d" {

@@ -92,16 +92,24 @@ func failoverOf(ev Event) (Failover, bool) {
 	if ev.Kind != kindTaskFailedOver {
 		return Failover{}, false
 	}
-	d := ev.Detail
-	f := Failover{Task: ev.Task, From: str(d, "from"), To: str(d, "to"), Cause: str(d, "cause"), Replica: str(d, "fromReplica"),
-		DetectionMs: num(d, "detectionMs"), DetectedBy: str(d, "detectedBy"), RecoveryMs: num(d, "recoveryMs"),
-		DowntimeMs: num(d, "downtimeMs"), Restored: num(d, "restored"), At: cmp.Or(num(d, "resumedAt"), ev.Time),
+	d, _ := ev.Detail.(TaskFailedOverDetail)
+	return failoverRow(ev.Task, ev.Time, d), true
+}
+
+// failoverRow is the failover table's row of task's failover told by an
+// event at t (unix ms) with detail d.
+func failoverRow(task string, t int64, d TaskFailedOverDetail) Failover {
+	f := Failover{Task: task, From: d.From, To: d.To, Cause: d.Cause, Replica: d.FromReplica,
+		DetectionMs: d.DetectionMs, DetectedBy: d.DetectedBy, RecoveryMs: d.RecoveryMs,
+		DowntimeMs: d.DowntimeMs, Restored: d.Restored, At: cmp.Or(d.ResumedAt, t),
 		ProjectedDowntimeMs: -1}
-	if _, ok := d["projectedDowntimeMs"]; ok {
-		f.ProjectedDowntimeMs = num(d, "projectedDowntimeMs")
-		f.ProjectedSafe, _ = d["projectedSafe"].(bool)
+	if d.ProjectedDowntimeMs != nil {
+		f.ProjectedDowntimeMs = *d.ProjectedDowntimeMs
 	}
-	return f, true
+	if d.ProjectedSafe != nil {
+		f.ProjectedSafe = *d.ProjectedSafe
+	}
+	return f
 }
 
 // Replay is a deployment as it was: the recorded snapshot at Time, the

@@ -96,7 +96,7 @@ func TestFailoverShowsProjection(t *testing.T) {
 		t.Errorf("measured downtime %d ms is beyond the projected %d ms", f.DowntimeMs, f.ProjectedDowntimeMs)
 	}
 	fo := eventsOf(m.Events(0), kindTaskFailedOver)
-	if len(fo) != 1 || fo[0].Detail["projectedDowntimeMs"] != f.ProjectedDowntimeMs || fo[0].Detail["projectedSafe"] != true {
+	if len(fo) != 1 || !projected(fo[0].Detail, f.ProjectedDowntimeMs) {
 		t.Errorf("task-failed-over events %+v, want one with the projection", fo)
 	}
 }
@@ -138,4 +138,11 @@ func steadyReadings(t *testing.T, b interface{ Addrs() []string }) (stop func())
 	}
 	t.Cleanup(stop)
 	return stop
+}
+
+// projected reports whether a task-failed-over event's detail carries a
+// safe projection of ms.
+func projected(d EventDetail, ms int64) bool {
+	fo, ok := d.(TaskFailedOverDetail)
+	return ok && fo.ProjectedDowntimeMs != nil && *fo.ProjectedDowntimeMs == ms && fo.ProjectedSafe != nil && *fo.ProjectedSafe
 }

@@ -202,39 +202,51 @@ func addMark(m map[string][]mark, key string, mk mark) {
 	m[key] = ms
 }
 
-// add reads one event; kinds not in timelineKinds are ignored.
+// add reads one event; kinds not in timelineKinds are ignored. A detail
+// that is not its kind's (one read back damaged) reads as zeros, as a
+// missing field does.
 func (tl *timelines) add(ev Event) {
 	mk := mark{kind: ev.Kind, t: ev.Time, instance: ev.Instance}
 	switch ev.Kind {
 	case kindTaskAssigned:
-		mk.replica = str(ev.Detail, "fromReplica")
+		d, _ := ev.Detail.(TaskAssignedDetail)
+		mk.replica = d.FromReplica
 		prev := tl.owner[ev.Task]
 		tl.owner[ev.Task] = ev.Instance
 		addMark(tl.tasks, ev.Task, mk)
 		tl.assigned(ev, prev, mk.replica)
 	case kindTaskRevoked:
-		mk.lastRecord = num(ev.Detail, "lastRecordAt")
+		d, _ := ev.Detail.(TaskRevokedDetail)
+		mk.lastRecord = d.LastRecordAt
 		if tl.owner[ev.Task] == ev.Instance {
 			delete(tl.owner, ev.Task)
 		}
 		addMark(tl.tasks, ev.Task, mk)
 	case kindTaskResumed:
-		mk.start, mk.n, mk.replica = num(ev.Detail, "assignedAt"), num(ev.Detail, "restored"), str(ev.Detail, "fromReplica")
-		mk.t = cmp.Or(num(ev.Detail, "firstRecordAt"), ev.Time)
+		d, _ := ev.Detail.(TaskResumedDetail)
+		mk.start, mk.n, mk.replica = d.AssignedAt, d.Restored, d.FromReplica
+		mk.t = cmp.Or(d.FirstRecordAt, ev.Time)
 		addMark(tl.tasks, ev.Task, mk)
 	case kindTaskFailedOver:
-		tl.failedOver(ev, mk)
-	case kindRestoreStarted, kindRestoreProgress, kindRestoreFinished:
-		mk.n, mk.rate = num(ev.Detail, "restored"), flt(ev.Detail, "rate")
-		if ev.Kind == kindRestoreFinished {
-			mk.start = ev.Time - num(ev.Detail, "durationMs")
-		}
+		d, _ := ev.Detail.(TaskFailedOverDetail)
+		tl.failedOver(ev.Task, ev.Time, d, mk)
+	case kindRestoreStarted:
+		addMark(tl.tasks, ev.Task, mk)
+	case kindRestoreProgress:
+		d, _ := ev.Detail.(RestoreProgressDetail)
+		mk.n, mk.rate = d.Restored, d.Rate
+		addMark(tl.tasks, ev.Task, mk)
+	case kindRestoreFinished:
+		d, _ := ev.Detail.(RestoreFinishedDetail)
+		mk.n, mk.rate, mk.start = d.Restored, d.Rate, ev.Time-d.DurationMs
 		addMark(tl.tasks, ev.Task, mk)
 	case kindStandbyPromoted:
-		mk.n = num(ev.Detail, "lag")
+		d, _ := ev.Detail.(StandbyPromotedDetail)
+		mk.n = d.Lag
 		addMark(tl.tasks, ev.Task, mk)
 	case kindRebalance:
-		mk.start, mk.kept = ev.Time-num(ev.Detail, "durationMs"), strs(ev.Detail, "kept")
+		d, _ := ev.Detail.(RebalanceDetail)
+		mk.start, mk.kept = ev.Time-d.DurationMs, d.Kept
 		addMark(tl.instances, ev.Instance, mk)
 	case kindInstanceCrashed, kindInstanceCrashWiped, kindInstanceStopped, kindInstanceStarted, kindInstanceAdded:
 		addMark(tl.instances, ev.Instance, mk)
@@ -386,72 +398,20 @@ func (tl *timelines) newest(match func(*failover) bool) *failover {
 // failedOver records a crashed or stopped instance's task's measured move,
 // and gives it a lane if none has it yet (a failover whose instance event
 // the monitor did not see: one measured from telemetry).
-func (tl *timelines) failedOver(ev Event, mk mark) {
-	d := ev.Detail
-	measured, _ := failoverOf(ev)
+func (tl *timelines) failedOver(task string, t int64, d TaskFailedOverDetail, mk mark) {
+	measured := failoverRow(task, t, d)
 	f := &measured
-	mk.failover, mk.failedAt, mk.t, mk.start = f, num(d, "failedAt"), f.At, num(d, "assignedAt")
+	mk.failover, mk.failedAt, mk.t, mk.start = f, d.FailedAt, f.At, d.AssignedAt
 	mk.n = -1
-	if _, ok := d["standbyLag"]; ok {
-		mk.n = num(d, "standbyLag")
+	if d.StandbyLag != nil {
+		mk.n = *d.StandbyLag
 	}
-	addMark(tl.tasks, ev.Task, mk)
+	addMark(tl.tasks, task, mk)
 	failedAt := cmp.Or(mk.failedAt, f.At-f.DetectionMs-f.RecoveryMs)
 	fo := tl.failure(f.From, failedAt)
 	if fo == nil {
 		fo = tl.open(cmp.Or(f.Cause, "crash"), f.From, failedAt)
 	}
-	fo.addLane(&laneRef{task: ev.Task, from: f.From, start: failedAt}).start = failedAt
+	fo.addLane(&laneRef{task: task, from: f.From, start: failedAt}).start = failedAt
 	fo.at = min(fo.at, failedAt)
-}
-
-// num reads an integer of an event's detail: an int64 as the hooks write
-// it, or a float64 as JSON decodes it.
-func num(d map[string]any, key string) int64 {
-	switch v := d[key].(type) {
-	case int64:
-		return v
-	case int:
-		return int64(v)
-	case int32:
-		return int64(v)
-	case float64:
-		return int64(v)
-	}
-	return 0
-}
-
-func flt(d map[string]any, key string) float64 {
-	switch v := d[key].(type) {
-	case float64:
-		return v
-	case int64:
-		return float64(v)
-	case int:
-		return float64(v)
-	}
-	return 0
-}
-
-func str(d map[string]any, key string) string {
-	s, _ := d[key].(string)
-	return s
-}
-
-// strs reads a list of strings of an event's detail: a []string as the
-// hooks write it, or a []any as JSON decodes it.
-func strs(d map[string]any, key string) []string {
-	switch v := d[key].(type) {
-	case []string:
-		return v
-	case []any:
-		out := make([]string, 0, len(v))
-		for _, x := range v {
-			if s, ok := x.(string); ok {
-				out = append(out, s)
-			}
-		}
-		return out
-	}
-	return nil
 }

@@ -15,11 +15,11 @@ import (
 // tests: times are unix ms from 0.
 
 func evAssigned(t int64, instance, task, replica string) Event {
-	return Event{Time: t, Kind: kindTaskAssigned, Instance: instance, Task: task, Detail: map[string]any{"fromReplica": replica}}
+	return Event{Time: t, Kind: kindTaskAssigned, Instance: instance, Task: task, Detail: TaskAssignedDetail{FromReplica: replica}}
 }
 
 func evRevoked(t int64, instance, task string, lastRecord int64) Event {
-	return Event{Time: t, Kind: kindTaskRevoked, Instance: instance, Task: task, Detail: map[string]any{"clean": true, "lastRecordAt": lastRecord}}
+	return Event{Time: t, Kind: kindTaskRevoked, Instance: instance, Task: task, Detail: TaskRevokedDetail{Clean: true, LastRecordAt: lastRecord}}
 }
 
 func evInstance(t int64, kind, instance string) Event {
@@ -27,39 +27,45 @@ func evInstance(t int64, kind, instance string) Event {
 }
 
 func evRebalance(start, end int64, instance string) Event {
-	return Event{Time: end, Kind: kindRebalance, Instance: instance, Detail: map[string]any{"durationMs": end - start}}
+	return Event{Time: end, Kind: kindRebalance, Instance: instance, Detail: RebalanceDetail{DurationMs: end - start}}
 }
 
 // evRebalanceKept is a rebalance that suspended tasks and gave them back,
 // as an eager one does with the tasks that stay.
 func evRebalanceKept(start, end int64, instance string, kept ...string) Event {
-	ev := evRebalance(start, end, instance)
-	ev.Detail["kept"] = kept
-	return ev
+	return Event{Time: end, Kind: kindRebalance, Instance: instance, Detail: RebalanceDetail{DurationMs: end - start, Kept: kept}}
 }
 
 func evRestore(t int64, kind, instance, task string, restored int64, rate float64, took int64) Event {
-	return Event{Time: t, Kind: kind, Instance: instance, Task: task,
-		Detail: map[string]any{"store": "counts", "restored": restored, "rate": rate, "durationMs": took}}
+	ev := Event{Time: t, Kind: kind, Instance: instance, Task: task}
+	switch kind {
+	case kindRestoreStarted:
+		ev.Detail = RestoreStartedDetail{Store: "counts"}
+	case kindRestoreProgress:
+		ev.Detail = RestoreProgressDetail{Store: "counts", Restored: restored, Rate: rate}
+	case kindRestoreFinished:
+		ev.Detail = RestoreFinishedDetail{Store: "counts", Restored: restored, Rate: rate, DurationMs: took}
+	}
+	return ev
 }
 
 func evPromoted(t int64, instance, task string, lag int64) Event {
-	return Event{Time: t, Kind: kindStandbyPromoted, Instance: instance, Task: task, Detail: map[string]any{"lag": lag}}
+	return Event{Time: t, Kind: kindStandbyPromoted, Instance: instance, Task: task, Detail: StandbyPromotedDetail{Lag: lag}}
 }
 
 func evResumed(t int64, instance, task string, assignedAt, restored int64, replica string) Event {
 	return Event{Time: t, Kind: kindTaskResumed, Instance: instance, Task: task,
-		Detail: map[string]any{"assignedAt": assignedAt, "firstRecordAt": t, "restored": restored, "fromReplica": replica}}
+		Detail: TaskResumedDetail{AssignedAt: assignedAt, FirstRecordAt: t, Restored: restored, FromReplica: replica}}
 }
 
 // evFailedOver is a task-failed-over event as OnTaskFailedOver writes it,
 // its numbers computed from the times as the runtime does.
 func evFailedOver(task, from, to, cause, replica string, failedAt, lastRecord, assignedAt, resumedAt, restored, standbyLag int64) Event {
-	d := map[string]any{"from": from, "to": to, "cause": cause, "fromReplica": replica, "detectionMs": assignedAt - failedAt,
-		"detectedBy": "supervisor", "recoveryMs": resumedAt - assignedAt, "downtimeMs": resumedAt - lastRecord, "restored": restored,
-		"resumedAt": resumedAt, "failedAt": failedAt, "lastRecordAt": lastRecord, "assignedAt": assignedAt}
+	d := TaskFailedOverDetail{From: from, To: to, Cause: cause, FromReplica: replica, DetectionMs: assignedAt - failedAt,
+		DetectedBy: "supervisor", RecoveryMs: resumedAt - assignedAt, DowntimeMs: resumedAt - lastRecord, Restored: restored,
+		ResumedAt: resumedAt, FailedAt: failedAt, LastRecordAt: lastRecord, AssignedAt: assignedAt}
 	if standbyLag >= 0 {
-		d["standbyLag"] = standbyLag
+		d.StandbyLag = &standbyLag
 	}
 	return Event{Time: resumedAt + 1, Kind: kindTaskFailedOver, Instance: to, Task: task, Detail: d}
 }

@@ -345,13 +345,14 @@ type Event struct {
 	// Message is one human line, e.g. "window [12:00:10, 12:00:20) of
 	// per-window closed at stream time 12:00:25, 6 keys".
 	Message string `json:"message"`
-	// Detail holds the kind's fields. A meaning has one name in every
-	// kind, which the live page reads with nothing papering over another
-	// name: a window is windowStart/windowEnd (unix ms), a task's last
-	// record lastRecordAt, how long the event's own work took durationMs,
-	// the replica a task moved onto fromReplica. Events recorded under
-	// the older names are renamed when read back (detailnames.go).
-	Detail map[string]any `json:"detail,omitempty"`
+	// Detail holds the kind's fields: the struct detailTypes (detail.go)
+	// names for Kind, such as a WindowClosedDetail, nil for a kind without
+	// one. Typed, so that producers and readers cannot disagree on a
+	// field's name or type, which a map left to each of them; its JSON is
+	// the object the live page reads. A detail read back that is not its
+	// kind's (a kind of a newer Braid) is a RawDetail. Events recorded
+	// under older names are renamed when decoded (detailnames.go).
+	Detail EventDetail `json:"detail,omitempty"`
 }
 
 // Event kinds.

@@ -44,11 +44,12 @@ func (g *eventGrouper) event(ev *monitor.Event) {
 		printEvent(g.w, ev)
 		return
 	}
-	n := int64(1)
-	if s, ok := ev.Detail["suppressed"].(float64); ok && s > 0 {
-		n += int64(s)
+	d, ok := ev.Detail.(monitor.LateDropDetail)
+	n := 1 + max(d.Suppressed, 0)
+	k := lateKey{ev.Deployment, ev.Instance, ev.Task, d.Store, "?"}
+	if ok {
+		k.window = windowOf(d)
 	}
-	k := lateKey{ev.Deployment, ev.Instance, ev.Task, detailString(ev.Detail, "store"), windowOf(ev.Detail)}
 	if grp := g.groups[k]; grp != nil {
 		grp.count += n
 		grp.last = ev.Time
@@ -92,18 +93,8 @@ func (g *eventGrouper) flush(now time.Time) {
 	g.lastFlush = now
 }
 
-func detailString(d map[string]any, key string) string {
-	s, _ := d[key].(string)
-	return s
-}
-
 // windowOf writes a late drop's window as [start – end).
-func windowOf(d map[string]any) string {
-	start, ok1 := d["windowStart"].(float64)
-	end, ok2 := d["windowEnd"].(float64)
-	if !ok1 || !ok2 {
-		return "?"
-	}
-	f := func(ms float64) string { return time.UnixMilli(int64(ms)).UTC().Format("15:04:05") }
-	return "[" + f(start) + " – " + f(end) + ")"
+func windowOf(d monitor.LateDropDetail) string {
+	f := func(ms int64) string { return time.UnixMilli(ms).UTC().Format("15:04:05") }
+	return "[" + f(d.WindowStart) + " – " + f(d.WindowEnd) + ")"
 }

@@ -16,11 +16,8 @@ func TestEventGrouper(t *testing.T) {
 	g := newEventGrouper(&out)
 	start := time.UnixMilli(1_700_000_000_000)
 	g.lastFlush = start
-	late := func(i int, window float64, suppressed float64) *monitor.Event {
-		d := map[string]any{"store": "per-10s", "windowStart": window, "windowEnd": window + 10000}
-		if suppressed > 0 {
-			d["suppressed"] = suppressed
-		}
+	late := func(i int, window, suppressed int64) *monitor.Event {
+		d := monitor.LateDropDetail{Store: "per-10s", WindowStart: window, WindowEnd: window + 10000, Suppressed: suppressed}
 		return &monitor.Event{Seq: uint64(i), Time: start.UnixMilli() + int64(i), Deployment: "d", Instance: "instance-1", Task: "1_0",
 			Kind: "late-drop", Message: "record dropped", Detail: d}
 	}
