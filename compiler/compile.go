@@ -356,7 +356,8 @@ func (h *intHeap) Pop() any {
 // attribute turns the runtime's Build errors into problems: an error
 // goes to the node whose DSL calls made it (Builder.Added), else to the
 // last node in order that added the operator it names (a name used
-// twice), else to the design.
+// twice), else to the design; and to the parameter the node's plan made
+// the argument it blames of (errorParam).
 func (c *compilation) attribute(bd *build, order []int, err error) {
 	byError := map[*streams.BuildError]int{}
 	byOperator := map[string]int{}
@@ -378,7 +379,7 @@ func (c *compilation) attribute(bd *build, order []int, err error) {
 			c.problems = append(c.problems, designer.Problem{Message: msg})
 			continue
 		}
-		c.add(i, errorParam(c.kinds[i], be), "%s", msg)
+		c.add(i, errorParam(bd.plans[i], be), "%s", msg)
 	}
 }
 
@@ -397,44 +398,33 @@ func buildErrors(err error) []*streams.BuildError {
 	return out
 }
 
-// errorParam names the parameter of kind a Build error is about: "name"
-// for the Named option, else the one its message most likely means.
-func errorParam(k *designer.KindSpec, be *streams.BuildError) string {
-	if be.Option == "Named" && hasParam(k, "name") {
-		return "name"
+// errorParam names the parameter of the node of plan p a Build error is
+// about: the one the argument it blames came from, in the call that
+// found it (any, for Build's checks of the topology). It is "" when the
+// error blames no argument, or one no single parameter made: the node as
+// a whole is at fault.
+func errorParam(p *plan, be *streams.BuildError) string {
+	if p == nil {
+		return ""
 	}
-	return guessParam(k, be.Err.Error())
-}
-
-func hasParam(k *designer.KindSpec, name string) bool {
-	if k == nil {
-		return false
-	}
-	for _, p := range k.Params {
-		if p.Name == name {
-			return true
+	at := blameOf(be)
+	for _, c := range p.calls {
+		if be.Method != "" && !sameMethod(be.Method, c.method) {
+			continue
+		}
+		for _, a := range c.args {
+			if param := a.paramFor(at); param != "" {
+				return param
+			}
 		}
 	}
-	return false
+	return ""
 }
 
-// guessParam names the parameter of kind a Build error is most likely
-// about.
-func guessParam(k *designer.KindSpec, msg string) string {
-	has := func(name string) bool { return hasParam(k, name) }
-	switch {
-	case strings.Contains(msg, "operator name") && has("name"):
-		return "name"
-	case strings.Contains(msg, "store") && has("store"):
-		return "store"
-	case strings.Contains(strings.ToLower(msg), "retention") && has("retention"):
-		return "retention"
-	case strings.Contains(msg, "topic") && has("topic"):
-		return "topic"
-	case strings.Contains(msg, "topic") && has("name"):
-		return "name"
-	}
-	return ""
+// sameMethod says the runtime's name of a DSL call (BuildError.Method,
+// "Windowed.Count" for Count on a windowed stream) is a plan's method.
+func sameMethod(runtime, method string) bool {
+	return runtime == method || strings.HasSuffix(runtime, "."+method)
 }
 
 // build is one run of the DSL calls over a prefix of the node order.
@@ -454,8 +444,10 @@ type build struct {
 	// grouping, which its first aggregation adds and its later ones read
 	// too: each lists them among its parts.
 	repartitions map[*streams.GroupedStream][]string
-	// errs are the Build errors each node's DSL calls made.
-	errs map[int][]*streams.BuildError
+	// errs are the Build errors each node's DSL calls made, plans the
+	// plans that made them.
+	errs  map[int][]*streams.BuildError
+	plans map[int]*plan
 }
 
 // val is what leaves an output port in Compile: the lowering's shape,
@@ -473,7 +465,7 @@ type val struct {
 func (c *compilation) newBuild(order []int) *build {
 	bd := &build{c: c, l: &lowering{c: c}, b: streams.NewBuilder(), outs: map[int]map[string]*val{}, parts: map[int][]string{},
 		stores: map[int][]string{}, main: map[int]string{}, port: map[int]map[string]string{}, store: map[int]string{},
-		repartitions: map[*streams.GroupedStream][]string{}, errs: map[int][]*streams.BuildError{}}
+		repartitions: map[*streams.GroupedStream][]string{}, errs: map[int][]*streams.BuildError{}, plans: map[int]*plan{}}
 	w := c.wiring()
 	for _, i := range order {
 		in, ports := gather(w, i, bd.outs)

@@ -23,6 +23,7 @@ func (bd *build) node(i int, in []*val, ports map[string]int) {
 	if p == nil {
 		return
 	}
+	bd.plans[i] = p
 	for _, pr := range p.problems {
 		bd.c.add(i, pr.param, "%s", pr.message)
 	}

@@ -179,7 +179,7 @@ func (l *lowering) source(i int, opName string) *plan {
 		return p
 	}
 	p.out.typ, p.keepsStore = designer.Table, true
-	p.calls = []dslCall{call("Table", args([]arg{stringArg(topic)}, named(opName), []arg{serdes, storeOf(n, "")}, ts)...)}
+	p.calls = []dslCall{call("Table", args([]arg{topicArg(topic)}, named(opName), []arg{serdes, storeOf(n, "")}, ts)...)}
 	return p
 }
 

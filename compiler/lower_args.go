@@ -23,7 +23,18 @@ type arg interface {
 	value(in []*val) any
 	// code is the argument as Go source; in are the node's inputs.
 	code(x *exporter, in []*xval) string
+	// paramFor is the design parameter this argument came from that a
+	// Build error blaming at means: "" when at is not about this
+	// argument, or when no one parameter makes it (windows, from a size
+	// and a grace) and the node as a whole is at fault.
+	paramFor(at blame) string
 }
+
+// blame is what of a DSL call a streams.BuildError says is at fault:
+// its Option and Arg.
+type blame struct{ option, arg string }
+
+func blameOf(be *streams.BuildError) blame { return blame{be.Option, be.Arg} }
 
 // serde is a serde by name: a basic serde ("string", "json", "int64",
 // "bytes"; "" where merged streams disagree, nil to the runtime), windowed
@@ -108,8 +119,8 @@ type namedArg string
 
 func (a namedArg) value([]*val) any                    { return streams.Named(string(a)) }
 func (a namedArg) code(*exporter, []*xval) string      { return "streams.Named(" + quote(string(a)) + ")" }
-func (a stringArg) value([]*val) any                   { return string(a) }
-func (a stringArg) code(*exporter, []*xval) string     { return quote(string(a)) }
+func (a topicArg) value([]*val) any                    { return string(a) }
+func (a topicArg) code(*exporter, []*xval) string      { return quote(string(a)) }
 func (a topicsArg) value([]*val) any                   { return []string{string(a)} }
 func (a topicsArg) code(*exporter, []*xval) string     { return "[]string{" + quote(string(a)) + "}" }
 func (a inputArg) value(in []*val) any                 { return in[a].h }
@@ -117,9 +128,26 @@ func (a inputArg) code(_ *exporter, in []*xval) string { return in[a].code.expre
 func (emitArg) value([]*val) any                       { return streams.EmitOnWindowClose }
 func (emitArg) code(*exporter, []*xval) string         { return "streams.EmitOnWindowClose" }
 
-// stringArg is a string, a topic's name; topicsArg a source's one topic.
+// A node's operator name is its name parameter (or Node.Name, which the
+// designer shows as it); a topic is the topic parameter.
+func (namedArg) paramFor(at blame) string  { return when(at == blame{option: "Named"}, "name") }
+func (topicArg) paramFor(at blame) string  { return when(at == blame{arg: "topic"}, "topic") }
+func (topicsArg) paramFor(at blame) string { return when(at == blame{arg: "topics"}, "topic") }
+func (inputArg) paramFor(blame) string     { return "" } // an edge
+func (emitArg) paramFor(blame) string      { return "" } // the runtime checks nothing
+
+// when is param when blamed, else "".
+func when(blamed bool, param string) string {
+	if blamed {
+		return param
+	}
+	return ""
+}
+
+// topicArg is a topic's name, Table's and To's argument; topicsArg a
+// source's one topic, Stream's.
 type (
-	stringArg string
+	topicArg  string
 	topicsArg string
 )
 
@@ -149,6 +177,10 @@ func (a serdesArg) code(*exporter, []*xval) string {
 	return "streams.WithSerdes(" + a.key.code() + ", " + a.val.code() + ")"
 }
 
+// The runtime finds no mistake in serdes; a nil one means the default.
+func (serdesArg) paramFor(blame) string     { return "" }
+func (joinSerdesArg) paramFor(blame) string { return "" }
+
 // joinSerdesArg is streams.JoinSerdes: a stream join's inputs' serdes.
 type joinSerdesArg struct{ key, val, other serde }
 
@@ -166,6 +198,10 @@ type partitionsArg int
 func (a partitionsArg) value([]*val) any { return streams.WithPartitions(int(a)) }
 func (a partitionsArg) code(*exporter, []*xval) string {
 	return "streams.WithPartitions(" + strconv.Itoa(int(a)) + ")"
+}
+
+func (partitionsArg) paramFor(at blame) string {
+	return when(at == blame{option: "WithPartitions"}, "partitions")
 }
 
 // storeArg is streams.Materialized with the options of a node's store.
@@ -210,6 +246,18 @@ func (a storeArg) code(*exporter, []*xval) string {
 		fields = append(fields, "Retention: "+durationCode(a.retention))
 	}
 	return "streams.Materialized(streams.StoreOptions{" + strings.Join(fields, ", ") + "})"
+}
+
+// paramFor is the parameter of the field at fault, as storeOf and the
+// lowering of aggregations set them: a store's name, its retention.
+func (storeArg) paramFor(at blame) string {
+	switch at {
+	case blame{option: "Materialized", arg: "Name"}:
+		return "store"
+	case blame{option: "Materialized", arg: "Retention"}:
+		return "retention"
+	}
+	return ""
 }
 
 // windowsArg is a windowed-by node's windows.
@@ -260,6 +308,11 @@ func (w windowsArg) code(*exporter, []*xval) string {
 	}
 	return "streams.Tumbling(" + durationCode(w.size) + ", " + grace + ")"
 }
+
+// Windows are made of several parameters (a size, a grace, ...); a
+// Build error about them is the node's.
+func (windowsArg) paramFor(blame) string     { return "" }
+func (joinWindowsArg) paramFor(blame) string { return "" }
 
 // joinWindowsArg is a stream join's windows: before and after default to
 // its window (the time difference).

@@ -36,6 +36,10 @@ func (a *exprArg) name() string { return variable(a.node) + a.suffix }
 
 func (a *exprArg) code(x *exporter, _ []*xval) string { return x.exprCode[a.name()] }
 
+// paramFor is "": the runtime blames a function only when it is nil,
+// and value never makes a nil one.
+func (a *exprArg) paramFor(blame) string { return "" }
+
 // value is the closure the DSL call of a's role takes.
 func (a *exprArg) value([]*val) any {
 	e := a.e
@@ -155,6 +159,8 @@ func (a keyValueArg) code(x *exporter, in []*xval) string {
 	return "keyValue(" + a.newKey.code(x, in) + ", " + v + ")"
 }
 
+func (keyValueArg) paramFor(blame) string { return "" } // as exprArg's
+
 // timestampsArg is streams.WithTimestamps of a source's timestamp.
 type timestampsArg struct{ e *exprArg }
 
@@ -164,6 +170,10 @@ func (a timestampsArg) value(in []*val) any {
 
 func (a timestampsArg) code(x *exporter, in []*xval) string {
 	return "streams.WithTimestamps(" + a.e.code(x, in) + ")"
+}
+
+func (a timestampsArg) paramFor(at blame) string {
+	return when(at == blame{option: "WithTimestamps"}, a.e.param)
 }
 
 // peekArg is a peek node's action: Options.Peek for Compile, a debug log
@@ -181,6 +191,8 @@ func (a peekArg) value([]*val) any {
 		}
 	})
 }
+
+func (peekArg) paramFor(blame) string { return "" } // no parameter makes it
 
 func (a peekArg) code(*exporter, []*xval) string {
 	return "func(key, value any) {\nslog.Debug(\"peek\", \"node\", " + quote(a.node) + ", \"key\", key, \"value\", value)\n}"
@@ -217,3 +229,5 @@ func (a branchesArg) code(x *exporter, in []*xval) string {
 	}
 	return "[]streams.Branch{\n" + strings.Join(list, ",\n") + ",\n}"
 }
+
+func (branchesArg) paramFor(at blame) string { return when(at == blame{arg: "branches"}, "branches") }

@@ -162,7 +162,7 @@ func (l *lowering) sink(i int, in *shape, opName string) *plan {
 	}
 	p := &plan{on: 0}
 	p.needSerdes(key, value)
-	p.calls = []dslCall{call("To", args([]arg{stringArg(designer.ParamString(n, "topic"))}, named(opName),
+	p.calls = []dslCall{call("To", args([]arg{topicArg(designer.ParamString(n, "topic"))}, named(opName),
 		[]arg{serdesArg{keySerde(key, kp), serde{name: value}}})...)}
 	return p
 }

@@ -61,20 +61,27 @@ func NewBuilder() *Builder {
 // Stream reads the given topics. It takes Named, WithSerdes (default: the
 // Config's default serdes) and WithTimestamps.
 func (b *Builder) Stream(topics []string, opts ...Option) *Stream {
-	o := b.resolveOptions("Stream", optName|optSerdes|optTimestamps, opts)
+	return b.source("Stream", "topics", topics, opts)
+}
+
+// source adds the source of the DSL call op, which reads topics, the
+// call's argument arg: Builder.Table's source reports its mistakes as
+// Table's, about its topic.
+func (b *Builder) source(op, arg string, topics []string, opts []Option) *Stream {
+	o := b.resolveOptions(op, optName|optSerdes|optTimestamps, opts)
 	n := b.addNode(b.nameOrGenerate(o.name, "KSTREAM-SOURCE-"), sourceNode)
 	n.topics = append([]string(nil), topics...)
 	n.keySerde, n.valueSerde, n.timestamps = o.keySerde, o.valueSerde, o.timestamps
 	if len(topics) == 0 {
-		b.errorf("source %q: no topics given", n.name)
+		b.errorAt(blame{arg: arg}, "source %q: no topics given", n.name)
 	}
 	for _, t := range topics {
 		if err := validTopicName(t); err != nil {
-			b.errorf("source %q: %v", n.name, err)
+			b.errorAt(blame{arg: arg}, "source %q: %v", n.name, err)
 			continue
 		}
 		if other, ok := b.sourceTopics[t]; ok {
-			b.errorf("source %q: topic %q is already read by source %q", n.name, t, other.name)
+			b.errorAt(blame{arg: arg}, "source %q: topic %q is already read by source %q", n.name, t, other.name)
 			continue
 		}
 		b.sourceTopics[t] = n
@@ -130,10 +137,23 @@ func (b *Builder) begin(op string) {
 	b.method, b.callStart = op, len(b.nodes)
 }
 
-// optionErrorf records a mistake of the current DSL call, about option
-// (or none: "").
-func (b *Builder) optionErrorf(option, format string, args ...any) {
-	e := &BuildError{Method: b.method, Option: option, Err: fmt.Errorf(format, args...)}
+// blame is the part of a DSL call a mistake is about, as BuildError
+// names it: an option and the field of its argument, or a positional
+// argument; zero for the call as a whole.
+type blame struct{ option, arg string }
+
+// storeNameBlame blames Materialized's store name, when the caller gave one:
+// a name the Builder generated is nobody's mistake.
+func storeNameBlame(o StoreOptions) blame {
+	if o.Name == "" {
+		return blame{}
+	}
+	return blame{option: "Materialized", arg: "Name"}
+}
+
+// errorAt records a mistake of the current DSL call, about the part at.
+func (b *Builder) errorAt(at blame, format string, args ...any) {
+	e := &BuildError{Method: b.method, Option: at.option, Arg: at.arg, Err: fmt.Errorf(format, args...)}
 	if len(b.nodes) > b.callStart {
 		e.Operator = b.nodes[len(b.nodes)-1].name
 	}

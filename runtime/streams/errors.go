@@ -16,15 +16,31 @@ type BuildError struct {
 	// name); "" when the call found the mistake before adding an
 	// operator, or it is the topology's.
 	Operator string
-	// Method is the DSL call that found it ("Filter", "Table.GroupBy");
-	// for a call another makes (the source of Builder.Table) the inner
-	// one. "Build" for a second call of Build, "" for Build's checks of
-	// the topology.
+	// Method is the DSL call that found it ("Filter", "Table.GroupBy",
+	// "Windowed.Count"); for a call another makes (Table.To's ToStream
+	// and To) the inner one. "Build" for a second call of Build, "" for
+	// Build's checks of the topology.
 	Method string
-	// Option names the option at fault ("Named", "Materialized",
-	// "WithPartitions"), when one is.
+	// Option names the option at fault by the function that makes it
+	// ("Named", "Materialized", "WithPartitions"), when one is. A bad
+	// repartition topic blames the option of the call that named it
+	// (Repartition's or a join's Named, an aggregation's Materialized),
+	// and nothing when another call named it (a grouping's Named).
 	Option string
-	Err    error
+	// Arg names, when one is at fault, an argument: with Option, the
+	// field of the option's argument ("Name" or "Retention" of
+	// Materialized's StoreOptions; "" for the option as a whole);
+	// without, a positional argument of Method by its name in the
+	// method's signature: "topics" (Builder.Stream), "topic"
+	// (Builder.Table, To), "branches", "other" (the stream or table
+	// merged or joined), "table" (JoinTable's), "windows" (a stream
+	// join's, or, for a windowed aggregation, which checks them,
+	// WindowedBy's), or a function ("pred", "fn", "init", "agg",
+	// "adder", "subtractor", "joiner"). Tools that build topologies for
+	// their users, as Braid's compiler does, map Option and Arg back to
+	// what their user set, so that no message need be parsed.
+	Arg string
+	Err error
 }
 
 func (e *BuildError) Error() string {

@@ -33,8 +33,9 @@ type tableChange struct {
 // key; aggregations then repartition by it. It takes Named and WithSerdes
 // (the serdes of the new key and value on the repartition topic).
 func (t *Table) GroupBy(fn KeyValueMapper, opts ...Option) *GroupedTable {
+	t.b.begin("Table.GroupBy")
 	if fn == nil {
-		t.b.errorf("Table.GroupBy: the function is nil")
+		t.b.errorAt(blame{arg: "fn"}, "Table.GroupBy: the function is nil")
 	}
 	o := t.b.resolveOptions("Table.GroupBy", optName|optSerdes, opts)
 	n := t.b.addNode(t.b.nameOrGenerate(o.name, "KTABLE-SELECT-"), processorNode)
@@ -58,13 +59,13 @@ func (g *GroupedTable) aggregate(op, processorPrefix string, opts []Option, defa
 	sinkName := b.nameOrGenerate(suffixed(o.name, "-sink"), "KSTREAM-SINK-")
 	sourceName := b.nameOrGenerate(suffixed(o.name, "-source"), "KSTREAM-SOURCE-")
 	name := b.nameOrGenerate(o.name, processorPrefix)
-	base := g.name
+	base, by := g.name, blame{}
 	if base == "" {
-		base = spec.name
+		base, by = spec.name, storeNameBlame(o.store)
 	}
 	src := g.repartitioned
 	if src == nil || g.name == "" {
-		src = g.stream.repartitionThrough(base, sinkName, sourceName, operatorOptions{})
+		src = g.stream.repartitionThrough(base, by, sinkName, sourceName, operatorOptions{})
 		g.repartitioned = src
 	}
 	return b.aggregationTable(op, name, spec, src, make)
@@ -92,7 +93,7 @@ func (g *GroupedTable) Count(opts ...Option) *Table {
 // row value and subtractor shrinks by each replaced one. It takes Named
 // and Materialized.
 func (g *GroupedTable) Reduce(adder, subtractor Reducer, opts ...Option) *Table {
-	g.stream.need("GroupedTable.Reduce", adder == nil || subtractor == nil)
+	g.stream.need("GroupedTable.Reduce", fnArg{"adder", adder == nil}, fnArg{"subtractor", subtractor == nil})
 	inner := g.stream.valueSerde.(changeSerde).inner
 	return g.aggregate("GroupedTable.Reduce", "KTABLE-REDUCE-", opts, inner, func(spec *storeSpec) processorFactory {
 		return tableReduceFactory(spec, adder, subtractor)
@@ -103,7 +104,7 @@ func (g *GroupedTable) Reduce(adder, subtractor Reducer, opts ...Option) *Table 
 // by adder for each new row value and shrinks by subtractor for each
 // replaced one. It takes Named and Materialized.
 func (g *GroupedTable) Aggregate(init Initializer, adder, subtractor Aggregator, opts ...Option) *Table {
-	g.stream.need("GroupedTable.Aggregate", init == nil || adder == nil || subtractor == nil)
+	g.stream.need("GroupedTable.Aggregate", fnArg{"init", init == nil}, fnArg{"adder", adder == nil}, fnArg{"subtractor", subtractor == nil})
 	return g.aggregate("GroupedTable.Aggregate", "KTABLE-AGGREGATE-", opts, nil, func(spec *storeSpec) processorFactory {
 		return tableAggregateFactory(spec, init, adder, subtractor)
 	})

@@ -27,25 +27,25 @@ type ValueJoiner func(key, left, right any) (any, error)
 // with Materialized; see Table.StoreName). It takes Named,
 // WithSerdes (the result's serdes; the value serde is unknown otherwise)
 // and JoinSerdes (the stream's, for its repartition if its key changed).
-func (s *Stream) JoinTable(t *Table, joiner ValueJoiner, opts ...Option) *Stream {
-	return s.joinTable("JoinTable", "KSTREAM-JOIN-", false, t, joiner, opts)
+func (s *Stream) JoinTable(table *Table, joiner ValueJoiner, opts ...Option) *Stream {
+	return s.joinTable("JoinTable", "KSTREAM-JOIN-", false, table, joiner, opts)
 }
 
 // LeftJoinTable is JoinTable that also emits the records without a row,
 // joined with nil.
-func (s *Stream) LeftJoinTable(t *Table, joiner ValueJoiner, opts ...Option) *Stream {
-	return s.joinTable("LeftJoinTable", "KSTREAM-LEFTJOIN-", true, t, joiner, opts)
+func (s *Stream) LeftJoinTable(table *Table, joiner ValueJoiner, opts ...Option) *Stream {
+	return s.joinTable("LeftJoinTable", "KSTREAM-LEFTJOIN-", true, table, joiner, opts)
 }
 
 func (s *Stream) joinTable(op, prefix string, left bool, t *Table, joiner ValueJoiner, opts []Option) *Stream {
 	o := s.b.resolveOptions(op, optName|optSerdes|optJoinSerdes, opts)
-	s.need(op, joiner == nil)
+	s.need(op, fnArg{"joiner", joiner == nil})
 	if t == nil || t.b != s.b {
-		s.b.errorf("%s: the table is nil or comes from another Builder", op)
+		s.b.errorAt(blame{arg: "table"}, "%s: the table is nil or comes from another Builder", op)
 		return s
 	}
 	if t.store == "" {
-		s.b.errorf("%s: the table is not materialized: join a table from Builder.Table or an aggregation, or give its operator Materialized", op)
+		s.b.errorAt(blame{arg: "table"}, "%s: the table is not materialized: join a table from Builder.Table or an aggregation, or give its operator Materialized", op)
 		return s
 	}
 	t.materialize()
@@ -53,11 +53,11 @@ func (s *Stream) joinTable(op, prefix string, left bool, t *Table, joiner ValueJ
 	if s.repartitionRequired {
 		// As Kafka Streams: the repartition topic is named after the
 		// join, else after the operator the stream comes from.
-		base := o.name
+		base, by := o.name, blame{option: "Named"}
 		if base == "" {
-			base = s.node.name
+			base, by = s.node.name, blame{}
 		}
-		in = in.repartitionAs(base, operatorOptions{})
+		in = in.repartitionAs(base, by, operatorOptions{})
 	}
 	n := s.b.addNode(s.b.nameOrGenerate(o.name, prefix), processorNode)
 	n.op = op
@@ -150,15 +150,19 @@ func (t *Table) join(op string, kind tableJoinKind, other *Table, joiner ValueJo
 	b := t.b
 	o := b.resolveOptions(op, optName|optSerdes|optStore, opts)
 	if joiner == nil {
-		b.errorf("%s: the function is nil", op)
+		b.errorAt(blame{arg: "joiner"}, "%s: the function is nil", op)
 	}
 	if other == nil || other.b != b {
-		b.errorf("%s: the other table is nil or comes from another Builder", op)
+		b.errorAt(blame{arg: "other"}, "%s: the other table is nil or comes from another Builder", op)
 		return t
 	}
 	for _, side := range []*Table{t, other} {
 		if side.store == "" {
-			b.errorf("%s: table %q is not materialized: join tables from Builder.Table or aggregations, or give their operators Materialized", op, side.node.name)
+			var by blame // the receiver is no argument
+			if side == other {
+				by.arg = "other"
+			}
+			b.errorAt(by, "%s: table %q is not materialized: join tables from Builder.Table or aggregations, or give their operators Materialized", op, side.node.name)
 			return t
 		}
 	}

@@ -126,17 +126,17 @@ func (b *Builder) resolveOptions(op string, allowed optionKind, opts []Option) o
 			continue
 		}
 		if opt.kind&allowed == 0 {
-			b.optionErrorf(optionNames[opt.kind], "%s: option %s does not apply to it", op, optionNames[opt.kind])
+			b.errorAt(blame{option: optionNames[opt.kind]}, "%s: option %s does not apply to it", op, optionNames[opt.kind])
 			continue
 		}
 		opt.apply(&o)
 	}
 	if o.partitionsSet && o.partitions <= 0 {
-		b.optionErrorf("WithPartitions", "%s: WithPartitions(%d): the partition count must be positive", op, o.partitions)
+		b.errorAt(blame{option: "WithPartitions"}, "%s: WithPartitions(%d): the partition count must be positive", op, o.partitions)
 	}
 	return o
 }
 
 func (b *Builder) errorf(format string, args ...any) {
-	b.optionErrorf("", format, args...)
+	b.errorAt(blame{}, format, args...)
 }

@@ -25,14 +25,14 @@ func (s *Stream) Branch(branches []Branch, opts ...Option) map[string]*Stream {
 	split.op = "Branch"
 	connect(s.node, split)
 	if len(branches) == 0 {
-		s.b.errorf("Branch %q: no branches given", split.name)
+		s.b.errorAt(blame{arg: "branches"}, "Branch %q: no branches given", split.name)
 	}
 	preds := make([]Predicate, len(branches))
 	out := make(map[string]*Stream, len(branches))
 	for i, br := range branches {
 		isDefault := br.Predicate == nil
 		if isDefault && i != len(branches)-1 {
-			s.b.errorf("Branch %q: the default branch %q (nil Predicate) must be the last", split.name, br.Name)
+			s.b.errorAt(blame{arg: "branches"}, "Branch %q: the default branch %q (nil Predicate) must be the last", split.name, br.Name)
 		}
 		preds[i] = br.Predicate
 		// Unnamed branches are numbered from 1 after the split's name;
@@ -54,7 +54,7 @@ func (s *Stream) Branch(branches []Branch, opts ...Option) map[string]*Stream {
 		cs := *s
 		cs.node = child
 		if _, dup := out[name]; dup {
-			s.b.errorf("Branch %q: branch name %q is used twice", split.name, name)
+			s.b.errorAt(blame{arg: "branches"}, "Branch %q: branch name %q is used twice", split.name, name)
 		}
 		out[name] = &cs
 	}
@@ -69,11 +69,11 @@ func (s *Stream) Branch(branches []Branch, opts ...Option) map[string]*Stream {
 // WithPartitions.
 func (s *Stream) Repartition(opts ...Option) *Stream {
 	o := s.b.resolveOptions("Repartition", optName|optSerdes|optPartitions, opts)
-	base := o.name
+	base, by := o.name, blame{option: "Named"}
 	if base == "" {
-		base = s.b.newName("KSTREAM-REPARTITION-")
+		base, by = s.b.newName("KSTREAM-REPARTITION-"), blame{}
 	}
-	return s.repartitionAs(base, o)
+	return s.repartitionAs(base, by, o)
 }
 
 // generatedName matches names the Builder generated; Kafka Streams names a
@@ -82,8 +82,11 @@ var generatedName = regexp.MustCompile(`^KSTREAM.*-[0-9]{10}$`)
 
 // repartitionAs adds filter -> sink -> topic -> source below s for the
 // internal topic base+"-repartition". The filter drops records with a nil
-// key: they have no partition to go to.
-func (s *Stream) repartitionAs(base string, o operatorOptions) *Stream {
+// key: they have no partition to go to. by is what of the current DSL
+// call gave base, to blame for a bad topic: zero when the Builder
+// generated it, or another call did (a grouping's Named, which its
+// aggregations use).
+func (s *Stream) repartitionAs(base string, by blame, o operatorOptions) *Stream {
 	topic := repartitionTopic(base)
 	sinkName := s.b.newName("KSTREAM-SINK-")
 	filterName := s.b.newName("KSTREAM-FILTER-")
@@ -97,7 +100,7 @@ func (s *Stream) repartitionAs(base string, o operatorOptions) *Stream {
 	connect(s.node, filter)
 	in := *s
 	in.node = filter
-	return in.repartitionThrough(base, sinkName, sourceName, o)
+	return in.repartitionThrough(base, by, sinkName, sourceName, o)
 }
 
 // repartitionTopic is the internal topic of a repartition named base.
@@ -109,9 +112,10 @@ func repartitionTopic(base string) string {
 }
 
 // repartitionThrough adds sink -> topic -> source below s for the internal
-// topic of the repartition named base, with the given node names, and
-// returns the stream read back. Records with a nil key must not reach it.
-func (s *Stream) repartitionThrough(base, sinkName, sourceName string, o operatorOptions) *Stream {
+// topic of the repartition named base (by, as repartitionAs), with the
+// given node names, and returns the stream read back. Records with a nil
+// key must not reach it.
+func (s *Stream) repartitionThrough(base string, by blame, sinkName, sourceName string, o operatorOptions) *Stream {
 	topic := repartitionTopic(base)
 	keySerde, valueSerde := s.keySerde, s.valueSerde
 	if o.keySerde != nil {
@@ -133,10 +137,10 @@ func (s *Stream) repartitionThrough(base, sinkName, sourceName string, o operato
 	src.keySerde, src.valueSerde = keySerde, valueSerde
 	src.upstream = sink
 	if err := validTopicName(topic); err != nil {
-		s.b.errorf("Repartition %q: %v", base, err)
+		s.b.errorAt(by, "Repartition %q: %v", base, err)
 	}
 	if other, ok := s.b.sourceTopics[topic]; ok {
-		s.b.errorf("Repartition %q: topic %q is already read by source %q", base, topic, other.name)
+		s.b.errorAt(by, "Repartition %q: topic %q is already read by source %q", base, topic, other.name)
 	}
 	s.b.sourceTopics[topic] = src
 	return &Stream{b: s.b, node: src, keySerde: keySerde, valueSerde: valueSerde}
@@ -157,7 +161,7 @@ func (s *Stream) To(topic string, opts ...Option) {
 		n.valueSerde = o.valueSerde
 	}
 	if err := validTopicName(topic); err != nil {
-		s.b.errorf("sink %q: %v", n.name, err)
+		s.b.errorAt(blame{arg: "topic"}, "sink %q: %v", n.name, err)
 	}
 	connect(s.node, n)
 }
@@ -192,7 +196,7 @@ func (s *Stream) GroupByKey(opts ...Option) *GroupedStream {
 // GroupBy groups s by the key fn selects; aggregations then repartition by
 // it. It takes Named and WithSerdes, as GroupByKey.
 func (s *Stream) GroupBy(fn KeySelector, opts ...Option) *GroupedStream {
-	s.need("GroupBy", fn == nil)
+	s.need("GroupBy", fnArg{"fn", fn == nil})
 	o := s.b.resolveOptions("GroupBy", optName|optSerdes, opts)
 	var named []Option
 	if o.name != "" {
@@ -208,8 +212,9 @@ func (s *Stream) GroupBy(fn KeySelector, opts ...Option) *GroupedStream {
 
 // source returns the stream an aggregation reads: s itself when its key is
 // unchanged, else a repartition by the key. storeName names the
-// repartition topic when the grouping was not named, as in Kafka Streams.
-func (g *GroupedStream) source(storeName string) *Stream {
+// repartition topic when the grouping was not named, as in Kafka Streams;
+// byStore is what gave it (storeNameBlame).
+func (g *GroupedStream) source(storeName string, byStore blame) *Stream {
 	if !g.stream.repartitionRequired {
 		return g.stream
 	}
@@ -221,10 +226,10 @@ func (g *GroupedStream) source(storeName string) *Stream {
 		g.stream.b.newName("KSTREAM-SOURCE-")
 		return g.repartitioned
 	}
-	base := g.name
+	base, by := g.name, blame{}
 	if base == "" {
-		base = storeName
+		base, by = storeName, byStore
 	}
-	g.repartitioned = g.stream.repartitionAs(base, operatorOptions{})
+	g.repartitioned = g.stream.repartitionAs(base, by, operatorOptions{})
 	return g.repartitioned
 }

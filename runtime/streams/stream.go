@@ -29,14 +29,14 @@ func (s *Stream) derive(op, prefix string, opts []Option, make processorFactory)
 
 // Filter keeps the records for which pred returns true. It takes Named.
 func (s *Stream) Filter(pred Predicate, opts ...Option) *Stream {
-	s.need("Filter", pred == nil)
+	s.need("Filter", fnArg{"pred", pred == nil})
 	out, _ := s.derive("Filter", "KSTREAM-FILTER-", opts, filterFactory(pred, false))
 	return out
 }
 
 // FilterNot keeps the records for which pred returns false. It takes Named.
 func (s *Stream) FilterNot(pred Predicate, opts ...Option) *Stream {
-	s.need("FilterNot", pred == nil)
+	s.need("FilterNot", fnArg{"pred", pred == nil})
 	out, _ := s.derive("FilterNot", "KSTREAM-FILTER-", opts, filterFactory(pred, true))
 	return out
 }
@@ -44,7 +44,7 @@ func (s *Stream) FilterNot(pred Predicate, opts ...Option) *Stream {
 // Map replaces each record's key and value. The key may change, so a later
 // grouping repartitions. It takes Named.
 func (s *Stream) Map(fn KeyValueMapper, opts ...Option) *Stream {
-	s.need("Map", fn == nil)
+	s.need("Map", fnArg{"fn", fn == nil})
 	out, _ := s.derive("Map", "KSTREAM-MAP-", opts, mapFactory(fn))
 	out.keySerde, out.valueSerde, out.repartitionRequired = nil, nil, true
 	return out
@@ -52,7 +52,7 @@ func (s *Stream) Map(fn KeyValueMapper, opts ...Option) *Stream {
 
 // MapValues replaces each record's value; the key stays. It takes Named.
 func (s *Stream) MapValues(fn ValueMapper, opts ...Option) *Stream {
-	s.need("MapValues", fn == nil)
+	s.need("MapValues", fnArg{"fn", fn == nil})
 	out, _ := s.derive("MapValues", "KSTREAM-MAPVALUES-", opts, mapValuesFactory(fn))
 	out.valueSerde = nil
 	return out
@@ -60,7 +60,7 @@ func (s *Stream) MapValues(fn ValueMapper, opts ...Option) *Stream {
 
 // FlatMap replaces each record with zero or more records. It takes Named.
 func (s *Stream) FlatMap(fn FlatMapper, opts ...Option) *Stream {
-	s.need("FlatMap", fn == nil)
+	s.need("FlatMap", fnArg{"fn", fn == nil})
 	out, _ := s.derive("FlatMap", "KSTREAM-FLATMAP-", opts, flatMapFactory(fn))
 	out.keySerde, out.valueSerde, out.repartitionRequired = nil, nil, true
 	return out
@@ -69,7 +69,7 @@ func (s *Stream) FlatMap(fn FlatMapper, opts ...Option) *Stream {
 // FlatMapValues replaces each value with zero or more values, each with
 // the record's key. It takes Named.
 func (s *Stream) FlatMapValues(fn ValueFlatMapper, opts ...Option) *Stream {
-	s.need("FlatMapValues", fn == nil)
+	s.need("FlatMapValues", fnArg{"fn", fn == nil})
 	out, _ := s.derive("FlatMapValues", "KSTREAM-FLATMAPVALUES-", opts, flatMapValuesFactory(fn))
 	out.valueSerde = nil
 	return out
@@ -77,7 +77,7 @@ func (s *Stream) FlatMapValues(fn ValueFlatMapper, opts ...Option) *Stream {
 
 // SelectKey sets each record's key to fn's result. It takes Named.
 func (s *Stream) SelectKey(fn KeySelector, opts ...Option) *Stream {
-	s.need("SelectKey", fn == nil)
+	s.need("SelectKey", fnArg{"fn", fn == nil})
 	out, _ := s.derive("SelectKey", "KSTREAM-KEY-SELECT-", opts, selectKeyFactory(fn))
 	out.keySerde, out.repartitionRequired = nil, true
 	return out
@@ -85,7 +85,7 @@ func (s *Stream) SelectKey(fn KeySelector, opts ...Option) *Stream {
 
 // Peek calls fn for each record and passes the record on. It takes Named.
 func (s *Stream) Peek(fn Action, opts ...Option) *Stream {
-	s.need("Peek", fn == nil)
+	s.need("Peek", fnArg{"fn", fn == nil})
 	out, _ := s.derive("Peek", "KSTREAM-PEEK-", opts, peekFactory(fn))
 	return out
 }
@@ -94,7 +94,8 @@ func (s *Stream) Peek(fn Action, opts ...Option) *Stream {
 // task come out in the order the task processes them. It takes Named.
 func (s *Stream) Merge(other *Stream, opts ...Option) *Stream {
 	if other == nil || other.b != s.b {
-		s.b.errorf("Merge: the other stream is nil or comes from another Builder")
+		s.b.begin("Merge")
+		s.b.errorAt(blame{arg: "other"}, "Merge: the other stream is nil or comes from another Builder")
 		return s
 	}
 	out, n := s.derive("Merge", "KSTREAM-MERGE-", opts, passFactory)
@@ -113,10 +114,21 @@ func sameSerde(a, b Serde) bool {
 	return a != nil && b != nil && a.Name() == b.Name()
 }
 
-// need records a builder error when a required function is missing.
-func (s *Stream) need(op string, missing bool) {
+// fnArg is a function argument of a DSL call, by its name in the
+// method's signature, and whether it was given nil.
+type fnArg struct {
+	name    string
+	missing bool
+}
+
+// need begins the DSL call op and records a builder error, naming the
+// first missing one, when a required function is missing.
+func (s *Stream) need(op string, fns ...fnArg) {
 	s.b.begin(op)
-	if missing {
-		s.b.errorf("%s: the function is nil", op)
+	for _, fn := range fns {
+		if fn.missing {
+			s.b.errorAt(blame{arg: fn.name}, "%s: the function is nil", op)
+			return
+		}
 	}
 }

@@ -38,7 +38,7 @@ import (
 // with nil at once; so is a record without a key on an outer side, which
 // can meet nobody, as Kafka Streams does since 3.7.
 
-// Join joins s with other within the join windows w: each pair of records
+// Join joins s with other within the join windows: each pair of records
 // with equal keys whose timestamps are close enough yields one result, as
 // soon as the second of them is processed (the first still buffered: see
 // JoinWindows), with the larger of the two timestamps. It takes Named,
@@ -46,23 +46,23 @@ import (
 // JoinSerdes (the inputs') and Materialized (the stores' base name,
 // logging and key serde). Inputs whose key may have changed are
 // repartitioned first.
-func (s *Stream) Join(other *Stream, joiner ValueJoiner, w JoinWindows, opts ...Option) *Stream {
-	return s.joinStream("Join", false, false, other, joiner, w, opts)
+func (s *Stream) Join(other *Stream, joiner ValueJoiner, windows JoinWindows, opts ...Option) *Stream {
+	return s.joinStream("Join", false, false, other, joiner, windows, opts)
 }
 
 // LeftJoin is Join that also emits every record of s that met no record
 // of other, joined with nil, once its window has closed: when stream time
 // passes its timestamp + After + Grace, or at once if it comes later than
 // that. A record of s without a key is emitted with nil at once.
-func (s *Stream) LeftJoin(other *Stream, joiner ValueJoiner, w JoinWindows, opts ...Option) *Stream {
-	return s.joinStream("LeftJoin", true, false, other, joiner, w, opts)
+func (s *Stream) LeftJoin(other *Stream, joiner ValueJoiner, windows JoinWindows, opts ...Option) *Stream {
+	return s.joinStream("LeftJoin", true, false, other, joiner, windows, opts)
 }
 
 // OuterJoin is LeftJoin that also emits the records of other that met no
 // record of s, as (nil, record), once stream time passes their timestamp
 // + Before + Grace (or at once, as LeftJoin does).
-func (s *Stream) OuterJoin(other *Stream, joiner ValueJoiner, w JoinWindows, opts ...Option) *Stream {
-	return s.joinStream("OuterJoin", true, true, other, joiner, w, opts)
+func (s *Stream) OuterJoin(other *Stream, joiner ValueJoiner, windows JoinWindows, opts ...Option) *Stream {
+	return s.joinStream("OuterJoin", true, true, other, joiner, windows, opts)
 }
 
 // joinStream adds the nodes of a stream-stream join, named and ordered as
@@ -71,17 +71,17 @@ func (s *Stream) OuterJoin(other *Stream, joiner ValueJoiner, w JoinWindows, opt
 func (s *Stream) joinStream(op string, leftOuter, rightOuter bool, other *Stream, joiner ValueJoiner, w JoinWindows, opts []Option) *Stream {
 	b := s.b
 	o := b.resolveOptions(op, optName|optSerdes|optStore|optJoinSerdes, opts)
-	s.need(op, joiner == nil)
+	s.need(op, fnArg{"joiner", joiner == nil})
 	if other == nil || other.b != b {
-		b.errorf("%s: the other stream is nil or comes from another Builder", op)
+		b.errorAt(blame{arg: "other"}, "%s: the other stream is nil or comes from another Builder", op)
 		return s
 	}
 	ws, err := w.spec()
 	if err != nil {
-		b.errorf("%s: %v", op, err)
+		b.errorAt(blame{arg: "windows"}, "%s: %v", op, err)
 	}
 	if o.store.Retention != 0 || o.store.ValueSerde != nil {
-		b.errorf("%s: Materialized takes a name, a key serde and disabled logging here: the buffers keep each side's values in its own serde for Before+After+Grace", op)
+		b.errorAt(blame{option: "Materialized"}, "%s: Materialized takes a name, a key serde and disabled logging here: the buffers keep each side's values in its own serde for Before+After+Grace", op)
 	}
 	suffixed := func(suffix string) string {
 		if o.name == "" {
@@ -89,20 +89,25 @@ func (s *Stream) joinStream(op string, leftOuter, rightOuter bool, other *Stream
 		}
 		return o.name + suffix
 	}
+	// A repartition named after the join blames its Named.
+	byName := blame{}
+	if o.name != "" {
+		byName.option = "Named"
+	}
 	left, right := s.withSerdes(o.joinKey, o.joinValue), other.withSerdes(o.joinKey, o.joinOther)
 	if left.repartitionRequired {
 		base := suffixed("-left")
 		if base == "" {
 			base = left.node.name
 		}
-		left = left.repartitionAs(base, operatorOptions{})
+		left = left.repartitionAs(base, byName, operatorOptions{})
 	}
 	if right.repartitionRequired {
 		base := suffixed("-right")
 		if base == "" {
 			base = right.node.name
 		}
-		right = right.repartitionAs(base, operatorOptions{})
+		right = right.repartitionAs(base, byName, operatorOptions{})
 	}
 
 	thisWinName := b.nameOrGenerate(suffixed("-this-windowed"), "KSTREAM-WINDOWED-")
@@ -134,7 +139,7 @@ func (s *Stream) joinStream(op string, leftOuter, rightOuter bool, other *Stream
 			sharedStore = base + "-outer-shared-join-store"
 		}
 		if err := validTopicName(base); err != nil {
-			b.errorf("%s: store %q: its name is part of its changelog topics: %v", op, base, err)
+			b.errorAt(blame{option: "Materialized", arg: "Name"}, "%s: store %q: its name is part of its changelog topics: %v", op, base, err)
 		}
 	}
 	keySerde := orDefault(o.store.KeySerde, orDefault(left.keySerde, right.keySerde))

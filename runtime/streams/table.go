@@ -60,13 +60,13 @@ func (b *Builder) newStore(o StoreOptions, prefix string, keySerde, valueSerde S
 	if spec.name == "" {
 		spec.name = b.newName(prefix + "STATE-STORE-")
 	} else if err := validTopicName(spec.name); err != nil {
-		b.errorf("store %q: its name is part of its changelog topic: %v", spec.name, err)
+		b.errorAt(storeNameBlame(o), "store %q: its name is part of its changelog topic: %v", spec.name, err)
 	}
 	if o.KeySerde != nil {
 		spec.keySerde = o.KeySerde
 	}
 	if o.Retention != 0 {
-		b.errorf("store %q: Retention applies to windowed stores only", spec.name)
+		b.errorAt(blame{option: "Materialized", arg: "Retention"}, "store %q: Retention applies to windowed stores only", spec.name)
 	}
 	if o.ValueSerde != nil {
 		spec.valueSerde = o.ValueSerde
@@ -80,7 +80,7 @@ func (g *GroupedStream) aggregate(op, prefix string, opts []Option, defaultValue
 	o := b.resolveOptions(op, optName|optStore, opts)
 	spec := b.newStore(o.store, prefix, g.stream.keySerde, defaultValueSerde)
 	name := b.nameOrGenerate(o.name, prefix)
-	src := g.source(spec.name)
+	src := g.source(spec.name, storeNameBlame(o.store))
 	return b.aggregationTable(op, name, spec, src, make)
 }
 
@@ -113,7 +113,7 @@ func (g *GroupedStream) Count(opts ...Option) *Table {
 // key's first aggregate. It takes Named and Materialized (the value serde
 // defaults to the stream's).
 func (g *GroupedStream) Reduce(fn Reducer, opts ...Option) *Table {
-	g.stream.need("Reduce", fn == nil)
+	g.stream.need("Reduce", fnArg{"fn", fn == nil})
 	return g.aggregate("Reduce", "KSTREAM-REDUCE-", opts, g.stream.valueSerde, func(spec *storeSpec) processorFactory {
 		return reduceFactory(spec, fn)
 	})
@@ -123,7 +123,7 @@ func (g *GroupedStream) Reduce(fn Reducer, opts ...Option) *Table {
 // from init. It takes Named and Materialized; give the store a value serde
 // for the aggregate's type (default: the Config's default value serde).
 func (g *GroupedStream) Aggregate(init Initializer, agg Aggregator, opts ...Option) *Table {
-	g.stream.need("Aggregate", init == nil || agg == nil)
+	g.stream.need("Aggregate", fnArg{"init", init == nil}, fnArg{"agg", agg == nil})
 	return g.aggregate("Aggregate", "KSTREAM-AGGREGATE-", opts, nil, func(spec *storeSpec) processorFactory {
 		return aggregateFactory(spec, init, agg)
 	})
@@ -142,7 +142,7 @@ func (b *Builder) Table(topic string, opts ...Option) *Table {
 	if o.name != "" {
 		srcOpts = append(srcOpts, Named(o.name+"-source"))
 	}
-	s := b.Stream([]string{topic}, srcOpts...)
+	s := b.source("Table", "topic", []string{topic}, srcOpts)
 	n := b.addNode(b.nameOrGenerate(o.name, "KTABLE-SOURCE-"), processorNode)
 	n.op = "Table"
 	n.storeSpecs = []*storeSpec{spec}
@@ -173,7 +173,7 @@ func (t *Table) To(topic string, opts ...Option) { t.ToStream().To(topic, opts..
 func (t *Table) Filter(pred Predicate, opts ...Option) *Table {
 	t.b.begin("Table.Filter")
 	if pred == nil {
-		t.b.errorf("Table.Filter: the function is nil")
+		t.b.errorAt(blame{arg: "pred"}, "Table.Filter: the function is nil")
 	}
 	return t.derive("Filter", "KTABLE-FILTER-", opts, t.valueSerde, tableFilterFactory(pred))
 }
@@ -184,7 +184,7 @@ func (t *Table) Filter(pred Predicate, opts ...Option) *Table {
 func (t *Table) MapValues(fn ValueMapper, opts ...Option) *Table {
 	t.b.begin("Table.MapValues")
 	if fn == nil {
-		t.b.errorf("Table.MapValues: the function is nil")
+		t.b.errorAt(blame{arg: "fn"}, "Table.MapValues: the function is nil")
 	}
 	return t.derive("MapValues", "KTABLE-MAPVALUES-", opts, nil, tableMapValuesFactory(fn))
 }

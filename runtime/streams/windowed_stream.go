@@ -23,12 +23,12 @@ type WindowedStream struct {
 
 // WindowedBy cuts the grouped stream into windows: TimeWindows (see
 // Tumbling and Hopping), SlidingWindows or SessionWindows.
-func (g *GroupedStream) WindowedBy(w Windows) *WindowedStream {
+func (g *GroupedStream) WindowedBy(windows Windows) *WindowedStream {
 	g.stream.b.begin("WindowedBy")
-	if w == nil {
-		g.stream.b.errorf("WindowedBy: the windows are nil")
+	if windows == nil {
+		g.stream.b.errorAt(blame{arg: "windows"}, "WindowedBy: the windows are nil")
 	}
-	return &WindowedStream{g: g, windows: w}
+	return &WindowedStream{g: g, windows: windows}
 }
 
 // Emit sets when results are sent: EmitOnWindowUpdate (the default) or
@@ -67,7 +67,7 @@ func (w *WindowedStream) Count(opts ...Option) *Table {
 // time and session windows fn gets nil values too, as in Kafka Streams
 // (see ErrNullValue).
 func (w *WindowedStream) Reduce(fn Reducer, opts ...Option) *Table {
-	w.g.stream.need("Reduce", fn == nil)
+	w.g.stream.need("Reduce", fnArg{"fn", fn == nil})
 	add := func(_, v, agg any) (any, error) { return fn(agg, v) }
 	merge := func(_, a, b any) (any, error) { return fn(a, b) }
 	return w.aggregate("Reduce", "KSTREAM-REDUCE-", opts, w.g.stream.valueSerde,
@@ -81,7 +81,7 @@ func (w *WindowedStream) Reduce(fn Reducer, opts ...Option) *Table {
 // value serde for the aggregate's type (default: the Config's default
 // value serde).
 func (w *WindowedStream) Aggregate(init Initializer, agg Aggregator, opts ...Option) *Table {
-	w.g.stream.need("Aggregate", init == nil || agg == nil)
+	w.g.stream.need("Aggregate", fnArg{"init", init == nil}, fnArg{"agg", agg == nil})
 	if _, ok := w.windows.(SessionWindows); ok && w.merger == nil {
 		w.g.stream.b.errorf("Aggregate over session windows: no Merger; call MergeSessionsWith")
 	}
@@ -121,7 +121,7 @@ func (w *WindowedStream) aggregate(op, prefix string, opts []Option, defaultValu
 	}
 	ws, err := w.windows.spec()
 	if err != nil {
-		b.errorf("%s: %v", op, err)
+		b.errorAt(blame{arg: "windows"}, "%s: %v", op, err)
 	}
 	spec.window, spec.emitFinal = &ws, w.emit == EmitOnWindowClose
 	spec.retention = ws.defaultRetention()
@@ -129,16 +129,16 @@ func (w *WindowedStream) aggregate(op, prefix string, opts []Option, defaultValu
 		r, err := millis("StoreOptions.Retention", retention, 1)
 		switch {
 		case err != nil:
-			b.errorf("%s: store %q: %v", op, spec.name, err)
+			b.errorAt(blame{option: "Materialized", arg: "Retention"}, "%s: store %q: %v", op, spec.name, err)
 		case r < spec.retention:
-			b.errorf("%s: store %q: retention %v is shorter than the windows stay open (%v)",
+			b.errorAt(blame{option: "Materialized", arg: "Retention"}, "%s: store %q: retention %v is shorter than the windows stay open (%v)",
 				op, spec.name, retention, time.Duration(spec.retention)*time.Millisecond)
 		default:
 			spec.retention = r
 		}
 	}
 	name := b.nameOrGenerate(o.name, prefix)
-	src := w.g.source(spec.name)
+	src := w.g.source(spec.name, storeNameBlame(o.store))
 	n := b.addNode(name, processorNode)
 	n.op = op
 	n.storeSpecs = []*storeSpec{spec}
