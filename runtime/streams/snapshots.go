@@ -79,10 +79,8 @@ func (s SnapshotConfig) problems() []error {
 	bad := func(field, format string, args ...any) {
 		errs = append(errs, fmt.Errorf("config Snapshots.%s: %s", field, fmt.Sprintf(format, args...)))
 	}
-	if u, err := url.Parse(s.URL); err != nil {
-		bad("URL", "%q: %v", s.URL, err)
-	} else if u.Scheme != "file" && u.Scheme != "s3" {
-		bad("URL", "%q: scheme %q is not file or s3", s.URL, u.Scheme)
+	if err := checkSnapshotURL(s.URL); err != nil {
+		bad("URL", "%v", err)
 	}
 	if s.Interval < 0 {
 		bad("Interval", "%v is negative", s.Interval)
@@ -97,6 +95,33 @@ func (s SnapshotConfig) problems() []error {
 		bad("BytesPerSecond", "%d is negative; -1 is unbounded", s.BytesPerSecond)
 	}
 	return errs
+}
+
+// flagProblems is problems for --snapshots, which sets the URL only.
+func (s SnapshotConfig) flagProblems() []error {
+	if !s.enabled() {
+		return nil
+	}
+	if err := checkSnapshotURL(s.URL); err != nil {
+		return []error{fmt.Errorf("--snapshots %v", err)}
+	}
+	return nil
+}
+
+// checkSnapshotURL reports a blob store URL the App cannot open.
+func checkSnapshotURL(raw string) error {
+	u, err := url.Parse(raw)
+	switch {
+	case err != nil:
+		return fmt.Errorf("%q: %v", raw, err)
+	case u.Scheme != "file" && u.Scheme != "s3":
+		return fmt.Errorf("%q: scheme %q is not file or s3", raw, u.Scheme)
+	case u.Scheme == "file" && u.Path == "":
+		return fmt.Errorf("%q: a file URL needs an absolute path, as file:///dir", raw)
+	case u.Scheme == "s3" && u.Host == "":
+		return fmt.Errorf("%q: an s3 URL names its bucket, as s3://bucket", raw)
+	}
+	return nil
 }
 
 // SnapshotHook is called, from the App's snapshot goroutine, for every
