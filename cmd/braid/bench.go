@@ -14,7 +14,7 @@ import (
 )
 
 func runBench(ctx context.Context, args []string, stdout io.Writer) error {
-	const list = "Usage: braid bench <pipe|count|restore|windowed|failover|eos|join|peer> [flags]\n\nBenchmarks:\n" +
+	const list = "Usage: braid bench <pipe|count|restore|windowed|failover|eos|join|snapshot|peer> [flags]\n\nBenchmarks:\n" +
 		"  pipe      a hand-written franz-go pipe against a Braid Filter+MapValues topology\n" +
 		"  count     Braid's GroupByKey().Count() against its ceiling (franz-go, a map, each changed key written once per commit) and a naive franz-go + pebble count\n" +
 		"  restore   a plain consumer writing pebble batches against Braid restoring a store\n" +
@@ -22,6 +22,7 @@ func runBench(ctx context.Context, args []string, stdout io.Writer) error {
 		"  failover  crash one of 3 instances of a count (standby or none, cooperative or eager, exactly-once): detection, recovery, downtime, stayed tasks' gaps\n" +
 		"  eos       Braid's Count() exactly-once (a transaction every 100ms) against at-least-once, both committing every 100ms\n" +
 		"  join      Braid's stream-stream inner join of two halves of the records (5s windows) against a hand-written franz-go join (in-memory buffers, changelog per record), and its Count() of all of them\n" +
+		"  snapshot  a store of 1,000,000 keys restored on a fresh state dir from its changelog against from a snapshot in a blob store plus the changelog's tail\n" +
 		"  peer      Braid against Kafka Streams 4.4.0 on an Apache Kafka cluster: pipe, count, windowed count, join and exactly-once count, each a process of its own"
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" {
 		fmt.Fprintln(stdout, list)
@@ -34,12 +35,14 @@ func runBench(ctx context.Context, args []string, stdout io.Writer) error {
 	switch name {
 	case "peer":
 		return runBenchPeer(ctx, args[1:], stdout)
+	case "snapshot":
+		return runBenchSnapshot(ctx, args[1:], stdout)
 	case "peer-worker":
 		// Not listed: the Braid side of bench peer, in a process of its own.
 		return bench.RunPeerWorker(ctx, args[1:], stdout)
 	}
 	if name != "pipe" && name != "count" && name != "restore" && name != "windowed" && name != "failover" && name != "eos" && name != "join" {
-		return fmt.Errorf("bench: unknown benchmark %q (known: pipe, count, restore, windowed, failover, eos, join, peer)", name)
+		return fmt.Errorf("bench: unknown benchmark %q (known: pipe, count, restore, windowed, failover, eos, join, snapshot, peer)", name)
 	}
 	defaultRecords, defaultKeys, defaultPartitions := 1_000_000, 10_000, 4
 	if name == "join" || name == "count" || name == "windowed" || name == "restore" {
@@ -152,4 +155,19 @@ func writeAllocsProfile(path string) error {
 		return fmt.Errorf("writing the allocations profile: %w", err)
 	}
 	return nil
+}
+
+// runBenchSnapshot runs braid bench snapshot.
+func runBenchSnapshot(ctx context.Context, args []string, stdout io.Writer) error {
+	fs := newFlagSet("bench snapshot", "braid bench snapshot [--keys N] [--tail N]", stdout)
+	keys := fs.Int("keys", 1_000_000, "keys in the store, one changelog record each (about 100 bytes a record)")
+	tail := fs.Int("tail", 10_000, "changelog records written after the snapshot")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if *keys <= 0 || *tail <= 0 {
+		return fmt.Errorf("bench snapshot: --keys and --tail must be positive")
+	}
+	_, err := bench.RunSnapshot(ctx, bench.SnapshotOptions{Keys: *keys, Tail: *tail, Out: stdout})
+	return err
 }

@@ -62,6 +62,9 @@ type App struct {
 	cfg   Config
 	log   *slog.Logger
 	hooks hookSet
+	// snaps takes and uploads store snapshots when Config.Snapshots is
+	// on; nil otherwise.
+	snaps *snapshotter
 
 	// sources maps every real topic the App reads to its source node.
 	sources map[string]*graphNode
@@ -357,6 +360,9 @@ func (a *App) start(ctx context.Context) error {
 	if err := a.startStandbys(); err != nil {
 		return err
 	}
+	if err := a.startSnapshots(ctx); err != nil {
+		return err
+	}
 	return a.connect(ctx)
 }
 
@@ -367,6 +373,7 @@ func (a *App) shutdown() {
 	a.closeClient()
 	a.dropTasks(!a.crashing.Load())
 	a.standby.stop()
+	a.stopSnapshots()
 	a.tasksMu.Lock()
 	if a.probe != nil {
 		a.probe.Stop()

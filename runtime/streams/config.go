@@ -312,6 +312,12 @@ type Config struct {
 	// defaults (fetch sizes, linger, batch size). Options the App relies
 	// on (group, topics, balancer, offsets, callbacks) cannot be changed.
 	ClientOptions []kgo.Opt
+
+	// Snapshots, when its URL is set, keeps snapshots of the App's logged
+	// stores in a blob store, from which a store with no usable local
+	// state restores before replaying the rest of its changelog (see
+	// SnapshotConfig). Off by default.
+	Snapshots SnapshotConfig
 }
 
 var applicationIDPattern = regexp.MustCompile(`^[a-zA-Z0-9._-]+$`)
@@ -371,6 +377,7 @@ func (c Config) WithDefaults() Config {
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
+	c.Snapshots = c.Snapshots.withDefaults()
 	return c
 }
 
@@ -490,5 +497,6 @@ func (c Config) Validate() error {
 			bad("Hooks", "hook %d (%T) implements no hook interface", i, h)
 		}
 	}
+	errs = append(errs, c.Snapshots.problems()...)
 	return errors.Join(errs...)
 }

@@ -46,6 +46,30 @@ func TestConfigValidate(t *testing.T) {
 			},
 		},
 		{
+			name: "snapshots on",
+			modify: func(c *streams.Config) {
+				c.Snapshots = streams.SnapshotConfig{URL: "s3://bucket?endpoint=http://127.0.0.1:9000&use_path_style=true", Interval: time.Minute, Records: -1, Keep: 2, BytesPerSecond: -1}
+			},
+		},
+		{
+			name: "every snapshot problem at once",
+			modify: func(c *streams.Config) {
+				c.Snapshots = streams.SnapshotConfig{URL: "gs://bucket", Interval: -time.Second, Records: -2, Keep: -1, BytesPerSecond: -5}
+			},
+			want: []string{
+				`Snapshots.URL: "gs://bucket": scheme "gs" is not file or s3`,
+				"Snapshots.Interval: -1s is negative",
+				"Snapshots.Records: -2 is negative",
+				"Snapshots.Keep: -1 is negative",
+				"Snapshots.BytesPerSecond: -5 is negative",
+			},
+		},
+		{
+			name:   "snapshots in a relative directory",
+			modify: func(c *streams.Config) { c.Snapshots.URL = "file://snapshots" },
+			want:   []string{`Snapshots.URL: "file://snapshots": a file URL needs an absolute path`},
+		},
+		{
 			name: "every problem at once",
 			modify: func(c *streams.Config) {
 				c.ApplicationID = ""

@@ -317,6 +317,9 @@ func (a *App) applyStores(only map[TaskID]bool, afterFirst func() error) error {
 			if err := st.commit(t.streamTime); err != nil {
 				return &TaskFailedError{Task: t.id, Err: err}
 			}
+			if a.snaps != nil {
+				a.snaps.offer(t, st)
+			}
 			if afterFirst != nil {
 				if err := afterFirst(); err != nil {
 					return err

@@ -6,7 +6,7 @@ import "time"
 // below (TaskAssignedHook, TaskRevokedHook, CommitHook, StateChangeHook,
 // ErrorHook, RecordSkippedHook, RestoreHook, WindowClosedHook,
 // LateRecordHook, StreamTimeHook, StandbyHook, TaskResumedHook,
-// FailoverHook, BrokerHook). The App calls each hook from its
+// FailoverHook, BrokerHook, SnapshotHook). The App calls each hook from its
 // processing goroutine (BrokerHook from its Kafka client's), so a hook
 // must be fast and must never block: copy what you need and hand it off.
 type Hook any
@@ -250,6 +250,7 @@ type hookSet struct {
 	resumed  []TaskResumedHook
 	failover []FailoverHook
 	broker   []BrokerHook
+	snapshot []SnapshotHook
 }
 
 func newHookSet(hooks []Hook) hookSet {
@@ -297,6 +298,9 @@ func newHookSet(hooks []Hook) hookSet {
 		if h, ok := h.(BrokerHook); ok {
 			s.broker = append(s.broker, h)
 		}
+		if h, ok := h.(SnapshotHook); ok {
+			s.snapshot = append(s.snapshot, h)
+		}
 	}
 	return s
 }
@@ -305,5 +309,5 @@ func newHookSet(hooks []Hook) hookSet {
 func implementsAny(h Hook) bool {
 	s := newHookSet([]Hook{h})
 	return len(s.assigned)+len(s.revoked)+len(s.commit)+len(s.state)+len(s.errs)+len(s.skipped)+len(s.restore)+
-		len(s.closed)+len(s.late)+len(s.time)+len(s.standby)+len(s.resumed)+len(s.failover)+len(s.broker) > 0
+		len(s.closed)+len(s.late)+len(s.time)+len(s.standby)+len(s.resumed)+len(s.failover)+len(s.broker)+len(s.snapshot) > 0
 }

@@ -42,6 +42,11 @@ type RestoreEvent struct {
 	Restored int64
 	Rate     float64
 	Took     time.Duration
+	// Snapshot, when not nil, is the snapshot the store was loaded from
+	// before replaying the changelog from StartOffset (Config.Snapshots);
+	// Skipped are the snapshots found unusable, and why.
+	Snapshot *SnapshotRestore
+	Skipped  []SnapshotSkip
 }
 
 // restoration restores one task's logged stores in a goroutine of its own,
@@ -176,12 +181,21 @@ type storeRestore struct {
 	next       int64
 	restored   int64
 	began      time.Time
+	// snapshot is the snapshot the store was loaded from, skipped those
+	// it could not use (snapshot_restore.go).
+	snapshot *SnapshotRestore
+	skipped  []SnapshotSkip
 }
 
 // runRestore reads the changelog partitions of stores from their
 // checkpoints to their end offsets and applies one pebble batch per store
 // per fetch, each with the checkpoint of what it applied.
 func (a *App) runRestore(ctx context.Context, t *task, stores []*storeRestore) error {
+	if a.snaps != nil {
+		if stores = a.snaps.restore(ctx, t, stores); len(stores) == 0 {
+			return nil
+		}
+	}
 	parts := make(map[string]map[int32]kgo.Offset)
 	byTopic := make(map[string]*storeRestore)
 	for _, sr := range stores {
@@ -389,6 +403,7 @@ func (a *App) restoreEvent(t *task, sr *storeRestore, what string) {
 		ApplicationID: a.cfg.ApplicationID, InstanceID: a.cfg.InstanceID,
 		Task: t.id, Store: sr.store.spec.name, Changelog: sr.store.changelog, Partition: sr.store.partition,
 		StartOffset: sr.start, EndOffset: sr.end, Offset: sr.next, Restored: sr.restored, Took: took,
+		Snapshot: sr.snapshot, Skipped: sr.skipped,
 	}
 	if s := took.Seconds(); s > 0 {
 		ev.Rate = float64(sr.restored) / s

@@ -15,7 +15,7 @@ import (
 // same defaults and meaning.
 type RunnerFlags struct {
 	brokers, appID, instanceID, stateDir, guarantee *string
-	advertise, queryToken, queryListen              *string
+	advertise, queryToken, queryListen, snapshots   *string
 	instances, standbys, replication                *int
 	sessionTimeout, commitInterval                  *time.Duration
 	static                                          *bool
@@ -25,8 +25,8 @@ type RunnerFlags struct {
 // --app-id (default appID, described by appIDUsage), --instance-id,
 // --instances, --state-dir, --guarantee, --standbys, --session-timeout,
 // --commit-interval, --static-membership, --replication-factor,
-// --advertise, --query-listen and --query-token (default
-// $BRAID_QUERY_TOKEN). Config reads them once fs is parsed.
+// --advertise, --query-listen, --query-token (default
+// $BRAID_QUERY_TOKEN) and --snapshots. Config reads them once fs is parsed.
 func DefineRunnerFlags(fs *flag.FlagSet, appID, appIDUsage string) *RunnerFlags {
 	f := &RunnerFlags{}
 	f.brokers = fs.String("brokers", "127.0.0.1:9092", "Kafka bootstrap addresses, comma-separated")
@@ -43,6 +43,7 @@ func DefineRunnerFlags(fs *flag.FlagSet, appID, appIDUsage string) *RunnerFlags 
 	f.advertise = fs.String("advertise", "", "host:port this process answers store lookups on, for its whole group (Kafka's application.server); other processes and braid serve reach it there. A non-loopback address needs --query-token")
 	f.queryListen = fs.String("query-listen", "", "host:port the store server listens on, when not --advertise's (e.g. 0.0.0.0:7070 in a container advertised by its pod's name)")
 	f.queryToken = fs.String("query-token", "", "bearer token store lookups must carry, and that this process sends with those it forwards (default $"+QueryTokenEnv+")")
+	f.snapshots = fs.String("snapshots", "", "blob store to keep snapshots of the stores in, from which a store with no local state restores before replaying the rest of its changelog: file:///dir or s3://bucket?endpoint=...&use_path_style=true (default: none; Config.Snapshots)")
 	return f
 }
 
@@ -65,6 +66,7 @@ func (f *RunnerFlags) Config() (RunnerConfig, error) {
 	if *f.replication < 0 {
 		errs = append(errs, fmt.Errorf("--replication-factor %d: must be 0 (the default from the cluster's size) or more", *f.replication))
 	}
+	errs = append(errs, SnapshotConfig{URL: *f.snapshots}.flagProblems()...)
 	seeds := SplitBrokers(*f.brokers)
 	if len(seeds) == 0 {
 		errs = append(errs, errors.New("--brokers is empty"))
@@ -78,6 +80,7 @@ func (f *RunnerFlags) Config() (RunnerConfig, error) {
 			CommitInterval: *f.commitInterval, SessionTimeout: *f.sessionTimeout,
 			ProcessingGuarantee: g, StandbyReplicas: *f.standbys, StaticMembership: *f.static,
 			ApplicationServer: *f.advertise, ReplicationFactor: *f.replication,
+			Snapshots: SnapshotConfig{URL: *f.snapshots},
 		},
 		InstanceID:  *f.instanceID,
 		Instances:   *f.instances,

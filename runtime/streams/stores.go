@@ -42,6 +42,8 @@ type taskStore struct {
 	promise    func(*kgo.Record, error)
 	// restored counts the changelog records applied by the last restore.
 	restored int64
+	// snaps is the store's snapshot bookkeeping (Config.Snapshots).
+	snaps storeSnapshots
 
 	// win is set for window and session stores and join buffers;
 	// unmatched for the store of a left or outer stream-stream join's

@@ -93,6 +93,7 @@ func Open(opts Options) (*Store, error) {
 	}
 
 	s := &Store{
+		opts:      opts,
 		dir:       opts.Dir,
 		identity:  opts.Identity,
 		keyLayout: opts.KeyLayout,

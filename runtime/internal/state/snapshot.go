@@ -113,3 +113,106 @@ func ReadSnapshot(dir string) (SnapshotMeta, error) {
 	}
 	return m, nil
 }
+
+// SnapshotMismatchError says a snapshot was written by another store, key
+// layout or format than the one asked to load it: Open would rebuild a
+// directory like it, so loading it would only throw it away.
+type SnapshotMismatchError struct {
+	Dir    string
+	Reason string
+}
+
+func (e *SnapshotMismatchError) Error() string {
+	return fmt.Sprintf("state: snapshot %s does not fit the store: %s", e.Dir, e.Reason)
+}
+
+// LoadSnapshot replaces the store's data and checkpoint with the snapshot
+// in dir, whose files it moves into the store's directory (dir must be on
+// the same file system, and is gone afterwards), and returns the
+// checkpoint the store now has. It is for a store that holds nothing worth
+// keeping (a new or rebuilt one, before its restore): pending writes are
+// dropped. A snapshot that does not fit (*SnapshotMismatchError) or cannot
+// be opened leaves the store as it was; a failure after the store's files
+// were removed leaves it empty, which a full restore fills as it would
+// have anyway.
+func (s *Store) LoadSnapshot(dir string) (Checkpoint, error) {
+	if s.scans > 0 {
+		return Checkpoint{}, fmt.Errorf("state: loading a snapshot into %s inside a scan callback", s.dir)
+	}
+	m, err := ReadSnapshot(dir)
+	if err != nil {
+		return Checkpoint{}, err
+	}
+	switch {
+	case m.Identity != s.identity:
+		return Checkpoint{}, &SnapshotMismatchError{dir, fmt.Sprintf("written for %q, not %q", m.Identity, s.identity)}
+	case m.KeyLayout != s.keyLayout:
+		return Checkpoint{}, &SnapshotMismatchError{dir, fmt.Sprintf("keys laid out as %q, not %q", m.KeyLayout, s.keyLayout)}
+	case m.FormatVersion != formatVersion:
+		return Checkpoint{}, &SnapshotMismatchError{dir, fmt.Sprintf("format %d, not %d", m.FormatVersion, formatVersion)}
+	}
+	if err := s.usable(); err != nil {
+		return Checkpoint{}, err
+	}
+	s.dbMu.Lock()
+	defer s.dbMu.Unlock()
+	_ = s.batch.Close()
+	s.batch = nil
+	s.dropWriteOnly()
+	s.pending = 0
+	s.closeDB()
+	if err := s.swapIn(dir); err != nil {
+		return Checkpoint{}, errors.Join(err, s.reopenEmpty())
+	}
+	if reason, err := s.tryOpen(s.opts); err != nil || reason != "" {
+		if err == nil {
+			err = fmt.Errorf("state: snapshot loaded into %s cannot be trusted: %s", s.dir, reason)
+		}
+		return Checkpoint{}, errors.Join(err, s.reopenEmpty())
+	}
+	s.batch = s.db.NewIndexedBatch()
+	s.setCheckpoint(m.Checkpoint)
+	s.flushedAt, s.unflushed = s.now(), false
+	return m.Checkpoint, nil
+}
+
+// swapIn replaces the files of the store's directory (but its lock) with
+// those of dir.
+func (s *Store) swapIn(dir string) error {
+	if err := wipe(s.fs, s.dir); err != nil {
+		return fmt.Errorf("state: clearing %s for a snapshot: %w", s.dir, err)
+	}
+	names, err := s.fs.List(dir)
+	if err != nil {
+		return fmt.Errorf("state: reading snapshot %s: %w", dir, err)
+	}
+	for _, name := range names {
+		if name == lockFile {
+			continue
+		}
+		if err := s.fs.Rename(s.fs.PathJoin(dir, name), s.fs.PathJoin(s.dir, name)); err != nil {
+			return fmt.Errorf("state: moving snapshot file %s into %s: %w", name, s.dir, err)
+		}
+	}
+	return s.fs.RemoveAll(dir)
+}
+
+// reopenEmpty leaves the store empty and open after a failed load.
+func (s *Store) reopenEmpty() error {
+	s.closeDB()
+	if err := wipe(s.fs, s.dir); err != nil {
+		return fmt.Errorf("state: clearing %s after a failed snapshot load: %w", s.dir, err)
+	}
+	reason, err := s.tryOpen(s.opts)
+	if err == nil && reason != "" {
+		err = fmt.Errorf("state: reopening %s empty: %s", s.dir, reason)
+	}
+	if err != nil {
+		s.broken = err
+		return err
+	}
+	s.batch = s.db.NewIndexedBatch()
+	s.setCheckpoint(zeroCheckpoint)
+	s.rebuilt = "a snapshot failed to load"
+	return nil
+}

@@ -152,3 +152,91 @@ func TestReadSnapshotRejectsWhatIsNotOne(t *testing.T) {
 		t.Errorf("ReadSnapshot of a bare pebble database = %v, want ErrNoSnapshotMeta", err)
 	}
 }
+
+func TestLoadSnapshotReplacesTheStore(t *testing.T) {
+	root := t.TempDir()
+	a := openStore(t, filepath.Join(root, "a"), func(o *Options) { o.Logged = true })
+	put(t, a, "a", "1", "b", "2")
+	commit(t, a, 40, 1000)
+	snap := filepath.Join(root, "snap")
+	if _, err := a.Snapshot(snap); err != nil {
+		t.Fatal(err)
+	}
+
+	dir := filepath.Join(root, "b")
+	b := openStore(t, dir, func(o *Options) { o.Logged = true })
+	put(t, b, "stale", "x")
+	commit(t, b, 3, 3)
+	put(t, b, "pending", "y")
+	cp, err := b.LoadSnapshot(snap)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Checkpoint{ChangelogOffset: 40, StreamTime: 1000}
+	if cp != want || b.Checkpoint() != want {
+		t.Fatalf("LoadSnapshot = %+v, Checkpoint() = %+v, want %+v", cp, b.Checkpoint(), want)
+	}
+	if got := dump(t, func(fn func(k, v []byte) bool) error { return b.Range(nil, nil, fn) }); got != "a=1 b=2" {
+		t.Fatalf("after LoadSnapshot the store holds %q, want the snapshot's a=1 b=2", got)
+	}
+	if _, err := os.Stat(snap); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the snapshot directory is still there (%v); its files were to move", err)
+	}
+	// The store goes on as any other: commits, closes, reopens.
+	put(t, b, "c", "3")
+	commit(t, b, 41, 1001)
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	r := openStore(t, dir, func(o *Options) { o.Logged = true })
+	if r.Rebuilt() != "" || r.Checkpoint().ChangelogOffset != 41 {
+		t.Fatalf("reopened: rebuilt %q, checkpoint %+v", r.Rebuilt(), r.Checkpoint())
+	}
+	if got := dump(t, func(fn func(k, v []byte) bool) error { return r.Range(nil, nil, fn) }); got != "a=1 b=2 c=3" {
+		t.Fatalf("reopened store holds %q", got)
+	}
+}
+
+func TestLoadSnapshotRefusesWhatDoesNotFit(t *testing.T) {
+	root := t.TempDir()
+	a := openStore(t, filepath.Join(root, "a"), func(o *Options) { o.KeyLayout = "v2" })
+	put(t, a, "a", "1")
+	commit(t, a, 5, 5)
+	snap := filepath.Join(root, "snap")
+	if _, err := a.Snapshot(snap); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name string
+		mod  func(*Options)
+	}{
+		{"identity", func(o *Options) { o.Identity, o.KeyLayout = "app/0_1/other", "v2" }},
+		{"layout", func(o *Options) { o.KeyLayout = "v3" }},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			b := openStore(t, filepath.Join(root, c.name), c.mod)
+			put(t, b, "mine", "1")
+			commit(t, b, 9, 9)
+			_, err := b.LoadSnapshot(snap)
+			var me *SnapshotMismatchError
+			if !errors.As(err, &me) {
+				t.Fatalf("LoadSnapshot = %v, want a SnapshotMismatchError", err)
+			}
+			if got := get(t, b, "mine"); got != "1" || b.Checkpoint().ChangelogOffset != 9 {
+				t.Fatalf("a refused snapshot changed the store: mine=%s, checkpoint %+v", got, b.Checkpoint())
+			}
+		})
+	}
+	t.Run("not a snapshot", func(t *testing.T) {
+		b := openStore(t, filepath.Join(root, "c"))
+		put(t, b, "mine", "1")
+		commit(t, b, 9, 9)
+		if _, err := b.LoadSnapshot(t.TempDir()); err == nil {
+			t.Fatal("LoadSnapshot of an empty directory succeeded")
+		}
+		if got := get(t, b, "mine"); got != "1" {
+			t.Fatalf("a refused snapshot changed the store: mine=%s", got)
+		}
+	})
+}

@@ -148,6 +148,9 @@ const formatVersion uint32 = 1
 // the task; only Checkpoint, Rebuilt and ApproxSize may be called from other
 // goroutines (for stats) at the same time.
 type Store struct {
+	// opts are the options the store was opened with, for a reopen
+	// (LoadSnapshot).
+	opts      Options
 	dir       string
 	identity  string
 	keyLayout string
