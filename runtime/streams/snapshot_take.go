@@ -16,8 +16,9 @@ import (
 
 // snapshotter takes and uploads the App's snapshots, one at a time, in a
 // goroutine of its own: processing never waits for a checkpoint's flush,
-// an upload or a prune. A commit offers it a store that is due (offer);
-// one offered while another is in flight waits for a later commit.
+// an upload or a prune. A commit offers it the stores that are due
+// (offer), which queue, up to snapshotQueue of them, while another is
+// taken; a store waits in the queue once at most.
 type snapshotter struct {
 	a      *App
 	cfg    SnapshotConfig
@@ -32,6 +33,10 @@ type snapshotter struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 }
+
+// snapshotQueue bounds the stores waiting for their snapshot; one due
+// when it is full is offered again at the next commit.
+const snapshotQueue = 64
 
 // snapshotJob is a store to snapshot.
 type snapshotJob struct {
@@ -71,7 +76,7 @@ func (a *App) startSnapshots(ctx context.Context) error {
 		return fmt.Errorf("creating %s: %w", tmp, err)
 	}
 	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	s := &snapshotter{a: a, cfg: cfg, bucket: bucket, tmp: tmp, jobs: make(chan snapshotJob), cancel: cancel}
+	s := &snapshotter{a: a, cfg: cfg, bucket: bucket, tmp: tmp, jobs: make(chan snapshotJob, snapshotQueue), cancel: cancel}
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
@@ -130,7 +135,7 @@ func (s *snapshotter) offer(t *task, st *taskStore) {
 	select {
 	case s.jobs <- snapshotJob{task: t.id, st: st}:
 		ss.at, ss.offset = time.Now(), offset
-	default: // busy with another store
+	default: // the queue is full
 		ss.inFlight.Store(false)
 	}
 }

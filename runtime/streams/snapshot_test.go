@@ -3,6 +3,8 @@ package streams_test
 import (
 	"context"
 	"fmt"
+	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,8 +13,35 @@ import (
 	"time"
 
 	"github.com/braidstream/braid/runtime/streams"
+	"github.com/johannesboyne/gofakes3"
+	"github.com/johannesboyne/gofakes3/backend/s3mem"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
+
+// s3URL starts an S3 protocol server (gofakes3, in memory) on loopback
+// for the test and returns the url of a bucket on it.
+func s3URL(t *testing.T) string {
+	t.Helper()
+	be := s3mem.New()
+	if err := be.CreateBucket("snapshots"); err != nil {
+		t.Fatal(err)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: gofakes3.New(be).Server(), ReadHeaderTimeout: 10 * time.Second}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = srv.Serve(l)
+	}()
+	t.Cleanup(func() {
+		_ = srv.Close()
+		<-done
+	})
+	return fmt.Sprintf("s3://snapshots?endpoint=http://%s&use_path_style=true&region=us-east-1&anonymous=true&disable_https=true", l.Addr())
+}
 
 // snapshotLog keeps the snapshots an App took.
 type snapshotLog struct {
@@ -38,6 +67,19 @@ func (l *snapshotLog) newest() (streams.SnapshotEvent, bool) {
 	return streams.SnapshotEvent{}, false
 }
 
+// stores counts the stores with a snapshot taken without error.
+func (l *snapshotLog) stores() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	seen := map[string]bool{}
+	for _, e := range l.taken {
+		if e.Err == nil {
+			seen[e.Task.String()+"/"+e.Store] = true
+		}
+	}
+	return len(seen)
+}
+
 func (l *snapshotLog) failed() []streams.SnapshotEvent {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -61,15 +103,20 @@ func (l *snapshotLog) failed() []streams.SnapshotEvent {
 // then a tail of 3,000 (2,000 second clicks of users the snapshot holds,
 // 1,000 new users), too few for another.
 func snapshotRun(t *testing.T, damage func(t *testing.T, blobDir string)) (start, end streams.RestoreEvent) {
+	blobDir := t.TempDir()
+	return snapshotRunAt(t, "file://"+blobDir, func(t *testing.T) { damage(t, blobDir) })
+}
+
+// snapshotRunAt is snapshotRun with the blob store at url.
+func snapshotRunAt(t *testing.T, url string, damage func(t *testing.T)) (start, end streams.RestoreEvent) {
 	b := startBroker(t)
 	createTopic(t, b, "clicks", 1)
 	createTopic(t, b, "click-counts", 1)
 	rl, sl := &restoreLog{}, &snapshotLog{}
-	blobDir := t.TempDir()
 	cfg := testConfig(b, "snap")
 	cfg.StateDir = t.TempDir()
 	cfg.Hooks = []streams.Hook{rl, sl}
-	cfg.Snapshots = streams.SnapshotConfig{URL: "file://" + blobDir, Records: 5_000, Interval: time.Hour}
+	cfg.Snapshots = streams.SnapshotConfig{URL: url, Records: 5_000, Interval: time.Hour}
 	sup, err := streams.NewSupervisor(countTopology(t, false), streams.SupervisorConfig{Config: cfg, Instances: 1})
 	if err != nil {
 		t.Fatal(err)
@@ -121,7 +168,7 @@ func snapshotRun(t *testing.T, damage func(t *testing.T, blobDir string)) (start
 	if f := sl.failed(); len(f) > 0 {
 		t.Fatalf("snapshots failed: %v", f[0].Err)
 	}
-	damage(t, blobDir)
+	damage(t)
 	if err := sup.CrashAndWipe("instance-1"); err != nil {
 		t.Fatal(err)
 	}
@@ -133,9 +180,20 @@ func snapshotRun(t *testing.T, damage func(t *testing.T, blobDir string)) (start
 
 // TestRestoreFromSnapshotReplaysOnlyTheTail: a wiped instance loads the
 // newest snapshot and replays only the changelog after it, and ends with
-// every count the input makes.
+// every count the input makes; with the snapshots in a directory, and in
+// an S3-compatible store on loopback.
 func TestRestoreFromSnapshotReplaysOnlyTheTail(t *testing.T) {
-	start, end := snapshotRun(t, func(*testing.T, string) {})
+	t.Run("file", func(t *testing.T) {
+		start, end := snapshotRun(t, func(*testing.T, string) {})
+		checkTailRestore(t, start, end)
+	})
+	t.Run("s3", func(t *testing.T) {
+		start, end := snapshotRunAt(t, s3URL(t), func(*testing.T) {})
+		checkTailRestore(t, start, end)
+	})
+}
+
+func checkTailRestore(t *testing.T, start, end streams.RestoreEvent) {
 	if start.Snapshot == nil {
 		t.Fatalf("the restore did not use a snapshot (skipped: %+v)", start.Skipped)
 	}
