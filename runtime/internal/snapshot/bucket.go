@@ -25,6 +25,18 @@ import (
 type Bucket struct {
 	b   *blob.Bucket
 	url string
+	// crashAt, set by tests, cuts Put and Prune short at the named
+	// point (after "file <n>" is uploaded, "manifest" written, "pruned
+	// manifest" deleted) when it returns an error.
+	crashAt func(point string) error
+}
+
+// reach returns the error crashAt gives point, if any.
+func (b *Bucket) reach(point string) error {
+	if b.crashAt == nil {
+		return nil
+	}
+	return b.crashAt(point)
 }
 
 // Open opens the blob store at url (file:///dir, s3://bucket?...; a
@@ -78,6 +90,9 @@ func (b *Bucket) Put(ctx context.Context, dir string, m Manifest, opts PutOption
 		}
 		f.Name = name
 		m.Files = append(m.Files, f)
+		if err := b.reach(fmt.Sprintf("file %d", len(m.Files))); err != nil {
+			return Manifest{}, err
+		}
 	}
 	body, err := json.MarshalIndent(m, "", "  ")
 	if err != nil {

@@ -92,17 +92,21 @@ func (b *Bucket) Prune(ctx context.Context, scope Scope, keep int) ([]string, er
 	if err != nil {
 		return nil, err
 	}
-	if len(complete) <= keep {
-		return nil, nil
+	if len(complete) == 0 {
+		return nil, nil // nothing to tell an upload in progress from one cut short
 	}
 	// Everything older than the oldest kept snapshot goes: the complete
-	// ones beyond keep, and uploads cut short, which no later upload
-	// resumes (an upload in progress is newer than every kept one).
-	oldestKept := ""
-	if keep > 0 {
-		oldestKept = complete[keep-1].ID
-	} else {
+	// ones beyond keep, and what uploads and prunes cut short left, which
+	// nothing resumes (an upload in progress is newer than every kept
+	// snapshot).
+	var oldestKept string
+	switch {
+	case keep == 0:
 		oldestKept = complete[0].ID + "~" // above every id listed
+	case keep >= len(complete):
+		oldestKept = complete[len(complete)-1].ID
+	default:
+		oldestKept = complete[keep-1].ID
 	}
 	var deleted []string
 	for _, id := range ids {
@@ -123,6 +127,9 @@ func (b *Bucket) deleteSnapshot(ctx context.Context, scope Scope, id string) err
 	prefix := scope.prefix() + id + "/"
 	if err := b.b.Delete(ctx, prefix+manifestName); err != nil && gcerrors.Code(err) != gcerrors.NotFound {
 		return fmt.Errorf("deleting snapshot %s of %s: %w", id, scope, err)
+	}
+	if err := b.reach("pruned manifest"); err != nil {
+		return err
 	}
 	it := b.b.List(&blob.ListOptions{Prefix: prefix})
 	var keys []string

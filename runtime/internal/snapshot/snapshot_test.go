@@ -304,3 +304,71 @@ func (r *byteReader) Read(p []byte) (int, error) {
 	r.b = r.b[n:]
 	return n, nil
 }
+
+var errCrash = errors.New("crashed here")
+
+// TestCrashWhileTakingLeavesNothingTrusted cuts an upload short after each
+// of its files and a prune after it deleted a manifest: no listing returns
+// what either left, the snapshots before stay usable, and the next prune
+// clears the leftovers.
+func TestCrashWhileTakingLeavesNothingTrusted(t *testing.T) {
+	for _, bs := range stores {
+		t.Run(bs.name, func(t *testing.T) {
+			ctx := context.Background()
+			b := openBucket(t, bs.open(t))
+			dir, meta := storeSnapshot(t, 300, 1)
+			at := time.Date(2026, 12, 6, 12, 0, 0, 0, time.UTC)
+			good, err := b.Put(ctx, dir, manifestOf(meta), PutOptions{Now: at})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for k := 1; k <= len(good.Files); k++ {
+				b.crashAt = func(p string) error {
+					if p == fmt.Sprintf("file %d", k) {
+						return errCrash
+					}
+					return nil
+				}
+				m := manifestOf(meta)
+				m.ChangelogOffset = int64(100 + k)
+				if _, err := b.Put(ctx, dir, m, PutOptions{Now: at.Add(time.Duration(k) * time.Minute)}); !errors.Is(err, errCrash) {
+					t.Fatalf("Put cut after file %d = %v", k, err)
+				}
+				list, bad, err := b.List(ctx, testScope)
+				if err != nil || len(bad) != 0 || len(list) != 1 || list[0].ID != good.ID {
+					t.Fatalf("after an upload cut after file %d of %d, List = %v, %v, %v; want only %s", k, len(good.Files), list, bad, err, good.ID)
+				}
+			}
+			b.crashAt = nil
+			newer := manifestOf(meta)
+			newer.ChangelogOffset = 1000
+			newest, err := b.Put(ctx, dir, newer, PutOptions{Now: at.Add(time.Hour)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			b.crashAt = func(p string) error {
+				if p == "pruned manifest" {
+					return errCrash
+				}
+				return nil
+			}
+			if _, err := b.Prune(ctx, testScope, 1); !errors.Is(err, errCrash) {
+				t.Fatalf("Prune cut after a manifest = %v", err)
+			}
+			list, _, err := b.List(ctx, testScope)
+			if err != nil || len(list) != 1 || list[0].ID != newest.ID {
+				t.Fatalf("after a prune cut short, List = %v, %v; want only %s", list, err, newest.ID)
+			}
+			if err := b.Fetch(ctx, list[0], filepath.Join(t.TempDir(), "f")); err != nil {
+				t.Fatalf("the newest snapshot is no longer usable: %v", err)
+			}
+			b.crashAt = nil
+			if _, err := b.Prune(ctx, testScope, 1); err != nil {
+				t.Fatal(err)
+			}
+			if ids, err := b.ids(ctx, testScope); err != nil || len(ids) != 1 || ids[0] != newest.ID {
+				t.Fatalf("after the next prune the bucket holds %v (%v), want only %s", ids, err, newest.ID)
+			}
+		})
+	}
+}
