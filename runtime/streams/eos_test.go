@@ -232,6 +232,29 @@ func processedAll(t *testing.T, b *brokertest.Cluster) {
 	})
 }
 
+// crashAtNextCommit makes app crash at point in the first commit that
+// begins after the returned arm is called. Not in one already under way:
+// the commit that made processedAll true may still be between its end
+// and its stores' checkpoint, and crashing there would leave no
+// checkpoint to restore from.
+func crashAtNextCommit(app *streams.App, point string) (arm func()) {
+	var mu sync.Mutex
+	armed, fresh := false, false
+	streams.SetCrashAt(app, func(p string) bool {
+		mu.Lock()
+		defer mu.Unlock()
+		if armed && p == streams.CrashBeforeCommit {
+			fresh = true
+		}
+		return fresh && p == point
+	})
+	return func() {
+		mu.Lock()
+		armed = true
+		mu.Unlock()
+	}
+}
+
 // TestExactlyOnceCrashPoints crashes an instance at each crash point of a
 // commit (eos.go) once it has committed earlier work, and restarts it on
 // the same state dir: its stores are never wiped (restores start at their
@@ -250,26 +273,11 @@ func TestExactlyOnceCrashPoints(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			// The crash must come in a commit that begins after the
-			// test arms it: the commit that made processedAll true may
-			// still be between its end and its stores' checkpoint, and
-			// crashing there would leave no checkpoint to restore from.
-			var armed sync.Mutex
-			crash, fresh := false, false
-			streams.SetCrashAt(first, func(p string) bool {
-				armed.Lock()
-				defer armed.Unlock()
-				if crash && p == streams.CrashBeforeCommit {
-					fresh = true
-				}
-				return fresh && p == point
-			})
+			arm := crashAtNextCommit(first, point)
 			done := make(chan error, 1)
 			go func() { done <- first.Run(context.Background()) }()
 			processedAll(t, b)
-			armed.Lock()
-			crash = true
-			armed.Unlock()
+			arm()
 			tr.produce(t, b, 1000)
 			select {
 			case err := <-done:

@@ -2,7 +2,6 @@ package streams_test
 
 import (
 	"context"
-	"sync"
 	"testing"
 	"time"
 
@@ -35,23 +34,12 @@ func TestExactlyOnceCrashPointsRestoreFromSnapshots(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			var armed sync.Mutex
-			crash, fresh := false, false
-			streams.SetCrashAt(first, func(p string) bool {
-				armed.Lock()
-				defer armed.Unlock()
-				if crash && p == streams.CrashBeforeCommit {
-					fresh = true
-				}
-				return fresh && p == point
-			})
+			arm := crashAtNextCommit(first, point)
 			done := make(chan error, 1)
 			go func() { done <- first.Run(context.Background()) }()
 			processedAll(t, b)
 			waitFor(t, time.Minute, "a snapshot of every store", func() bool { return sl.stores() == 2*eosPartitions })
-			armed.Lock()
-			crash = true
-			armed.Unlock()
+			arm()
 			tr.produce(t, b, 1000)
 			select {
 			case err := <-done:

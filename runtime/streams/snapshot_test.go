@@ -3,8 +3,6 @@ package streams_test
 import (
 	"context"
 	"fmt"
-	"net"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,36 +10,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/braidstream/braid/runtime/internal/snapshot/s3test"
 	"github.com/braidstream/braid/runtime/streams"
-	"github.com/johannesboyne/gofakes3"
-	"github.com/johannesboyne/gofakes3/backend/s3mem"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
-
-// s3URL starts an S3 protocol server (gofakes3, in memory) on loopback
-// for the test and returns the url of a bucket on it.
-func s3URL(t *testing.T) string {
-	t.Helper()
-	be := s3mem.New()
-	if err := be.CreateBucket("snapshots"); err != nil {
-		t.Fatal(err)
-	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := &http.Server{Handler: gofakes3.New(be).Server(), ReadHeaderTimeout: 10 * time.Second}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		_ = srv.Serve(l)
-	}()
-	t.Cleanup(func() {
-		_ = srv.Close()
-		<-done
-	})
-	return fmt.Sprintf("s3://snapshots?endpoint=http://%s&use_path_style=true&region=us-east-1&anonymous=true&disable_https=true", l.Addr())
-}
 
 // snapshotLog keeps the snapshots an App took.
 type snapshotLog struct {
@@ -188,7 +160,7 @@ func TestRestoreFromSnapshotReplaysOnlyTheTail(t *testing.T) {
 		checkTailRestore(t, start, end)
 	})
 	t.Run("s3", func(t *testing.T) {
-		start, end := snapshotRunAt(t, s3URL(t), func(*testing.T) {})
+		start, end := snapshotRunAt(t, s3test.Bucket(t), func(*testing.T) {})
 		checkTailRestore(t, start, end)
 	})
 }

@@ -5,16 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
-	"net/http"
 	"os"
 	"path/filepath"
 	"testing"
 	"time"
 
+	"github.com/braidstream/braid/runtime/internal/snapshot/s3test"
 	"github.com/braidstream/braid/runtime/internal/state"
-	"github.com/johannesboyne/gofakes3"
-	"github.com/johannesboyne/gofakes3/backend/s3mem"
 	"gocloud.dev/blob"
 )
 
@@ -25,32 +22,7 @@ var stores = []struct {
 	open func(t *testing.T) string
 }{
 	{"file", func(t *testing.T) string { return "file://" + t.TempDir() }},
-	{"s3", s3URL},
-}
-
-// s3URL starts an S3 protocol server (gofakes3, in memory) on loopback for
-// the test and returns the url of a bucket on it.
-func s3URL(t *testing.T) string {
-	t.Helper()
-	be := s3mem.New()
-	if err := be.CreateBucket("snapshots"); err != nil {
-		t.Fatal(err)
-	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := &http.Server{Handler: gofakes3.New(be).Server(), ReadHeaderTimeout: 10 * time.Second}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		_ = srv.Serve(l)
-	}()
-	t.Cleanup(func() {
-		_ = srv.Close()
-		<-done
-	})
-	return fmt.Sprintf("s3://snapshots?endpoint=http://%s&use_path_style=true&region=us-east-1&anonymous=true&disable_https=true", l.Addr())
+	{"s3", func(t *testing.T) string { return s3test.Bucket(t) }},
 }
 
 var testScope = Scope{Application: "app", Task: "0_1", Store: "counts"}
