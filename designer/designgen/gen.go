@@ -40,7 +40,7 @@ func Generate(seed uint64, opts Options) Case {
 	// TopologyTestDriver's one task one for all keys.
 	parts := 1 + rand.New(rand.NewPCG(seed, 0x7061727473)).IntN(3)
 	for _, n := range c.Design.Nodes {
-		if n.Kind == "windowed-by" || n.Kind == "stream-join" {
+		if n.Kind == designer.KindWindowedBy || n.Kind == designer.KindStreamJoin {
 			if !opts.PartitionedWindows {
 				parts = 1
 			}
@@ -80,9 +80,9 @@ func generate(seed uint64, opts Options) Case {
 	g.tombstones = r.IntN(5) == 0
 	g.eventTime = !g.tombstones && r.IntN(3) == 0
 	if g.eventTime {
-		g.add(Node("src", "source-stream", "topic", "in", "timestamp", "value.ts"))
+		g.add(Node("src", designer.KindSourceStream, "topic", "in", "timestamp", "value.ts"))
 	} else {
-		g.add(Node("src", "source-stream", "topic", "in"))
+		g.add(Node("src", designer.KindSourceStream, "topic", "in"))
 	}
 	agg, windowed := r.IntN(4) > 0, r.IntN(3) > 0
 	for range r.IntN(4) * b2i(!g.tombstones) {
@@ -170,7 +170,7 @@ func (g *gen) add(node designer.Node) {
 // stream.
 func (g *gen) sink(topic string) {
 	last := g.last
-	g.add(Node("sink", "sink", "topic", topic))
+	g.add(Node("sink", designer.KindSink, "topic", topic))
 	g.last = last
 }
 
@@ -182,14 +182,14 @@ func (g *gen) branch() {
 	if g.r.IntN(2) == 0 {
 		second["predicate"] = g.predicate()
 	}
-	node := Node("branch", "branch")
+	node := Node("branch", designer.KindBranch)
 	node.Params = map[string]any{"branches": []any{map[string]any{"name": "first", "predicate": g.predicate()}, second}}
 	g.add(node)
 	b := g.last
-	g.add(Node("sink", "sink", "topic", "side"))
+	g.add(Node("sink", designer.KindSink, "topic", "side"))
 	g.d.Edges[len(g.d.Edges)-1].FromPort = "second"
 	g.last = ""
-	g.add(Node("peek", "peek"))
+	g.add(Node("peek", designer.KindPeek))
 	g.d.Edges = append(g.d.Edges, designer.Edge{From: b, FromPort: "first", To: g.last, ToPort: "in"})
 }
 
@@ -204,7 +204,7 @@ func (g *gen) merge(filters bool) {
 	g.add(g.stateless(filters))
 	right := g.last
 	g.last = ""
-	g.add(Node("merge", "merge"))
+	g.add(Node("merge", designer.KindMerge))
 	g.d.Edges = append(g.d.Edges,
 		designer.Edge{From: left, FromPort: "out", To: g.last, ToPort: "in"},
 		designer.Edge{From: right, FromPort: "out", To: g.last, ToPort: "in"})
@@ -243,24 +243,24 @@ func (g *gen) stateless(filters bool) designer.Node {
 	}
 	switch k {
 	case 0:
-		return Node("filter", "filter", "predicate", g.predicate())
+		return Node("filter", designer.KindFilter, "predicate", g.predicate())
 	case 1:
-		return Node("filterNot", "filter-not", "predicate", g.predicate())
+		return Node("filterNot", designer.KindFilterNot, "predicate", g.predicate())
 	case 2:
-		return Node("map", "map", "key", g.keyExpr(), "value", g.shape())
+		return Node("map", designer.KindMap, "key", g.keyExpr(), "value", g.shape())
 	case 3:
-		return Node("mapValues", "map-values", "value", g.shape())
+		return Node("mapValues", designer.KindMapValues, "value", g.shape())
 	default:
-		return Node("selectKey", "select-key", "key", g.keyExpr())
+		return Node("selectKey", designer.KindSelectKey, "key", g.keyExpr())
 	}
 }
 
 func (g *gen) aggregation(windowed bool) {
 	session := false
 	if g.tombstones || g.r.IntN(2) == 0 {
-		g.add(Node("group", "group-by-key"))
+		g.add(Node("group", designer.KindGroupByKey))
 	} else {
-		g.add(Node("group", "group-by", "key", g.keyExpr()))
+		g.add(Node("group", designer.KindGroupBy, "key", g.keyExpr()))
 	}
 	if windowed {
 		grace, emit := g.pick("0s", "2s", "5s"), g.pick("on-window-update", "on-window-close")
@@ -274,7 +274,7 @@ func (g *gen) aggregation(windowed bool) {
 		switch kind {
 		case 0:
 			size, advance, _ := strings.Cut(g.pick("10s/5s", "6s/2s", "9s/3s"), "/")
-			g.add(Node("window", "windowed-by", "type", "hopping", "size", size, "advance", advance, "grace", grace, "emit", emit))
+			g.add(Node("window", designer.KindWindowedBy, "type", "hopping", "size", size, "advance", advance, "grace", grace, "emit", emit))
 		case 3:
 			if grace == "0s" && emit == "on-window-close" {
 				// The peer's suppress emits a window ending at the stream
@@ -283,9 +283,9 @@ func (g *gen) aggregation(windowed bool) {
 				// TestDifferentialSlidingFinalAtGrace).
 				grace = "2s"
 			}
-			g.add(Node("window", "windowed-by", "type", "sliding", "size", g.pick("3s", "5s"), "grace", grace, "emit", emit))
+			g.add(Node("window", designer.KindWindowedBy, "type", "sliding", "size", g.pick("3s", "5s"), "grace", grace, "emit", emit))
 		case 4:
-			g.add(Node("window", "windowed-by", "type", "session", "gap", g.pick("2s", "4s"), "grace", grace, "emit", emit))
+			g.add(Node("window", designer.KindWindowedBy, "type", "session", "gap", g.pick("2s", "4s"), "grace", grace, "emit", emit))
 			session = true
 			g.sessionFinal = emit == "on-window-close"
 			// Kafka Streams' record cache holds sessions past the store's
@@ -295,7 +295,7 @@ func (g *gen) aggregation(windowed bool) {
 			// has no cache.
 			g.noCache = g.noCache || emit == "on-window-update"
 		default:
-			g.add(Node("window", "windowed-by", "type", "tumbling", "size", g.pick("5s", "10s"), "grace", grace, "emit", emit))
+			g.add(Node("window", designer.KindWindowedBy, "type", "tumbling", "size", g.pick("5s", "10s"), "grace", grace, "emit", emit))
 		}
 	}
 	k := g.r.IntN(3)
@@ -307,15 +307,15 @@ func (g *gen) aggregation(windowed bool) {
 	}
 	switch k {
 	case 0:
-		g.add(Node("count", "count"))
+		g.add(Node("count", designer.KindCount))
 	case 1:
-		g.add(Node("aggregate", "aggregate", "initializer", g.pick("{n: 0, total: 0}", `{n: 1, total: 0.5, who: ""}`),
+		g.add(Node("aggregate", designer.KindAggregate, "initializer", g.pick("{n: 0, total: 0}", `{n: 1, total: 0.5, who: ""}`),
 			"aggregator", g.pick(
 				"{n: aggregate.n + 1, total: aggregate.total + value.amount}",
 				`{n: aggregate.n * 2, total: aggregate.total - value.qty, who: key + value.customer}`,
 			)))
 	default:
-		g.add(Node("reduce", "reduce", "reducer", g.pick(
+		g.add(Node("reduce", designer.KindReduce, "reducer", g.pick(
 			"{customer: value.customer, region: aggregate.region, amount: aggregate.amount + value.amount, qty: aggregate.qty + 1}",
 			"{customer: aggregate.customer + value.customer, region: value.region, amount: value.amount, qty: value.qty * aggregate.qty}",
 		)))
@@ -329,7 +329,7 @@ func (g *gen) aggregation(windowed bool) {
 		agg.Params = map[string]any{}
 	}
 	agg.Params["caching"] = caching
-	g.add(Node("toStream", "to-stream"))
+	g.add(Node("toStream", designer.KindToStream))
 }
 
 // records makes 10 to 40 records over keys k1..k4: stream time moves on

@@ -17,7 +17,7 @@ func (g *gen) streamTableJoin() {
 	table := g.tableSide("tab")
 	typ := g.pick(designer.InnerJoin, designer.LeftJoin)
 	g.last = ""
-	g.add(Node("join", "stream-table-join", "type", typ, "joiner", g.joiner(typ)))
+	g.add(Node("join", designer.KindStreamTableJoin, "type", typ, "joiner", g.joiner(typ)))
 	g.connect(stream, "stream")
 	g.connect(table, "table")
 	g.sink("out")
@@ -28,7 +28,7 @@ func (g *gen) streamTableJoin() {
 // "" if there is none but the source: its id is then g.last.
 func (g *gen) streamSide(topic string) string {
 	g.last = ""
-	g.add(Node("src", "source-stream", "topic", topic))
+	g.add(Node("src", designer.KindSourceStream, "topic", topic))
 	ops := g.r.IntN(3)
 	for range ops {
 		g.add(g.stateless(true))
@@ -43,14 +43,14 @@ func (g *gen) streamSide(topic string) string {
 // or map-values with a store or not, and returns the last node.
 func (g *gen) tableSide(topic string) string {
 	g.last = ""
-	g.add(Node("tab", "source-table", "topic", topic))
+	g.add(Node("tab", designer.KindSourceTable, "topic", topic))
 	g.storeNamed()
 	switch g.r.IntN(3) {
 	case 0:
-		g.add(Node("tabFilter", "filter", "predicate", g.predicate()))
+		g.add(Node("tabFilter", designer.KindFilter, "predicate", g.predicate()))
 		g.storeNamed()
 	case 1:
-		g.add(Node("tabMap", "map-values", "value", g.shape()))
+		g.add(Node("tabMap", designer.KindMapValues, "value", g.shape()))
 		g.storeNamed()
 	}
 	return g.last
@@ -90,14 +90,14 @@ func (g *gen) tableJoin() {
 	right := g.tableSide("tab")
 	typ := g.pick(designer.InnerJoin, designer.LeftJoin, designer.OuterJoin)
 	g.last = ""
-	join := Node("join", "table-join", "type", typ, "joiner", g.valueJoiner(typ))
+	join := Node("join", designer.KindTableJoin, "type", typ, "joiner", g.valueJoiner(typ))
 	if g.r.IntN(2) == 0 {
 		join.Params["store"] = "joined"
 	}
 	g.add(join)
 	g.connect(left, "left")
 	g.connect(right, "right")
-	g.add(Node("toStream", "to-stream"))
+	g.add(Node("toStream", designer.KindToStream))
 	g.sink("out")
 }
 
@@ -139,7 +139,7 @@ func (g *gen) streamJoin() {
 		types = types[:1]
 	}
 	typ := g.pick(types...)
-	join := Node("join", "stream-join", "type", typ, "joiner", g.joiner(typ), "grace", g.pick("0s", "1s", "3s"))
+	join := Node("join", designer.KindStreamJoin, "type", typ, "joiner", g.joiner(typ), "grace", g.pick("0s", "1s", "3s"))
 	if g.r.IntN(2) == 0 {
 		join.Params["window"] = g.pick("2s", "5s")
 	} else {

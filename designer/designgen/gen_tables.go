@@ -1,5 +1,7 @@
 package designgen
 
+import "github.com/braidstream/braid/designer"
+
 // table makes a design that reads topic "in" as a table with a store,
 // passes it through up to two table filters or map-values, each with a
 // store, and writes its changes to "out", or groups it by a field (the
@@ -15,20 +17,20 @@ func (g *gen) table() {
 	if !g.tombstones {
 		caching = g.pick("on", "off")
 	}
-	g.add(Node("src", "source-table", "topic", "in", "caching", caching))
+	g.add(Node("src", designer.KindSourceTable, "topic", "in", "caching", caching))
 	g.storeNamed()
 	for range g.r.IntN(3) {
 		if g.r.IntN(2) == 0 {
-			g.add(Node("filter", "filter", "predicate", g.predicate()))
+			g.add(Node("filter", designer.KindFilter, "predicate", g.predicate()))
 		} else {
-			g.add(Node("mapValues", "map-values", "value", g.shape()))
+			g.add(Node("mapValues", designer.KindMapValues, "value", g.shape()))
 		}
 		g.storeNamed()
 	}
 	if g.r.IntN(3) > 0 {
 		g.tableAggregation()
 	}
-	g.add(Node("toStream", "to-stream"))
+	g.add(Node("toStream", designer.KindToStream))
 	g.sink("out")
 }
 
@@ -43,24 +45,24 @@ func (g *gen) storeNamed() {
 func (g *gen) tableAggregation() {
 	amounts := g.r.IntN(2) == 0
 	if amounts {
-		g.add(Node("group", "group-by", "key", g.keyExpr(), "value", "value.amount"))
+		g.add(Node("group", designer.KindGroupBy, "key", g.keyExpr(), "value", "value.amount"))
 	} else {
-		g.add(Node("group", "group-by", "key", g.keyExpr()))
+		g.add(Node("group", designer.KindGroupBy, "key", g.keyExpr()))
 	}
-	var agg = Node("count", "count")
+	var agg = Node("count", designer.KindCount)
 	switch k := g.r.IntN(3); {
 	case k == 1 && amounts:
-		agg = Node("reduce", "reduce", "reducer", "aggregate + value", "subtractor", "aggregate - value")
+		agg = Node("reduce", designer.KindReduce, "reducer", "aggregate + value", "subtractor", "aggregate - value")
 	case k == 1:
-		agg = Node("reduce", "reduce",
+		agg = Node("reduce", designer.KindReduce,
 			"reducer", "{customer: value.customer, region: aggregate.region, amount: aggregate.amount + value.amount, qty: aggregate.qty + 1}",
 			"subtractor", "{customer: aggregate.customer, region: aggregate.region, amount: aggregate.amount - value.amount, qty: aggregate.qty - 1}")
 	case k == 2 && amounts:
-		agg = Node("aggregate", "aggregate", "initializer", "{n: 0, total: 0}",
+		agg = Node("aggregate", designer.KindAggregate, "initializer", "{n: 0, total: 0}",
 			"aggregator", "{n: aggregate.n + 1, total: aggregate.total + value}",
 			"subtractor", "{n: aggregate.n - 1, total: aggregate.total - value}")
 	case k == 2:
-		agg = Node("aggregate", "aggregate", "initializer", `{n: 0, total: 0, last: ""}`,
+		agg = Node("aggregate", designer.KindAggregate, "initializer", `{n: 0, total: 0, last: ""}`,
 			"aggregator", "{n: aggregate.n + 1, total: aggregate.total + value.amount, last: key + value.customer}",
 			"subtractor", "{n: aggregate.n - 1, total: aggregate.total - value.amount * 2, last: aggregate.last}")
 	}
