@@ -238,6 +238,11 @@ func (s *Store) Rebuilt() string { return s.rebuilt }
 // with.
 func (s *Store) BlockCacheBytes() int64 { return s.cache.MaxSize() }
 
+// Identity and KeyLayout are the store's, as opened: a snapshot is of use
+// to it only when written with both (LoadSnapshot).
+func (s *Store) Identity() string  { return s.identity }
+func (s *Store) KeyLayout() string { return s.keyLayout }
+
 // Dir returns the store's directory.
 func (s *Store) Dir() string { return s.dir }
 
