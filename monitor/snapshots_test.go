@@ -95,3 +95,33 @@ func TestSnapshotTakenEvents(t *testing.T) {
 		t.Errorf("a failed snapshot: %+v, %q", d, evs[1].Message)
 	}
 }
+
+// TestTimelineRestoreFromSnapshot: a moved task whose store was loaded
+// from a snapshot says so on its lane's restoring phase.
+func TestTimelineRestoreFromSnapshot(t *testing.T) {
+	started := evRestore(1200, kindRestoreStarted, "b", "0_0", 0, 0, 0)
+	started.Detail = RestoreStartedDetail{Store: "counts", SnapshotLoad: SnapshotLoad{SnapshotID: "s-3", SnapshotTakenAt: 200,
+		SnapshotBytes: 39_500_000, SnapshotLoadMs: 113}}
+	events := append(start("0_0@a", "0_1@b"),
+		evInstance(1000, "crashed", "a"),
+		evRebalance(1100, 1300, "b"),
+		evAssigned(1200, "b", "0_0", ""),
+		started,
+		evRestore(1400, kindRestoreProgress, "b", "0_0", 300, 1500, 0))
+	got := BuildTimelines(events, 3000, 1500)
+	if len(got) != 1 {
+		t.Fatalf("%d timelines, want 1", len(got))
+	}
+	var details []string
+	for _, l := range got[0].Tasks {
+		for _, p := range l.Phases {
+			if p.Kind == PhaseRestoring {
+				details = append(details, p.Detail)
+			}
+		}
+	}
+	want := "restoring on b from snapshot s-3 (1s old, 39.5 MB loaded in 113ms), then the changelog"
+	if len(details) != 1 || details[0] != want {
+		t.Errorf("restoring phases %q, want one: %q", details, want)
+	}
+}
