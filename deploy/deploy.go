@@ -21,6 +21,7 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"net/url"
 	"path/filepath"
 	"slices"
 	"sync"
@@ -84,6 +85,10 @@ type Config struct {
 	// applications other processes run (their --query-token), through
 	// which their stores are queried.
 	QueryToken string
+	// SnapshotDir is where a deployment run here with snapshots on and
+	// no SnapshotURL keeps them: <SnapshotDir>/<application id>. Empty,
+	// such a deployment must name its URL.
+	SnapshotDir string
 }
 
 // MaxInstances is the most instances a deployment may run. It is the one
@@ -125,6 +130,14 @@ type Request struct {
 	// which they follow. Instances must be absent then: the processes
 	// are the instances.
 	Orchestrated bool `json:"orchestrated,omitempty"`
+	// Snapshots turns on store snapshots (streams.Config.Snapshots): a
+	// store with no local state, a wiped instance's, loads the newest one
+	// and replays only the changelog past it. Off by default.
+	// SnapshotURL is their blob store, file:///dir or s3://bucket...;
+	// empty, a directory of this server's (Config.SnapshotDir), which an
+	// orchestrated deployment's processes cannot share, so they need one.
+	Snapshots   bool   `json:"snapshots,omitempty"`
+	SnapshotURL string `json:"snapshotUrl,omitempty"`
 }
 
 // Info describes a deployment.
@@ -170,6 +183,9 @@ type Info struct {
 	// gone or stopped (WatchedRunning...).
 	Watched bool   `json:"watched,omitempty"`
 	State   string `json:"state,omitempty"`
+	// SnapshotURL is the blob store of the deployment's store snapshots,
+	// "" when they are off.
+	SnapshotURL string `json:"snapshotUrl,omitempty"`
 }
 
 // StoreInfo is one state store of a deployment.
@@ -315,11 +331,18 @@ type Limits struct {
 	MaxInstances        int   `json:"maxInstances"`
 	MinCommitIntervalMs int64 `json:"minCommitIntervalMs"`
 	MaxCommitIntervalMs int64 `json:"maxCommitIntervalMs"`
+	// SnapshotDir is Config.SnapshotDir, absolute: where snapshots go by
+	// default, which the dialog shows; "" when a URL is required.
+	SnapshotDir string `json:"snapshotDir,omitempty"`
 }
 
 // Limits reports the bounds the Manager enforces on requests.
 func (m *Manager) Limits() Limits {
-	return Limits{MaxInstances: m.cfg.MaxInstances, MinCommitIntervalMs: MinCommitIntervalMs, MaxCommitIntervalMs: MaxCommitIntervalMs}
+	l := Limits{MaxInstances: m.cfg.MaxInstances, MinCommitIntervalMs: MinCommitIntervalMs, MaxCommitIntervalMs: MaxCommitIntervalMs}
+	if m.cfg.SnapshotDir != "" {
+		l.SnapshotDir, _ = filepath.Abs(m.cfg.SnapshotDir)
+	}
+	return l
 }
 
 // Run lets deployments run until ctx ends, then undeploys them all and
@@ -463,7 +486,40 @@ func (m *Manager) check(req Request) (Request, error) {
 	if req.CommitIntervalMs < MinCommitIntervalMs || req.CommitIntervalMs > MaxCommitIntervalMs {
 		return req, &RequestError{Field: "commitIntervalMs", Problem: fmt.Sprintf("%d is not from %d to %d", req.CommitIntervalMs, MinCommitIntervalMs, MaxCommitIntervalMs)}
 	}
-	return req, nil
+	return req, m.checkSnapshots(req)
+}
+
+// checkSnapshots reports what is wrong with a request's snapshot
+// settings. The default URL needs the application id; snapshotURL makes
+// it.
+func (m *Manager) checkSnapshots(req Request) error {
+	switch {
+	case req.SnapshotURL != "" && !req.Snapshots:
+		return &RequestError{Field: "snapshotUrl", Problem: "is set but snapshots are off"}
+	case req.SnapshotURL != "":
+		if err := streams.CheckSnapshotURL(req.SnapshotURL); err != nil {
+			return &RequestError{Field: "snapshotUrl", Problem: err.Error()}
+		}
+	case req.Snapshots && req.Orchestrated:
+		return &RequestError{Field: "snapshotUrl", Problem: "is required for processes you start: this server's data directory is not theirs to share"}
+	case req.Snapshots && m.cfg.SnapshotDir == "":
+		return &RequestError{Field: "snapshotUrl", Problem: "is required: this server has no directory for snapshots"}
+	}
+	return nil
+}
+
+// snapshotURL is the blob store of a checked request's snapshots, "" when
+// they are off: its URL, or the application's directory under
+// Config.SnapshotDir.
+func (m *Manager) snapshotURL(req Request, appID string) (string, error) {
+	if !req.Snapshots || req.SnapshotURL != "" {
+		return req.SnapshotURL, nil
+	}
+	dir, err := filepath.Abs(filepath.Join(m.cfg.SnapshotDir, appID))
+	if err != nil {
+		return "", fmt.Errorf("making the snapshot directory's URL: %w", err)
+	}
+	return (&url.URL{Scheme: "file", Path: filepath.ToSlash(dir)}).String(), nil
 }
 
 // runningLocked is ErrNotRunning before Run and after it ended. The
@@ -582,6 +638,11 @@ func (m *Manager) start(req Request, d *designer.Design, revision int, compiled 
 	if err := m.ensureTopics(slices.Concat(info.SourceTopics, info.SinkTopics)); err != nil {
 		return nil, err
 	}
+	snapshots, err := m.snapshotURL(req, info.ApplicationID)
+	if err != nil {
+		return nil, fmt.Errorf("deploying %q: %w", d.ID, err)
+	}
+	info.SnapshotURL = snapshots
 	commit := time.Duration(req.CommitIntervalMs) * time.Millisecond
 	cfg := streams.Config{
 		ApplicationID:     info.ApplicationID,
@@ -594,6 +655,7 @@ func (m *Manager) start(req Request, d *designer.Design, revision int, compiled 
 		ClientOptions:     m.cfg.ClientOptions,
 		NodeMetrics:       true,
 		Logger:            m.log.With("deployment", d.ID),
+		Snapshots:         streams.SnapshotConfig{URL: snapshots},
 	}
 	if req.Guarantee == streams.ExactlyOnce.String() {
 		cfg.ProcessingGuarantee = streams.ExactlyOnce

@@ -41,6 +41,12 @@ type harness struct {
 
 func start(t *testing.T) *harness {
 	t.Helper()
+	return startWith(t, func(*deploy.Config) {})
+}
+
+// startWith is start with the Manager's Config changed by set.
+func startWith(t *testing.T, set func(*deploy.Config)) *harness {
+	t.Helper()
 	b := brokertest.Start(t, broker.Config{})
 	store, err := designer.OpenStore(filepath.Join(t.TempDir(), "designs"))
 	if err != nil {
@@ -56,8 +62,10 @@ func start(t *testing.T) *harness {
 		t.Fatal(err)
 	}
 	mon := monitor.New(monitor.Options{PublishInterval: 50 * time.Millisecond})
-	m, err := deploy.NewManager(deploy.Config{Brokers: b.Addrs(), StateDir: t.TempDir(), Designs: store, Monitor: mon,
-		SessionTimeout: 2 * time.Second, Logger: slog.New(slog.DiscardHandler)})
+	cfg := deploy.Config{Brokers: b.Addrs(), StateDir: t.TempDir(), Designs: store, Monitor: mon,
+		SessionTimeout: 2 * time.Second, Logger: slog.New(slog.DiscardHandler)}
+	set(&cfg)
+	m, err := deploy.NewManager(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -209,6 +217,11 @@ func TestDeployRefusesBadRequests(t *testing.T) {
 		{deploy.Request{Design: h.design, CommitIntervalMs: 5}, "commitIntervalMs: 5 is not from 10 to 60000"},
 		{deploy.Request{Design: "nope"}, `"nope"`},
 		{deploy.Request{Design: h.design, Revision: 9}, "revision 9"},
+		{deploy.Request{Design: h.design, Snapshots: true, SnapshotURL: "http://blobs/x"}, `snapshotUrl: "http://blobs/x": scheme "http" is not file or s3`},
+		{deploy.Request{Design: h.design, Snapshots: true, SnapshotURL: "file://relative"}, "snapshotUrl: \"file://relative\": a file URL needs an absolute path"},
+		{deploy.Request{Design: h.design, SnapshotURL: "file:///x"}, "snapshotUrl: is set but snapshots are off"},
+		{deploy.Request{Design: h.design, Snapshots: true}, "snapshotUrl: is required: this server has no directory for snapshots"},
+		{deploy.Request{Design: h.design, Snapshots: true, Orchestrated: true}, "snapshotUrl: is required for processes you start"},
 	} {
 		if _, err := h.m.Deploy(tt.req); err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("Deploy(%+v) = %v, want an error containing %q", tt.req, err, tt.want)
@@ -233,6 +246,36 @@ func TestDeployRefusesBadRequests(t *testing.T) {
 	}
 	if _, err := h.m.Query(h.design, deploy.Query{Store: "big-orders-per-10s"}); !errors.As(err, &re) || re.Field != "key" {
 		t.Errorf("query of a windowed store without a key = %v", err)
+	}
+}
+
+// TestDeploySnapshots: a deployment with snapshots on keeps them at the
+// URL asked for, or by default in the application's directory under
+// Config.SnapshotDir, which Limits names for the dialog; one without has
+// none.
+func TestDeploySnapshots(t *testing.T) {
+	dir := t.TempDir()
+	h := startWith(t, func(c *deploy.Config) { c.SnapshotDir = dir })
+	if got := h.m.Limits().SnapshotDir; got != dir {
+		t.Errorf("Limits().SnapshotDir = %q, want %q", got, dir)
+	}
+	for _, c := range []struct {
+		req  deploy.Request
+		want string
+	}{
+		{deploy.Request{Design: h.design, Instances: 1}, ""},
+		{deploy.Request{Design: h.design, Instances: 1, Snapshots: true}, "file://" + filepath.ToSlash(filepath.Join(dir, "braid-"+h.design))},
+		{deploy.Request{Design: h.design, Instances: 1, Snapshots: true, SnapshotURL: "s3://bucket?endpoint=http://127.0.0.1:9000"},
+			"s3://bucket?endpoint=http://127.0.0.1:9000"},
+	} {
+		info, err := h.m.Deploy(c.req)
+		if err != nil {
+			t.Fatalf("Deploy(%+v): %v", c.req, err)
+		}
+		got, err := h.m.Get(h.design)
+		if err != nil || info.SnapshotURL != c.want || got.SnapshotURL != c.want {
+			t.Errorf("Deploy(%+v): snapshots at %q, then %q (%v); want %q", c.req, info.SnapshotURL, got.SnapshotURL, err, c.want)
+		}
 	}
 }
 

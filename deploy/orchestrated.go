@@ -99,6 +99,7 @@ func (m *Manager) setOrchestrated(rec deployconfig.Deployment) {
 		info.ID, info.ApplicationID = rec.ID, rec.ApplicationID
 	}
 	info.Revision, info.Standbys, info.Guarantee, info.CommitIntervalMs = rec.Revision, rec.Standbys, rec.Guarantee, rec.CommitIntervalMs
+	info.SnapshotURL = rec.SnapshotURL
 	info.Started, info.Generators, info.Remote, info.DesignDoc = rec.WrittenAt, []GeneratorInfo{}, true, rec.Design
 	info.Orchestrated, info.RunCommand, info.Commands = true, deployconfig.RunCommand(rec.ID, m.cfg.Brokers), m.cfg.Commands != nil
 	m.orch.mu.Lock()
@@ -213,7 +214,7 @@ func (m *Manager) deployOrchestrated(req Request) (Info, error) {
 	m.orch.mu.Unlock()
 	rec := deployconfig.Deployment{ID: req.Design, Revision: revision, DesignRevision: rev.Number, Design: design,
 		ApplicationID: designer.ApplicationID(d), Guarantee: req.Guarantee, Standbys: *req.Standbys, CommitIntervalMs: req.CommitIntervalMs,
-		WrittenAt: time.Now().UTC()}
+		SnapshotURL: req.SnapshotURL, WrittenAt: time.Now().UTC()}
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
 	if err := m.config.Put(ctx, rec); err != nil {

@@ -40,6 +40,7 @@ func (m *Manager) recordOf(dep *deployment) record {
 		Request: Request{
 			Design: info.Design, Revision: info.Revision, Instances: info.Instances, Standbys: new(info.Standbys),
 			Guarantee: info.Guarantee, CommitIntervalMs: info.CommitIntervalMs,
+			Snapshots: info.SnapshotURL != "", SnapshotURL: info.SnapshotURL,
 		},
 		Generators: dep.gens.specs(),
 	}

@@ -41,6 +41,9 @@ type Deployment struct {
 	Standbys int `json:"standbys"`
 	// CommitIntervalMs is the instances' commit interval.
 	CommitIntervalMs int64 `json:"commitIntervalMs"`
+	// SnapshotURL is the blob store of the stores' snapshots
+	// (streams.Config.Snapshots), "" when they are off.
+	SnapshotURL string `json:"snapshotUrl,omitempty"`
 	// WrittenAt is when the designer wrote the record.
 	WrittenAt time.Time `json:"writtenAt"`
 }

@@ -95,7 +95,7 @@ func TestLiveCrashWipeShowsTheRestore(t *testing.T) {
 				t.Errorf("%s showed %+v after %+v: want counts rising within the total", bar, s, steps[max(0, i-1)])
 			}
 			if !restoreText.MatchString(s.Text) {
-				t.Errorf("%s reads %q, want restoring restored/total and records/s", bar, s.Text)
+				t.Errorf("%s reads %q, want changelog: restored/total records and records/s", bar, s.Text)
 			}
 			left = left || strings.HasSuffix(s.Text, " left")
 		}
@@ -109,6 +109,6 @@ func TestLiveCrashWipeShowsTheRestore(t *testing.T) {
 	}
 }
 
-// restoreText is a restore bar's text: "restoring 12.3k/75.0k · 402k
-// rec/s · 0.2 s left".
-var restoreText = regexp.MustCompile(`^restoring [0-9.]+[kM]?/[0-9.]+[kM]? · [0-9.]+k? rec/s( · .+ left)?$`)
+// restoreText is the text of a restore bar of a restore from the
+// changelog: "changelog: 12.3k/75.0k records · 402k rec/s · 0.2 s left".
+var restoreText = regexp.MustCompile(`^changelog: [0-9.]+[kM]?/[0-9.]+[kM]? records · [0-9.]+k? rec/s( · .+ left)?$`)

@@ -11,7 +11,8 @@ import (
 // (static/live/*.js) and a meaning has one name in every kind: a window
 // is windowStart/windowEnd (unix ms), a task's last record lastRecordAt,
 // how long the event's own work took durationMs, the replica a task moved
-// onto fromReplica. Times are unix ms.
+// onto fromReplica, a snapshot's id and size snapshotId and snapshotBytes.
+// Times are unix ms.
 type EventDetail interface {
 	// eventDetail keeps the set closed: only this package's structs (and
 	// RawDetail) are details, each decodable from its kind.
@@ -39,6 +40,7 @@ var detailTypes = map[string]EventDetail{
 	kindError:             ErrorDetail{},
 	kindBrokerUnreachable: BrokerUnreachableDetail{},
 	kindBrokerReachable:   BrokerReachableDetail{},
+	kindSnapshotTaken:     SnapshotTakenDetail{},
 }
 
 // DeploymentAddedDetail is a deployment-added event's: the deployment's
@@ -141,13 +143,15 @@ type RebalanceDetail struct {
 }
 
 // RestoreStartedDetail is a restore-started event's: Store's changelog
-// partition is replayed from StartOffset to EndOffset.
+// partition is replayed from StartOffset to EndOffset, after the snapshot
+// the store was loaded from, if any.
 type RestoreStartedDetail struct {
 	Store       string `json:"store"`
 	Changelog   string `json:"changelog"`
 	Partition   int32  `json:"partition"`
 	StartOffset int64  `json:"startOffset"`
 	EndOffset   int64  `json:"endOffset"`
+	SnapshotLoad
 }
 
 // RestoreProgressDetail is a restore-progress event's: Store reached
@@ -159,10 +163,12 @@ type RestoreProgressDetail struct {
 	Total    int64   `json:"total"`
 	Rate     float64 `json:"rate"`
 	EtaMs    int64   `json:"etaMs"`
+	SnapshotLoad
 }
 
 // RestoreFinishedDetail is a restore-finished event's: Store restored
-// Restored records in DurationMs, at Rate records/s.
+// Restored changelog records in DurationMs, at Rate records/s, after the
+// snapshot it was loaded from, if any.
 type RestoreFinishedDetail struct {
 	Store      string  `json:"store"`
 	Changelog  string  `json:"changelog"`
@@ -170,6 +176,44 @@ type RestoreFinishedDetail struct {
 	Restored   int64   `json:"restored"`
 	DurationMs int64   `json:"durationMs"`
 	Rate       float64 `json:"rate"`
+	SnapshotLoad
+}
+
+// SnapshotLoad says where a restore's state came from before its
+// changelog: the snapshot loaded (none when SnapshotID is ""), taken at
+// SnapshotTakenAt, SnapshotBytes downloaded, verified and loaded in
+// SnapshotLoadMs (not DurationMs: that is the event's own work), and the
+// snapshots skipped as unusable, with why. Embedded, so that its names are
+// the same in every restore event and in a task's Restore, which sums its
+// stores' (the oldest snapshot, their bytes and load times).
+type SnapshotLoad struct {
+	SnapshotID       string            `json:"snapshotId,omitempty"`
+	SnapshotTakenAt  int64             `json:"snapshotTakenAt,omitempty"`
+	SnapshotBytes    int64             `json:"snapshotBytes,omitempty"`
+	SnapshotLoadMs   int64             `json:"snapshotLoadMs,omitempty"`
+	SkippedSnapshots []SkippedSnapshot `json:"skippedSnapshots,omitempty"`
+}
+
+// SkippedSnapshot is a snapshot a restore found unusable, and why.
+type SkippedSnapshot struct {
+	ID     string `json:"id"`
+	Reason string `json:"reason"`
+}
+
+// SnapshotTakenDetail is a snapshot-taken event's: the snapshot of Store
+// holding its changelog up to ChangelogOffset, SnapshotBytes in
+// SnapshotFiles uploaded in DurationMs, the older snapshots it Pruned; or
+// the Error it failed with.
+type SnapshotTakenDetail struct {
+	Store           string   `json:"store"`
+	SnapshotID      string   `json:"snapshotId"`
+	ChangelogOffset int64    `json:"changelogOffset"`
+	StreamTime      int64    `json:"streamTime"`
+	SnapshotBytes   int64    `json:"snapshotBytes"`
+	SnapshotFiles   int      `json:"snapshotFiles"`
+	DurationMs      int64    `json:"durationMs"`
+	Pruned          []string `json:"pruned,omitempty"`
+	Error           string   `json:"error,omitempty"`
 }
 
 // StandbyStartedDetail is a standby-started event's: the replica's first
@@ -238,6 +282,7 @@ func (StandbyPromotedDetail) eventDetail()   {}
 func (ErrorDetail) eventDetail()             {}
 func (BrokerUnreachableDetail) eventDetail() {}
 func (BrokerReachableDetail) eventDetail()   {}
+func (SnapshotTakenDetail) eventDetail()     {}
 func (RawDetail) eventDetail()               {}
 
 // UnmarshalJSON decodes an event, its detail into the type its kind has

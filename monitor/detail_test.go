@@ -13,6 +13,8 @@ import (
 // set, so that a field that does not survive JSON shows.
 func fullDetails() map[string]EventDetail {
 	lag, projected, safe := int64(7), int64(900), true
+	load := SnapshotLoad{SnapshotID: "s-9", SnapshotTakenAt: 880, SnapshotBytes: 96_000_000, SnapshotLoadMs: 1200,
+		SkippedSnapshots: []SkippedSnapshot{{ID: "s-10", Reason: "checksum differs"}}}
 	return map[string]EventDetail{
 		kindDeploymentAdded: DeploymentAddedDetail{Design: "d1", Revision: 3, ApplicationID: "app", Instances: 2, Standbys: 1,
 			Guarantee: "exactly-once"},
@@ -30,10 +32,13 @@ func fullDetails() map[string]EventDetail {
 			DetectedBy: "supervisor", RecoveryMs: 20, DowntimeMs: 35, Restored: 8, ResumedAt: 1035, FailedAt: 1000,
 			LastRecordAt: 1000 - 5, AssignedAt: 1010, StandbyLag: &lag, ProjectedDowntimeMs: &projected, ProjectedSafe: &safe},
 		kindRestoreStarted: RestoreStartedDetail{Store: "counts", Changelog: "app-counts-changelog", Partition: 1,
-			StartOffset: 3, EndOffset: 90},
-		kindRestoreProgress: RestoreProgressDetail{Store: "counts", Offset: 50, Restored: 47, Total: 87, Rate: 1500.5, EtaMs: 27},
+			StartOffset: 3, EndOffset: 90, SnapshotLoad: load},
+		kindRestoreProgress: RestoreProgressDetail{Store: "counts", Offset: 50, Restored: 47, Total: 87, Rate: 1500.5, EtaMs: 27,
+			SnapshotLoad: load},
 		kindRestoreFinished: RestoreFinishedDetail{Store: "counts", Changelog: "app-counts-changelog", Partition: 1, Restored: 87,
-			DurationMs: 58, Rate: 1500.5},
+			DurationMs: 58, Rate: 1500.5, SnapshotLoad: load},
+		kindSnapshotTaken: SnapshotTakenDetail{Store: "counts", SnapshotID: "s-11", ChangelogOffset: 90, StreamTime: 5000,
+			SnapshotBytes: 1_000_000, SnapshotFiles: 3, DurationMs: 80, Pruned: []string{"s-8"}, Error: "uploading: disk full"},
 		kindStandbyStarted:    StandbyStartedDetail{Warmup: true, Store: "counts", Offset: 10, EndOffset: 90, Lag: 80},
 		kindBrokerUnreachable: BrokerUnreachableDetail{Broker: "127.0.0.1:9092", Since: 1000, Error: "dial tcp: refused"},
 		kindBrokerReachable:   BrokerReachableDetail{Broker: "127.0.0.1:9092", Since: 1000, SilentMs: 12_000},
@@ -77,19 +82,23 @@ func TestDetailRoundTrip(t *testing.T) {
 // details were typed.
 func TestDetailNames(t *testing.T) {
 	want := map[string]string{
-		kindDeploymentAdded:   "applicationId design guarantee instances revision standbys",
-		kindWindowClosed:      "closesAt emitted graceMs keys store streamTime windowEnd windowStart",
-		kindLateDrop:          "offset partition store streamTime suppressed timestamp topic windowEnd windowStart",
-		kindTaskAssigned:      "fromReplica partitions",
-		kindTaskRevoked:       "clean lastRecordAt",
-		kindTaskResumed:       "assignedAt firstRecordAt fromReplica restored",
-		kindRebalance:         "durationMs kept",
-		kindError:             "fatal suppressed",
-		kindStandbyStarted:    "endOffset lag offset store warmup",
-		kindStandbyPromoted:   "lag timeLagMs warmup",
-		kindRestoreStarted:    "changelog endOffset partition startOffset store",
-		kindRestoreProgress:   "etaMs offset rate restored store total",
-		kindRestoreFinished:   "changelog durationMs partition rate restored store",
+		kindDeploymentAdded: "applicationId design guarantee instances revision standbys",
+		kindWindowClosed:    "closesAt emitted graceMs keys store streamTime windowEnd windowStart",
+		kindLateDrop:        "offset partition store streamTime suppressed timestamp topic windowEnd windowStart",
+		kindTaskAssigned:    "fromReplica partitions",
+		kindTaskRevoked:     "clean lastRecordAt",
+		kindTaskResumed:     "assignedAt firstRecordAt fromReplica restored",
+		kindRebalance:       "durationMs kept",
+		kindError:           "fatal suppressed",
+		kindStandbyStarted:  "endOffset lag offset store warmup",
+		kindStandbyPromoted: "lag timeLagMs warmup",
+		kindRestoreStarted: "changelog endOffset partition skippedSnapshots snapshotBytes snapshotId snapshotLoadMs snapshotTakenAt " +
+			"startOffset store",
+		kindRestoreProgress: "etaMs offset rate restored skippedSnapshots snapshotBytes snapshotId snapshotLoadMs snapshotTakenAt " +
+			"store total",
+		kindRestoreFinished: "changelog durationMs partition rate restored skippedSnapshots snapshotBytes snapshotId snapshotLoadMs " +
+			"snapshotTakenAt store",
+		kindSnapshotTaken:     "changelogOffset durationMs error pruned snapshotBytes snapshotFiles snapshotId store streamTime",
 		kindBrokerUnreachable: "broker error since",
 		kindBrokerReachable:   "broker silentMs since",
 		kindTaskFailedOver: "assignedAt cause detectedBy detectionMs downtimeMs failedAt from fromReplica lastRecordAt " +
@@ -122,6 +131,7 @@ func TestDetailOptionalFields(t *testing.T) {
 		{TaskRevokedDetail{Clean: true}, `{"clean":true}`},
 		{RebalanceDetail{DurationMs: 5}, `{"durationMs":5}`},
 		{ErrorDetail{}, `{"fatal":false}`},
+		{RestoreFinishedDetail{Store: "s"}, `{"store":"s","changelog":"","partition":0,"restored":0,"durationMs":0,"rate":0}`},
 		{TaskFailedOverDetail{StandbyLag: &zero, ProjectedDowntimeMs: &zero, ProjectedSafe: &unsafe},
 			`{"from":"","to":"","cause":"","fromReplica":"","detectionMs":0,"detectedBy":"","recoveryMs":0,"downtimeMs":0,` +
 				`"restored":0,"resumedAt":0,"standbyLag":0,"projectedDowntimeMs":0,"projectedSafe":false}`},

@@ -31,6 +31,7 @@ var _ interface {
 	streams.TaskResumedHook
 	streams.FailoverHook
 	streams.BrokerHook
+	streams.SnapshotHook
 } = (*hook)(nil)
 
 // lock takes the Monitor's mutex and reports whether the deployment is
@@ -192,12 +193,15 @@ func (h *hook) OnRestoreStart(ev streams.RestoreEvent) {
 	if t.restores == nil {
 		t.restores = map[string]*restoreState{}
 	}
-	t.restores[ev.Store] = &restoreState{start: ev.StartOffset, end: ev.EndOffset}
-	h.emit(time.Now(), ev.InstanceID, ev.Task, kindRestoreStarted,
-		fmt.Sprintf("restoring %s of task %s on %s: %d changelog records from %s/%d",
-			ev.Store, ev.Task, ev.InstanceID, ev.EndOffset-ev.StartOffset, ev.Changelog, ev.Partition),
+	load := loadOf(ev)
+	t.restores[ev.Store] = &restoreState{start: ev.StartOffset, end: ev.EndOffset, load: load}
+	now := time.Now()
+	from, skipped := load.describe(now)
+	h.emit(now, ev.InstanceID, ev.Task, kindRestoreStarted,
+		fmt.Sprintf("restoring %s of task %s on %s: %s%d changelog records from %s/%d%s",
+			ev.Store, ev.Task, ev.InstanceID, from, ev.EndOffset-ev.StartOffset, ev.Changelog, ev.Partition, skipped),
 		RestoreStartedDetail{Store: ev.Store, Changelog: ev.Changelog, Partition: ev.Partition,
-			StartOffset: ev.StartOffset, EndOffset: ev.EndOffset})
+			StartOffset: ev.StartOffset, EndOffset: ev.EndOffset, SnapshotLoad: load})
 }
 
 func (h *hook) OnRestoreProgress(ev streams.RestoreEvent) {
@@ -222,7 +226,8 @@ func (h *hook) OnRestoreProgress(ev streams.RestoreEvent) {
 	sum := t.restore()
 	h.emit(now, ev.InstanceID, ev.Task, kindRestoreProgress,
 		fmt.Sprintf("restoring task %s on %s: %d of %d records (%.0f/s)", ev.Task, ev.InstanceID, sum.Restored, sum.Total, sum.Rate),
-		RestoreProgressDetail{Store: ev.Store, Offset: ev.Offset, Restored: sum.Restored, Total: sum.Total, Rate: sum.Rate, EtaMs: sum.EtaMs})
+		RestoreProgressDetail{Store: ev.Store, Offset: ev.Offset, Restored: sum.Restored, Total: sum.Total, Rate: sum.Rate, EtaMs: sum.EtaMs,
+			SnapshotLoad: sum.SnapshotLoad})
 }
 
 func (h *hook) OnRestoreEnd(ev streams.RestoreEvent) {
@@ -233,12 +238,16 @@ func (h *hook) OnRestoreEnd(ev streams.RestoreEvent) {
 	if t := h.d.instance(ev.InstanceID).tasks[ev.Task]; t != nil {
 		delete(t.restores, ev.Store)
 	}
+	load := loadOf(ev)
 	h.d.noteRestore(ev.Restored, ev.Rate)
-	h.emit(time.Now(), ev.InstanceID, ev.Task, kindRestoreFinished,
-		fmt.Sprintf("restored %s of task %s on %s: %d records in %v (%.0f/s)",
-			ev.Store, ev.Task, ev.InstanceID, ev.Restored, ev.Took.Round(time.Millisecond), ev.Rate),
+	h.d.noteRestoreSource(ev, load)
+	now := time.Now()
+	from, skipped := load.describe(now)
+	h.emit(now, ev.InstanceID, ev.Task, kindRestoreFinished,
+		fmt.Sprintf("restored %s of task %s on %s: %s%d changelog records in %v (%.0f/s)%s",
+			ev.Store, ev.Task, ev.InstanceID, from, ev.Restored, ev.Took.Round(time.Millisecond), ev.Rate, skipped),
 		RestoreFinishedDetail{Store: ev.Store, Changelog: ev.Changelog, Partition: ev.Partition, Restored: ev.Restored,
-			DurationMs: ev.Took.Milliseconds(), Rate: ev.Rate})
+			DurationMs: ev.Took.Milliseconds(), Rate: ev.Rate, SnapshotLoad: load})
 }
 
 func (h *hook) OnWindowClosed(ev streams.WindowClosedEvent) {

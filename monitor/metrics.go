@@ -24,6 +24,11 @@ const (
 	mFailovers                // braid_failovers_total
 	mFailoverDowntime         // braid_failover_downtime_ms
 	mBrokerUnreachable        // braid_broker_unreachable_seconds
+	mSnapshots                // braid_snapshots_total
+	mSnapshotsFailed          // braid_snapshots_failed_total
+	mSnapshotBytes            // braid_snapshot_bytes
+	mSnapshotTime             // braid_snapshot_time_ms
+	mRestores                 // braid_restores_total
 	numFamilies
 )
 
@@ -42,6 +47,7 @@ var (
 	labelsStore    = []string{"deployment", "instance", "task", "store"}
 	labelsFailover = []string{"deployment", "task"}
 	labelsBroker   = []string{"deployment", "instance", "broker"}
+	labelsRestore  = []string{"deployment", "instance", "task", "store", "source"}
 )
 
 // families are built once, so that a scrape does not rebuild them and
@@ -76,6 +82,16 @@ var families = func() [numFamilies]family {
 		"How long a task was processed nowhere during its last failover.")
 	def(mBrokerUnreachable, "braid_broker_unreachable_seconds", gauge, labelsBroker,
 		"How long a broker the instance cannot reach now has not answered it; no series while it answers.")
+	def(mSnapshots, "braid_snapshots_total", counter, labelsStore,
+		"Snapshots of a store taken and uploaded to the blob store (streams.Config.Snapshots).")
+	def(mSnapshotsFailed, "braid_snapshots_failed_total", counter, labelsStore,
+		"Snapshots of a store that failed; the store carries on without them.")
+	def(mSnapshotBytes, "braid_snapshot_bytes", gauge, labelsStore,
+		"Bytes uploaded by a store's last snapshot.")
+	def(mSnapshotTime, "braid_snapshot_time_ms", gauge, labelsStore,
+		"When a store's last snapshot was taken, in ms since the epoch: its age is the scrape's time minus it.")
+	def(mRestores, "braid_restores_total", counter, labelsRestore,
+		"Restores of a store finished, by where its state came from: source=\"snapshot\" (a snapshot, then the changelog's tail) or \"changelog\" (the changelog only).")
 	return f
 }()
 
@@ -210,6 +226,7 @@ func (d *deployment) metrics(samples []series) []series {
 	for task, ms := range d.lastDowntime {
 		add(mFailoverDowntime, float64(ms), task)
 	}
+	d.snapshotMetrics(add)
 	return samples
 }
 

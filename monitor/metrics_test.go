@@ -2,6 +2,7 @@ package monitor
 
 import (
 	"bytes"
+	"errors"
 	"maps"
 	"slices"
 	"testing"
@@ -46,6 +47,16 @@ var wantFamilies = map[string]struct {
 		"How long a task was processed nowhere during its last failover."},
 	"braid_broker_unreachable_seconds": {dto.MetricType_GAUGE, []string{"broker", "deployment", "instance"},
 		"How long a broker the instance cannot reach now has not answered it; no series while it answers."},
+	"braid_snapshots_total": {dto.MetricType_COUNTER, []string{"deployment", "instance", "store", "task"},
+		"Snapshots of a store taken and uploaded to the blob store (streams.Config.Snapshots)."},
+	"braid_snapshots_failed_total": {dto.MetricType_COUNTER, []string{"deployment", "instance", "store", "task"},
+		"Snapshots of a store that failed; the store carries on without them."},
+	"braid_snapshot_bytes": {dto.MetricType_GAUGE, []string{"deployment", "instance", "store", "task"},
+		"Bytes uploaded by a store's last snapshot."},
+	"braid_snapshot_time_ms": {dto.MetricType_GAUGE, []string{"deployment", "instance", "store", "task"},
+		"When a store's last snapshot was taken, in ms since the epoch: its age is the scrape's time minus it."},
+	"braid_restores_total": {dto.MetricType_COUNTER, []string{"deployment", "instance", "source", "store", "task"},
+		`Restores of a store finished, by where its state came from: source="snapshot" (a snapshot, then the changelog's tail) or "changelog" (the changelog only).`},
 }
 
 // scrape writes m's metrics and parses them with Prometheus' own text
@@ -124,6 +135,15 @@ func TestWriteMetrics(t *testing.T) {
 	}
 	h.OnTaskFailedOver(streams.FailoverEvent{Task: s, From: "instance-2", To: "instance-1", Cause: "crash",
 		Downtime: 3200 * time.Millisecond, ResumedAt: time.Now()})
+	before := time.Now()
+	for _, ev := range []streams.SnapshotEvent{{Bytes: 1000}, {Err: errors.New("uploading: disk full")}, {Bytes: 4096}} {
+		ev.InstanceID, ev.Task, ev.Store = "instance-1", a, "per-window"
+		h.OnSnapshotTaken(ev)
+	}
+	fromSnapshot := &streams.SnapshotRestore{ID: "s-1", TakenAt: time.Now(), Bytes: 4096}
+	for _, snap := range []*streams.SnapshotRestore{fromSnapshot, nil, fromSnapshot} {
+		h.OnRestoreEnd(streams.RestoreEvent{InstanceID: "instance-1", Task: s, Store: "per-window", Snapshot: snap})
+	}
 	m.publish()
 
 	fams, text := scrape(t, m)
@@ -161,6 +181,11 @@ func TestWriteMetrics(t *testing.T) {
 		{"braid_commit_latency_ms", []string{"instance", "instance-1"}, 2.5},
 		{"braid_failovers_total", []string{"instance", "instance-2", "task", "0_1"}, 1},
 		{"braid_failover_downtime_ms", []string{"task", "0_1"}, 3200},
+		{"braid_snapshots_total", []string{"instance", "instance-1", "task", "0_0", "store", "per-window"}, 2},
+		{"braid_snapshots_failed_total", []string{"instance", "instance-1", "task", "0_0", "store", "per-window"}, 1},
+		{"braid_snapshot_bytes", []string{"instance", "instance-1", "task", "0_0", "store", "per-window"}, 4096},
+		{"braid_restores_total", []string{"instance", "instance-1", "task", "0_1", "store", "per-window", "source", "snapshot"}, 2},
+		{"braid_restores_total", []string{"instance", "instance-1", "task", "0_1", "store", "per-window", "source", "changelog"}, 1},
 	} {
 		mf := fams[want.name]
 		if mf == nil {
@@ -176,6 +201,12 @@ func TestWriteMetrics(t *testing.T) {
 		got, ok := seriesValue(mf, "deployment", dep, "instance", "instance-1", "broker", "127.0.0.1:9092")
 		if !ok || got < 5 || got > 3600 {
 			t.Errorf("braid_broker_unreachable_seconds = %v (found %v), want the 5 s and more since the broker's last answer", got, ok)
+		}
+	}
+	if mf := fams["braid_snapshot_time_ms"]; mf != nil {
+		got, _ := seriesValue(mf, "deployment", dep, "instance", "instance-1", "task", "0_0", "store", "per-window")
+		if got < float64(before.UnixMilli()) || got > float64(time.Now().UnixMilli()) {
+			t.Errorf("braid_snapshot_time_ms = %v, want the time of the last snapshot, %d or after", got, before.UnixMilli())
 		}
 	}
 	for name, mf := range fams {

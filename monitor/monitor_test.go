@@ -27,6 +27,7 @@ type allHooks interface {
 	streams.TaskResumedHook
 	streams.FailoverHook
 	streams.BrokerHook
+	streams.SnapshotHook
 }
 
 func hooksOf(t testing.TB, h streams.Hook) allHooks {

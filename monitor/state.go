@@ -43,6 +43,8 @@ type deployment struct {
 	failoverCounts map[failoverKey]int64
 	lastDowntime   map[string]int64 // by task
 	late           map[storeKey]*lateStat
+	snapshots      map[storeKey]*snapshotStat
+	restoreSources map[restoreSource]int64
 
 	// brokerLag is the lag of the failed instances' tasks' partitions,
 	// as last read from the broker (lag.go), at brokerLagAt.
@@ -133,6 +135,8 @@ type nodeState struct {
 type restoreState struct {
 	start, end, restored int64
 	rate                 float64
+	// load is the snapshot the store was loaded from, and those skipped.
+	load SnapshotLoad
 	// told is when a restore-progress event last told of it.
 	told time.Time
 }
@@ -162,7 +166,8 @@ func (l *limiter) allow(now int64, max int) (ok bool, suppressed int64) {
 func newDeployment(info DeploymentInfo, src Source) *deployment {
 	d := &deployment{info: info, src: src, storeNode: map[string]string{}, sessions: map[string]bool{}, sinks: map[string]bool{},
 		instances: map[string]*instanceState{}, failoverCounts: map[failoverKey]int64{}, lastDowntime: map[string]int64{},
-		late: map[storeKey]*lateStat{}, timelines: newTimelines(info.SessionTimeoutMs)}
+		late: map[storeKey]*lateStat{}, snapshots: map[storeKey]*snapshotStat{}, restoreSources: map[restoreSource]int64{},
+		timelines: newTimelines(info.SessionTimeoutMs)}
 	for _, st := range info.Stores {
 		d.storeNode[st.Name] = st.Processor
 		// A join's buffers have no windows to sample.
@@ -572,6 +577,7 @@ func (t *taskState) restore() *Restore {
 		r.Total += s.end - s.start
 		r.Rate += s.rate
 	}
+	r.SnapshotLoad = loads(t.restores)
 	r.EtaMs = -1
 	if r.Rate > 0 {
 		r.EtaMs = int64(float64(max(0, r.Total-r.Restored)) / r.Rate * 1000)

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"slices"
 	"strconv"
+	"time"
 )
 
 // The failover timeline: the monitor's events of one deployment turned
@@ -145,6 +146,9 @@ type mark struct {
 	rate                 float64
 	replica              string
 	kept                 []string
+	// snapshot says, for a restore that began from a snapshot, which:
+	// "from snapshot s (2m0s old, ...), then ".
+	snapshot string
 	// failover holds a task-failed-over event's measure.
 	failover *Failover
 	failedAt int64
@@ -231,6 +235,8 @@ func (tl *timelines) add(ev Event) {
 		d, _ := ev.Detail.(TaskFailedOverDetail)
 		tl.failedOver(ev.Task, ev.Time, d, mk)
 	case kindRestoreStarted:
+		d, _ := ev.Detail.(RestoreStartedDetail)
+		mk.snapshot, _ = d.SnapshotLoad.describe(time.UnixMilli(ev.Time))
 		addMark(tl.tasks, ev.Task, mk)
 	case kindRestoreProgress:
 		d, _ := ev.Detail.(RestoreProgressDetail)

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
+	"strings"
 )
 
 // Drawing the failover timelines from their marks (see timeline.go).
@@ -199,6 +200,12 @@ func (tl *timelines) read(b *laneBuild, l *laneRef, m mark) {
 	case kindStandbyPromoted:
 		// Told just before the assignment it makes.
 		b.promoted[m.instance] = m.n
+	case kindRestoreStarted:
+		// A store loaded from a snapshot says so on the restoring phase,
+		// which the assignment opened.
+		if m.instance == b.owner && m.snapshot != "" && b.cur.Kind == PhaseRestoring && !strings.Contains(b.cur.Detail, "snapshot") {
+			b.cur.Detail += " " + m.snapshot + "the changelog"
+		}
 	case kindRestoreProgress:
 		if m.instance == b.owner {
 			b.lane.Restored, b.lane.RestoreRate = m.n, m.rate

@@ -295,6 +295,10 @@ type Restore struct {
 	Total    int64   `json:"total"`
 	Rate     float64 `json:"rate"`
 	EtaMs    int64   `json:"etaMs"`
+	// SnapshotLoad is where the stores' state came from before their
+	// changelogs' tails: the snapshots loaded (the oldest one's id and
+	// time, their bytes and load times summed) and those skipped.
+	SnapshotLoad
 }
 
 // StandbyLag is how far a replica is behind: changelog records summed over
@@ -340,7 +344,9 @@ type Event struct {
 	// instance-added, task-assigned, task-revoked, task-resumed (its first
 	// record on a new instance), task-failed-over,
 	// broker-unreachable, broker-reachable, error, deployment-added,
-	// deployment-removed.
+	// deployment-removed, snapshot-taken (a store snapshot uploaded to
+	// the blob store of streams.Config.Snapshots, or failed: not to be
+	// confused with the monitor's Snapshot of a deployment).
 	Kind string `json:"kind"`
 	// Message is one human line, e.g. "window [12:00:10, 12:00:20) of
 	// per-window closed at stream time 12:00:25, 6 keys".
@@ -374,6 +380,7 @@ const (
 	kindDeploymentAdded   = "deployment-added"
 	kindDeploymentRemoved = "deployment-removed"
 	kindTaskResumed       = "task-resumed"
+	kindSnapshotTaken     = "snapshot-taken"
 
 	kindInstanceCrashed    = "instance-crashed"
 	kindInstanceCrashWiped = "instance-crash-wiped"

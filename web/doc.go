@@ -57,8 +57,9 @@
 // With Config.Deployments and Config.Monitor set, designs run live
 // (package deploy; a deployment's id is its design's id):
 //
-//	GET    /api/deployment-limits            deploy.Limits {"maxInstances", "minCommitIntervalMs", "maxCommitIntervalMs"}:
-//	                                         the bounds the Deploy dialog shows and the API enforces
+//	GET    /api/deployment-limits            deploy.Limits {"maxInstances", "minCommitIntervalMs", "maxCommitIntervalMs",
+//	                                         "snapshotDir"}: the bounds the Deploy dialog shows and the API enforces,
+//	                                         and where snapshots go by default
 //	GET    /api/deployments                  [deploy.Info], by id: the deployments, and the applications other
 //	                                         processes run and report through the telemetry topic (braid run,
 //	                                         exported programs), marked "watched" (and "remote"), with "state"
@@ -77,7 +78,11 @@
 //	                                         config topic for `braid run --deployment ID` processes instead of
 //	                                         running it here: its Info has "orchestrated", the deployment's
 //	                                         "revision" (+1 on each redeploy), "runCommand", "reporting" and
-//	                                         "processes" [{"process", "revision", "state"}]
+//	                                         "processes" [{"process", "revision", "state"}];
+//	                                         "snapshots": true turns on store snapshots, in "snapshotUrl" (file:///dir
+//	                                         or s3://...) or by default in snapshotDir/<application id> (422 naming
+//	                                         snapshotUrl for a bad one, or none for processes you start); the
+//	                                         Info's "snapshotUrl" says where they go
 //	GET    /api/deployments/:id              deploy.Info (404 when not deployed)
 //	DELETE /api/deployments/:id              204: undeploy (an orchestrated one: its record's tombstone)
 //	POST   /api/deployments/:id/instances    201 {"instance"}: one more instance; 422 at maxInstances

@@ -269,6 +269,9 @@ func (d *deploymentRun) start(ctx context.Context, dep deployconfig.Deployment) 
 	c := &opts.runner.Config
 	c.ApplicationID, c.ProcessingGuarantee, c.StandbyReplicas = dep.ApplicationID, g, dep.Standbys
 	c.CommitInterval = time.Duration(dep.CommitIntervalMs) * time.Millisecond
+	if dep.SnapshotURL != "" {
+		c.Snapshots.URL = dep.SnapshotURL // the deployment's, over --snapshots
+	}
 	if g == streams.ExactlyOnce {
 		c.TransactionTimeout = streams.ExactlyOnceTransactionTimeout(c.CommitInterval)
 	}

@@ -165,6 +165,7 @@ func runServe(ctx context.Context, args []string, stdout io.Writer) error {
 			Brokers: bootstrap, StateDir: filepath.Join(*dataDir, "state"), Designs: store, Monitor: mon, Logger: quietLogger(),
 			RebalanceProtocol: rebalance,
 			RecordFile:        filepath.Join(*dataDir, "deployments.json"),
+			SnapshotDir:       filepath.Join(*dataDir, "snapshots"),
 			ClientOptions:     clientOpts,
 			Commands:          commands,
 			DeploymentTopic:   *deploymentsTopic,

@@ -17,7 +17,8 @@ type RunnerFlags struct {
 	brokers, appID, instanceID, stateDir, guarantee *string
 	advertise, queryToken, queryListen, snapshots   *string
 	instances, standbys, replication                *int
-	sessionTimeout, commitInterval                  *time.Duration
+	sessionTimeout, commitInterval, snapshotEvery   *time.Duration
+	snapshotRecords                                 *int64
 	static                                          *bool
 }
 
@@ -26,7 +27,8 @@ type RunnerFlags struct {
 // --instances, --state-dir, --guarantee, --standbys, --session-timeout,
 // --commit-interval, --static-membership, --replication-factor,
 // --advertise, --query-listen, --query-token (default
-// $BRAID_QUERY_TOKEN) and --snapshots. Config reads them once fs is parsed.
+// $BRAID_QUERY_TOKEN), --snapshots, --snapshot-interval and
+// --snapshot-records. Config reads them once fs is parsed.
 func DefineRunnerFlags(fs *flag.FlagSet, appID, appIDUsage string) *RunnerFlags {
 	f := &RunnerFlags{}
 	f.brokers = fs.String("brokers", "127.0.0.1:9092", "Kafka bootstrap addresses, comma-separated")
@@ -44,6 +46,8 @@ func DefineRunnerFlags(fs *flag.FlagSet, appID, appIDUsage string) *RunnerFlags 
 	f.queryListen = fs.String("query-listen", "", "host:port the store server listens on, when not --advertise's (e.g. 0.0.0.0:7070 in a container advertised by its pod's name)")
 	f.queryToken = fs.String("query-token", "", "bearer token store lookups must carry, and that this process sends with those it forwards (default $"+QueryTokenEnv+")")
 	f.snapshots = fs.String("snapshots", "", "blob store to keep snapshots of the stores in, from which a store with no local state restores before replaying the rest of its changelog: file:///dir or s3://bucket?endpoint=...&use_path_style=true (default: none; Config.Snapshots)")
+	f.snapshotEvery = fs.Duration("snapshot-interval", 0, "with snapshots on (--snapshots, or a deployment's), snapshot a store at its first commit this long after its last snapshot (0: the runtime's default, 10m; Snapshots.Interval)")
+	f.snapshotRecords = fs.Int64("snapshot-records", 0, "with snapshots on, or at its first commit once its changelog grew by this many records since its last snapshot (0: the runtime's default, 1,000,000; -1: by --snapshot-interval only; Snapshots.Records)")
 	return f
 }
 
@@ -66,7 +70,8 @@ func (f *RunnerFlags) Config() (RunnerConfig, error) {
 	if *f.replication < 0 {
 		errs = append(errs, fmt.Errorf("--replication-factor %d: must be 0 (the default from the cluster's size) or more", *f.replication))
 	}
-	errs = append(errs, SnapshotConfig{URL: *f.snapshots}.flagProblems()...)
+	snapshots := SnapshotConfig{URL: *f.snapshots, Interval: *f.snapshotEvery, Records: *f.snapshotRecords}
+	errs = append(errs, snapshots.flagProblems()...)
 	seeds := SplitBrokers(*f.brokers)
 	if len(seeds) == 0 {
 		errs = append(errs, errors.New("--brokers is empty"))
@@ -80,7 +85,7 @@ func (f *RunnerFlags) Config() (RunnerConfig, error) {
 			CommitInterval: *f.commitInterval, SessionTimeout: *f.sessionTimeout,
 			ProcessingGuarantee: g, StandbyReplicas: *f.standbys, StaticMembership: *f.static,
 			ApplicationServer: *f.advertise, ReplicationFactor: *f.replication,
-			Snapshots: SnapshotConfig{URL: *f.snapshots},
+			Snapshots: snapshots,
 		},
 		InstanceID:  *f.instanceID,
 		Instances:   *f.instances,

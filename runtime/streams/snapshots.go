@@ -79,7 +79,7 @@ func (s SnapshotConfig) problems() []error {
 	bad := func(field, format string, args ...any) {
 		errs = append(errs, fmt.Errorf("config Snapshots.%s: %s", field, fmt.Sprintf(format, args...)))
 	}
-	if err := checkSnapshotURL(s.URL); err != nil {
+	if err := CheckSnapshotURL(s.URL); err != nil {
 		bad("URL", "%v", err)
 	}
 	if s.Interval < 0 {
@@ -97,19 +97,30 @@ func (s SnapshotConfig) problems() []error {
 	return errs
 }
 
-// flagProblems is problems for --snapshots, which sets the URL only.
+// flagProblems is problems for --snapshots, --snapshot-interval and
+// --snapshot-records, each named by its flag. The last two stand without
+// the first: a `braid run --deployment` process may get its blob store
+// from the deployment.
 func (s SnapshotConfig) flagProblems() []error {
-	if !s.enabled() {
-		return nil
+	var errs []error
+	if s.enabled() {
+		if err := CheckSnapshotURL(s.URL); err != nil {
+			errs = append(errs, fmt.Errorf("--snapshots %v", err))
+		}
 	}
-	if err := checkSnapshotURL(s.URL); err != nil {
-		return []error{fmt.Errorf("--snapshots %v", err)}
+	if s.Interval < 0 {
+		errs = append(errs, fmt.Errorf("--snapshot-interval %v is negative", s.Interval))
 	}
-	return nil
+	if s.Records < -1 {
+		errs = append(errs, fmt.Errorf("--snapshot-records %d is negative; -1 snapshots by --snapshot-interval only", s.Records))
+	}
+	return errs
 }
 
-// checkSnapshotURL reports a blob store URL the App cannot open.
-func checkSnapshotURL(raw string) error {
+// CheckSnapshotURL reports a blob store URL (SnapshotConfig.URL) the App
+// cannot open, as NewSupervisor would: a form can say so before it
+// deploys.
+func CheckSnapshotURL(raw string) error {
 	u, err := url.Parse(raw)
 	switch {
 	case err != nil:

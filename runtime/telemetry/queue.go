@@ -94,6 +94,7 @@ var _ interface {
 	streams.StreamTimeHook
 	streams.StandbyHook
 	streams.BrokerHook
+	streams.SnapshotHook
 } = (*queue)(nil)
 
 func (q *queue) OnTaskAssigned(ev streams.TaskEvent)            { q.add(KindAssigned, ev) }
@@ -128,6 +129,12 @@ func (q *queue) OnRecordSkipped(ev streams.SkippedRecord) {
 func (q *queue) OnBrokerReachability(ev streams.BrokerReachabilityEvent) {
 	q.add(KindBroker, brokerWire{ApplicationID: ev.ApplicationID, InstanceID: ev.InstanceID, Broker: ev.Broker,
 		Reachable: ev.Reachable, Since: ev.Since, At: ev.At, Err: errString(ev.Err)})
+}
+
+func (q *queue) OnSnapshotTaken(ev streams.SnapshotEvent) {
+	q.add(KindSnapshot, snapshotWire{ApplicationID: ev.ApplicationID, InstanceID: ev.InstanceID, Task: ev.Task, Store: ev.Store,
+		ID: ev.ID, ChangelogOffset: ev.ChangelogOffset, StreamTime: ev.StreamTime, Bytes: ev.Bytes, Files: ev.Files,
+		Took: ev.Took, Pruned: ev.Pruned, Err: errString(ev.Err)})
 }
 
 func (q *queue) OnRestoreProgress(ev streams.RestoreEvent) {

@@ -175,6 +175,18 @@ type (
 		Since, At                         time.Time
 		Err                               string
 	}
+	snapshotWire struct {
+		ApplicationID, InstanceID string
+		Task                      streams.TaskID
+		Store, ID                 string
+		ChangelogOffset           int64
+		StreamTime                int64
+		Bytes                     int64
+		Files                     int
+		Took                      time.Duration
+		Pruned                    []string
+		Err                       string
+	}
 )
 
 func errString(err error) string {
@@ -204,6 +216,7 @@ const (
 	KindStandbyApplied   = "standby-applied"
 	KindStandbySuspended = "standby-suspended"
 	KindBroker           = "broker"
+	KindSnapshot         = "snapshot"
 )
 
 // replayers call, for each kind, the hook method it came from, when h
@@ -243,6 +256,9 @@ var replayers = map[string]func(h streams.Hook, body []byte) error{
 			x.OnRecordSkipped(streams.SkippedRecord{Task: w.Task, Topic: w.Topic, Partition: w.Partition, Offset: w.Offset, Err: errorOf(w.Err)})
 		})
 	},
+	// A restore event travels as the streams.RestoreEvent itself: its
+	// Snapshot and Skipped, which a report of an older Braid lacks,
+	// decode as none.
 	KindRestoreStart: func(h streams.Hook, b []byte) error {
 		return replayAs(h, b, streams.RestoreHook.OnRestoreStart)
 	},
@@ -274,6 +290,13 @@ var replayers = map[string]func(h streams.Hook, body []byte) error{
 		return replayAs(h, b, func(x streams.BrokerHook, w brokerWire) {
 			x.OnBrokerReachability(streams.BrokerReachabilityEvent{ApplicationID: w.ApplicationID, InstanceID: w.InstanceID,
 				Broker: w.Broker, Reachable: w.Reachable, Since: w.Since, At: w.At, Err: errorOf(w.Err)})
+		})
+	},
+	KindSnapshot: func(h streams.Hook, b []byte) error {
+		return replayAs(h, b, func(x streams.SnapshotHook, w snapshotWire) {
+			x.OnSnapshotTaken(streams.SnapshotEvent{ApplicationID: w.ApplicationID, InstanceID: w.InstanceID, Task: w.Task,
+				Store: w.Store, ID: w.ID, ChangelogOffset: w.ChangelogOffset, StreamTime: w.StreamTime, Bytes: w.Bytes,
+				Files: w.Files, Took: w.Took, Pruned: w.Pruned, Err: errorOf(w.Err)})
 		})
 	},
 }

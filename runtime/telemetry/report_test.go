@@ -27,9 +27,10 @@ func (r *recorder) OnCommit(ev streams.CommitEvent)                         { r.
 func (r *recorder) OnStateChange(ev streams.StateChange)                    { r.note("state", ev) }
 func (r *recorder) OnError(ev streams.ErrorEvent)                           { r.note("error", ev) }
 func (r *recorder) OnRecordSkipped(ev streams.SkippedRecord)                { r.note("skipped", ev) }
-func (r *recorder) OnRestoreStart(ev streams.RestoreEvent)                  { r.note("restore-start", ev) }
-func (r *recorder) OnRestoreProgress(ev streams.RestoreEvent)               { r.note("restore-progress", ev) }
-func (r *recorder) OnRestoreEnd(ev streams.RestoreEvent)                    { r.note("restore-end", ev) }
+func (r *recorder) OnRestoreStart(ev streams.RestoreEvent)                  { r.noteRestore("restore-start", ev) }
+func (r *recorder) OnRestoreProgress(ev streams.RestoreEvent)               { r.noteRestore("restore-progress", ev) }
+func (r *recorder) OnRestoreEnd(ev streams.RestoreEvent)                    { r.noteRestore("restore-end", ev) }
+func (r *recorder) OnSnapshotTaken(ev streams.SnapshotEvent)                { r.note("snapshot", ev) }
 func (r *recorder) OnWindowClosed(ev streams.WindowClosedEvent)             { r.note("window-closed", ev) }
 func (r *recorder) OnLateRecordDropped(ev streams.LateRecordEvent)          { r.note("late", ev) }
 func (r *recorder) OnStreamTime(ev streams.StreamTimeEvent)                 { r.note("stream-time", ev) }
@@ -37,6 +38,18 @@ func (r *recorder) OnStandbyStarted(ev streams.StandbyEvent)                { r.
 func (r *recorder) OnStandbyApplied(ev streams.StandbyEvent)                { r.note("standby-applied", ev) }
 func (r *recorder) OnStandbySuspended(ev streams.StandbyEvent)              { r.note("standby-suspended", ev) }
 func (r *recorder) OnBrokerReachability(ev streams.BrokerReachabilityEvent) { r.note("broker", ev) }
+
+// noteRestore writes down a restore event with the snapshot it points
+// to, not the pointer.
+func (r *recorder) noteRestore(method string, ev streams.RestoreEvent) {
+	snap := ev.Snapshot
+	ev.Snapshot = nil
+	if snap != nil {
+		r.note(method, fmt.Sprintf("%+v from snapshot %+v", ev, *snap))
+		return
+	}
+	r.note(method, ev)
+}
 
 // TestEveryEventSurvivesTheTopic: each hook call the Publisher queues
 // reaches a Reader's hook as the same call with the same event, once
@@ -47,7 +60,10 @@ func TestEveryEventSurvivesTheTopic(t *testing.T) {
 	task := streams.TaskID{Subtopology: 1, Partition: 2}
 	tp := streams.TopicPartition{Topic: "orders", Partition: 2}
 	restore := streams.RestoreEvent{ApplicationID: "app", InstanceID: "i1", Task: task, Store: "counts", Changelog: "app-counts-changelog",
-		Partition: 2, StartOffset: 10, EndOffset: 500, Restored: 90, Rate: 1234.5, Took: 1500 * time.Millisecond}
+		Partition: 2, StartOffset: 10, EndOffset: 500, Restored: 90, Rate: 1234.5, Took: 1500 * time.Millisecond,
+		Snapshot: &streams.SnapshotRestore{ID: "s-9", TakenAt: at.Add(-2 * time.Minute), Offset: 10, Bytes: 96 << 20, Files: 4,
+			Took: 1200 * time.Millisecond},
+		Skipped: []streams.SnapshotSkip{{ID: "s-10", Reason: "checksum differs"}}}
 	standby := streams.StandbyEvent{ApplicationID: "app", InstanceID: "i2", Task: task, Warmup: true, Store: "counts",
 		Changelog: "app-counts-changelog", Partition: 2, Offset: 40, EndOffset: 50, Lag: 10, Applied: 7}
 	calls := map[string]func(h streams.Hook){
@@ -99,6 +115,11 @@ func TestEveryEventSurvivesTheTopic(t *testing.T) {
 		KindStandbyStarted:   func(h streams.Hook) { h.(streams.StandbyHook).OnStandbyStarted(standby) },
 		KindStandbyApplied:   func(h streams.Hook) { h.(streams.StandbyHook).OnStandbyApplied(standby) },
 		KindStandbySuspended: func(h streams.Hook) { h.(streams.StandbyHook).OnStandbySuspended(standby) },
+		KindSnapshot: func(h streams.Hook) {
+			h.(streams.SnapshotHook).OnSnapshotTaken(streams.SnapshotEvent{ApplicationID: "app", InstanceID: "i1", Task: task, Store: "counts",
+				ID: "s-11", ChangelogOffset: 500, StreamTime: 4000, Bytes: 1 << 20, Files: 3, Took: 80 * time.Millisecond,
+				Pruned: []string{"s-8"}, Err: errors.New("upload: disk full")})
+		},
 		KindBroker: func(h streams.Hook) {
 			h.(streams.BrokerHook).OnBrokerReachability(streams.BrokerReachabilityEvent{ApplicationID: "app", InstanceID: "i1",
 				Broker: "127.0.0.1:9092", Since: at, At: at.Add(time.Second), Err: errors.New("connection refused")})
@@ -130,6 +151,28 @@ func TestEveryEventSurvivesTheTopic(t *testing.T) {
 		})
 	}
 }
+
+// TestOldRestoreEventsDecode: a restore event of a process that knew no
+// snapshots replays as a restore from the changelog.
+func TestOldRestoreEventsDecode(t *testing.T) {
+	body := `{"ApplicationID":"app","InstanceID":"i1","Task":{"Subtopology":0,"Partition":1},"Store":"counts",` +
+		`"Changelog":"app-counts-changelog","Partition":1,"StartOffset":0,"EndOffset":90,"Offset":90,"Restored":90,"Rate":10,"Took":9000000000}`
+	var got []streams.RestoreEvent
+	h := restoreFunc(func(ev streams.RestoreEvent) { got = append(got, ev) })
+	if err := (Event{Kind: KindRestoreEnd, Body: json.RawMessage(body)}).Replay(h); err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 || got[0].Restored != 90 || got[0].Snapshot != nil || got[0].Skipped != nil {
+		t.Errorf("replayed %+v, want one restore of 90 records and no snapshot", got)
+	}
+}
+
+// restoreFunc is a RestoreHook that hands restore-end events to a func.
+type restoreFunc func(streams.RestoreEvent)
+
+func (f restoreFunc) OnRestoreStart(streams.RestoreEvent)    {}
+func (f restoreFunc) OnRestoreProgress(streams.RestoreEvent) {}
+func (f restoreFunc) OnRestoreEnd(ev streams.RestoreEvent)   { f(ev) }
 
 // TestFrequentEventsCoalesce: of the events that say all the earlier ones
 // said, a report carries the latest per task and store; the others all.

@@ -1,6 +1,6 @@
 // Deploying from the editor: a Deploy button opening a dialog (where it
 // runs, instances, standby replicas, processing guarantee, commit
-// interval) that deploys the latest saved revision and goes to its live
+// interval, store snapshots) that deploys the latest saved revision and goes to its live
 // view; and, while the design is deployed, a "Live" link and an Undeploy
 // button. It runs here (local instances of this server) or in processes
 // you start (`braid run --deployment ID`, under Kubernetes, systemd or a
@@ -8,7 +8,9 @@
 //
 // Test ids: deploy, deploy-dialog, deploy-where (values here, processes),
 // deploy-instances, deploy-standbys, deploy-guarantee,
-// deploy-commit-interval, deploy-submit, deploy-cancel, deploy-error,
+// deploy-commit-interval, deploy-snapshots (a checkbox),
+// deploy-snapshot-url (shown while it is checked; empty: the server's
+// directory, its placeholder), deploy-submit, deploy-cancel, deploy-error,
 // deploy-unsaved, live-link, undeploy-design.
 
 import { h, byTestId, show } from './dom.js'
@@ -71,6 +73,8 @@ export class DeployControls {
         this.standbys.max = String(l.maxInstances - 1)
         this.commit.min = String(l.minCommitIntervalMs)
         this.commit.max = String(l.maxCommitIntervalMs)
+        this.snapshotDir = l.snapshotDir || ''
+        this.showSnapshotDefault()
       },
       () => {}, // the server checks the values anyway
     )
@@ -93,6 +97,12 @@ export class DeployControls {
       if (Number(this.commit.value) === commitDefaults[shown]) this.commit.value = String(commitDefaults[this.guarantee.value])
       shown = this.guarantee.value
     })
+    // Snapshots are off unless checked; checked, they go to the URL
+    // typed, or to the server's directory, which the placeholder names.
+    this.snapshots = h('input', { type: 'checkbox', testid: 'deploy-snapshots' })
+    this.snapshotUrl = h('input', { type: 'text', testid: 'deploy-snapshot-url', style: 'width:260px', spellcheck: 'false' })
+    this.snapshots.addEventListener('change', () => this.showSnapshotDefault())
+    this.where.addEventListener('change', () => this.showSnapshotDefault())
     this.unsaved = h(
       'p',
       { class: 'be-warning', style: 'color:#d9480f', testid: 'deploy-unsaved' },
@@ -112,6 +122,14 @@ export class DeployControls {
       field('Standby replicas', this.standbys, 'hot copies of each task’s state on other instances'),
       field('Processing guarantee', this.guarantee, 'exactly-once: each commit is one Kafka transaction of outputs, state changes and input offsets; read the outputs read-committed'),
       field('Commit interval (ms)', this.commit),
+      field('Store snapshots', this.snapshots, 'a store with no local state (a new or wiped instance) loads the newest snapshot and replays only the changelog written since'),
+      (this.snapshotUrlField = h(
+        'label',
+        { class: 'be-deploy-field', style: 'display:grid;gap:2px;margin:8px 0' },
+        h('span', { text: 'Snapshot location (URL)' }),
+        this.snapshotUrl,
+        h('small', { class: 'be-hint', text: 'file:///dir, or s3://bucket?endpoint=...&use_path_style=true for any S3-compatible store' }),
+      )),
       this.unsaved,
       this.error,
       h('div', { class: 'be-row' }, this.submit, cancel),
@@ -133,6 +151,11 @@ export class DeployControls {
     // A redeploy runs where the deployment runs, unless changed.
     if (this.deployed) this.where.value = this.deployed.orchestrated ? 'processes' : 'here'
     show(this.instancesField, this.where.value === 'here')
+    if (this.deployed) {
+      this.snapshots.checked = !!this.deployed.snapshotUrl
+      this.snapshotUrl.value = this.deployed.snapshotUrl || ''
+    }
+    this.showSnapshotDefault()
     this.submit.textContent = this.opts.isDirty() ? 'Save and deploy' : this.deployed ? 'Redeploy' : 'Deploy'
     dlg.showModal()
     this.instances.focus()
@@ -157,6 +180,11 @@ export class DeployControls {
       // instances: it has no count of its own.
       if (this.where.value === 'processes') body.orchestrated = true
       else body.instances = Number(this.instances.value)
+      if (this.snapshots.checked) {
+        body.snapshots = true
+        const url = this.snapshotUrl.value.trim()
+        if (url) body.snapshotUrl = url
+      }
       const info = await api('POST', '/api/deployments', body)
       const id = (info && info.id) || this.opts.designId
       this.opts.status(`Deployed as ${id}`, 'ok')
@@ -167,6 +195,18 @@ export class DeployControls {
     } finally {
       this.submit.disabled = false
     }
+  }
+
+  // showSnapshotDefault shows the snapshot location while snapshots are
+  // checked, with the server's directory for the design as its
+  // placeholder; processes you start need a URL they all reach.
+  showSnapshotDefault() {
+    if (!this.snapshotUrlField) return
+    show(this.snapshotUrlField, this.snapshots.checked)
+    const app = `braid-${this.opts.designId}`
+    const local = this.where.value === 'here' && this.snapshotDir
+    this.snapshotUrl.placeholder = local ? `default: file://${this.snapshotDir}/${app}` : 'required: a location every process reaches'
+    this.snapshotUrl.required = this.snapshots.checked && !local
   }
 
   async undeploy() {

@@ -37,6 +37,22 @@ export function millis(v) {
   return `${m}m ${String(s).padStart(2, '0')}s`
 }
 
+// bytes shows a size in decimal units (512 B, 39.5 MB), as the monitor's
+// messages do (monitor/snapshots.go byteSize).
+export function bytes(v) {
+  if (typeof v !== 'number' || !Number.isFinite(v)) return '—'
+  if (v >= 1e9) return (v / 1e9).toFixed(1) + ' GB'
+  if (v >= 1e6) return (v / 1e6).toFixed(1) + ' MB'
+  if (v >= 1e3) return (v / 1e3).toFixed(1) + ' kB'
+  return Math.round(v) + ' B'
+}
+
+// age shows how old a time (unix ms) is at now: 2m 05s, 850 ms.
+export function age(ms, now = Date.now()) {
+  if (typeof ms !== 'number' || !Number.isFinite(ms) || ms <= 0) return '—'
+  return millis(Math.max(0, now - ms))
+}
+
 // since shows how long ago a time (ms or an RFC 3339 string) was.
 export function since(t, now = Date.now()) {
   const ms = typeof t === 'number' ? t : Date.parse(t)

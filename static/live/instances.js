@@ -17,14 +17,17 @@
 // rebalances suspended the active task on the instance, which shows even a
 // suspension shorter than a snapshot's interval) and
 // stream-time-<instance>-<task>; restore-<instance>-<task>, the restore
-// bar, shown while the task restores (data-restored, data-total: records);
+// bar, shown while the task restores (data-restored, data-total: records;
+// data-source: snapshot when its stores were loaded from snapshots before
+// their changelogs' tails, else changelog; data-skipped: how many
+// snapshots were found unusable, each named with why in its title);
 // risk-<id>, the one-line answer to "what if it died now" (data-safe,
 // data-projected-ms: the worst task's projected downtime, -1 unknown;
 // data-riskiest on it and on instance-<id> for the instance whose loss
 // would hurt most).
 
 import { h } from '../editor/dom.js'
-import { clock, rate, count, millis, since, byInstance, byTask } from './format.js'
+import { clock, rate, count, millis, since, bytes, age, toMillis, byInstance, byTask } from './format.js'
 import { gate } from './replay.js'
 
 const DOWN = new Set(['crashed', 'stopped', 'failed'])
@@ -93,7 +96,8 @@ export class InstancesGrid {
     const row = this.rows.get(ev.instance)
     const d = ev.detail || {}
     if (!row || !ev.task || !(d.total > 0)) return
-    const t = { id: ev.task, role: 'active', state: 'restoring', restore: { restored: d.restored, total: d.total, rate: d.rate, etaMs: d.etaMs } }
+    // The detail is the task's restore, with where its state came from.
+    const t = { id: ev.task, role: 'active', state: 'restoring', restore: d }
     let card = row.cards.get(`${t.id}/active`)
     if (!card) {
       card = makeCard(ev.instance, t)
@@ -104,7 +108,7 @@ export class InstancesGrid {
       card.el.dataset.role = 'active'
       card.el.dataset.state = 'restoring'
     }
-    fillBar(card.bar, { id: ev.instance }, t)
+    fillBar(card.bar, { id: ev.instance }, t, toMillis(ev.time))
   }
 
   makeRow(id) {
@@ -187,7 +191,7 @@ export class InstancesGrid {
       }
       const want = previous ? previous.el.nextSibling : row.tasks.firstChild
       if (want !== card.el) row.tasks.insertBefore(card.el, want)
-      fillCard(card, inst, t)
+      fillCard(card, inst, t, now)
       previous = card
     }
     for (const [key, card] of row.cards) {
@@ -267,7 +271,7 @@ function makeCard(instance, t) {
   return card
 }
 
-function fillCard(card, inst, t) {
+function fillCard(card, inst, t, now) {
   const el = card.el
   el.className = `lv-task lv-role-${t.role} lv-task-${t.state}`
   el.dataset.role = t.role
@@ -285,29 +289,38 @@ function fillCard(card, inst, t) {
     parts.push(`applied to offset ${count(t.processed || 0)}`)
   }
   card.rates.textContent = parts.join(' · ')
-  fillBar(card.bar, inst, t)
+  fillBar(card.bar, inst, t, now)
   const paused = t.state === 'suspended' ? ' (a rebalance suspended it: it processes nothing until the assignment says whether it stays)' : ''
   const suspensions = t.suspensions ? `; suspended by ${count(t.suspensions)} rebalance(s) here` : ''
   el.title = `task ${t.id} on ${inst.id}: ${t.role}, ${t.state}${paused}; ${count(t.processed || 0)} records processed${suspensions}`
 }
 
-// fillBar draws a task's restore (records restored of the total, the rate
-// and the time left) while it restores, or a replica's lag.
-function fillBar(bar, inst, t) {
+// fillBar draws a task's restore (where its state came from, records
+// restored of the total, the rate and the time left) while it restores,
+// or a replica's lag. now is the moment shown, for a snapshot's age.
+function fillBar(bar, inst, t, now) {
   const fill = bar.firstChild
   const text = bar.lastChild
-  if (t.restore && t.restore.total > 0 && t.state === 'restoring') {
-    const done = t.restore.restored || 0
-    const pct = Math.min(100, (100 * done) / t.restore.total)
+  const r = t.restore
+  if (r && r.total > 0 && t.state === 'restoring') {
+    const done = r.restored || 0
+    const pct = Math.min(100, (100 * done) / r.total)
     bar.hidden = false
     bar.className = 'lv-bar lv-bar-restore'
     bar.dataset.testid = `restore-${inst.id}-${t.id}`
     bar.dataset.restored = String(done)
-    bar.dataset.total = String(t.restore.total)
+    bar.dataset.total = String(r.total)
+    bar.dataset.source = r.snapshotId ? 'snapshot' : 'changelog'
+    bar.dataset.skipped = String((r.skippedSnapshots || []).length)
     fill.style.width = pct.toFixed(1) + '%'
-    const left = t.restore.etaMs > 0 ? ` · ${millis(t.restore.etaMs)} left` : ''
-    text.textContent = `restoring ${count(done)}/${count(t.restore.total)} · ${rate(t.restore.rate || 0)} rec/s${left}`
-    bar.title = 'restoring the task\'s stores from their changelogs: records restored of the changelog records to read, at records/s, with the time left'
+    const left = r.etaMs > 0 ? ` · ${millis(r.etaMs)} left` : ''
+    text.textContent = `${restoreSource(r, done, now)} · ${rate(r.rate || 0)} rec/s${left}`
+    bar.title = [
+      r.snapshotId
+        ? `restoring the task's stores from snapshot ${r.snapshotId} (the oldest loaded), then the changelog records written since: records restored of those to read, at records/s, with the time left`
+        : "restoring the task's stores from their changelogs: records restored of the changelog records to read, at records/s, with the time left",
+      ...(r.skippedSnapshots || []).map((s) => `skipped snapshot ${s.id}: ${s.reason}`),
+    ].join('\n')
     return
   }
   delete bar.dataset.testid
@@ -323,4 +336,13 @@ function fillBar(bar, inst, t) {
   } else {
     bar.hidden = true
   }
+}
+
+// restoreSource says where a restore's state comes from, with its
+// progress: "snapshot 2m 05s old, 39.5 MB in 113 ms, then 8.0k/10.0k
+// records of changelog" or "changelog: 12.3k/75.0k records".
+function restoreSource(r, done, now) {
+  const records = `${count(done)}/${count(r.total)} records`
+  if (!r.snapshotId) return `changelog: ${records}`
+  return `snapshot ${age(r.snapshotTakenAt, now)} old, ${bytes(r.snapshotBytes || 0)} in ${millis(r.snapshotLoadMs || 0)}, then ${records} of changelog`
 }

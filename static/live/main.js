@@ -146,6 +146,7 @@ class LivePage {
       `${i.standbys} standby`,
       i.guarantee,
       `commit every ${i.commitIntervalMs} ms`,
+      i.snapshotUrl ? `store snapshots in ${i.snapshotUrl}` : '',
       gen ? `${gen} generator(s)` : '',
     ]
       .filter(Boolean)

@@ -38,7 +38,7 @@ export const PHASES = [
   { kind: 'processing', colour: '#40c057', label: 'processing' },
   { kind: 'detecting', colour: '#fa5252', label: 'waiting for the group to notice' },
   { kind: 'rebalancing', colour: '#fab005', label: 'rebalancing' },
-  { kind: 'restoring', colour: '#4c6ef5', label: 'restoring from the changelog' },
+  { kind: 'restoring', colour: '#4c6ef5', label: 'restoring (a snapshot, if any, then the changelog)' },
   { kind: 'promoting', colour: '#9775fa', label: 'promoting a standby' },
   { kind: 'paused', colour: '#adb5bd', label: 'instance down' },
   { kind: 'suspended', colour: '#e9ecef', label: 'suspended by a rebalance, staying (eager)' },

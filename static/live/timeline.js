@@ -25,6 +25,7 @@ const KINDS = [
   'late-drop',
   'restore-started',
   'restore-finished',
+  'snapshot-taken',
   'standby-started',
   'standby-promoted',
   'rebalance',
