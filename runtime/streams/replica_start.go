@@ -118,6 +118,7 @@ func (s *standbys) startDue(ctx context.Context) {
 		}
 		return
 	}
+	opened = s.loadSnapshotsLocked(ctx, opened, ends)
 	var events []StandbyEvent
 	for _, sb := range opened {
 		evs, err := s.addLocked(sb, ends)

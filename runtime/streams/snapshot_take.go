@@ -116,8 +116,8 @@ func (s *snapshotter) run(ctx context.Context) {
 // offer hands store st of task t to the snapshot goroutine if it is due
 // after a commit and the goroutine is free. The task's goroutine calls it.
 func (s *snapshotter) offer(t *task, st *taskStore) {
-	if st.changelog == "" || (st.win != nil && st.win.mem != nil) {
-		return // no changelog to restore the rest from; a join buffer lives in memory
+	if !snapshotted(st) {
+		return
 	}
 	ss := &st.snaps
 	if ss.at.IsZero() {

@@ -48,6 +48,10 @@ type StandbyEvent struct {
 	TimeLag    time.Duration
 	// Reason says why a standby stopped: "promoted", "moved" or "closed".
 	Reason string
+	// Snapshot, in OnStandbyStarted, is the snapshot the store started
+	// from (Config.Snapshots), nil when it follows its changelog from its
+	// own checkpoint.
+	Snapshot *SnapshotRestore
 }
 
 // StandbyStats is one standby or warm-up replica kept by this instance.
@@ -353,6 +357,9 @@ func (s *standbys) events(sb *standbyTask, reason string) []StandbyEvent {
 	out := make([]StandbyEvent, len(sb.logged))
 	for i, f := range sb.logged {
 		out[i] = f.event(s.app, 0, reason)
+		if reason == "" {
+			out[i].Snapshot = f.store.loadedFrom
+		}
 	}
 	return out
 }

@@ -42,8 +42,11 @@ type taskStore struct {
 	promise    func(*kgo.Record, error)
 	// restored counts the changelog records applied by the last restore.
 	restored int64
-	// snaps is the store's snapshot bookkeeping (Config.Snapshots).
-	snaps storeSnapshots
+	// snaps is the store's snapshot bookkeeping (Config.Snapshots);
+	// loadedFrom the snapshot a replica's store started from, for its
+	// events.
+	snaps      storeSnapshots
+	loadedFrom *SnapshotRestore
 
 	// win is set for window and session stores and join buffers;
 	// unmatched for the store of a left or outer stream-stream join's
