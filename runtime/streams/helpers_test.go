@@ -337,3 +337,34 @@ func skipShort(t *testing.T, why string) {
 		t.Skip("long test (" + why + "): skipped with -short")
 	}
 }
+
+// runSupervisor creates a Supervisor of n instances of topo with cfg and
+// runs it until the test ends, failing the test if Run returns an error.
+func runSupervisor(t *testing.T, topo *streams.Topology, cfg streams.Config, n int) *streams.Supervisor {
+	t.Helper()
+	sup, err := streams.NewSupervisor(topo, streams.SupervisorConfig{Config: cfg, Instances: n})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- sup.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("supervisor: %v", err)
+		}
+	})
+	return sup
+}
+
+// produceUsers writes one click of each of users from to to, keyed
+// user-%06d, to topic clicks.
+func produceUsers(t *testing.T, b *brokertest.Cluster, from, to int) {
+	t.Helper()
+	recs := make([]*kgo.Record, 0, to-from)
+	for i := from; i < to; i++ {
+		recs = append(recs, &kgo.Record{Topic: "clicks", Key: fmt.Appendf(nil, "user-%06d", i), Value: []byte("click")})
+	}
+	produce(t, b, recs...)
+}

@@ -1,14 +1,12 @@
 package streams_test
 
 import (
-	"context"
 	"fmt"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/braidstream/braid/runtime/streams"
-	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // replicaLog keeps the replicas' start events and the last applied one.
@@ -48,26 +46,8 @@ func TestNewReplicaStartsFromSnapshot(t *testing.T) {
 	cfg.StandbyReplicas = 1
 	cfg.Hooks = []streams.Hook{sl, rl}
 	cfg.Snapshots = streams.SnapshotConfig{URL: "file://" + t.TempDir(), Records: 5_000, Interval: time.Hour}
-	sup, err := streams.NewSupervisor(countTopology(t, false), streams.SupervisorConfig{Config: cfg, Instances: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- sup.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("supervisor: %v", err)
-		}
-	})
-	clicks := func(from, to int) {
-		recs := make([]*kgo.Record, 0, to-from)
-		for i := from; i < to; i++ {
-			recs = append(recs, &kgo.Record{Topic: "clicks", Key: fmt.Appendf(nil, "user-%06d", i), Value: []byte("click")})
-		}
-		produce(t, b, recs...)
-	}
+	sup := runSupervisor(t, countTopology(t, false), cfg, 1)
+	clicks := func(from, to int) { produceUsers(t, b, from, to) }
 	clicks(0, users)
 	waitFor(t, time.Minute, "a snapshot past changelog offset 15,000", func() bool {
 		e, ok := sl.newest()

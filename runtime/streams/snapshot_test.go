@@ -1,7 +1,6 @@
 package streams_test
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -12,7 +11,6 @@ import (
 
 	"github.com/braidstream/braid/runtime/internal/snapshot/s3test"
 	"github.com/braidstream/braid/runtime/streams"
-	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // snapshotLog keeps the snapshots an App took.
@@ -89,26 +87,8 @@ func snapshotRunAt(t *testing.T, url string, damage func(t *testing.T)) (start, 
 	cfg.StateDir = t.TempDir()
 	cfg.Hooks = []streams.Hook{rl, sl}
 	cfg.Snapshots = streams.SnapshotConfig{URL: url, Records: 5_000, Interval: time.Hour}
-	sup, err := streams.NewSupervisor(countTopology(t, false), streams.SupervisorConfig{Config: cfg, Instances: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- sup.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("supervisor: %v", err)
-		}
-	})
-	clicks := func(from, to int) {
-		recs := make([]*kgo.Record, 0, to-from)
-		for i := from; i < to; i++ {
-			recs = append(recs, &kgo.Record{Topic: "clicks", Key: fmt.Appendf(nil, "user-%06d", i), Value: []byte("click")})
-		}
-		produce(t, b, recs...)
-	}
+	sup := runSupervisor(t, countTopology(t, false), cfg, 1)
+	clicks := func(from, to int) { produceUsers(t, b, from, to) }
 	want := func(i int) int64 {
 		if i < 12_000 {
 			return 2
