@@ -1,7 +1,6 @@
 package streams_test
 
 import (
-	"context"
 	"fmt"
 	"testing"
 	"time"
@@ -38,19 +37,7 @@ func TestCrashMovesActivesToCaughtUpStandbys(t *testing.T) {
 	cfg.SessionTimeout = 3 * time.Second
 	cfg.StandbyReplicas = 1
 	cfg.Hooks = []streams.Hook{events}
-	sup, err := streams.NewSupervisor(topo, streams.SupervisorConfig{Config: cfg, Instances: 3})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- sup.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("supervisor: %v", err)
-		}
-	})
+	sup := runSupervisor(t, topo, cfg, 3)
 	produceClicks(t, b, 0, clicks, users)
 	total := func() int64 {
 		var n int64

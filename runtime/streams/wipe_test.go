@@ -1,7 +1,6 @@
 package streams_test
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"testing"
@@ -26,19 +25,7 @@ func TestSupervisorCrashAndWipeRestoresEverything(t *testing.T) {
 	cfg := testConfig(b, "wipe")
 	cfg.StateDir = t.TempDir()
 	cfg.Hooks = []streams.Hook{rl}
-	sup, err := streams.NewSupervisor(countTopology(t, true), streams.SupervisorConfig{Config: cfg, Instances: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- sup.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("supervisor: %v", err)
-		}
-	})
+	sup := runSupervisor(t, countTopology(t, true), cfg, 1)
 	recs := make([]*kgo.Record, 0, users)
 	for i := range users {
 		recs = append(recs, &kgo.Record{Topic: "clicks", Key: fmt.Appendf(nil, "user-%06d", i), Value: []byte("click")})
