@@ -285,7 +285,7 @@ func (st *taskStore) getBytes(kb []byte) (any, bool, error) {
 func (st *taskStore) getBytesStamped(kb []byte) (any, int64, bool, error) {
 	vb, ok, ts := []byte(nil), false, int64(0)
 	var err error
-	if e, cached := st.cache[string(kb)]; cached {
+	if e := st.row(keyView(kb)); e != nil {
 		if st.stamped {
 			ts = e.timestamp
 		}
@@ -381,8 +381,8 @@ func (st *taskStore) putBytes(t *task, kb []byte, key, value any, vb []byte, old
 	if !st.spec.cached {
 		return st.flushEntry(t, &cacheEntry{key: key, keyBytes: kb, value: value, valueBytes: vb, old: old, oldFound: oldFound, timestamp: ts})
 	}
-	e, ok := st.cache[string(kb)]
-	if !ok {
+	e := st.row(keyView(kb))
+	if e == nil {
 		e = st.insert(t, kb, key)
 	}
 	st.set(e, value, vb, old, oldFound, ts)
@@ -396,7 +396,7 @@ func (st *taskStore) insert(t *task, kb []byte, key any) *cacheEntry {
 	e := &cacheEntry{keyBytes: append([]byte(nil), kb...)}
 	e.cacheKey = unsafe.String(unsafe.SliceData(e.keyBytes), len(e.keyBytes))
 	e.key = ownKey(e, key)
-	st.cache[e.cacheKey] = e
+	st.addRow(e)
 	st.cacheBytes += len(kb) + cacheEntryOverhead
 	t.cacheBytes += len(kb) + cacheEntryOverhead
 	return e
@@ -430,7 +430,7 @@ func (st *taskStore) set(e *cacheEntry, value any, vb []byte, old any, oldFound 
 // value that needs no decoding (see decodesAs), the common case of a key
 // updated again, else nil.
 func (st *taskStore) cachedTyped(kb []byte) *cacheEntry {
-	e := st.cache[string(kb)]
+	e := st.row(keyView(kb))
 	if e == nil || e.valueBytes == nil || !st.typed.decodesAs(e.value) {
 		return nil
 	}
@@ -576,7 +576,7 @@ func (st *taskStore) evict(t *task, n int, keep bool) error {
 	for range n {
 		k := st.order[0]
 		st.order = st.order[1:]
-		e := st.cache[k]
+		e := st.row(k)
 		if e == nil || !e.dirty {
 			continue // flushed early: a window closed and emitted
 		}
@@ -596,7 +596,7 @@ func (st *taskStore) evict(t *task, n int, keep bool) error {
 
 // forget drops the row of key k from the cache.
 func (st *taskStore) forget(t *task, k string) {
-	delete(st.cache, k)
+	st.dropRow(k)
 	st.cacheBytes -= len(k) + cacheEntryOverhead
 	t.cacheBytes -= len(k) + cacheEntryOverhead
 }
@@ -604,11 +604,12 @@ func (st *taskStore) forget(t *task, k string) {
 // dropClean drops the clean rows from the cache, when it is over its
 // budget: they cost a pebble read if used again, a dirty row a write.
 func (st *taskStore) dropClean(t *task) {
-	for k, e := range st.cache {
+	st.eachRow(func(k string, e *cacheEntry) bool {
 		if !e.dirty {
 			st.forget(t, k)
 		}
-	}
+		return true
+	})
 }
 
 // commit applies the pending writes with the checkpoint: the changelog

@@ -6,8 +6,8 @@ package streams
 // rather than at once; and a new row is added with one lookup of the
 // cache, not two. Every window a key opens takes this path.
 func (st *taskStore) putWindowStale(t *task, kb []byte, wk Windowed, value, old any, oldFound bool, ts int64) error {
-	e, ok := st.cache[string(kb)]
-	if !ok {
+	e := st.row(keyView(kb))
+	if e == nil {
 		e = st.insert(t, kb, wk)
 		st.set(e, value, nil, old, oldFound, ts)
 	} else {

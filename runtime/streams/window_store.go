@@ -72,6 +72,11 @@ type windowState struct {
 	// window's key index is made that large, so that it does not grow
 	// step by step as the window's keys arrive.
 	keysHint int
+	// rows, lastRows and spareRows hold a time-window store's cached
+	// rows by window (window_rows.go).
+	rows      map[int64]*windowRows
+	lastRows  *windowRows
+	spareRows []map[string]*cacheEntry
 	// marked is the stream time of the last stream-time marker written.
 	marked int64
 	// lateDrops counts the (record, window) pairs dropped as late.
@@ -394,7 +399,7 @@ func (st *taskStore) putWindow(t *task, kb []byte, wk Windowed, value, old any, 
 			return err
 		}
 	}
-	if e, ok := st.cache[string(kb)]; ok {
+	if e := st.row(keyView(kb)); e != nil {
 		// Updated in place, before wk is boxed into an interface: the
 		// cache already holds the key.
 		e.disown()
@@ -485,7 +490,7 @@ func (st *taskStore) closeWindow(t *task, ow *openWindow) error {
 		for _, kb := range slices.Sorted(maps.Keys(ow.keys)) {
 			// Most closing rows are in the cache: read the entry once, for
 			// the result and for flushing it.
-			e := st.cache[kb]
+			e := st.row(kb)
 			var v any
 			if e != nil && e.valueBytes != nil && st.typed.decodesAs(e.value) {
 				v = e.value
