@@ -283,9 +283,15 @@ func (st *taskStore) getBytes(kb []byte) (any, bool, error) {
 
 // getBytesStamped is getStamped with the key serialized.
 func (st *taskStore) getBytesStamped(kb []byte) (any, int64, bool, error) {
+	return st.getRow(st.row(keyView(kb)), kb)
+}
+
+// getRow is getBytesStamped with kb's cached row looked up already: e,
+// or nil when the cache does not hold it.
+func (st *taskStore) getRow(e *cacheEntry, kb []byte) (any, int64, bool, error) {
 	vb, ok, ts := []byte(nil), false, int64(0)
 	var err error
-	if e := st.row(keyView(kb)); e != nil {
+	if e != nil {
 		if st.stamped {
 			ts = e.timestamp
 		}

@@ -338,8 +338,10 @@ func (w *windowState) appendKey(kb, inner []byte, wk Windowed) []byte {
 	return binary.BigEndian.AppendUint64(kb, uint64(wk.Start))
 }
 
-// track adds a window a key has a result in to the open index.
-func (w *windowState) track(kb []byte, wk Windowed) {
+// track adds a window a key has a result in to the open index: k is its
+// changelog key, which the index keeps, so a string that nothing writes
+// (a cached row's cacheKey costs no allocation).
+func (w *windowState) track(k string, wk Windowed) {
 	b := windowBounds{wk.Start, wk.End}
 	ow := w.open[b]
 	if ow == nil {
@@ -347,8 +349,8 @@ func (w *windowState) track(kb []byte, wk Windowed) {
 		w.open[b] = ow
 		heap.Push(&w.closing, closeItem{at: ow.closesAt, windowBounds: b})
 	}
-	if _, ok := ow.keys[string(kb)]; !ok {
-		ow.keys[string(kb)] = wk
+	if _, ok := ow.keys[k]; !ok {
+		ow.keys[k] = wk
 	}
 }
 
@@ -362,51 +364,6 @@ func (w *windowState) untrack(kb []byte, wk Windowed) {
 			delete(w.open, b)
 		}
 	}
-}
-
-// putWindow writes a windowed result: to pebble at once for write-through
-// stores, and through the record cache to the changelog and (emitting
-// updates) downstream.
-func (st *taskStore) putWindow(t *task, kb []byte, wk Windowed, value, old any, oldFound bool, ts int64) error {
-	w := st.win
-	if sv, ok := value.(stamped); ok && sv.value == nil {
-		// An aggregator that returns nil deletes the window's result, as
-		// in Kafka Streams.
-		value = nil
-	}
-	if value == nil && !oldFound {
-		return nil
-	}
-	if value != nil {
-		// A time window found in the store was tracked when it was new;
-		// sliding windows may start from another window's value.
-		if !oldFound || w.spec.kind != timeWindowKind {
-			w.track(kb, wk)
-		}
-	} else {
-		w.untrack(kb, wk)
-	}
-	w.maxSegment = max(w.maxSegment, w.segmentTime(kb)/w.interval)
-	if !w.writeThrough && st.spec.cached && st.typed.decodesAs(value) {
-		return st.putWindowStale(t, kb, wk, value, old, oldFound, ts)
-	}
-	vb, err := st.valueBytes(t, value)
-	if err != nil {
-		return err
-	}
-	if w.writeThrough {
-		if err := st.writeWindow(kb, vb); err != nil {
-			return err
-		}
-	}
-	if e := st.row(keyView(kb)); e != nil {
-		// Updated in place, before wk is boxed into an interface: the
-		// cache already holds the key.
-		e.disown()
-		e.value, e.valueBytes, e.timestamp, e.stale = value, vb, ts, false
-		return nil
-	}
-	return st.putBytes(t, kb, wk, value, vb, old, oldFound, ts)
 }
 
 // writeWindow writes one window row to pebble's pending batch.
@@ -650,7 +607,7 @@ func (st *taskStore) loadOpenWindows(streamTime int64) error {
 		}
 		wk := k.(Windowed)
 		if w.spec.closesAt(wk.Start, wk.End) > streamTime {
-			w.track(kb, wk)
+			w.track(string(kb), wk)
 		}
 		return true
 	})
