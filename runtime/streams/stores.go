@@ -100,6 +100,22 @@ func typedValuesOf(serde Serde) typedValues {
 	return tv
 }
 
+// decodesStamped is decodesAs of a windowed store's value sv, not boxed.
+func (tv typedValues) decodesStamped(sv stamped) bool {
+	if !tv.stamped {
+		return false
+	}
+	switch tv.kind {
+	case typedInt64:
+		_, ok := sv.value.(int64)
+		return ok
+	case typedString:
+		_, ok := sv.value.(string)
+		return ok
+	}
+	return false
+}
+
 // decodesAs reports whether the serde tv was worked out for decodes what
 // it encodes of v back to v itself, value and type, so that a cached row
 // can be used without the round trip: int64 through Int64 and string
@@ -403,9 +419,14 @@ func (st *taskStore) insert(t *task, kb []byte, key any) *cacheEntry {
 	e.cacheKey = unsafe.String(unsafe.SliceData(e.keyBytes), len(e.keyBytes))
 	e.key = ownKey(e, key)
 	st.addRow(e)
-	st.cacheBytes += len(kb) + cacheEntryOverhead
-	t.cacheBytes += len(kb) + cacheEntryOverhead
+	st.account(t, len(kb))
 	return e
+}
+
+// account counts a new row with a key of n bytes in the cache's size.
+func (st *taskStore) account(t *task, n int) {
+	st.cacheBytes += n + cacheEntryOverhead
+	t.cacheBytes += n + cacheEntryOverhead
 }
 
 // ownKey is the key the new row e keeps for key: a raw []byte key that

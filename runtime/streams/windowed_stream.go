@@ -282,6 +282,10 @@ func (p *timeWindowProc) process(t *task, r record) error {
 		if err != nil {
 			return t.processingError(p.name, err)
 		}
+		if e == nil && p.store.addsStale(next) {
+			p.store.addWindowRow(t, kb, wk, next, old, found, r.timestamp)
+			continue
+		}
 		if err := p.store.putWindowRow(t, e, kb, wk, next, old, found, r.timestamp); err != nil {
 			return err
 		}
