@@ -86,10 +86,10 @@ func (st *taskStore) putWindowStale(t *task, e *cacheEntry, kb []byte, wk Window
 // row owns (cache_box.go), so that the window's next record updates it in
 // place: a window's rows are new every window, and these were three
 // allocations per row. The key's bytes stay an allocation of their own:
-// st.order and the open index keep strings over them after a closed
-// window's rows left the cache, until the next flush, and held inline
-// those kept whole rows alive (measured: the collector's work grew, and
-// the fetch, which pays for it in assists, took 15% longer).
+// st.order keeps strings over them after a closed window's rows left
+// the cache, until the next flush, and held inline those kept whole
+// rows alive (measured: the collector's work grew, and the fetch,
+// which pays for it in assists, took 15% longer).
 type windowEntry struct {
 	cacheEntry
 	wk Windowed
