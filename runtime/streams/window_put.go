@@ -33,12 +33,12 @@ func (st *taskStore) putWindowRow(t *task, e *cacheEntry, kb []byte, wk Windowed
 	if !w.writeThrough && st.spec.cached && st.typed.decodesAs(value) {
 		e = st.putWindowStale(t, e, kb, wk, value, old, oldFound, ts)
 		if track {
-			w.track(e.cacheKey, wk)
+			w.track(e.cacheKey, wk, nil)
 		}
 		return nil
 	}
 	if track {
-		w.track(string(kb), wk)
+		w.track(string(kb), wk, nil)
 	}
 	vb, err := st.valueBytes(t, value)
 	if err != nil {
@@ -124,6 +124,6 @@ func (st *taskStore) addWindowRow(t *task, kb []byte, wk Windowed, sv stamped, o
 	// Encoded at the flush; a stale row's valueBytes is not nil.
 	e.valueBytes, e.timestamp, e.stale = []byte{}, ts, true
 	if !oldFound {
-		w.track(e.cacheKey, wk)
+		w.track(e.cacheKey, wk, e.key)
 	}
 }

@@ -193,11 +193,14 @@ func (b *bufferedRecords) dropBefore(ts int64) {
 type windowBounds struct{ start, end int64 }
 
 // openWindow is one window bounds of a store that is still open, with the
-// keys that have a result in it: changelog key bytes to Windowed key.
+// keys that have a result in it: changelog key bytes to Windowed key, in
+// an interface, as the window's results are emitted with it: boxed once,
+// when the key is tracked (a new time-window row's own box: windowEntry),
+// not once per result.
 type openWindow struct {
 	windowBounds
 	closesAt int64
-	keys     map[string]Windowed
+	keys     map[string]any
 }
 
 type closeItem struct {
@@ -340,17 +343,21 @@ func (w *windowState) appendKey(kb, inner []byte, wk Windowed) []byte {
 
 // track adds a window a key has a result in to the open index: k is its
 // changelog key, which the index keeps, so a string that nothing writes
-// (a cached row's cacheKey costs no allocation).
-func (w *windowState) track(k string, wk Windowed) {
+// (a cached row's cacheKey costs no allocation). boxed is wk in an
+// interface, or nil to box it here if the key is new.
+func (w *windowState) track(k string, wk Windowed, boxed any) {
 	b := windowBounds{wk.Start, wk.End}
 	ow := w.open[b]
 	if ow == nil {
-		ow = &openWindow{windowBounds: b, closesAt: w.spec.closesAt(wk.Start, wk.End), keys: make(map[string]Windowed, w.keysHint)}
+		ow = &openWindow{windowBounds: b, closesAt: w.spec.closesAt(wk.Start, wk.End), keys: make(map[string]any, w.keysHint)}
 		w.open[b] = ow
 		heap.Push(&w.closing, closeItem{at: ow.closesAt, windowBounds: b})
 	}
 	if _, ok := ow.keys[k]; !ok {
-		ow.keys[k] = wk
+		if boxed == nil {
+			boxed = wk
+		}
+		ow.keys[k] = boxed
 	}
 }
 
@@ -607,7 +614,7 @@ func (st *taskStore) loadOpenWindows(streamTime int64) error {
 		}
 		wk := k.(Windowed)
 		if w.spec.closesAt(wk.Start, wk.End) > streamTime {
-			w.track(string(kb), wk)
+			w.track(string(kb), wk, nil)
 		}
 		return true
 	})
