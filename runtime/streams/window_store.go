@@ -5,7 +5,6 @@ import (
 	"container/heap"
 	"encoding/binary"
 	"fmt"
-	"maps"
 	"math"
 	"slices"
 	"time"
@@ -77,6 +76,8 @@ type windowState struct {
 	rows      map[int64]*windowRows
 	lastRows  *windowRows
 	spareRows []map[string]*cacheEntry
+	// closeOrder is the order the last window closed in (closingKeys).
+	closeOrder closeOrder
 	// marked is the stream time of the last stream-time marker written.
 	marked int64
 	// lateDrops counts the (record, window) pairs dropped as late.
@@ -451,7 +452,7 @@ func (st *taskStore) advanceWindows(t *task) error {
 func (st *taskStore) closeWindow(t *task, ow *openWindow) error {
 	w := st.win
 	if w.emitFinal {
-		for _, kb := range slices.Sorted(maps.Keys(ow.keys)) {
+		for _, kb := range w.closingKeys(ow) {
 			// Most closing rows are in the cache: read the entry once, for
 			// the result and for flushing it.
 			e := st.row(kb)
