@@ -362,7 +362,7 @@ func (t *task) rollBack() error {
 }
 
 func (st *taskStore) rollBack() {
-	clear(st.cache)
+	st.clearRows()
 	st.order, st.cacheBytes = nil, 0
 	st.db.Abort()
 	switch {

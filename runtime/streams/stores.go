@@ -105,6 +105,22 @@ func typedValuesOf(serde Serde) typedValues {
 	return tv
 }
 
+// decodesStamped is decodesAs of a windowed store's value sv, not boxed.
+func (tv typedValues) decodesStamped(sv stamped) bool {
+	if !tv.stamped {
+		return false
+	}
+	switch tv.kind {
+	case typedInt64:
+		_, ok := sv.value.(int64)
+		return ok
+	case typedString:
+		_, ok := sv.value.(string)
+		return ok
+	}
+	return false
+}
+
 // decodesAs reports whether the serde tv was worked out for decodes what
 // it encodes of v back to v itself, value and type, so that a cached row
 // can be used without the round trip: int64 through Int64 and string
@@ -288,9 +304,15 @@ func (st *taskStore) getBytes(kb []byte) (any, bool, error) {
 
 // getBytesStamped is getStamped with the key serialized.
 func (st *taskStore) getBytesStamped(kb []byte) (any, int64, bool, error) {
+	return st.getRow(st.row(keyView(kb)), kb)
+}
+
+// getRow is getBytesStamped with kb's cached row looked up already: e,
+// or nil when the cache does not hold it.
+func (st *taskStore) getRow(e *cacheEntry, kb []byte) (any, int64, bool, error) {
 	vb, ok, ts := []byte(nil), false, int64(0)
 	var err error
-	if e, cached := st.cache[string(kb)]; cached {
+	if e != nil {
 		if st.stamped {
 			ts = e.timestamp
 		}
@@ -386,8 +408,8 @@ func (st *taskStore) putBytes(t *task, kb []byte, key, value any, vb []byte, old
 	if !st.spec.cached {
 		return st.flushEntry(t, &cacheEntry{key: key, keyBytes: kb, value: value, valueBytes: vb, old: old, oldFound: oldFound, timestamp: ts})
 	}
-	e, ok := st.cache[string(kb)]
-	if !ok {
+	e := st.row(keyView(kb))
+	if e == nil {
 		e = st.insert(t, kb, key)
 	}
 	st.set(e, value, vb, old, oldFound, ts)
@@ -401,10 +423,15 @@ func (st *taskStore) insert(t *task, kb []byte, key any) *cacheEntry {
 	e := &cacheEntry{keyBytes: append([]byte(nil), kb...)}
 	e.cacheKey = unsafe.String(unsafe.SliceData(e.keyBytes), len(e.keyBytes))
 	e.key = ownKey(e, key)
-	st.cache[e.cacheKey] = e
-	st.cacheBytes += len(kb) + cacheEntryOverhead
-	t.cacheBytes += len(kb) + cacheEntryOverhead
+	st.addRow(e)
+	st.account(t, len(kb))
 	return e
+}
+
+// account counts a new row with a key of n bytes in the cache's size.
+func (st *taskStore) account(t *task, n int) {
+	st.cacheBytes += n + cacheEntryOverhead
+	t.cacheBytes += n + cacheEntryOverhead
 }
 
 // ownKey is the key the new row e keeps for key: a raw []byte key that
@@ -435,7 +462,7 @@ func (st *taskStore) set(e *cacheEntry, value any, vb []byte, old any, oldFound 
 // value that needs no decoding (see decodesAs), the common case of a key
 // updated again, else nil.
 func (st *taskStore) cachedTyped(kb []byte) *cacheEntry {
-	e := st.cache[string(kb)]
+	e := st.row(keyView(kb))
 	if e == nil || e.valueBytes == nil || !st.typed.decodesAs(e.value) {
 		return nil
 	}
@@ -581,7 +608,7 @@ func (st *taskStore) evict(t *task, n int, keep bool) error {
 	for range n {
 		k := st.order[0]
 		st.order = st.order[1:]
-		e := st.cache[k]
+		e := st.row(k)
 		if e == nil || !e.dirty {
 			continue // flushed early: a window closed and emitted
 		}
@@ -601,7 +628,7 @@ func (st *taskStore) evict(t *task, n int, keep bool) error {
 
 // forget drops the row of key k from the cache.
 func (st *taskStore) forget(t *task, k string) {
-	delete(st.cache, k)
+	st.dropRow(k)
 	st.cacheBytes -= len(k) + cacheEntryOverhead
 	t.cacheBytes -= len(k) + cacheEntryOverhead
 }
@@ -609,11 +636,12 @@ func (st *taskStore) forget(t *task, k string) {
 // dropClean drops the clean rows from the cache, when it is over its
 // budget: they cost a pebble read if used again, a dirty row a write.
 func (st *taskStore) dropClean(t *task) {
-	for k, e := range st.cache {
+	st.eachRow(func(k string, e *cacheEntry) bool {
 		if !e.dirty {
 			st.forget(t, k)
 		}
-	}
+		return true
+	})
 }
 
 // commit applies the pending writes with the checkpoint: the changelog

@@ -5,7 +5,6 @@ import (
 	"container/heap"
 	"encoding/binary"
 	"fmt"
-	"maps"
 	"math"
 	"slices"
 	"time"
@@ -72,6 +71,13 @@ type windowState struct {
 	// window's key index is made that large, so that it does not grow
 	// step by step as the window's keys arrive.
 	keysHint int
+	// rows, lastRows and spareRows hold a time-window store's cached
+	// rows by window (window_rows.go).
+	rows      map[int64]*windowRows
+	lastRows  *windowRows
+	spareRows []map[string]*cacheEntry
+	// closeOrder is the order the last window closed in (closingKeys).
+	closeOrder closeOrder
 	// marked is the stream time of the last stream-time marker written.
 	marked int64
 	// lateDrops counts the (record, window) pairs dropped as late.
@@ -188,11 +194,14 @@ func (b *bufferedRecords) dropBefore(ts int64) {
 type windowBounds struct{ start, end int64 }
 
 // openWindow is one window bounds of a store that is still open, with the
-// keys that have a result in it: changelog key bytes to Windowed key.
+// keys that have a result in it: changelog key bytes to Windowed key, in
+// an interface, as the window's results are emitted with it: boxed once,
+// when the key is tracked (a new time-window row's own box: windowEntry),
+// not once per result.
 type openWindow struct {
 	windowBounds
 	closesAt int64
-	keys     map[string]Windowed
+	keys     map[string]any
 }
 
 type closeItem struct {
@@ -333,17 +342,23 @@ func (w *windowState) appendKey(kb, inner []byte, wk Windowed) []byte {
 	return binary.BigEndian.AppendUint64(kb, uint64(wk.Start))
 }
 
-// track adds a window a key has a result in to the open index.
-func (w *windowState) track(kb []byte, wk Windowed) {
+// track adds a window a key has a result in to the open index: k is its
+// changelog key, which the index keeps, so a string that nothing writes
+// (a cached row's cacheKey costs no allocation). boxed is wk in an
+// interface, or nil to box it here if the key is new.
+func (w *windowState) track(k string, wk Windowed, boxed any) {
 	b := windowBounds{wk.Start, wk.End}
 	ow := w.open[b]
 	if ow == nil {
-		ow = &openWindow{windowBounds: b, closesAt: w.spec.closesAt(wk.Start, wk.End), keys: make(map[string]Windowed, w.keysHint)}
+		ow = &openWindow{windowBounds: b, closesAt: w.spec.closesAt(wk.Start, wk.End), keys: make(map[string]any, w.keysHint)}
 		w.open[b] = ow
 		heap.Push(&w.closing, closeItem{at: ow.closesAt, windowBounds: b})
 	}
-	if _, ok := ow.keys[string(kb)]; !ok {
-		ow.keys[string(kb)] = wk
+	if _, ok := ow.keys[k]; !ok {
+		if boxed == nil {
+			boxed = wk
+		}
+		ow.keys[k] = boxed
 	}
 }
 
@@ -357,51 +372,6 @@ func (w *windowState) untrack(kb []byte, wk Windowed) {
 			delete(w.open, b)
 		}
 	}
-}
-
-// putWindow writes a windowed result: to pebble at once for write-through
-// stores, and through the record cache to the changelog and (emitting
-// updates) downstream.
-func (st *taskStore) putWindow(t *task, kb []byte, wk Windowed, value, old any, oldFound bool, ts int64) error {
-	w := st.win
-	if sv, ok := value.(stamped); ok && sv.value == nil {
-		// An aggregator that returns nil deletes the window's result, as
-		// in Kafka Streams.
-		value = nil
-	}
-	if value == nil && !oldFound {
-		return nil
-	}
-	if value != nil {
-		// A time window found in the store was tracked when it was new;
-		// sliding windows may start from another window's value.
-		if !oldFound || w.spec.kind != timeWindowKind {
-			w.track(kb, wk)
-		}
-	} else {
-		w.untrack(kb, wk)
-	}
-	w.maxSegment = max(w.maxSegment, w.segmentTime(kb)/w.interval)
-	if !w.writeThrough && st.spec.cached && st.typed.decodesAs(value) {
-		return st.putWindowStale(t, kb, wk, value, old, oldFound, ts)
-	}
-	vb, err := st.valueBytes(t, value)
-	if err != nil {
-		return err
-	}
-	if w.writeThrough {
-		if err := st.writeWindow(kb, vb); err != nil {
-			return err
-		}
-	}
-	if e, ok := st.cache[string(kb)]; ok {
-		// Updated in place, before wk is boxed into an interface: the
-		// cache already holds the key.
-		e.disown()
-		e.value, e.valueBytes, e.timestamp, e.stale = value, vb, ts, false
-		return nil
-	}
-	return st.putBytes(t, kb, wk, value, vb, old, oldFound, ts)
 }
 
 // writeWindow writes one window row to pebble's pending batch.
@@ -482,10 +452,10 @@ func (st *taskStore) advanceWindows(t *task) error {
 func (st *taskStore) closeWindow(t *task, ow *openWindow) error {
 	w := st.win
 	if w.emitFinal {
-		for _, kb := range slices.Sorted(maps.Keys(ow.keys)) {
+		for _, kb := range w.closingKeys(ow) {
 			// Most closing rows are in the cache: read the entry once, for
 			// the result and for flushing it.
-			e := st.cache[kb]
+			e := st.row(kb)
 			var v any
 			if e != nil && e.valueBytes != nil && st.typed.decodesAs(e.value) {
 				v = e.value
@@ -645,7 +615,7 @@ func (st *taskStore) loadOpenWindows(streamTime int64) error {
 		}
 		wk := k.(Windowed)
 		if w.spec.closesAt(wk.Start, wk.End) > streamTime {
-			w.track(kb, wk)
+			w.track(string(kb), wk, nil)
 		}
 		return true
 	})

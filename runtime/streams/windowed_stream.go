@@ -200,13 +200,12 @@ func (p *windowProc) innerKey(t *task, key any) ([]byte, error) {
 	return kb, nil
 }
 
-// updateCached folds r into its window's row when the row is in the
-// record cache with a value that needs no decoding, with one map lookup:
-// the common case of a window taking records. Time windows do not write
-// through, so the row may wait for its flush to be encoded.
-func (p *timeWindowProc) updateCached(t *task, r record, kb []byte) (bool, error) {
-	e := p.store.cachedTyped(kb)
-	if e == nil {
+// updateCached folds r into its window's row e when the row is in the
+// record cache with a value that needs no decoding: the common case of a
+// window taking records. Time windows do not write through, so the row
+// may wait for its flush to be encoded.
+func (p *timeWindowProc) updateCached(t *task, r record, e *cacheEntry) (bool, error) {
+	if e == nil || e.valueBytes == nil || !p.store.typed.decodesAs(e.value) {
 		return false, nil
 	}
 	next, err := p.fold(r, e.value, true)
@@ -267,12 +266,15 @@ func (p *timeWindowProc) process(t *task, r record) error {
 		} else {
 			kb = p.store.win.keyBytes(inner, wk)
 		}
-		if done, err := p.updateCached(t, r, kb); err != nil {
+		// One lookup of the window's row serves the record, whether it
+		// updates the row, reads the store or adds the row.
+		e := p.store.row(keyView(kb))
+		if done, err := p.updateCached(t, r, e); err != nil {
 			return err
 		} else if done {
 			continue
 		}
-		old, found, err := p.store.getBytes(kb)
+		old, _, found, err := p.store.getRow(e, kb)
 		if err != nil {
 			return t.processingError(p.name, err)
 		}
@@ -280,7 +282,11 @@ func (p *timeWindowProc) process(t *task, r record) error {
 		if err != nil {
 			return t.processingError(p.name, err)
 		}
-		if err := p.store.putWindow(t, kb, wk, next, old, found, r.timestamp); err != nil {
+		if e == nil && p.store.addsStale(next) {
+			p.store.addWindowRow(t, kb, wk, next, old, found, r.timestamp)
+			continue
+		}
+		if err := p.store.putWindowRow(t, e, kb, wk, next, old, found, r.timestamp); err != nil {
 			return err
 		}
 	}
