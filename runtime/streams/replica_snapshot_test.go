@@ -77,19 +77,19 @@ func TestNewReplicaStartsFromSnapshot(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Caught up: started at the end (a snapshot may reach it), or
+	// applied up to it since.
+	var started *streams.StandbyEvent
 	waitFor(t, time.Minute, "the new instance's replica caught up", func() bool {
 		rl.mu.Lock()
 		defer rl.mu.Unlock()
-		return rl.applied.InstanceID == added && rl.applied.Offset >= end
-	})
-	rl.mu.Lock()
-	var started *streams.StandbyEvent
-	for i, ev := range rl.started {
-		if ev.InstanceID == added {
-			started = &rl.started[i]
+		for i, ev := range rl.started {
+			if ev.InstanceID == added {
+				started = &rl.started[i]
+			}
 		}
-	}
-	rl.mu.Unlock()
+		return started != nil && (started.Offset >= end || rl.applied.InstanceID == added && rl.applied.Offset >= end)
+	})
 	if started == nil || started.Snapshot == nil {
 		t.Fatalf("the replica on %s did not start from a snapshot: %+v", added, started)
 	}

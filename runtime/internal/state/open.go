@@ -247,7 +247,7 @@ func (s *Store) checkMeta() (reason string, err error) {
 	if err != nil {
 		return "bad checkpoint: " + err.Error(), nil
 	}
-	s.cp = cp
+	s.setCheckpoint(cp)
 	return "", nil
 }
 
@@ -286,7 +286,7 @@ func (s *Store) initMeta() error {
 	if err != nil {
 		return err
 	}
-	s.cp = zeroCheckpoint
+	s.setCheckpoint(zeroCheckpoint)
 	return nil
 }
 

@@ -213,6 +213,8 @@ func (s *Store) reopenEmpty() error {
 	}
 	s.batch = s.db.NewIndexedBatch()
 	s.setCheckpoint(zeroCheckpoint)
+	s.mu.Lock()
 	s.rebuilt = "a snapshot failed to load"
+	s.mu.Unlock()
 	return nil
 }

@@ -204,7 +204,7 @@ type Store struct {
 	// unusable (a failed WAL write); every later call returns it.
 	broken error
 
-	mu     sync.Mutex // guards cp and closed
+	mu     sync.Mutex // guards cp, closed and rebuilt
 	cp     Checkpoint
 	closed bool
 	// dbMu is held shared by the reads other goroutines make (committed.go,
@@ -232,7 +232,11 @@ func (s *Store) Checkpoint() Checkpoint {
 // Rebuilt says why Open threw the directory's old contents away, or "" if it
 // did not. A rebuilt store is empty with checkpoint {0, -1}: restore it from
 // the start of its changelog.
-func (s *Store) Rebuilt() string { return s.rebuilt }
+func (s *Store) Rebuilt() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.rebuilt
+}
 
 // BlockCacheBytes returns the size of the block cache pebble was opened
 // with.
