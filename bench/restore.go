@@ -26,7 +26,7 @@ import (
 const RestoreChangelogTopic = "bench-restore-store-changelog"
 
 // RestoreTarget is the ratio braid/raw the restore benchmark must reach.
-const RestoreTarget = 0.8
+const RestoreTarget = 1.0
 
 // RestoreOptions configure RunRestore. Zero fields take the defaults.
 type RestoreOptions struct {

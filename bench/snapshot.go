@@ -126,6 +126,7 @@ func RunSnapshot(ctx context.Context, opts SnapshotOptions) (SnapshotReport, err
 		snap.took.Milliseconds(), mb(snap.start.Snapshot.Bytes), snap.start.Snapshot.Took.Milliseconds(), snap.end.Restored)
 	rep.Changelog, rep.Snapshot = full.took, snap.took
 	rep.Ratio = full.took.Seconds() / snap.took.Seconds()
+	fmt.Fprintf(w, "changelog time / snapshot time: %.2f (target >= %.0f)\n", rep.Ratio, SnapshotTarget)
 	fmt.Fprintf(w, "RESULT snapshot ratio=%.2f changelog_ms=%d snapshot_ms=%d snapshot_mb=%.1f\n",
 		rep.Ratio, full.took.Milliseconds(), snap.took.Milliseconds(), mb(rep.SnapshotBytes))
 	return rep, nil

@@ -33,7 +33,7 @@ const (
 
 // WindowedTarget is the ratio windowed/count the windowed benchmark must
 // reach.
-const WindowedTarget = 0.7
+const WindowedTarget = 0.8
 
 // The windows of the windowed benchmark: tumbling, 10 s, 5 s of grace,
 // emitting final results only.
