@@ -255,6 +255,43 @@ func crashAtNextCommit(app *streams.App, point string) (arm func()) {
 	}
 }
 
+// awaitCrash waits for the Run of an App armed to crash (done) to return.
+func awaitCrash(t *testing.T, done <-chan error) {
+	t.Helper()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("Run after the crash: %v", err)
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatal("no crash within 60 s")
+	}
+}
+
+// runAfterCrash runs the exactly-once topology again with cfg after a
+// crash, through 1000 more events and the close of their windows, checks
+// that the outputs hold every count exactly once, and returns its
+// stores' restore starts and ends.
+func runAfterCrash(t *testing.T, b *brokertest.Cluster, tr *eosTruth, cfg streams.Config) (starts, ends []streams.RestoreEvent) {
+	t.Helper()
+	restores := &restoreLog{}
+	cfg.Hooks = append(cfg.Hooks, restores)
+	second, err := streams.New(eosTopology(t), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := runApp(t, second)
+	tr.produce(t, b, 1000)
+	tr.closeWindows(t, b)
+	processedAll(t, b)
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	checkExactlyOnce(t, b, tr)
+	starts, _, ends = restores.snapshot()
+	return starts, ends
+}
+
 // TestExactlyOnceCrashPoints crashes an instance at each crash point of a
 // commit (eos.go) once it has committed earlier work, and restarts it on
 // the same state dir: its stores are never wiped (restores start at their
@@ -279,30 +316,8 @@ func TestExactlyOnceCrashPoints(t *testing.T) {
 			processedAll(t, b)
 			arm()
 			tr.produce(t, b, 1000)
-			select {
-			case err := <-done:
-				if err != nil {
-					t.Fatalf("Run after the crash: %v", err)
-				}
-			case <-time.After(60 * time.Second):
-				t.Fatal("no crash within 60 s")
-			}
-
-			restores := &restoreLog{}
-			second, err := streams.New(eosTopology(t), eosConfig(b, dir, restores))
-			if err != nil {
-				t.Fatal(err)
-			}
-			stop := runApp(t, second)
-			tr.produce(t, b, 1000)
-			tr.closeWindows(t, b)
-			processedAll(t, b)
-			if err := stop(); err != nil {
-				t.Fatal(err)
-			}
-			checkExactlyOnce(t, b, tr)
-
-			starts, _, ends := restores.snapshot()
+			awaitCrash(t, done)
+			starts, ends := runAfterCrash(t, b, tr, eosConfig(b, dir))
 			for _, ev := range starts {
 				if ev.StartOffset == 0 {
 					t.Errorf("store %s of task %s restored from offset 0: its state was wiped", ev.Store, ev.Task)

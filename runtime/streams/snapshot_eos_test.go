@@ -41,35 +41,13 @@ func TestExactlyOnceCrashPointsRestoreFromSnapshots(t *testing.T) {
 			waitFor(t, time.Minute, "a snapshot of every store", func() bool { return sl.stores() == 2*eosPartitions })
 			arm()
 			tr.produce(t, b, 1000)
-			select {
-			case err := <-done:
-				if err != nil {
-					t.Fatalf("Run after the crash: %v", err)
-				}
-			case <-time.After(60 * time.Second):
-				t.Fatal("no crash within 60 s")
-			}
+			awaitCrash(t, done)
 			if f := sl.failed(); len(f) > 0 {
 				t.Fatalf("a snapshot failed: %v", f[0].Err)
 			}
-
-			restores := &restoreLog{}
-			cfg = eosConfig(b, t.TempDir(), restores)
+			cfg = eosConfig(b, t.TempDir())
 			cfg.Snapshots = snaps
-			second, err := streams.New(eosTopology(t), cfg)
-			if err != nil {
-				t.Fatal(err)
-			}
-			stop := runApp(t, second)
-			tr.produce(t, b, 1000)
-			tr.closeWindows(t, b)
-			processedAll(t, b)
-			if err := stop(); err != nil {
-				t.Fatal(err)
-			}
-			checkExactlyOnce(t, b, tr)
-
-			starts, _, _ := restores.snapshot()
+			starts, _ := runAfterCrash(t, b, tr, cfg)
 			fromSnapshot := 0
 			for _, ev := range starts {
 				if len(ev.Skipped) > 0 {
