@@ -114,7 +114,7 @@ func (s *snapshotter) run(ctx context.Context) {
 }
 
 // offer hands store st of task t to the snapshot goroutine if it is due
-// after a commit and the goroutine is free. The task's goroutine calls it.
+// after a commit and the queue has room. The task's goroutine calls it.
 func (s *snapshotter) offer(t *task, st *taskStore) {
 	if !snapshotted(st) {
 		return
