@@ -214,12 +214,15 @@ func TestCrashWipeAPI(t *testing.T) {
 	firstDeploy(t, ts, `{"design": "orders-windowed", "instances": 1}`)
 	for range 2 {
 		// An instance the Supervisor is still launching (right after the
-		// deploy) is busy: 409, another operation under way.
+		// deploy) is busy: 409, another operation under way; before the
+		// Supervisor's Run has begun, 503, not running.
 		var r *response
 		deadline := time.Now().Add(5 * time.Second)
 		for {
 			r = ts.do("POST", "/api/deployments/orders-windowed/instances/instance-1/crash-wipe", "")
-			if r.status != 409 || !strings.Contains(r.String(), "under way") || time.Now().After(deadline) {
+			launching := r.status == 409 && strings.Contains(r.String(), "under way") ||
+				r.status == 503 && strings.Contains(r.String(), "supervisor is not running")
+			if !launching || time.Now().After(deadline) {
 				break
 			}
 			time.Sleep(20 * time.Millisecond)
