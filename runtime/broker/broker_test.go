@@ -621,3 +621,77 @@ func TestCompactionWaitsForOpenTransactions(t *testing.T) {
 		t.Fatalf("read committed, key k is %q after the pass and the abort, want %q (all: %v)", values["k"], "committed", values)
 	}
 }
+
+// TestCompactionHoldsTransactionsThatBeginMeanwhile begins a transaction
+// between a retention pass's check for open transactions and its
+// compaction: its records must wait for the compaction to end, for
+// compacted while open they would supersede the committed value of their
+// key, and the abort that follows would leave the key with none.
+func TestCompactionHoldsTransactionsThatBeginMeanwhile(t *testing.T) {
+	b := start(t, broker.Config{RetentionCheckInterval: time.Hour})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	adm := kadm.NewClient(client(t, b))
+	if _, err := adm.CreateTopic(ctx, 1, 1, map[string]*string{"cleanup.policy": kadm.StringPtr("compact")}, "table"); err != nil {
+		t.Fatal(err)
+	}
+	plain := client(t, b, kgo.ProducerLinger(0))
+	for _, v := range []string{"old", "committed"} {
+		if err := plain.ProduceSync(ctx, &kgo.Record{Topic: "table", Key: []byte("k"), Value: []byte(v)}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	txn := client(t, b, kgo.ProducerLinger(0), kgo.TransactionalID("compaction-race"))
+	if err := txn.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	held := make(chan struct{}, 16)
+	produced := make(chan error, 1)
+	wasHeld := false
+	broker.SetCompactionHooks(b, func() {
+		// The transaction writes k, then another key, so that its
+		// record of k is not in the last batch, which kfake never
+		// compacts.
+		go func() {
+			err := txn.ProduceSync(ctx, &kgo.Record{Topic: "table", Key: []byte("k"), Value: []byte("aborted")}).FirstErr()
+			if err == nil {
+				err = txn.ProduceSync(ctx, &kgo.Record{Topic: "table", Key: []byte("other"), Value: []byte("aborted")}).FirstErr()
+			}
+			produced <- err
+		}()
+		select {
+		case <-held:
+			wasHeld = true
+		case err := <-produced:
+			produced <- err
+		}
+	}, func() { held <- struct{}{} })
+	if err := b.ApplyRetention(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-produced; err != nil {
+		t.Fatalf("producing in the transaction: %v", err)
+	}
+	if !wasHeld {
+		t.Error("the transaction's produce request was not held during the compaction")
+	}
+	if err := txn.EndTransaction(ctx, kgo.TryAbort); err != nil {
+		t.Fatal(err)
+	}
+	if err := plain.ProduceSync(ctx, &kgo.Record{Topic: "table", Key: []byte("last"), Value: []byte("v")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	reader := client(t, b, kgo.ConsumeTopics("table"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()))
+	values := make(map[string]string)
+	for values["last"] == "" {
+		fs := reader.PollFetches(ctx)
+		if ctx.Err() != nil {
+			t.Fatalf("reading table: %v (read %v)", ctx.Err(), values)
+		}
+		fs.EachRecord(func(r *kgo.Record) { values[string(r.Key)] = string(r.Value) })
+	}
+	if values["k"] != "committed" {
+		t.Fatalf("read committed, key k is %q after the pass and the abort, want %q (all: %v)", values["k"], "committed", values)
+	}
+}
