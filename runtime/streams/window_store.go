@@ -67,6 +67,10 @@ type windowState struct {
 	// of their close times, with stale entries skipped when popped.
 	open    map[windowBounds]*openWindow
 	closing closeHeap
+	// lastOpen is the open window track found last, tried first: most
+	// records fall in the newest window. Whatever deletes from open
+	// clears it.
+	lastOpen *openWindow
 	// keysHint is how many keys the last window to close had: a new
 	// window's key index is made that large, so that it does not grow
 	// step by step as the window's keys arrive.
@@ -348,17 +352,21 @@ func (w *windowState) appendKey(kb, inner []byte, wk Windowed) []byte {
 // interface, or nil to box it here if the key is new.
 func (w *windowState) track(k string, wk Windowed, boxed any) {
 	b := windowBounds{wk.Start, wk.End}
-	ow := w.open[b]
-	if ow == nil {
-		ow = &openWindow{windowBounds: b, closesAt: w.spec.closesAt(wk.Start, wk.End), keys: make(map[string]any, w.keysHint)}
-		w.open[b] = ow
-		heap.Push(&w.closing, closeItem{at: ow.closesAt, windowBounds: b})
-	}
-	if _, ok := ow.keys[k]; !ok {
-		if boxed == nil {
-			boxed = wk
+	ow := w.lastOpen
+	if ow == nil || ow.windowBounds != b {
+		if ow = w.open[b]; ow == nil {
+			ow = &openWindow{windowBounds: b, closesAt: w.spec.closesAt(wk.Start, wk.End), keys: make(map[string]any, w.keysHint)}
+			w.open[b] = ow
+			heap.Push(&w.closing, closeItem{at: ow.closesAt, windowBounds: b})
 		}
+		w.lastOpen = ow
+	}
+	if boxed != nil {
+		// One map operation: a key already there keeps its string, and
+		// its value is an equal Windowed.
 		ow.keys[k] = boxed
+	} else if _, ok := ow.keys[k]; !ok {
+		ow.keys[k] = wk
 	}
 }
 
@@ -370,6 +378,7 @@ func (w *windowState) untrack(kb []byte, wk Windowed) {
 		delete(ow.keys, string(kb))
 		if len(ow.keys) == 0 {
 			delete(w.open, b)
+			w.lastOpen = nil
 		}
 	}
 }
@@ -439,6 +448,7 @@ func (st *taskStore) advanceWindows(t *task) error {
 			continue // every key of it merged away or deleted
 		}
 		delete(w.open, it.windowBounds)
+		w.lastOpen = nil
 		w.keysHint = len(ow.keys)
 		if err := st.closeWindow(t, ow); err != nil {
 			return err
@@ -469,7 +479,13 @@ func (st *taskStore) closeWindow(t *task, ow *openWindow) error {
 				}
 			}
 			sv := v.(stamped)
-			if err := forward(t, st.downstream, record{key: ow.keys[kb], value: sv.value, timestamp: sv.ts}); err != nil {
+			var key any
+			if e != nil {
+				key = e.key // the same Windowed, looked up already
+			} else {
+				key = ow.keys[kb]
+			}
+			if err := forward(t, st.downstream, record{key: key, value: sv.value, timestamp: sv.ts}); err != nil {
 				return err
 			}
 			if e != nil {
@@ -589,6 +605,7 @@ func (st *taskStore) loadOpenWindows(streamTime int64) error {
 		return nil // a join buffer in memory: its index is current
 	}
 	clear(w.open)
+	w.lastOpen = nil
 	w.closing = w.closing[:0]
 	w.marked = streamTime
 	var decodeErr error
