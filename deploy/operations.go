@@ -102,7 +102,9 @@ func (m *Manager) describe(dep *deployment) Info {
 
 // Crash crashes an instance of a deployment (see streams.Supervisor.Crash).
 func (m *Manager) Crash(id, instance string) error {
-	return m.instanceOp(id, instance, "crashed", (*deployment).crash)
+	return m.instanceOp(id, instance, "crashed", func(d *deployment, tell func()) error {
+		return d.sup.CrashThen(instance, tell)
+	})
 }
 
 // CrashWipe crashes an instance, deletes its state dir and starts it
@@ -111,17 +113,23 @@ func (m *Manager) Crash(id, instance string) error {
 // application other processes run, the process wipes its state dir and
 // exits for whoever started it to restart it (see control.CrashWipe).
 func (m *Manager) CrashWipe(id, instance string) error {
-	return m.instanceOp(id, instance, "crash-wiped", (*deployment).crashWipe)
+	return m.instanceOp(id, instance, "crash-wiped", func(d *deployment, tell func()) error {
+		return d.sup.CrashAndWipeThen(instance, tell)
+	})
 }
 
 // Stop stops an instance gracefully.
 func (m *Manager) Stop(id, instance string) error {
-	return m.instanceOp(id, instance, "stopped", (*deployment).stopInstance)
+	return m.instanceOp(id, instance, "stopped", func(d *deployment, tell func()) error {
+		return tellAfter(d.sup.Stop(instance), tell)
+	})
 }
 
 // Start starts a crashed or stopped instance again.
 func (m *Manager) Start(id, instance string) error {
-	return m.instanceOp(id, instance, "started", (*deployment).startInstance)
+	return m.instanceOp(id, instance, "started", func(d *deployment, tell func()) error {
+		return tellAfter(d.sup.Start(instance), tell)
+	})
 }
 
 // Add starts one more instance and returns its id.
@@ -151,14 +159,13 @@ func (m *Manager) Add(id string) (string, error) {
 	return instance, nil
 }
 
-func (d *deployment) crash(instance string) error         { return d.sup.Crash(instance) }
-func (d *deployment) crashWipe(instance string) error     { return d.sup.CrashAndWipe(instance) }
-func (d *deployment) stopInstance(instance string) error  { return d.sup.Stop(instance) }
-func (d *deployment) startInstance(instance string) error { return d.sup.Start(instance) }
-
-// instanceOp runs op on an instance and tells the monitor. The monitor
-// hears of a crash first: the instance reports nothing once dead.
-func (m *Manager) instanceOp(id, instance, kind string, op func(*deployment, string) error) error {
+// instanceOp runs op on an instance; op calls tell, which tells the
+// monitor, when what it does is certain. A crash is told before the
+// instance crashes, once the Supervisor has claimed it: the instance
+// reports nothing once dead, and its tasks move at once. Stop and start
+// are told once done (tellAfter). An operation that fails before it
+// does anything tells nothing: the timeline shows only what happened.
+func (m *Manager) instanceOp(id, instance, kind string, op func(d *deployment, tell func()) error) error {
 	dep, err := m.find(id)
 	var remote *RemoteError
 	if errors.As(err, &remote) {
@@ -167,14 +174,15 @@ func (m *Manager) instanceOp(id, instance, kind string, op func(*deployment, str
 	if err != nil {
 		return err
 	}
-	if kind == "crashed" || kind == "crash-wiped" {
-		m.cfg.Monitor.InstanceEvent(id, instance, kind)
-		return op(dep, instance)
-	}
-	if err := op(dep, instance); err != nil {
+	return op(dep, func() { m.cfg.Monitor.InstanceEvent(id, instance, kind) })
+}
+
+// tellAfter calls tell when an operation's err is nil, and returns err.
+func tellAfter(err error, tell func()) error {
+	if err != nil {
 		return err
 	}
-	m.cfg.Monitor.InstanceEvent(id, instance, kind)
+	tell()
 	return nil
 }
 

@@ -203,48 +203,78 @@ func TestDeploymentsAPI(t *testing.T) {
 	}
 }
 
-// TestDeployStandbysAndInstanceCap: "standbys": 0 deploys no standby
-// (an absent field is the default), and the instance cap the API reports
-// is the one it enforces, at deploy and when adding instances.
 // TestCrashWipeAPI: POST .../crash-wipe crashes the instance, wipes its
 // state and starts it again: 204, the timeline says instance-crash-wiped,
-// and the instance runs; a second crash-wipe of it is as welcome.
+// and the instance runs; a second crash-wipe of it is as welcome. A
+// crash-wipe or crash the instance refuses (it is stopped) is a 409 that
+// did nothing: the timeline tells of no crash.
 func TestCrashWipeAPI(t *testing.T) {
 	ts := startLive(t)
 	firstDeploy(t, ts, `{"design": "orders-windowed", "instances": 1}`)
+	// Right after the deploy the Supervisor may not have begun its Run
+	// (503), added the instance (404) or launched it (409, though it
+	// shows as running): once its App is assigned a task, it has.
+	awaitInstanceEvent(t, ts, "task-assigned", "instance-1")
+	const wipe = "/api/deployments/orders-windowed/instances/instance-1/crash-wipe"
 	for range 2 {
-		// An instance the Supervisor is still launching (right after the
-		// deploy) is busy: 409, another operation under way; before the
-		// Supervisor's Run has begun, 503, not running.
-		var r *response
-		deadline := time.Now().Add(5 * time.Second)
-		for {
-			r = ts.do("POST", "/api/deployments/orders-windowed/instances/instance-1/crash-wipe", "")
-			launching := r.status == 409 && strings.Contains(r.String(), "under way") ||
-				r.status == 503 && strings.Contains(r.String(), "supervisor is not running")
-			if !launching || time.Now().After(deadline) {
-				break
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
-		if r.status != 204 {
+		if r := ts.do("POST", wipe, ""); r.status != 204 {
 			t.Fatalf("crash-wipe: %d %s; the deployment: %s", r.status, r, ts.do("GET", "/api/deployments/orders-windowed", ""))
 		}
 	}
-	wiped := 0
-	for _, ev := range ts.srv.cfg.Monitor.Events(0) {
-		if ev.Kind == "instance-crash-wiped" && ev.Instance == "instance-1" {
-			wiped++
-		}
-	}
-	if wiped != 2 {
-		t.Errorf("%d instance-crash-wiped events for instance-1, want 2", wiped)
+	if n := instanceEvents(ts, "instance-crash-wiped", "instance-1"); n != 2 {
+		t.Errorf("%d instance-crash-wiped events for instance-1, want 2", n)
 	}
 	if r := ts.do("POST", "/api/deployments/orders-windowed/instances/instance-1/start", ""); r.status != 409 {
 		t.Errorf("start after a crash-wipe: %d %s, want 409: the crash-wipe started it again", r.status, r)
 	}
+	if r := ts.do("POST", "/api/deployments/orders-windowed/instances/instance-1/stop", ""); r.status != 204 {
+		t.Fatalf("stop: %d %s", r.status, r)
+	}
+	for _, op := range []string{"crash-wipe", "crash"} {
+		if r := ts.do("POST", "/api/deployments/orders-windowed/instances/instance-1/"+op, ""); r.status != 409 || !strings.Contains(r.String(), "it is stopped") {
+			t.Errorf("%s of a stopped instance: %d %s, want 409", op, r.status, r)
+		}
+	}
+	if n := instanceEvents(ts, "instance-crash-wiped", "instance-1"); n != 2 {
+		t.Errorf("%d instance-crash-wiped events for instance-1 after a refused crash-wipe, want 2", n)
+	}
+	if n := instanceEvents(ts, "instance-crashed", "instance-1"); n != 0 {
+		t.Errorf("%d instance-crashed events for instance-1 after a refused crash, want 0", n)
+	}
 }
 
+// instanceEvents counts the monitor's logged events of kind about
+// instance.
+func instanceEvents(ts *testServer, kind, instance string) int {
+	n := 0
+	for _, ev := range ts.srv.cfg.Monitor.Events(0) {
+		if ev.Kind == kind && ev.Instance == instance {
+			n++
+		}
+	}
+	return n
+}
+
+// awaitInstanceEvent waits until the monitor has logged an event of kind
+// about instance.
+func awaitInstanceEvent(t *testing.T, ts *testServer, kind, instance string) {
+	t.Helper()
+	// Subscribed before the log is read: an event logged after the read
+	// wakes Next.
+	sub := ts.srv.cfg.Monitor.Subscribe()
+	defer sub.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	for instanceEvents(ts, kind, instance) == 0 {
+		if _, err := sub.Next(ctx); err != nil {
+			t.Fatalf("waiting for a %s event of %s: %v", kind, instance, err)
+		}
+	}
+}
+
+// TestDeployStandbysAndInstanceCap: "standbys": 0 deploys no standby
+// (an absent field is the default), and the instance cap the API reports
+// is the one it enforces, at deploy and when adding instances.
 func TestDeployStandbysAndInstanceCap(t *testing.T) {
 	ts := startLiveConfig(t, deploy.Config{MaxInstances: 2})
 	var info deploy.Info

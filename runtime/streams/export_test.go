@@ -16,7 +16,7 @@ func SetCrashAt(a *App, crashAt func(point string) bool) { a.crashAt = crashAt }
 // CrashUnseen crashes instance id of s as Crash does, but as a crash
 // nobody saw: the Supervisor does not remove the dead member, and the
 // group notices it at the session timeout.
-func CrashUnseen(s *Supervisor, id string) error { return s.crash(id, false) }
+func CrashUnseen(s *Supervisor, id string) error { return s.crash(id, false, nil) }
 
 // StoreBlockCaches returns, per active task of a that has store, the size
 // of the block cache its pebble database was opened with.

@@ -302,11 +302,19 @@ func (s *Supervisor) taken(id string) bool {
 // returns once the instance has stopped and the removal was answered,
 // within the session timeout; a removal that fails is logged and leaves
 // the group to notice at the session timeout.
-func (s *Supervisor) Crash(id string) error { return s.crash(id, true) }
+func (s *Supervisor) Crash(id string) error { return s.crash(id, true, nil) }
+
+// CrashThen is Crash that calls crashing once the crash is certain (the
+// instance runs and no other operation has it) and before anything of it
+// is done: whoever tells of the crash can tell it before the instance's
+// tasks move, and never tells of a crash that did not happen. A
+// CrashThen that returns an error without calling crashing did nothing.
+func (s *Supervisor) CrashThen(id string, crashing func()) error { return s.crash(id, true, crashing) }
 
 // crash is Crash; seen false skips the removal, for a crash that nobody
-// saw: the group notices it at the session timeout.
-func (s *Supervisor) crash(id string, seen bool) error {
+// saw: the group notices it at the session timeout. A non-nil crashing
+// is called once the instance is claimed, before it is crashed.
+func (s *Supervisor) crash(id string, seen bool, crashing func()) error {
 	in, err := s.find(id, "crash", InstanceRunning)
 	if err != nil {
 		return err
@@ -314,6 +322,9 @@ func (s *Supervisor) crash(id string, seen bool) error {
 	app := s.claim(in)
 	if app == nil {
 		return s.claimError(in, "crash")
+	}
+	if crashing != nil {
+		crashing()
 	}
 	at := time.Now()
 	app.crash()
@@ -344,8 +355,14 @@ func (s *Supervisor) crash(id string, seen bool) error {
 // changelog, from the first offset (see RestoreHook). CrashAndWipe
 // returns once the instance runs again; its state is then InstanceRunning.
 // A failure to delete the directory leaves the instance crashed.
-func (s *Supervisor) CrashAndWipe(id string) error {
-	if err := s.crash(id, true); err != nil {
+func (s *Supervisor) CrashAndWipe(id string) error { return s.CrashAndWipeThen(id, nil) }
+
+// CrashAndWipeThen is CrashAndWipe that calls crashing as CrashThen
+// does: once the crash is certain, before the instance is crashed. An
+// error returned without calling crashing means nothing was done; one
+// returned after it, that the wipe or the start failed.
+func (s *Supervisor) CrashAndWipeThen(id string, crashing func()) error {
+	if err := s.crash(id, true, crashing); err != nil {
 		return err
 	}
 	if err := s.wipe(id); err != nil {
