@@ -1,7 +1,6 @@
 package streams
 
 import (
-	"bytes"
 	"cmp"
 	"encoding/binary"
 	"fmt"
@@ -227,27 +226,39 @@ func (st *taskStore) snapshotBuffer() error {
 }
 
 // committedInTimeOrder returns the buffer's records numbered before seq,
-// by timestamp and then sequence number, as pebble keys them.
+// by timestamp and then sequence number, as pebble keys them. They are
+// sorted as values holding both, not as pointers: a comparison that
+// follows two pointers into a buffer of millions of records misses the
+// CPU's caches, and the sort was most of a large buffer's close.
 func (w *windowState) committedInTimeOrder(seq uint32) []*bufferedRecord {
 	n := 0
 	for _, b := range w.index {
 		n += len(b.recs)
 	}
-	recs := make([]*bufferedRecord, 0, n)
+	type timeOrdered struct {
+		ts  int64
+		seq uint32
+		r   *bufferedRecord
+	}
+	items := make([]timeOrdered, 0, n)
 	all := seq == w.seq
 	for _, b := range w.index {
 		for i := range b.recs {
 			if r := &b.recs[i]; all || !uncommitted(r.kb, seq, w.seq) {
-				recs = append(recs, r)
+				items = append(items, timeOrdered{ts: r.ts, seq: binary.BigEndian.Uint32(r.kb[len(r.kb)-4:]), r: r})
 			}
 		}
 	}
-	slices.SortFunc(recs, func(a, b *bufferedRecord) int {
+	slices.SortFunc(items, func(a, b timeOrdered) int {
 		if c := cmp.Compare(a.ts, b.ts); c != 0 {
 			return c
 		}
-		return bytes.Compare(a.kb[len(a.kb)-4:], b.kb[len(b.kb)-4:])
+		return cmp.Compare(a.seq, b.seq)
 	})
+	recs := make([]*bufferedRecord, len(items))
+	for i := range items {
+		recs[i] = items[i].r
+	}
 	return recs
 }
 
