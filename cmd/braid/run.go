@@ -67,6 +67,7 @@ func runRun(ctx context.Context, args []string, stdout io.Writer) error {
 	fs := newFlagSet("run", "braid run design.json [--brokers host:port,...] [--app-id ID] [--instance-id ID] [--instances N]\n"+
 		"                 [--state-dir DIR] [--guarantee at-least-once|exactly-once] [--standbys N]\n"+
 		"                 [--session-timeout D] [--commit-interval D] [--replication-factor N] [--client-config FILE]\n"+
+		"                 [--snapshots URL] [--snapshot-interval D] [--snapshot-records N]\n"+
 		"       braid run --deployment ID [--brokers host:port,...] [--instance-id ID] [--instances N] [--state-dir DIR]\n"+
 		"                 [--session-timeout D] [--static-membership] [--client-config FILE]\n\n"+
 		"Runs a design in this process as --instances instances of its application. Every process that\n"+
