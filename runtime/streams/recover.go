@@ -129,6 +129,11 @@ func brokerErr(op string, err error) error {
 // again by itself.
 var errSessionLost = errors.New("the group session expired or the coordinator is unreachable")
 
+// errTasksAbandoned is what an at-least-once commit fails with when the
+// records it flushed were abandoned meanwhile, with the tasks whose
+// session was lost (abandonProduced).
+var errTasksAbandoned = errors.New("the records to flush were abandoned with their tasks, whose group session was lost")
+
 // errNoProgress is what a wait that received nothing within its bound
 // fails with.
 var errNoProgress = errors.New("the broker sent nothing within the bound")
