@@ -43,7 +43,10 @@ type Config struct {
 	// transaction change is written to its file as it happens, so a
 	// broker process killed with SIGKILL loses nothing it acknowledged.
 	// Written only at a clean Close: topics created automatically (those
-	// of CreateTopics are written at once), group members, open
+	// of CreateTopics are written at once), group members (after a kill
+	// a group starts empty, and the first member to join again is given
+	// every partition at once, while the others may still hold records
+	// of theirs to send: see streams' abandonProduced), open
 	// transactions (aborted on the next start, their producers fenced;
 	// Start writes their abort markers, which kfake leaves out, before it
 	// lets clients in, reading the whole log once to find them),

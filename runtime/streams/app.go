@@ -166,6 +166,11 @@ type App struct {
 	// goroutine reads and sets it.
 	outageAt  atomic.Int64
 	lastFence time.Time
+	// abandoned counts the times an at-least-once App gave up the
+	// records its producer still held (abandonProduced): a commit that
+	// sees it move while it flushes applies no store and commits no
+	// offset.
+	abandoned atomic.Uint64
 	// unassignedSince is when the group client began to join (unix ns),
 	// 0 once the group assigned this instance: a join that takes longer
 	// than joinTimeout is given up (recover.go), and while it is set the
@@ -605,6 +610,10 @@ func (a *App) loop(ctx context.Context) error {
 				a.tasksMu.Unlock()
 			} else if errors.Is(err, errCommitDeferred) {
 				err = nil // the next iteration after the join commits
+			} else if errors.Is(err, errTasksAbandoned) {
+				// The session was lost and its tasks dropped
+				// (onLost); franz-go joins again by itself.
+				err = nil
 			}
 		}
 		if err != nil {
@@ -754,10 +763,12 @@ func (a *App) send(r *kgo.Record, promise func(*kgo.Record, error)) {
 }
 
 func (a *App) onProduced(r *kgo.Record, err error) {
-	if err == nil || errors.Is(err, kgo.ErrClientClosed) {
+	if err == nil || errors.Is(err, kgo.ErrClientClosed) || errors.Is(err, kgo.ErrAborting) {
 		// A client fails its buffered records when it closes, which
 		// it does only once the App gave up their tasks (recover.go)
-		// or stopped: no commit waits for them, and the failure may
+		// or stopped, and when the App abandons them with their tasks
+		// (abandonProduced): no commit waits for them (the one that
+		// flushed meanwhile sees the abandonment), and the failure may
 		// come after the next session began.
 		return
 	}

@@ -191,6 +191,20 @@ func (a *App) commitTasks(ctx context.Context, only map[TaskID]bool, yielding bo
 	defer cancel()
 	a.tasksMu.Lock()
 	defer a.tasksMu.Unlock()
+	// The producer's records abandoned while this commit flushes
+	// (abandonProduced: the session was lost) were never acknowledged:
+	// the stores must not take the checkpoint after them, nor the
+	// group the offsets of their inputs.
+	abandoned := a.abandoned.Load()
+	flushed := func(err error, what string) error {
+		if err == nil && a.abandoned.Load() != abandoned {
+			err = errTasksAbandoned
+		}
+		if err != nil {
+			return brokerErr(what, err)
+		}
+		return a.producedError()
+	}
 	offsets, queues := a.processedOffsets(only)
 	stateful := false
 	for _, t := range a.tasks {
@@ -208,17 +222,11 @@ func (a *App) commitTasks(ctx context.Context, only map[TaskID]bool, yielding bo
 		return nil
 	}
 	start := time.Now()
-	if err := a.kc().Flush(ctx); err != nil {
-		return brokerErr("flushing produced records", err)
-	}
-	if err := a.producedError(); err != nil {
+	if err := flushed(a.kc().Flush(ctx), "flushing produced records"); err != nil {
 		return err
 	}
 	if a.markStreamTimes(only) {
-		if err := a.kc().Flush(ctx); err != nil {
-			return brokerErr("flushing stream-time markers", err)
-		}
-		if err := a.producedError(); err != nil {
+		if err := flushed(a.kc().Flush(ctx), "flushing stream-time markers"); err != nil {
 			return err
 		}
 	}

@@ -353,6 +353,8 @@ func (a *App) onRevoked(ctx context.Context, cl *kgo.Client, revoked map[string]
 		// never loss.
 		a.log.Warn("committing before revocation failed", "err", err)
 		a.reportError(TaskID{}, fmt.Errorf("committing before revocation: %w", err), false)
+		// Its flush may have given up with records still held.
+		a.abandonProduced(cl)
 		a.dropTasks(true)
 		return
 	}
@@ -364,8 +366,12 @@ func (a *App) onRevoked(ctx context.Context, cl *kgo.Client, revoked map[string]
 }
 
 // onLost drops the tasks without committing: another member may own them
-// already, and its commits must not be overwritten.
-func (a *App) onLost(_ context.Context, _ *kgo.Client, _ map[string][]int32) {
+// already, and its commits must not be overwritten, nor its writes
+// followed by the lost tasks' older ones. Under at-least-once the
+// producer's records are abandoned first (abandonProduced): a commit
+// waiting on their flush, which holds the tasks, then gives up, and none
+// of them reaches the broker once it answers again.
+func (a *App) onLost(_ context.Context, cl *kgo.Client, _ map[string][]int32) {
 	if !a.crashing.Load() {
 		a.outageBegan(errSessionLost)
 	}
@@ -374,7 +380,34 @@ func (a *App) onLost(_ context.Context, _ *kgo.Client, _ map[string][]int32) {
 		return
 	}
 	a.enterRebalancing()
+	a.abandonProduced(cl)
 	a.dropTasks(false)
+}
+
+// abandonProduced fails, under at-least-once, every record cl still
+// holds, unsent or waiting to be sent again, rather than let it reach the
+// broker later: the tasks that produced them are being given up without
+// a commit, and their next owner, which may be at work already (a group
+// coordinator that forgot this member, as a restarted embedded broker
+// does, hands them over at once), writes the same changelog and output
+// partitions. A record of the old tasks sent after the new owner's puts
+// old state last in the changelog (a restore takes it for the latest)
+// and old counts last in the output; and the flush of a commit under way
+// would return as if nothing happened and apply the stores with a
+// checkpoint past the new owner's records, which their state never
+// included, so that a later restore from it skips them. The inputs of
+// the abandoned records are processed again from the last committed
+// offsets, as after any lost session.
+//
+// A record already in a request on its way is not recalled; franz-go
+// gives its producer a new epoch, so that no sequence number is reused.
+// Under exactly-once the transaction's abort does this.
+func (a *App) abandonProduced(cl *kgo.Client) {
+	if a.txn != nil || cl == nil || a.capture != nil {
+		return
+	}
+	a.abandoned.Add(1)
+	cl.UnsafeAbortBufferedRecords()
 }
 
 // suspendTasks sets every task aside with its stores open. A restore in
@@ -416,6 +449,12 @@ func (a *App) dropTasks(clean bool) {
 			<-r.done
 		}
 		a.closeTask(t)
+	}
+	if len(dropped) > 0 && !clean {
+		// What the dropped tasks produced since their last commit, which
+		// no commit acknowledged, must not reach the broker after their
+		// next owner's writes. No task is left to produce more.
+		a.abandonProduced(a.kc())
 	}
 	a.tasksMu.Unlock()
 	if crashed {

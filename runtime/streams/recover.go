@@ -38,9 +38,10 @@ import (
 // newer epoch after a broker restart, a cut connection), the App recovers
 // by itself (recoverSession): it gives its tasks up as lost, closing them
 // dirty (their pending pebble batches and record caches are dropped,
-// their stores stay at their last checkpoint), closes the group client
-// and joins again with a new one, retrying every retryBackoff until the
-// broker answers. Nothing is lost or, under exactly-once, repeated: the
+// their stores stay at their last checkpoint; under at-least-once the
+// records the producer still holds for them are abandoned, see
+// abandonProduced), closes the group client and joins again with a new
+// one, retrying every retryBackoff until the broker answers. Nothing is lost or, under exactly-once, repeated: the
 // next owner of a task resumes from the last committed offsets, with the
 // state they imply (restored from the checkpoint and the changelog's
 // committed tail), and under exactly-once the new session's producer id
@@ -128,6 +129,11 @@ func brokerErr(op string, err error) error {
 // heartbeat or join failed, and it gives the tasks up (onLost) and joins
 // again by itself.
 var errSessionLost = errors.New("the group session expired or the coordinator is unreachable")
+
+// errTasksAbandoned is what an at-least-once commit fails with when the
+// records it flushed were abandoned meanwhile, with the tasks whose
+// session was lost (abandonProduced).
+var errTasksAbandoned = errors.New("the records to flush were abandoned with their tasks, whose group session was lost")
 
 // errNoProgress is what a wait that received nothing within its bound
 // fails with.
