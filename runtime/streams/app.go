@@ -118,6 +118,11 @@ type App struct {
 	// lastHeld is what heldState answers while tasksMu is busy, published
 	// under tasksMu (publishHeld).
 	lastHeld atomic.Pointer[heldTasks]
+	// arriving, while not nil, is closed once the assignment onAssigned
+	// left to finish after it returned (finishAssigned, while the stores
+	// open) is taken up: the next rebalance callback and the shutdown
+	// wait for it first.
+	arriving atomic.Pointer[chan struct{}]
 
 	// lastPurge is when committed repartition records were last deleted;
 	// commit, which holds tasksMu, reads and sets it.
@@ -182,6 +187,9 @@ type App struct {
 	// only, says whether to crash at a crash point of a commit.
 	txn     *transactions
 	crashAt func(point string) bool
+	// beforeStoreOpen, set by tests only, is called as each store of a
+	// task begins to open.
+	beforeStoreOpen func()
 	// markerWarn warns once that the broker refuses to say which
 	// transactions hold a changelog back (markers.go).
 	markerWarn sync.Once
@@ -305,6 +313,9 @@ func (a *App) Run(ctx context.Context) error {
 	if a.kc() != nil { // nil when ctx ended before the broker answered
 		runErr = a.run(ctx)
 	}
+	// An assignment still being taken up would change the state to
+	// Running after the changes below.
+	a.awaitArriving()
 	if a.crashing.Load() {
 		a.shutdown()
 		return nil

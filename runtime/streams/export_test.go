@@ -66,3 +66,7 @@ func GroupGeneration(a *App) int32 {
 	_, gen := cl.GroupMetadata()
 	return gen
 }
+
+// HoldStoreOpens makes every store of a's tasks wait for release to close
+// before it opens. Call it before Run.
+func HoldStoreOpens(a *App, release <-chan struct{}) { a.beforeStoreOpen = func() { <-release } }

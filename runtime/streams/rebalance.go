@@ -31,28 +31,108 @@ import (
 // has one, and then replays only what the replica had not applied.
 
 // onAssigned takes up the tasks and replicas of a new assignment.
+//
+// franz-go fetches the committed offsets of the assigned partitions, and
+// then their records, only once onAssigned returned, so the stores that
+// arriving tasks open (a few milliseconds each on a fresh pebble, mostly
+// its fsyncs, and tens of them on a busy disk: 25-40 ms for the 8 stores
+// of bench join) would hold the first fetch back. When every arriving task is
+// new to this instance's disk and its changelogs are empty
+// (storesAside), nothing the stores hold can decide anything before the
+// fetch: each opens empty at checkpoint 0, so none restores and no
+// partition must be paused. onAssigned then returns as soon as the
+// changelogs' ends are listed, and a goroutine finishes the assignment
+// (finishAssigned) once its stores opened, while the offsets and the
+// records are fetched. tasksMu stays held until it is finished (the
+// goroutine unlocks what onAssigned locked), so that neither the
+// processing goroutine nor a callback sees the assignment half taken up,
+// as if onAssigned had waited; the next callback, and the end of Run,
+// wait for it first (awaitArriving).
 func (a *App) onAssigned(ctx context.Context, cl *kgo.Client, assigned map[string][]int32) {
+	a.awaitArriving()
 	a.client.Store(cl)
 	a.noteMember(cl)
-	plan := a.balancer.Last()
-	rejoin := a.staticAssigned(cl)
-	now := time.Now()
+	as := &assignment{plan: a.balancer.Last(), rejoin: a.staticAssigned(cl), now: time.Now(), assigned: assigned}
 	a.tasksMu.Lock()
 	a.noteAssigned()
-	arrived, resumed, kept := a.takeActives(assigned, now)
-	left := a.leaveSuspended(plan)
-	a.standby.queue(a.placeReplicas(plan, left))
+	var opening []*taskOpening
+	as.arrivals, opening = a.prepareArrivals(assigned)
+	aside := a.storesAside(as.arrivals, opening)
+	opened := make(chan struct{})
+	go func() {
+		defer close(opened)
+		a.openTasksStores(opening)
+	}()
+	if aside {
+		as.ends, aside = a.emptyChangelogs(ctx, cl, opening)
+	}
+	if !aside {
+		<-opened
+		as.opened(opening)
+		a.finishAssigned(ctx, cl, as)
+		return
+	}
+	done := make(chan struct{})
+	a.arriving.Store(&done)
+	go func() {
+		defer close(done)
+		<-opened
+		as.opened(opening)
+		a.finishAssigned(ctx, cl, as)
+	}()
+}
+
+// awaitArriving waits until the assignment that onAssigned left to finish
+// after it returned, if any, is taken up. Call it without tasksMu.
+func (a *App) awaitArriving() {
+	if done := a.arriving.Load(); done != nil {
+		<-*done
+	}
+}
+
+// assignment is an assignment onAssigned takes up: what the group
+// assigned, the plan and the time it came, and the arrivals prepared for
+// it. ends, when not nil, are its changelogs' ends, listed before the
+// stores opened (emptyChangelogs).
+type assignment struct {
+	assigned map[string][]int32
+	plan     assign.Assignment
+	rejoin   bool
+	now      time.Time
+	arrivals map[TaskID]*arrival
+	ends     kadm.ListedOffsets
+}
+
+// opened fills the arrivals of the tasks whose stores opening opened.
+func (as *assignment) opened(opening []*taskOpening) {
+	for _, op := range opening {
+		ar := as.arrivals[op.id]
+		ar.stores, ar.err = op.result()
+	}
+}
+
+// finishAssigned takes up the assignment as, whose stores are open: it
+// makes the tasks, starts their restores and the replicas, and lets
+// tasksMu go, which onAssigned took.
+func (a *App) finishAssigned(ctx context.Context, cl *kgo.Client, as *assignment) {
+	arrived, resumed, kept := a.takeActives(as.assigned, as.arrivals, as.now)
+	left := a.leaveSuspended(as.plan)
+	a.standby.queue(a.placeReplicas(as.plan, left))
 	starting := append(slices.Clone(arrived), resumed...)
-	if ends, err := a.changelogEnds(ctx, kadm.NewClient(cl), starting, nil); err != nil {
+	ends, err := as.ends, error(nil)
+	if ends == nil {
+		ends, err = a.changelogEnds(ctx, kadm.NewClient(cl), starting, nil)
+	}
+	if err != nil {
 		a.setAsyncError(err)
 	} else {
 		a.startRestores(ctx, cl, starting, ends)
 	}
 	switch {
-	case rejoin:
+	case as.rejoin:
 		a.scheduleRebalance(0, "static membership: joining again with fresh metadata")
-	case plan.ProbeAfter > 0:
-		a.scheduleRebalance(plan.ProbeAfter, "probing rebalance: moving caught-up warm-ups to active")
+	case as.plan.ProbeAfter > 0:
+		a.scheduleRebalance(as.plan.ProbeAfter, "probing rebalance: moving caught-up warm-ups to active")
 	}
 	a.publishStats()
 	a.tasksMu.Unlock()
@@ -62,13 +142,63 @@ func (a *App) onAssigned(ctx context.Context, cl *kgo.Client, assigned map[strin
 	a.outageEnded()
 }
 
+// storesAside reports whether the stores opening for an assignment may
+// open while its records are fetched: under at-least-once, when every
+// task taking up a partition is new here and opens stores of its own
+// (none resumes, none comes from a replica, none was suspended), and no
+// state of it was on disk when its opening was prepared, so that each
+// store opens empty. Whether its changelogs are empty is for
+// emptyChangelogs. Exactly-once keeps the order it has: its changelogs'
+// ends wait for open transactions of the arriving tasks (changelogEnds).
+// The caller holds tasksMu.
+func (a *App) storesAside(arrivals map[TaskID]*arrival, opening []*taskOpening) bool {
+	if a.txn != nil || len(opening) == 0 || len(opening) != len(arrivals) || len(a.suspended) > 0 {
+		return false
+	}
+	for _, op := range opening {
+		if !op.fresh {
+			return false
+		}
+	}
+	return true
+}
+
+// emptyChangelogs lists, in one request, the ends of the changelogs of
+// the tasks opening, and reports whether every one of their partitions is
+// empty, with the listing: such a task has nothing to restore. A failed
+// listing reports false, leaving it to changelogEnds after the stores
+// opened, which reports its error as it always did.
+func (a *App) emptyChangelogs(ctx context.Context, cl *kgo.Client, opening []*taskOpening) (kadm.ListedOffsets, bool) {
+	topics := slices.Sorted(maps.Keys(a.changelogTopics()))
+	if len(topics) == 0 {
+		return nil, false
+	}
+	ctx, cancel := context.WithTimeout(ctx, a.brokerTimeout())
+	defer cancel()
+	ends, err := a.listChangelogEnds(ctx, kadm.NewClient(cl), topics...)
+	if err != nil || ends.Error() != nil {
+		return nil, false
+	}
+	for _, op := range opening {
+		for _, spec := range op.specs {
+			if !spec.logged {
+				continue
+			}
+			end, ok := ends.Lookup(changelogTopic(a.cfg.ApplicationID, spec.name), op.id.Partition)
+			if !ok || end.Offset != 0 {
+				return nil, false
+			}
+		}
+	}
+	return ends, true
+}
+
 // takeActives makes a task of every assigned partition's task: the
 // suspended one, the replica's, or a new one. It returns the tasks new to
 // this instance, the suspended ones that resume but must restore first
 // because a rebalance interrupted their restore, and the ids of all the
 // suspended ones it gave back.
-func (a *App) takeActives(assigned map[string][]int32, now time.Time) (arrived, resumed []*task, kept []TaskID) {
-	arrivals := a.prepareArrivals(assigned)
+func (a *App) takeActives(assigned map[string][]int32, arrivals map[TaskID]*arrival, now time.Time) (arrived, resumed []*task, kept []TaskID) {
 	for topic, p := range a.assignedSources(assigned) {
 		src := a.sources[topic]
 		st := a.topo.subtopologies[src.subtopology]
@@ -111,12 +241,14 @@ type arrival struct {
 	err     error
 }
 
-// prepareArrivals takes the stores of every task of an assignment new to
-// this instance: from its replica when there is one, else opening them,
-// every such task's side by side (openTasksStores), so that a member
-// taking up several tasks waits for one round of store opens rather than
-// one per task.
-func (a *App) prepareArrivals(assigned map[string][]int32) map[TaskID]*arrival {
+// prepareArrivals prepares the arrival of every task of an assignment new
+// to this instance: it takes the stores of those that have a replica here
+// and returns the openings of the others' stores, for the caller to open
+// side by side (openTasksStores) and fill in (assignment.opened), so that
+// a member taking up several tasks waits for one round of store opens
+// rather than one per task. An opening is fresh when the task has no
+// state dir yet: its stores open empty.
+func (a *App) prepareArrivals(assigned map[string][]int32) (map[TaskID]*arrival, []*taskOpening) {
 	arrivals := make(map[TaskID]*arrival)
 	var opening []*taskOpening
 	for topic, p := range a.assignedSources(assigned) {
@@ -134,14 +266,12 @@ func (a *App) prepareArrivals(assigned map[string][]int32) map[TaskID]*arrival {
 			}
 			continue
 		}
-		opening = append(opening, newTaskOpening(st, id))
+		op := newTaskOpening(st, id)
+		_, err := os.Lstat(filepath.Join(a.cfg.StateDir, a.cfg.ApplicationID, id.String()))
+		op.fresh = errors.Is(err, fs.ErrNotExist)
+		opening = append(opening, op)
 	}
-	a.openTasksStores(opening)
-	for _, op := range opening {
-		ar := arrivals[op.id]
-		ar.stores, ar.err = op.result()
-	}
-	return arrivals
+	return arrivals, opening
 }
 
 // assignedSources yields the assigned partitions of the topology's
@@ -334,6 +464,7 @@ func (a *App) taskEvent(t *task, clean bool) TaskEvent {
 // closed instead: their stores may hold writes whose inputs the next owner
 // processes again.
 func (a *App) onRevoked(ctx context.Context, cl *kgo.Client, revoked map[string][]int32) {
+	a.awaitArriving() // the revoked tasks may be those arriving
 	a.client.Store(cl)
 	if a.cooperative() {
 		a.revokeCooperatively(ctx, revoked)
@@ -372,6 +503,7 @@ func (a *App) onRevoked(ctx context.Context, cl *kgo.Client, revoked map[string]
 // waiting on their flush, which holds the tasks, then gives up, and none
 // of them reaches the broker once it answers again.
 func (a *App) onLost(_ context.Context, cl *kgo.Client, _ map[string][]int32) {
+	a.awaitArriving()
 	if !a.crashing.Load() {
 		a.outageBegan(errSessionLost)
 	}
@@ -427,6 +559,7 @@ func (a *App) suspendTasks() {
 
 // dropTasks closes every active and suspended task.
 func (a *App) dropTasks(clean bool) {
+	a.awaitArriving() // else the arriving tasks would come after the drop
 	a.tasksMu.Lock()
 	dropped := slices.SortedFunc(maps.Values(a.tasks), func(x, y *task) int { return compareTaskIDs(x.id, y.id) })
 	for _, t := range a.suspended {
@@ -486,6 +619,7 @@ const maxStoreOpens = 4
 // order, and what opening each gave.
 type taskOpening struct {
 	id     TaskID
+	fresh  bool // the task had no state dir when the opening was prepared
 	specs  []*storeSpec
 	stores []*taskStore
 	errs   []error

@@ -184,6 +184,9 @@ func changelogTopic(applicationID, store string) string {
 
 // openStore opens (or rebuilds) the store of spec for task id.
 func (a *App) openStore(spec *storeSpec, id TaskID) (*taskStore, error) {
+	if a.beforeStoreOpen != nil {
+		a.beforeStoreOpen()
+	}
 	dir := filepath.Join(a.cfg.StateDir, a.cfg.ApplicationID, id.String(), spec.name)
 	layout := ""
 	stamped := spec.timestamped && spec.window == nil
