@@ -305,3 +305,71 @@ func checkCrashClone(t *testing.T, fs *vfs.MemFS, opts Options, want Checkpoint,
 		t.Fatalf("after a crash: checkpoint %+v, data %q; want %+v, %q", c.Checkpoint(), got, want, wantData)
 	}
 }
+
+// TestCrashWhileCreating crashes a store's creation at every file pebble
+// creates, renames or removes while Open creates it, its syncs deferred
+// to the end (creatingFS), and then as it closes with nothing committed:
+// every crashed copy opens as an empty store at checkpoint zero, rebuilt
+// or not, and restores from there.
+func TestCrashWhileCreating(t *testing.T) {
+	const dir = "/tasks/0_0/store"
+	for _, mode := range []struct {
+		name         string
+		logged, sync bool
+	}{
+		{"unlogged, WAL unsynced", false, false},
+		{"logged, no WAL", true, false},
+		{"logged, WAL synced", true, true},
+	} {
+		t.Run(mode.name, func(t *testing.T) {
+			l := newCrashLog(3, 100)
+			mem := vfs.NewCrashableMem()
+			cfs := &cloningFS{MemFS: mem}
+			opts := Options{Dir: dir, Identity: testID, BlockCacheBytes: 1 << 20, Sync: mode.sync, Logged: mode.logged, fs: cfs}
+			s, err := Open(opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if len(cfs.clones) == 0 {
+				t.Fatal("no crash point met while creating")
+			}
+			for i, clones := range cfs.clones {
+				for name, clone := range clones {
+					reopenCrashed(t, opts, clone, l, 0, false, fmt.Sprintf("at step %d of the creation, %s", i, name))
+				}
+			}
+			for name, clone := range crashClones(mem, 1) {
+				reopenCrashed(t, opts, clone, l, 0, true, "after the creation, "+name)
+			}
+		})
+	}
+}
+
+// cloningFS is a crashable file system that keeps crashed copies of
+// itself (crashClones) as each file is created, renamed or removed.
+type cloningFS struct {
+	*vfs.MemFS
+	clones []map[string]*vfs.MemFS
+}
+
+func (c *cloningFS) crash() {
+	c.clones = append(c.clones, crashClones(c.MemFS, uint64(len(c.clones))))
+}
+
+func (c *cloningFS) Create(name string, category vfs.DiskWriteCategory) (vfs.File, error) {
+	c.crash()
+	return c.MemFS.Create(name, category)
+}
+
+func (c *cloningFS) Rename(oldname, newname string) error {
+	c.crash()
+	return c.MemFS.Rename(oldname, newname)
+}
+
+func (c *cloningFS) Remove(name string) error {
+	c.crash()
+	return c.MemFS.Remove(name)
+}

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -81,6 +82,13 @@ func Open(opts Options) (*Store, error) {
 	}
 	log = log.With("store", opts.Identity, "dir", opts.Dir)
 
+	// A store created in a directory of its own syncs its creation once,
+	// at the end (creatingFS).
+	var creating *atomic.Bool
+	if _, err := opts.fs.Stat(opts.Dir); errors.Is(err, fs.ErrNotExist) {
+		creating = new(atomic.Bool)
+		creating.Store(true)
+	}
 	if err := opts.fs.MkdirAll(opts.Dir, 0o755); err != nil {
 		return nil, fmt.Errorf("state: create store dir %s: %w", opts.Dir, err)
 	}
@@ -104,6 +112,7 @@ func Open(opts Options) (*Store, error) {
 		log:       log,
 		fs:        opts.fs,
 		lock:      lock,
+		creating:  creating,
 	}
 	if opts.cache != nil {
 		opts.cache.Ref()
@@ -114,7 +123,13 @@ func Open(opts Options) (*Store, error) {
 	if opts.Sync {
 		s.sync = pebble.Sync
 	}
-	if err := s.open(opts); err != nil {
+	err = s.open(opts)
+	if err == nil && creating != nil {
+		if err = syncCreated(opts.fs, opts.Dir, creating); err != nil {
+			s.closeDB()
+		}
+	}
+	if err != nil {
 		s.cache.Unref()
 		_ = lock.Close()
 		return nil, err
@@ -299,8 +314,12 @@ func (s *Store) closeDB() {
 
 // pebbleOptions are the pebble settings for a streams state store.
 func (s *Store) pebbleOptions(opts Options, bg *stickyError) *pebble.Options {
+	fsys := opts.fs
+	if s.creating != nil {
+		fsys = creatingFS{FS: fsys, creating: s.creating}
+	}
 	po := &pebble.Options{
-		FS:    opts.fs,
+		FS:    fsys,
 		Lock:  s.lock,
 		Cache: s.cache,
 		// The newest format with row-based sstables (Pebblev4), not the

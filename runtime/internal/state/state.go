@@ -38,6 +38,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -169,11 +170,15 @@ type Store struct {
 	log       *slog.Logger
 	rebuilt   string
 
-	fs    vfs.FS
-	db    *pebble.DB
-	lock  *pebble.Lock
-	cache *pebble.Cache
-	bg    *stickyError
+	fs vfs.FS
+	// creating, set while Open creates the store in a new directory,
+	// makes pebble skip its syncs until the one at the end of Open
+	// (creatingFS); nil for a store whose directory existed.
+	creating *atomic.Bool
+	db       *pebble.DB
+	lock     *pebble.Lock
+	cache    *pebble.Cache
+	bg       *stickyError
 
 	// batch holds the pending writes. It is indexed so that Get and Range
 	// see them merged with the committed data.
