@@ -607,19 +607,7 @@ func TestCompactionWaitsForOpenTransactions(t *testing.T) {
 	if err := b.ApplyRetention(ctx); err != nil {
 		t.Fatal(err)
 	}
-	reader := client(t, b, kgo.ConsumeTopics("table"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
-		kgo.FetchIsolationLevel(kgo.ReadCommitted()))
-	values := make(map[string]string)
-	for values["other"] == "" {
-		fs := reader.PollFetches(ctx)
-		if ctx.Err() != nil {
-			t.Fatalf("reading table: %v (read %v)", ctx.Err(), values)
-		}
-		fs.EachRecord(func(r *kgo.Record) { values[string(r.Key)] = string(r.Value) })
-	}
-	if values["k"] != "committed" {
-		t.Fatalf("read committed, key k is %q after the pass and the abort, want %q (all: %v)", values["k"], "committed", values)
-	}
+	checkCommittedValue(ctx, t, b, "other")
 }
 
 // TestCompactionHoldsTransactionsThatBeginMeanwhile begins a transaction
@@ -681,10 +669,17 @@ func TestCompactionHoldsTransactionsThatBeginMeanwhile(t *testing.T) {
 	if err := plain.ProduceSync(ctx, &kgo.Record{Topic: "table", Key: []byte("last"), Value: []byte("v")}).FirstErr(); err != nil {
 		t.Fatal(err)
 	}
+	checkCommittedValue(ctx, t, b, "last")
+}
+
+// checkCommittedValue reads topic table read-committed, up to key last,
+// and fails unless key k has the value "committed".
+func checkCommittedValue(ctx context.Context, t *testing.T, b *broker.Broker, last string) {
+	t.Helper()
 	reader := client(t, b, kgo.ConsumeTopics("table"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()))
 	values := make(map[string]string)
-	for values["last"] == "" {
+	for values[last] == "" {
 		fs := reader.PollFetches(ctx)
 		if ctx.Err() != nil {
 			t.Fatalf("reading table: %v (read %v)", ctx.Err(), values)
