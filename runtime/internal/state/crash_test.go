@@ -93,14 +93,7 @@ func crashClones(fs *vfs.MemFS, seed uint64) map[string]*vfs.MemFS {
 // untested: this test is the proof that it keeps its data and checkpoint
 // together.
 func TestCrashLeavesCheckpointAndDataAgreeing(t *testing.T) {
-	for _, mode := range []struct {
-		name         string
-		logged, sync bool
-	}{
-		{"unlogged, WAL unsynced", false, false},
-		{"logged, no WAL", true, false},
-		{"logged, WAL synced", true, true},
-	} {
+	for _, mode := range crashModes {
 		t.Run(mode.name, func(t *testing.T) {
 			testCrashes(t, mode.logged, mode.sync)
 		})
@@ -313,14 +306,7 @@ func checkCrashClone(t *testing.T, fs *vfs.MemFS, opts Options, want Checkpoint,
 // or not, and restores from there.
 func TestCrashWhileCreating(t *testing.T) {
 	const dir = "/tasks/0_0/store"
-	for _, mode := range []struct {
-		name         string
-		logged, sync bool
-	}{
-		{"unlogged, WAL unsynced", false, false},
-		{"logged, no WAL", true, false},
-		{"logged, WAL synced", true, true},
-	} {
+	for _, mode := range crashModes {
 		t.Run(mode.name, func(t *testing.T) {
 			l := newCrashLog(3, 100)
 			mem := vfs.NewCrashableMem()
@@ -372,4 +358,15 @@ func (c *cloningFS) Rename(oldname, newname string) error {
 func (c *cloningFS) Remove(name string) error {
 	c.crash()
 	return c.MemFS.Remove(name)
+}
+
+// crashModes are the store configurations the crash tests run under: with
+// and without a changelog, and with Sync.
+var crashModes = []struct {
+	name         string
+	logged, sync bool
+}{
+	{"unlogged, WAL unsynced", false, false},
+	{"logged, no WAL", true, false},
+	{"logged, WAL synced", true, true},
 }
