@@ -148,10 +148,18 @@ func (t *task) readyToProcess(now func() time.Time) bool {
 	}
 	queued, waiting, enforced := 0, false, false
 	wait := &t.idle
-	wait.waitingOn, wait.toList, wait.wake = wait.waitingOn[:0], wait.toList[:0], time.Time{}
+	wait.waitingOn, wait.toList = wait.waitingOn[:0], wait.toList[:0]
+	if !wait.wake.IsZero() {
+		wait.wake = time.Time{}
+	}
 	for _, q := range t.queues {
 		if !q.empty() {
-			q.idleDeadline, q.laggingSince = time.Time{}, time.Time{}
+			// Written only when set: this runs for every record, and
+			// a time.Time holds a pointer, whose every write costs a
+			// write barrier while the GC marks.
+			if !q.idleDeadline.IsZero() || !q.laggingSince.IsZero() {
+				q.idleDeadline, q.laggingSince = time.Time{}, time.Time{}
+			}
 			queued++
 			continue
 		}
@@ -223,7 +231,9 @@ func (t *task) waitsFor(q *partitionQueue, clock func() time.Time) bool {
 
 // stopIdling ends the task's wait.
 func (t *task) stopIdling() {
-	t.idle.since, t.idle.wake = time.Time{}, time.Time{}
+	if !t.idle.since.IsZero() || !t.idle.wake.IsZero() { // see readyToProcess
+		t.idle.since, t.idle.wake = time.Time{}, time.Time{}
+	}
 	t.idle.waitingOn, t.idle.toList = t.idle.waitingOn[:0], t.idle.toList[:0]
 }
 
