@@ -642,6 +642,9 @@ func (a *App) loop(ctx context.Context) error {
 // processPoll starts the tasks whose restore finished and lets the tasks
 // process what the poll fetched.
 func (a *App) processPoll(fetches kgo.Fetches) error {
+	// An assignment taken up beside the fetch (onAssigned) is reported,
+	// its tasks' moves and the state Running, before they process.
+	a.awaitArriving()
 	if err := a.resumeRestored(); err != nil {
 		return err
 	}

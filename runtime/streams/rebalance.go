@@ -132,8 +132,9 @@ func (a *App) finishAssigned(ctx context.Context, cl *kgo.Client, as *assignment
 		a.scheduleRebalance(as.plan.ProbeAfter, "probing rebalance: moving caught-up warm-ups to active")
 	}
 	a.publishStats()
+	moves := a.taskMoves(arrived, left)
 	a.tasksMu.Unlock()
-	a.reportMoves(arrived, left)
+	a.reportMoves(moves)
 	a.unassignedSince.Store(0)
 	a.changeState(Running, kept)
 	a.outageEnded()
@@ -433,18 +434,35 @@ func (a *App) startRestores(ctx context.Context, cl *kgo.Client, tasks []*task, 
 	}
 }
 
-// reportMoves logs and reports the tasks that arrived and left.
-func (a *App) reportMoves(arrived, left []*task) {
+// taskMoves are the events of the tasks that arrived and left, taken
+// while the caller holds tasksMu: once it lets go, the processing
+// goroutine may be at work on the arrived tasks (finishAssigned runs
+// beside it when the stores opened aside).
+func (a *App) taskMoves(arrived, left []*task) (moves taskMoves) {
 	for _, t := range left {
-		a.log.Info("task revoked", "task", t.id.String())
-		for _, h := range a.hooks.revoked {
-			h.OnTaskRevoked(a.taskEvent(t, true))
-		}
+		moves.left = append(moves.left, a.taskEvent(t, true))
 	}
 	for _, t := range arrived {
-		a.log.Info("task assigned", "task", t.id.String(), "partitions", fmt.Sprint(t.partitions()), "from_replica", t.replica)
+		moves.arrived = append(moves.arrived, a.taskEvent(t, true))
+	}
+	return moves
+}
+
+// taskMoves are the events of an assignment's moves (see App.taskMoves).
+type taskMoves struct{ arrived, left []TaskEvent }
+
+// reportMoves logs and reports the tasks that arrived and left.
+func (a *App) reportMoves(moves taskMoves) {
+	for _, ev := range moves.left {
+		a.log.Info("task revoked", "task", ev.Task.String())
+		for _, h := range a.hooks.revoked {
+			h.OnTaskRevoked(ev)
+		}
+	}
+	for _, ev := range moves.arrived {
+		a.log.Info("task assigned", "task", ev.Task.String(), "partitions", fmt.Sprint(ev.Partitions), "from_replica", ev.FromReplica)
 		for _, h := range a.hooks.assigned {
-			h.OnTaskAssigned(a.taskEvent(t, true))
+			h.OnTaskAssigned(ev)
 		}
 	}
 }
