@@ -27,6 +27,12 @@ import (
 // appended once the compaction is over. Non-transactional produce, fetch
 // and the transactions' commits and aborts go on meanwhile; they cannot
 // make a partition unstable.
+//
+// With the hold, 4 short exactly-once chaos runs and one full make chaos
+// passed on 2026-12-07; the next full run (at 13ba01a) still failed once,
+// with 15 counts going back after a restore whose checkpoint (7828) lay
+// before the compacted changelog's log start (7842). Its cause is not
+// established.
 
 // compactionCheckTimeout bounds how long a retention pass holds
 // transactional produce requests while it checks for open transactions.
