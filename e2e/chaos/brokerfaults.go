@@ -548,7 +548,7 @@ func RunFault(ctx context.Context, o FaultOptions) (rep FaultReport, err error) 
 		return rep, err
 	}
 	rep.Inputs = sent.inputs
-	if err := waitCommitted(ctx, adm, ws, o.CompletionTimeout, say); err != nil {
+	if err := waitCommitted(ctx, adm, ws, o.CompletionTimeout, say, nil); err != nil {
 		return rep, err
 	}
 	say("the group committed every input; stopping the workers")
@@ -619,7 +619,7 @@ func faultAndResume(ctx context.Context, o FaultOptions, inject func(context.Con
 		var stacks strings.Builder
 		for i := range ws.procs {
 			if slices.Contains(rep.Unresumed, ws.name(i)) {
-				stacks.WriteString(ws.procs[i].stacks(ws.logPath(i)))
+				stacks.WriteString(ws.procs[i].stacks(ws.logPath(i), "braidstream/braid/runtime"))
 			}
 		}
 		return fmt.Errorf("%w\n%s", err, stacks.String())

@@ -236,13 +236,13 @@ func Run(ctx context.Context, o Options) (rep Report, err error) {
 	say("seed %d, %d inputs over %d keys in %v, %d kills, %d workers, logs in %s", o.Seed, o.Records, o.Keys, o.Duration, o.Kills, o.Workers, logs)
 
 	var brokers []string
+	var brk *broker // nil on Kafka
 	if o.Kafka != nil {
 		if brokers, err = clearKafka(o.Kafka, say); err != nil {
 			return rep, err
 		}
 	} else {
-		brk, err := startBroker(ctx, o.Braid, "", filepath.Join(rep.Dir, "broker"), filepath.Join(logs, "broker.log"), o.Partitions)
-		if err != nil {
+		if brk, err = startBroker(ctx, o.Braid, "", filepath.Join(rep.Dir, "broker"), filepath.Join(logs, "broker.log"), o.Partitions); err != nil {
 			return rep, err
 		}
 		defer func() {
@@ -276,7 +276,8 @@ func Run(ctx context.Context, o Options) (rep Report, err error) {
 		return rep, err
 	}
 	rep.Inputs = tr.inputs
-	if err := waitCommitted(ctx, adm, ws, o.CompletionTimeout, say); err != nil {
+	stuck := func() string { return stuckReport(ctx, adm, ws, brk) }
+	if err := waitCommitted(ctx, adm, ws, o.CompletionTimeout, say, stuck); err != nil {
 		return rep, err
 	}
 	say("the group committed every input; stopping the workers")
@@ -566,7 +567,10 @@ func lagText(ctx context.Context, adm *kadm.Client) string {
 // commit with the outputs in one transaction, so from then on every output
 // is there too; a killed worker's open transaction only delays it until
 // its restart fences it.
-func waitCommitted(ctx context.Context, adm *kadm.Client, ws *workers, timeout time.Duration, say func(string, ...any)) error {
+//
+// report, if not nil, says at the deadline what the run looked like
+// (stuckReport); the error carries it.
+func waitCommitted(ctx context.Context, adm *kadm.Client, ws *workers, timeout time.Duration, say func(string, ...any), report func() string) error {
 	deadline := time.Now().Add(timeout)
 	lastSaid := time.Now()
 	for {
@@ -585,7 +589,11 @@ func waitCommitted(ctx context.Context, adm *kadm.Client, ws *workers, timeout t
 			return err
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("waiting for the inputs to be committed: the group %s still had %d inputs to commit %v after the last input (per partition: %v)", AppID, total, timeout, lag)
+			err := fmt.Errorf("waiting for the inputs to be committed: the group %s still had %d inputs to commit %v after the last input (per partition: %v)", AppID, total, timeout, lag)
+			if report != nil {
+				err = fmt.Errorf("%w\n%s", err, report())
+			}
+			return err
 		}
 		if time.Since(lastSaid) >= 5*time.Second {
 			say("waiting for the group to commit: %d inputs not committed %v", total, lag)

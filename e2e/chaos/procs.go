@@ -83,11 +83,12 @@ func (p *proc) kill() {
 	<-p.done
 }
 
-// stacks asks p, a stuck Go worker, for its goroutines' stacks (SIGQUIT),
-// waits up to 10 s for it to print them and exit, and returns those of
-// Braid's goroutines from logPath: what a "did not resume" needs to be
+// stacks asks p, a stuck Go process, for its goroutines' stacks
+// (SIGQUIT), waits up to 10 s for it to print them and exit, and returns
+// from logPath those of its goroutines whose stack holds one of match
+// (Braid's runtime, for a worker): what a "did not resume" needs to be
 // understood, which the log's tail alone rarely says.
-func (p *proc) stacks(logPath string) string {
+func (p *proc) stacks(logPath string, match ...string) string {
 	if p == nil || quitSignal == nil || p.exited() {
 		return ""
 	}
@@ -103,12 +104,12 @@ func (p *proc) stacks(logPath string) string {
 	}
 	var out strings.Builder
 	for _, g := range strings.Split(string(b), "\n\n") {
-		if strings.HasPrefix(g, "goroutine ") && strings.Contains(g, "braidstream/braid/runtime") {
+		if strings.HasPrefix(g, "goroutine ") && slices.ContainsFunc(match, func(m string) bool { return strings.Contains(g, m) }) {
 			out.WriteString(g)
 			out.WriteString("\n\n")
 		}
 	}
-	return fmt.Sprintf("--- the goroutines of %s in Braid's runtime when it was stuck\n%s", p.name, out.String())
+	return fmt.Sprintf("--- the goroutines of %s in %s when it was stuck\n%s", p.name, strings.Join(match, " or "), out.String())
 }
 
 // stop asks p to stop with SIGTERM and waits up to timeout; then it kills
@@ -129,7 +130,8 @@ func (p *proc) stop(timeout time.Duration) error {
 // broker is the `braid broker` process.
 type broker struct {
 	*proc
-	addr string
+	addr    string
+	logPath string
 }
 
 var listeningRE = regexp.MustCompile(`listening on (\S+)`)
@@ -172,7 +174,7 @@ func startBroker(ctx context.Context, braid, listen, dataDir, logPath string, pa
 	defer t.Stop()
 	select {
 	case addr := <-w.addr:
-		return &broker{proc: p, addr: addr}, nil
+		return &broker{proc: p, addr: addr, logPath: logPath}, nil
 	case <-p.done:
 		err = fmt.Errorf("broker exited before listening: %s\n%s", exitText(p.err), tailFile(logPath, 20))
 	case <-t.C:
@@ -313,6 +315,11 @@ func tailFile(path string, n int) string {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return fmt.Sprintf("(reading %s: %v)", path, err)
+	}
+	// A stack dump asked for (stacks) says its part elsewhere; the tail
+	// is the log before it.
+	if i := bytes.Index(b, []byte("\nSIGQUIT: quit")); i >= 0 {
+		b = b[:i]
 	}
 	lines := bytes.Split(bytes.TrimRight(b, "\n"), []byte("\n"))
 	if len(lines) > n {
