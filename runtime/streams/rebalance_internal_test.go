@@ -14,7 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
-// TestTaskWithheldFromItsOwnerComesBackOnOpenStores is a cooperative
+// TestTaskWithheldFromItsOwnerComesBackFromItsWarmupOnOpenStores is a cooperative
 // rebalance that withholds a task from the member that runs it (another
 // member still says it owns the task too, as after a broker's outage):
 // the member revokes it, and the plan lists it as pending here, neither
@@ -29,7 +29,7 @@ import (
 // stop-15s). The warm-up stays queued throughout, as it did there (the
 // follow-up came 250 ms later, within replicaStartDelay): the follower is
 // not started.
-func TestTaskWithheldFromItsOwnerComesBackOnOpenStores(t *testing.T) {
+func TestTaskWithheldFromItsOwnerComesBackFromItsWarmupOnOpenStores(t *testing.T) {
 	const app, input = "withheld", "withheld-clicks"
 	b := brokertest.Start(t, broker.Config{})
 	cl, err := kgo.NewClient(append(b.ClientOptions(), kgo.SeedBrokers(b.Addrs()...), kgo.ProducerLinger(0))...)
