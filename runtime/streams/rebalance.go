@@ -113,7 +113,7 @@ func (as *assignment) opened(opening []*taskOpening) {
 // tasksMu go, which onAssigned took.
 func (a *App) finishAssigned(ctx context.Context, cl *kgo.Client, as *assignment) {
 	arrived, resumed, kept := a.takeActives(as.assigned, as.arrivals, as.now)
-	left := a.leaveSuspended(as.plan)
+	left := a.leaveSuspended()
 	a.standby.queue(a.placeReplicas(as.plan, left))
 	starting := append(slices.Clone(arrived), resumed...)
 	ends, err := as.ends, error(nil)
@@ -306,22 +306,16 @@ func (a *App) arrive(st *subtopology, id TaskID, ar *arrival, now time.Time) (*t
 	return t, nil
 }
 
-// leaveSuspended deals with the suspended tasks the assignment did not
-// give back: those planned as replicas here stay open for placeReplicas,
-// the others are closed. It returns them all.
-func (a *App) leaveSuspended(plan assign.Assignment) []*task {
-	keep := make(map[TaskID]bool)
-	for _, t := range slices.Concat(plan.Standby, plan.Warmup) {
-		keep[TaskID{t.Subtopology, t.Partition}] = true
-	}
+// leaveSuspended takes the suspended tasks the assignment did not give
+// back out of the suspended ones and returns them, stores open, for
+// placeReplicas to hand each to its replica or close it. Deciding here
+// too, on the plan's standbys and warm-ups alone, closed a task that
+// placeReplicas then made a warm-up of (a pending one) on its stores.
+func (a *App) leaveSuspended() []*task {
 	var left []*task
 	for _, id := range slices.SortedFunc(maps.Keys(a.suspended), compareTaskIDs) {
-		t := a.suspended[id]
+		left = append(left, a.suspended[id])
 		delete(a.suspended, id)
-		left = append(left, t)
-		if !keep[id] {
-			a.closeTask(t)
-		}
 	}
 	return left
 }
@@ -340,7 +334,7 @@ func (a *App) closeTask(t *task) {
 // replicas no longer planned close, warm-ups that became standbys (or
 // back) change role, and the new replicas are returned for the follower
 // to start (see replica_start.go), with the open stores of a task that
-// just left here when there is one.
+// just left here when there is one; it closes the other tasks that left.
 func (a *App) placeReplicas(plan assign.Assignment, left []*task) []*standbyTask {
 	want := make(map[TaskID]bool) // task: is a warm-up
 	for _, t := range plan.Standby {
@@ -405,8 +399,16 @@ func (a *App) placeReplicas(plan assign.Assignment, left []*task) []*standbyTask
 				st.rollBack()
 			}
 			sb.stores = t.storeList
+			delete(leaving, id) // the replica owns its stores now
 		}
 		fresh = append(fresh, sb)
+	}
+	// Each task that left is handed to its replica or closed, here and
+	// nowhere else: a store has one owner at a time.
+	for _, t := range left {
+		if leaving[t.id] != nil {
+			a.closeTask(t)
+		}
 	}
 	return fresh
 }
