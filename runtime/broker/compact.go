@@ -181,6 +181,10 @@ func (b *Broker) markDroppedAborts(ctx context.Context, adm *kadm.Client, topics
 				if len(left) == 0 {
 					continue
 				}
+				if b.log != nil {
+					b.log.Info("writing abort markers the compaction dropped", "component", "broker",
+						"topic", td.Topic, "partition", pd.Partition, "producer_id", pid, "aborted", len(firsts), "unmarked", len(left))
+				}
 				for range firsts {
 					m := kmsg.NewWriteTxnMarkersRequestMarker()
 					m.ProducerID, m.ProducerEpoch, m.Committed = pid, epoch, false

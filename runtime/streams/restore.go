@@ -354,7 +354,7 @@ func (a *App) skipDeletedChangelog(ctx context.Context, adm *kadm.Client, t *tas
 		}
 		// The restore reads from the log start (runRestore).
 		sr.next = min(start.Offset, sr.end)
-		a.log.Warn("changelog records before the log start were deleted (retention); restoring from the log start",
+		a.log.Warn("changelog records before the log start were deleted (retention or compaction); restoring from the log start",
 			"task", t.id.String(), "store", sr.store.spec.name, "checkpoint", sr.start, "log_start", start.Offset, "changelog_end", sr.end)
 		if err := clearBeforeLogStart(t, sr, start.Offset); err != nil {
 			return 0, err
