@@ -133,6 +133,7 @@ type Broker struct {
 	clientOpts       []kgo.Opt
 	retention        time.Duration
 	now              func() time.Time // time.Now, but for tests
+	log              *slog.Logger     // nil: no log
 
 	// admin is the client the retention pass uses; stopCleaner ends the
 	// cleaner goroutine and cleanerDone closes when it has.
@@ -246,7 +247,7 @@ func Start(cfg Config) (*Broker, error) {
 		}
 		gate.Open()
 	}
-	b := &Broker{cluster: c, addr: addrs[0], listenAddr: listenAddr, clientOpts: SASLClientOptions(cfg.SASLUser, cfg.SASLPassword), now: time.Now}
+	b := &Broker{cluster: c, addr: addrs[0], listenAddr: listenAddr, clientOpts: SASLClientOptions(cfg.SASLUser, cfg.SASLPassword), now: time.Now, log: cfg.Logger}
 	b.holdTransactionalProduce()
 	b.retention = cfg.Retention
 	if b.retention == 0 {

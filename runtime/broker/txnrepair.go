@@ -124,13 +124,47 @@ func repairCrashAbortedTxns(ctx context.Context, cl *kgo.Client) error {
 // reports that no abort marker of their producer follows in the log, with
 // the epoch of their last batch.
 func unmarkedAborts(ctx context.Context, cl *kgo.Client, topic string, id [16]byte, partition int32, start int64) (map[int64]int16, error) {
-	aborted := make(map[int64][]int64) // producer id → first offsets
-	type pidBatch struct {
-		offset  int64
-		epoch   int16
-		control bool
-		abort   bool
+	aborted, batches, err := readTxnIndex(ctx, cl, topic, id, partition, start)
+	if err != nil {
+		return nil, err
 	}
+	open := make(map[int64]int16)
+	for pid, firsts := range aborted {
+		for _, first := range firsts {
+			marked, epoch, seen := false, int16(-1), false
+			for _, b := range batches[pid] {
+				if b.offset < first {
+					continue
+				}
+				if b.control {
+					marked = b.abort
+					break
+				}
+				epoch, seen = b.epoch, true
+			}
+			if !marked && seen {
+				open[pid] = epoch
+			}
+		}
+	}
+	return open, nil
+}
+
+// pidBatch is a transactional batch of a producer, as readTxnIndex reads
+// it.
+type pidBatch struct {
+	offset  int64
+	epoch   int16
+	control bool
+	abort   bool
+}
+
+// readTxnIndex reads a partition from offset start to its last stable
+// offset with read_committed and returns the aborted transactions the
+// broker reports (producer id → first offsets) and the transactional
+// batches of the log, by producer id, in offset order.
+func readTxnIndex(ctx context.Context, cl *kgo.Client, topic string, id [16]byte, partition int32, start int64) (map[int64][]int64, map[int64][]pidBatch, error) {
+	aborted := make(map[int64][]int64)    // producer id → first offsets
 	batches := make(map[int64][]pidBatch) // transactional batches, by producer id
 	for offset := start; ; {
 		req := kmsg.NewPtrFetchRequest()
@@ -148,17 +182,17 @@ func unmarkedAborts(ctx context.Context, cl *kgo.Client, topic string, id [16]by
 		req.Topics = append(req.Topics, rt)
 		resp, err := req.RequestWith(ctx, cl)
 		if err != nil {
-			return nil, fmt.Errorf("fetching from %d: %w", offset, err)
+			return nil, nil, fmt.Errorf("fetching from %d: %w", offset, err)
 		}
 		if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
-			return nil, fmt.Errorf("fetching from %d: %w", offset, err)
+			return nil, nil, fmt.Errorf("fetching from %d: %w", offset, err)
 		}
 		if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
-			return nil, fmt.Errorf("fetching from %d: the response has no partition", offset)
+			return nil, nil, fmt.Errorf("fetching from %d: the response has no partition", offset)
 		}
 		p := resp.Topics[0].Partitions[0]
 		if err := kerr.ErrorForCode(p.ErrorCode); err != nil {
-			return nil, fmt.Errorf("fetching from %d: %w", offset, err)
+			return nil, nil, fmt.Errorf("fetching from %d: %w", offset, err)
 		}
 		for _, at := range p.AbortedTransactions {
 			if !containsOffset(aborted[at.ProducerID], at.FirstOffset) {
@@ -173,7 +207,7 @@ func unmarkedAborts(ctx context.Context, cl *kgo.Client, topic string, id [16]by
 			}
 			var b kmsg.RecordBatch
 			if err := b.ReadFrom(raw[:size]); err != nil {
-				return nil, fmt.Errorf("decoding the batch at %d: %w", next, err)
+				return nil, nil, fmt.Errorf("decoding the batch at %d: %w", next, err)
 			}
 			raw = raw[size:]
 			if end := b.FirstOffset + int64(b.LastOffsetDelta) + 1; end > next {
@@ -197,26 +231,7 @@ func unmarkedAborts(ctx context.Context, cl *kgo.Client, topic string, id [16]by
 		}
 		offset = next
 	}
-	open := make(map[int64]int16)
-	for pid, firsts := range aborted {
-		for _, first := range firsts {
-			marked, epoch, seen := false, int16(-1), false
-			for _, b := range batches[pid] {
-				if b.offset < first {
-					continue
-				}
-				if b.control {
-					marked = b.abort
-					break
-				}
-				epoch, seen = b.epoch, true
-			}
-			if !marked && seen {
-				open[pid] = epoch
-			}
-		}
-	}
-	return open, nil
+	return aborted, batches, nil
 }
 
 func containsOffset(offsets []int64, o int64) bool {

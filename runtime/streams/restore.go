@@ -196,10 +196,8 @@ func (a *App) runRestore(ctx context.Context, t *task, stores []*storeRestore) e
 			return nil
 		}
 	}
-	parts := make(map[string]map[int32]kgo.Offset)
 	byTopic := make(map[string]*storeRestore)
 	for _, sr := range stores {
-		parts[sr.store.changelog] = map[int32]kgo.Offset{sr.store.partition: kgo.NewOffset().At(sr.start)}
 		byTopic[sr.store.changelog] = sr
 		sr.next, sr.began = sr.start, time.Now()
 		a.restoreEvent(t, sr, "start")
@@ -211,7 +209,12 @@ func (a *App) runRestore(ctx context.Context, t *task, stores []*storeRestore) e
 	}, a.cfg.ClientOptions...)
 	opts = append(opts, a.readOptions()...)
 	opts = append(opts, a.reach.watch(a.log.With("client", "restore"))...)
-	opts = append(opts, kgo.SeedBrokers(a.cfg.Brokers...), kgo.ConsumePartitions(parts), kgo.WithContext(a.clientCtx))
+	// No partition to consume yet: the client lists the log starts first,
+	// and then consumes from them where they are past the checkpoints, so
+	// that no fetch asks for an offset before the log start (whose
+	// OFFSET_OUT_OF_RANGE franz-go answers by listing the start again, a
+	// start that a compaction may have moved meanwhile).
+	opts = append(opts, kgo.SeedBrokers(a.cfg.Brokers...), kgo.WithContext(a.clientCtx))
 	cl, err := kgo.NewClient(opts...)
 	if err != nil {
 		return fmt.Errorf("creating restore client for task %s: %w", t.id, err)
@@ -221,6 +224,13 @@ func (a *App) runRestore(ctx context.Context, t *task, stores []*storeRestore) e
 	if err != nil {
 		return err
 	}
+	parts := make(map[string]map[int32]kgo.Offset)
+	for _, sr := range stores {
+		if sr.next < sr.end {
+			parts[sr.store.changelog] = map[int32]kgo.Offset{sr.store.partition: kgo.NewOffset().At(sr.next)}
+		}
+	}
+	cl.AddConsumePartitions(parts)
 	entries := make([]state.Entry, 0, 4096)
 	lastLog := time.Now()
 	for remaining > 0 {
@@ -322,10 +332,11 @@ func (a *App) applyRestore(t *task, sr *storeRestore, recs []*kgo.Record, entrie
 // returns how many restores remain. A changelog's records may be gone by
 // retention: a windowed store's changelog (compact,delete) on Kafka loses
 // its records by their timestamps, and records replayed from long ago are
-// deleted soon after they are written. The fetch starts at the log start
-// then (an offset before it is out of range, which resets to the start),
-// and a restore whose log start is its end would wait for records that
-// never come: its store is as restored as the changelog allows.
+// deleted soon after they are written; and a compaction moves the log
+// start to its first surviving record. The fetch starts at the log start
+// then (runRestore), and a restore whose log start is its end would wait
+// for records that never come: its store is as restored as the changelog
+// allows.
 func (a *App) skipDeletedChangelog(ctx context.Context, adm *kadm.Client, t *task, stores []*storeRestore) (int, error) {
 	topics := make([]string, 0, len(stores))
 	for _, sr := range stores {
@@ -341,7 +352,9 @@ func (a *App) skipDeletedChangelog(ctx context.Context, adm *kadm.Client, t *tas
 		if !ok || start.Err != nil || start.Offset <= sr.start {
 			continue
 		}
-		a.log.Warn("changelog records before the log start were deleted (retention); restoring from the log start",
+		// The restore reads from the log start (runRestore).
+		sr.next = min(start.Offset, sr.end)
+		a.log.Warn("changelog records before the log start were deleted (retention or compaction); restoring from the log start",
 			"task", t.id.String(), "store", sr.store.spec.name, "checkpoint", sr.start, "log_start", start.Offset, "changelog_end", sr.end)
 		if err := clearBeforeLogStart(t, sr, start.Offset); err != nil {
 			return 0, err
