@@ -140,7 +140,7 @@ func RunJoin(ctx context.Context, opts JoinOptions) (JoinReport, error) {
 	if 2*half != opts.Records {
 		return rep, fmt.Errorf("bench join: %d records do not split into two equal sides", opts.Records)
 	}
-	b, err := broker.Start(broker.Config{Partitions: opts.Partitions})
+	b, err := startBroker(broker.Config{Partitions: opts.Partitions})
 	if err != nil {
 		return rep, fmt.Errorf("bench join: starting the broker: %w", err)
 	}

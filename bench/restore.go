@@ -99,8 +99,8 @@ type RestoreReport struct {
 // SeedChangelog creates topic compacted (cleanup.policy=compact,
 // replication 1; an existing topic must have partitions partitions) and
 // seeds it as Seed does: records records, 10-byte keys over keys distinct
-// keys, ~100-byte values, partitioned by key. Nothing compacts it (the
-// embedded broker's cleaner runs hourly), so it holds all records records
+// keys, ~100-byte values, partitioned by key. Nothing compacts it on a
+// bench's embedded broker (startBroker), so it holds all records records
 // and a restore reads every one of them; the latest value of a key is the
 // one of its last record.
 func SeedChangelog(ctx context.Context, brokers []string, topic string, partitions, records, keys int) error {
@@ -290,7 +290,7 @@ func RunRestore(ctx context.Context, opts RestoreOptions, braid RestoreFunc) (Re
 		return rep, errors.New("bench restore: no Braid restore to measure")
 	}
 
-	b, err := broker.Start(broker.Config{Partitions: opts.Partitions})
+	b, err := startBroker(broker.Config{Partitions: opts.Partitions})
 	if err != nil {
 		return rep, fmt.Errorf("bench restore: %w", err)
 	}

@@ -74,7 +74,7 @@ func RunSnapshot(ctx context.Context, opts SnapshotOptions) (SnapshotReport, err
 	if opts.Keys < 0 || opts.Tail < 0 {
 		return rep, errors.New("bench snapshot: keys and tail must not be negative")
 	}
-	b, err := broker.Start(broker.Config{Partitions: 1})
+	b, err := startBroker(broker.Config{Partitions: 1})
 	if err != nil {
 		return rep, fmt.Errorf("bench snapshot: %w", err)
 	}

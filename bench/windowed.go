@@ -163,7 +163,7 @@ func RunWindowed(ctx context.Context, opts WindowedOptions, windowed, count Coun
 		return rep, errors.New("bench windowed: need both a windowed and a plain count to measure")
 	}
 
-	b, err := broker.Start(broker.Config{Partitions: opts.Partitions})
+	b, err := startBroker(broker.Config{Partitions: opts.Partitions})
 	if err != nil {
 		return rep, fmt.Errorf("bench windowed: %w", err)
 	}
