@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -199,18 +198,8 @@ func (b *Broker) markDroppedAborts(ctx context.Context, adm *kadm.Client, topics
 	if len(req.Markers) == 0 {
 		return errors.Join(errs...)
 	}
-	resp, err := req.RequestWith(ctx, b.admin)
-	if err != nil {
-		return errors.Join(append(errs, fmt.Errorf("writing the abort markers compaction dropped: %w", err))...)
-	}
-	for _, m := range resp.Markers {
-		for _, t := range m.Topics {
-			for _, p := range t.Partitions {
-				if err := kerr.ErrorForCode(p.ErrorCode); err != nil {
-					errs = append(errs, fmt.Errorf("writing the abort marker of producer %d to %s/%d: %w", m.ProducerID, t.Topic, p.Partition, err))
-				}
-			}
-		}
+	if err := writeMarkers(ctx, b.admin, req); err != nil {
+		errs = append(errs, fmt.Errorf("writing the abort markers compaction dropped: %w", err))
 	}
 	return errors.Join(errs...)
 }

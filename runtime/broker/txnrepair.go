@@ -103,10 +103,17 @@ func repairCrashAbortedTxns(ctx context.Context, cl *kgo.Client) error {
 		}
 		req.Markers = append(req.Markers, m)
 	}
+	return errors.Join(append(errs, writeMarkers(ctx, cl, req))...)
+}
+
+// writeMarkers sends req and reports every marker it could not write, by
+// producer and partition.
+func writeMarkers(ctx context.Context, cl *kgo.Client, req *kmsg.WriteTxnMarkersRequest) error {
 	resp, err := req.RequestWith(ctx, cl)
 	if err != nil {
-		return errors.Join(append(errs, fmt.Errorf("writing abort markers: %w", err))...)
+		return fmt.Errorf("writing abort markers: %w", err)
 	}
+	var errs []error
 	for _, m := range resp.Markers {
 		for _, t := range m.Topics {
 			for _, p := range t.Partitions {
