@@ -1,12 +1,8 @@
 package broker_test
 
 import (
-	"context"
 	"testing"
-	"time"
 
-	"github.com/braidstream/braid/runtime/broker"
-	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -20,14 +16,7 @@ import (
 // exactly-once chaos run lost counts that way when it restored stores
 // from the log start of compacted changelogs.
 func TestCompactionKeepsLaterCommittedTransactions(t *testing.T) {
-	b := start(t, broker.Config{RetentionCheckInterval: time.Hour})
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	adm := kadm.NewClient(client(t, b))
-	if _, err := adm.CreateTopic(ctx, 1, 1, map[string]*string{"cleanup.policy": kadm.StringPtr("compact")}, "table"); err != nil {
-		t.Fatal(err)
-	}
-	plain := client(t, b, kgo.ProducerLinger(0))
+	b, ctx, plain := compactedTable(t)
 	put := func(k, v string) {
 		t.Helper()
 		if err := plain.ProduceSync(ctx, &kgo.Record{Topic: "table", Key: []byte(k), Value: []byte(v)}).FirstErr(); err != nil {

@@ -575,14 +575,7 @@ func TestRetentionKeepsRecordsBeforeALateOne(t *testing.T) {
 // the open transaction's record would supersede the committed one and,
 // aborted, leave the key with no value at all.
 func TestCompactionWaitsForOpenTransactions(t *testing.T) {
-	b := start(t, broker.Config{RetentionCheckInterval: time.Hour})
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	adm := kadm.NewClient(client(t, b))
-	if _, err := adm.CreateTopic(ctx, 1, 1, map[string]*string{"cleanup.policy": kadm.StringPtr("compact")}, "table"); err != nil {
-		t.Fatal(err)
-	}
-	plain := client(t, b, kgo.ProducerLinger(0))
+	b, ctx, plain := compactedTable(t)
 	if err := plain.ProduceSync(ctx, &kgo.Record{Topic: "table", Key: []byte("k"), Value: []byte("committed")}).FirstErr(); err != nil {
 		t.Fatal(err)
 	}
@@ -616,14 +609,7 @@ func TestCompactionWaitsForOpenTransactions(t *testing.T) {
 // compacted while open they would supersede the committed value of their
 // key, and the abort that follows would leave the key with none.
 func TestCompactionHoldsTransactionsThatBeginMeanwhile(t *testing.T) {
-	b := start(t, broker.Config{RetentionCheckInterval: time.Hour})
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	adm := kadm.NewClient(client(t, b))
-	if _, err := adm.CreateTopic(ctx, 1, 1, map[string]*string{"cleanup.policy": kadm.StringPtr("compact")}, "table"); err != nil {
-		t.Fatal(err)
-	}
-	plain := client(t, b, kgo.ProducerLinger(0))
+	b, ctx, plain := compactedTable(t)
 	for _, v := range []string{"old", "committed"} {
 		if err := plain.ProduceSync(ctx, &kgo.Record{Topic: "table", Key: []byte("k"), Value: []byte(v)}).FirstErr(); err != nil {
 			t.Fatal(err)
@@ -689,4 +675,20 @@ func checkCommittedValue(ctx context.Context, t *testing.T, b *broker.Broker, la
 	if values["k"] != "committed" {
 		t.Fatalf("read committed, key k is %q after the pass and the abort, want %q (all: %v)", values["k"], "committed", values)
 	}
+}
+
+// compactedTable starts a broker whose retention pass runs only when the
+// test calls ApplyRetention, with a compacted topic "table" of one
+// partition, and returns it, the test's context and a client that
+// produces at once.
+func compactedTable(t *testing.T) (*broker.Broker, context.Context, *kgo.Client) {
+	t.Helper()
+	b := start(t, broker.Config{RetentionCheckInterval: time.Hour})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	t.Cleanup(cancel)
+	adm := kadm.NewClient(client(t, b))
+	if _, err := adm.CreateTopic(ctx, 1, 1, map[string]*string{"cleanup.policy": kadm.StringPtr("compact")}, "table"); err != nil {
+		t.Fatal(err)
+	}
+	return b, ctx, client(t, b, kgo.ProducerLinger(0))
 }
