@@ -3,6 +3,7 @@ package chaos
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -76,13 +77,7 @@ func describeTransactions(ctx context.Context, adm *kadm.Client) string {
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "--- %d transactional ids\n", len(txns))
-	for _, id := range slices.Sorted(func(yield func(string) bool) {
-		for id := range txns {
-			if !yield(id) {
-				return
-			}
-		}
-	}) {
+	for _, id := range slices.Sorted(maps.Keys(txns)) {
 		t := txns[id]
 		started := "-"
 		if t.StartTimestamp > 0 {
