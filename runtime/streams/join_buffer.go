@@ -173,12 +173,12 @@ func (st *taskStore) undoBuffer() {
 		for k, b := range w.index {
 			b.recs = slices.DeleteFunc(b.recs, func(r bufferedRecord) bool { return uncommitted(r.kb, c.seq, w.seq) })
 			if len(b.recs) == 0 {
-				delete(w.index, k)
+				w.forgetIndexed(k, b)
 			}
 		}
 	}
 	w.seq, w.storedUpTo, w.maxSegment = c.seq, c.storedUpTo, c.maxSegment
-	w.last, w.lastValue = nil, nil
+	w.last, w.lastValue, w.lastAdded = nil, nil, nil
 	w.marked = min(w.marked, c.streamTime)
 }
 

@@ -116,7 +116,7 @@ func TestJoinIndexAppendKeepsBacking(t *testing.T) {
 		if b != nil {
 			before = cap(b.recs)
 		}
-		w.addIndexed([]byte("k"), bufferedRecord{ts: int64(seq / 3), value: seq})
+		w.addIndexed([]byte("k"), bufferedRecord{ts: int64(seq / 3), value: seq}, nil)
 		if cap(w.index["k"].recs) != before {
 			grew++
 		}
@@ -156,9 +156,46 @@ func BenchmarkJoinIndex(b *testing.B) {
 			clear(w.index)
 		}
 		ts := int64(j)
-		w.addIndexed(inner[j%keys], bufferedRecord{ts: ts})
+		w.addIndexed(inner[j%keys], bufferedRecord{ts: ts}, nil)
 		rs := w.index[string(inner[j%keys])]
 		matches = append(matches[:0], rs.between(ts-5_000, ts+5_000)...)
 	}
 	_ = matches
+}
+
+// TestJoinIndexPartners checks the invariant the join's probe relies on:
+// a key's records in one buffer point at the other buffer's records of
+// the key when that buffer indexes it, and at no records when it does
+// not, through expiry, a key coming back, and an index replaced.
+func TestJoinIndexPartners(t *testing.T) {
+	left := &windowState{index: make(map[string]*bufferedRecords)}
+	right := &windowState{index: make(map[string]*bufferedRecords)}
+	k := []byte("k")
+	mine := left.addIndexed(k, bufferedRecord{ts: 1, value: 1}, right)
+	if len(mine.partner.recs) != 0 {
+		t.Fatalf("a key new to both buffers has %d partner records", len(mine.partner.recs))
+	}
+	theirs := right.addIndexed(k, bufferedRecord{ts: 2, value: 2}, left)
+	if mine.partner != theirs || theirs.partner != mine {
+		t.Fatal("the two buffers' records of one key are not each other's partners")
+	}
+	left.dropIndexed(2)
+	if len(theirs.partner.recs) != 0 {
+		t.Fatalf("after the left records expired, the right ones' partner holds %d", len(theirs.partner.recs))
+	}
+	back := left.addIndexed(k, bufferedRecord{ts: 3, value: 3}, right)
+	if back != theirs.partner {
+		t.Fatal("a key back in the left buffer did not take the right records' partner")
+	}
+	sameRecords(t, "the right records' partner", theirs.partner.recs, []bufferedRecord{{ts: 3, value: 3}})
+	right.releaseIndex()
+	if len(back.partner.recs) != 0 {
+		t.Fatalf("after the right index was released, the left records' partner holds %d", len(back.partner.recs))
+	}
+	fresh := &windowState{index: make(map[string]*bufferedRecords)}
+	again := fresh.addIndexed(k, bufferedRecord{ts: 4, value: 4}, left)
+	if again != back.partner {
+		t.Fatal("a replaced right index's key did not take the left records' partner")
+	}
+	sameRecords(t, "the left records' partner", back.partner.recs, []bufferedRecord{{ts: 4, value: 4}})
 }

@@ -1,0 +1,163 @@
+package streams
+
+import (
+	"math"
+	"slices"
+)
+
+// The in-memory index of a join buffer's records by key (windowState.index).
+
+// bufferedRecords are one key's records in a join buffer, oldest first,
+// and in the order they were buffered at equal timestamps: the order of
+// the buffer's pebble keys, which a restart rebuilds the index from. Being
+// sorted by timestamp, the records a join probes for are found by binary
+// search.
+//
+// A key's records in the two buffers of a join are allocated together, a
+// joinKey, each pointing at the other as partner: a record is added to
+// its side's records and probes the other side's, and with both in one
+// allocation (one cache line) the probe needs no second map lookup and
+// no second cache miss. The invariant the probe relies on: partner holds
+// the other buffer's records of the key if its index has the key, and
+// none otherwise. So a key's records leave an index only emptied
+// (forgetIndexed), and an index that misses a key its partner's has takes
+// the partner's joinKey rather than a new one (addIndexed).
+type bufferedRecords struct {
+	recs    []bufferedRecord
+	partner *bufferedRecords
+}
+
+// joinKey is one key's records in both buffers of a join.
+type joinKey [2]bufferedRecords
+
+// newJoinKey returns a key's records in a new joinKey.
+func newJoinKey() *bufferedRecords {
+	k := new(joinKey)
+	k[0].partner, k[1].partner = &k[1], &k[0]
+	return &k[0]
+}
+
+// bufferedCap is the capacity a key's records start with, so that its
+// first few appends do not each reallocate (1, 2, 4, as append grows).
+const bufferedCap = 4
+
+// addIndexed adds a record just buffered under serialized key inner and
+// returns the key's records. partner is the other buffer of the join (nil
+// for none): a key new to this buffer takes its records' partner.
+func (w *windowState) addIndexed(inner []byte, r bufferedRecord, partner *windowState) *bufferedRecords {
+	if b, ok := w.index[string(inner)]; ok {
+		b.add(r)
+		return b
+	}
+	var b *bufferedRecords
+	if partner != nil {
+		if theirs := partner.index[string(inner)]; theirs != nil {
+			b = theirs.partner
+		}
+	}
+	if b == nil {
+		b = newJoinKey()
+	}
+	// Empty by the invariant; emptied all the same, as a stale record
+	// here would join.
+	clear(b.recs)
+	b.recs = b.recs[:0]
+	if cap(b.recs) == 0 {
+		b.recs = make([]bufferedRecord, 0, bufferedCap)
+	}
+	b.recs = append(b.recs, r)
+	w.index[string(inner)] = b
+	return b
+}
+
+// forgetIndexed removes key k, whose records are b, from the index,
+// emptying b: its partner may still point at it.
+func (w *windowState) forgetIndexed(k string, b *bufferedRecords) {
+	b.recs = nil
+	delete(w.index, k)
+}
+
+// releaseIndex empties every key's records of the index, which is about
+// to be replaced: the partner's index keeps pointing at them.
+func (w *windowState) releaseIndex() {
+	for k, b := range w.index {
+		w.forgetIndexed(k, b)
+	}
+}
+
+// add puts r after every record not later than it. Most records come in
+// time order and are appended; one out of order goes where a binary
+// search puts it, after the records of its timestamp.
+func (b *bufferedRecords) add(r bufferedRecord) {
+	n := len(b.recs)
+	if n == 0 || b.recs[n-1].ts <= r.ts {
+		b.recs = append(b.recs, r)
+		return
+	}
+	b.recs = slices.Insert(b.recs, b.after(r.ts), r)
+}
+
+// from returns the index of the first record with a timestamp of at
+// least ts (len(recs) if there is none). It searches back from the end,
+// in steps that double, and then by bisection between the last two: a
+// join mostly probes for a window at the end of the buffer, which the
+// first step or two find among the records last added, in memory near
+// each other.
+func (b *bufferedRecords) from(ts int64) int {
+	// Every record from hi on is at least ts; lo is below hi.
+	lo, hi := len(b.recs)-1, len(b.recs)
+	for step := 1; lo >= 0 && b.recs[lo].ts >= ts; step *= 2 {
+		hi = lo
+		lo -= step
+	}
+	// Bisect (lo, hi): every record up to lo is below ts.
+	lo = max(lo+1, 0)
+	for lo < hi {
+		h := int(uint(lo+hi) >> 1)
+		if b.recs[h].ts < ts {
+			lo = h + 1
+		} else {
+			hi = h
+		}
+	}
+	return lo
+}
+
+// after returns the index of the first record later than ts.
+func (b *bufferedRecords) after(ts int64) int {
+	if ts == math.MaxInt64 {
+		return len(b.recs)
+	}
+	return b.from(ts + 1)
+}
+
+// between returns the records with timestamps in [from, to], in their
+// order: a slice of the index, valid until the key's records change.
+func (b *bufferedRecords) between(from, to int64) []bufferedRecord {
+	if to < from {
+		return nil
+	}
+	return b.recs[b.from(from):b.after(to)]
+}
+
+// dropBefore drops the records older than ts, keeping the backing array
+// for the records to come.
+func (b *bufferedRecords) dropBefore(ts int64) {
+	i := b.from(ts)
+	if i == 0 {
+		return
+	}
+	n := copy(b.recs, b.recs[i:])
+	clear(b.recs[n:])
+	b.recs = b.recs[:n]
+}
+
+// dropIndexed drops the indexed records of a join buffer with segment
+// times below before, as expiry drops them from pebble.
+func (w *windowState) dropIndexed(before int64) {
+	for k, b := range w.index {
+		if b.dropBefore(before); len(b.recs) == 0 {
+			w.forgetIndexed(k, b)
+		}
+	}
+}
