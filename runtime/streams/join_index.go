@@ -12,29 +12,31 @@ import (
 // the buffer's pebble keys, which a restart rebuilds the index from. Being
 // sorted by timestamp, the records a join probes for are found by binary
 // search.
-//
-// A key's records in the two buffers of a join are allocated together, a
-// joinKey, each pointing at the other as partner: a record is added to
-// its side's records and probes the other side's, and with both in one
-// allocation (one cache line) the probe needs no second map lookup and
-// no second cache miss. The invariant the probe relies on: partner holds
-// the other buffer's records of the key if its index has the key, and
-// none otherwise. So a key's records leave an index only emptied
-// (forgetIndexed), and an index that misses a key its partner's has takes
-// the partner's joinKey rather than a new one (addIndexed).
 type bufferedRecords struct {
-	recs    []bufferedRecord
-	partner *bufferedRecords
+	recs []bufferedRecord
+	// latest is at least every record's timestamp, and is the latest
+	// one's unless records were dropped since: a probe for a window
+	// after it, as half a join's probes in time order are (the partner
+	// has not come yet), and an append in time order read no record,
+	// which is a cache miss in a large buffer.
+	latest int64
 }
 
-// joinKey is one key's records in both buffers of a join.
+// joinKey is one key's records in both buffers of a join, by side
+// (windowSpec.joinSide): a record is added to its side's records and
+// probes the other side's, and with both in one allocation (one cache
+// line) the probe needs no second map lookup and no second cache miss.
+// Each side's index holds the key while it has records of it. The
+// invariant the probe relies on: a side's slot of a joinKey holds its
+// records of the key if its index has the key, and none otherwise. So a
+// key leaves an index only with its slot emptied (forgetIndexed), and an
+// index that misses a key the other side's has takes that joinKey rather
+// than a new one (addIndexed).
 type joinKey [2]bufferedRecords
 
-// newJoinKey returns a key's records in a new joinKey.
-func newJoinKey() *bufferedRecords {
-	k := new(joinKey)
-	k[0].partner, k[1].partner = &k[1], &k[0]
-	return &k[0]
+// records returns the buffer's slot of k.
+func (w *windowState) records(k *joinKey) *bufferedRecords {
+	return &k[w.spec.joinSide]
 }
 
 // bufferedCap is the capacity a key's records start with, so that its
@@ -42,46 +44,45 @@ func newJoinKey() *bufferedRecords {
 const bufferedCap = 4
 
 // addIndexed adds a record just buffered under serialized key inner and
-// returns the key's records. partner is the other buffer of the join (nil
-// for none): a key new to this buffer takes its records' partner.
-func (w *windowState) addIndexed(inner []byte, r bufferedRecord, partner *windowState) *bufferedRecords {
-	if b, ok := w.index[string(inner)]; ok {
-		b.add(r)
-		return b
+// returns the key. partner is the other buffer of the join (nil for
+// none), whose joinKey a key new to this buffer takes.
+func (w *windowState) addIndexed(inner []byte, r bufferedRecord, partner *windowState) *joinKey {
+	if k, ok := w.index[string(inner)]; ok {
+		w.records(k).add(r)
+		return k
 	}
-	var b *bufferedRecords
+	var k *joinKey
 	if partner != nil {
-		if theirs := partner.index[string(inner)]; theirs != nil {
-			b = theirs.partner
-		}
+		k = partner.index[string(inner)]
 	}
-	if b == nil {
-		b = newJoinKey()
+	if k == nil {
+		k = new(joinKey)
 	}
 	// Empty by the invariant; emptied all the same, as a stale record
 	// here would join.
+	b := w.records(k)
 	clear(b.recs)
 	b.recs = b.recs[:0]
 	if cap(b.recs) == 0 {
 		b.recs = make([]bufferedRecord, 0, bufferedCap)
 	}
-	b.recs = append(b.recs, r)
-	w.index[string(inner)] = b
-	return b
+	b.add(r)
+	w.index[string(inner)] = k
+	return k
 }
 
-// forgetIndexed removes key k, whose records are b, from the index,
-// emptying b: its partner may still point at it.
-func (w *windowState) forgetIndexed(k string, b *bufferedRecords) {
-	b.recs = nil
-	delete(w.index, k)
+// forgetIndexed removes key, k, from the index, emptying its slot: the
+// other side's index may still hold k.
+func (w *windowState) forgetIndexed(key string, k *joinKey) {
+	w.records(k).recs = nil
+	delete(w.index, key)
 }
 
-// releaseIndex empties every key's records of the index, which is about
-// to be replaced: the partner's index keeps pointing at them.
+// releaseIndex empties the buffer's slot of every key of the index, which
+// is about to be replaced: the other side's index keeps the keys.
 func (w *windowState) releaseIndex() {
-	for k, b := range w.index {
-		w.forgetIndexed(k, b)
+	for key, k := range w.index {
+		w.forgetIndexed(key, k)
 	}
 }
 
@@ -90,11 +91,16 @@ func (w *windowState) releaseIndex() {
 // search puts it, after the records of its timestamp.
 func (b *bufferedRecords) add(r bufferedRecord) {
 	n := len(b.recs)
-	if n == 0 || b.recs[n-1].ts <= r.ts {
+	switch {
+	case n == 0:
+		b.latest = r.ts
 		b.recs = append(b.recs, r)
-		return
+	case b.latest <= r.ts || b.recs[n-1].ts <= r.ts:
+		b.latest = max(b.latest, r.ts)
+		b.recs = append(b.recs, r)
+	default:
+		b.recs = slices.Insert(b.recs, b.after(r.ts), r)
 	}
-	b.recs = slices.Insert(b.recs, b.after(r.ts), r)
 }
 
 // from returns the index of the first record with a timestamp of at
@@ -104,6 +110,9 @@ func (b *bufferedRecords) add(r bufferedRecord) {
 // first step or two find among the records last added, in memory near
 // each other.
 func (b *bufferedRecords) from(ts int64) int {
+	if b.latest < ts {
+		return len(b.recs)
+	}
 	// Every record from hi on is at least ts; lo is below hi.
 	lo, hi := len(b.recs)-1, len(b.recs)
 	for step := 1; lo >= 0 && b.recs[lo].ts >= ts; step *= 2 {
@@ -155,9 +164,10 @@ func (b *bufferedRecords) dropBefore(ts int64) {
 // dropIndexed drops the indexed records of a join buffer with segment
 // times below before, as expiry drops them from pebble.
 func (w *windowState) dropIndexed(before int64) {
-	for k, b := range w.index {
+	for key, k := range w.index {
+		b := w.records(k)
 		if b.dropBefore(before); len(b.recs) == 0 {
-			w.forgetIndexed(k, b)
+			w.forgetIndexed(key, k)
 		}
 	}
 }

@@ -143,14 +143,14 @@ func (s *Stream) joinStream(op string, leftOuter, rightOuter bool, other *Stream
 		}
 	}
 	keySerde := orDefault(o.store.KeySerde, orDefault(left.keySerde, right.keySerde))
-	buffer := func(name string, valueSerde Serde) *storeSpec {
+	buffer := func(name string, valueSerde Serde, side int) *storeSpec {
 		return &storeSpec{
 			name: name, logged: !o.store.LoggingDisabled, keySerde: keySerde, valueSerde: valueSerde,
-			window:    &windowSpec{kind: joinWindowKind, size: ws.before + ws.after, grace: ws.grace},
+			window:    &windowSpec{kind: joinWindowKind, size: ws.before + ws.after, grace: ws.grace, joinSide: side},
 			retention: ws.before + ws.after + ws.grace + 1,
 		}
 	}
-	thisSpec, otherSpec := buffer(thisStore, left.valueSerde), buffer(otherStore, right.valueSerde)
+	thisSpec, otherSpec := buffer(thisStore, left.valueSerde, 0), buffer(otherStore, right.valueSerde, 1)
 
 	thisWin := b.addNode(thisWinName, processorNode)
 	otherWin := b.addNode(otherWinName, processorNode)
@@ -404,10 +404,14 @@ func (p *streamJoinProc) emitAlone(t *task, r record) error {
 // partner of the records the record was added to, or, when it was not
 // buffered, the other index's.
 func (p *streamJoinProc) partnerRecords(inner []byte) *bufferedRecords {
-	if b := p.this.win.lastAdded; b != nil {
-		return b.partner
+	other := p.other.win
+	k := p.this.win.lastAdded
+	if k == nil {
+		if k = other.index[string(inner)]; k == nil {
+			return nil
+		}
 	}
-	return p.other.win.index[string(inner)]
+	return other.records(k)
 }
 
 // joinPartner returns the window state of a join buffer's partner, nil if

@@ -99,13 +99,12 @@ type windowState struct {
 	// starts or rolls back. The map holds pointers so that adding a
 	// record to a known key assigns nothing: an assignment would allocate
 	// the key's string again. A key's records share one allocation with
-	// the other buffer's of the same key (bufferedRecords.partner).
-	index map[string]*bufferedRecords
-	// lastAdded is the key's records the record processed last was added
-	// to, nil if it was not buffered: the join after the buffer probes
-	// their partner, the other buffer's records of the key, without
-	// looking the key up again.
-	lastAdded *bufferedRecords
+	// the other buffer's of the same key (joinKey).
+	index map[string]*joinKey
+	// lastAdded is the key the record processed last was added to, nil
+	// if it was not buffered: the join after the buffer probes the other
+	// buffer's records of the key without looking the key up again.
+	lastAdded *joinKey
 	// mem is set while a logged join buffer of an active task lives in
 	// memory, pebble holding a snapshot only (see join_buffer.go).
 	mem *liveBuffer
@@ -167,7 +166,7 @@ func newWindowState(spec *storeSpec, inner Serde) *windowState {
 		w.tsBytes = 16
 	case joinWindowKind:
 		w.tsBytes = 12 // the timestamp and the sequence number
-		w.index = make(map[string]*bufferedRecords)
+		w.index = make(map[string]*joinKey)
 	}
 	// Kafka Streams' rule: half the retention, at least a minute, so that
 	// a store has few segments and drops one every half retention.
