@@ -613,9 +613,19 @@ func (st *taskStore) flush(t *task) error {
 // keep is set; else they leave the cache before they are written, so that
 // a failure leaves the cache consistent.
 func (st *taskStore) evict(t *task, n int, keep bool) error {
-	for range n {
-		k := st.order[0]
-		st.order = st.order[1:]
+	done := 0
+	// The rest moves to the front of the same array, rather than the
+	// order being resliced past what was written: its capacity is kept
+	// for the rows that become dirty next (a time window's new rows
+	// would grow it again from nothing after every commit). Moved, or
+	// cleared, the written keys no longer hold their bytes alive.
+	defer func() {
+		rest := copy(st.order, st.order[done:])
+		clear(st.order[rest:])
+		st.order = st.order[:rest]
+	}()
+	for ; done < n; done++ {
+		k := st.order[done]
 		e := st.row(k)
 		if e == nil || !e.dirty {
 			continue // flushed early: a window closed and emitted
@@ -625,11 +635,9 @@ func (st *taskStore) evict(t *task, n int, keep bool) error {
 		}
 		e.dirty = false
 		if err := st.flushEntry(t, e); err != nil {
+			done++
 			return err
 		}
-	}
-	if len(st.order) == 0 {
-		st.order = nil
 	}
 	return nil
 }

@@ -55,11 +55,18 @@ func (st *taskStore) row(k string) *cacheEntry {
 	if len(k) < 8 {
 		return nil
 	}
-	wr := st.win.rowsAt(keyStart(k))
+	return st.win.rowAt(keyStart(k), k[:len(k)-8])
+}
+
+// rowAt returns the cached row of a time window's grouping key inner
+// (serialized) in the window that starts at start, or nil: row without
+// the changelog key, which ends with start.
+func (w *windowState) rowAt(start int64, inner string) *cacheEntry {
+	wr := w.rowsAt(start)
 	if wr == nil {
 		return nil
 	}
-	return wr.rows[k[:len(k)-8]]
+	return wr.rows[inner]
 }
 
 // addRow puts the new row e in the cache.

@@ -79,6 +79,8 @@ type windowState struct {
 	rows      map[int64]*windowRows
 	lastRows  *windowRows
 	spareRows []map[string]*cacheEntry
+	// entries is where a time window's new cached rows come from.
+	entries windowEntryArena
 	// closeOrder is the order the last window closed in (closingKeys).
 	closeOrder closeOrder
 	// marked is the stream time of the last stream-time marker written.

@@ -259,20 +259,23 @@ func (p *timeWindowProc) process(t *task, r record) error {
 			p.store.dropLate(t, r, wk)
 			continue
 		}
+		// One lookup of the window's row serves the record, whether it
+		// updates the row, reads the store or adds the row. It is looked
+		// up by window and grouping key, as the cache keeps it: the
+		// window's changelog key is built only for a row the record does
+		// not just update, which most records do.
+		e := p.store.win.rowAt(start, keyView(inner))
+		if done, err := p.updateCached(t, r, e); err != nil {
+			return err
+		} else if done {
+			continue
+		}
 		var kb []byte
 		if p.store.spec.cached {
 			p.kbuf = p.store.win.appendKey(p.kbuf[:0], inner, wk)
 			kb = p.kbuf
 		} else {
 			kb = p.store.win.keyBytes(inner, wk)
-		}
-		// One lookup of the window's row serves the record, whether it
-		// updates the row, reads the store or adds the row.
-		e := p.store.row(keyView(kb))
-		if done, err := p.updateCached(t, r, e); err != nil {
-			return err
-		} else if done {
-			continue
 		}
 		old, _, found, err := p.store.getRow(e, kb)
 		if err != nil {
