@@ -369,6 +369,7 @@ func (st *taskStore) rollBack() {
 	case st.win != nil && st.win.mem != nil:
 		st.undoBuffer()
 	case st.win != nil:
+		st.win.releaseIndex()
 		st.win = newWindowState(st.spec, st.win.inner)
 	}
 	if st.unmatched != nil {

@@ -170,15 +170,16 @@ func (st *taskStore) applyPending() error {
 func (st *taskStore) undoBuffer() {
 	w, c := st.win, st.win.mem.committed
 	if w.seq != c.seq {
-		for k, b := range w.index {
+		for key, k := range w.index {
+			b := w.records(k)
 			b.recs = slices.DeleteFunc(b.recs, func(r bufferedRecord) bool { return uncommitted(r.kb, c.seq, w.seq) })
 			if len(b.recs) == 0 {
-				delete(w.index, k)
+				w.forgetIndexed(key, k)
 			}
 		}
 	}
 	w.seq, w.storedUpTo, w.maxSegment = c.seq, c.storedUpTo, c.maxSegment
-	w.last, w.lastValue = nil, nil
+	w.last, w.lastValue, w.lastAdded = nil, nil, nil
 	w.marked = min(w.marked, c.streamTime)
 }
 
@@ -232,8 +233,8 @@ func (st *taskStore) snapshotBuffer() error {
 // CPU's caches, and the sort was most of a large buffer's close.
 func (w *windowState) committedInTimeOrder(seq uint32) []*bufferedRecord {
 	n := 0
-	for _, b := range w.index {
-		n += len(b.recs)
+	for _, k := range w.index {
+		n += len(w.records(k).recs)
 	}
 	type timeOrdered struct {
 		ts  int64
@@ -242,7 +243,8 @@ func (w *windowState) committedInTimeOrder(seq uint32) []*bufferedRecord {
 	}
 	items := make([]timeOrdered, 0, n)
 	all := seq == w.seq
-	for _, b := range w.index {
+	for _, k := range w.index {
+		b := w.records(k)
 		for i := range b.recs {
 			if r := &b.recs[i]; all || !uncommitted(r.kb, seq, w.seq) {
 				items = append(items, timeOrdered{ts: r.ts, seq: binary.BigEndian.Uint32(r.kb[len(r.kb)-4:]), r: r})

@@ -108,16 +108,16 @@ func TestJoinIndexAgreesWithLinearScan(t *testing.T) {
 // appended to the key's backing array, growing it only by doubling, and
 // that expiry keeps the array for the records that follow.
 func TestJoinIndexAppendKeepsBacking(t *testing.T) {
-	w := &windowState{index: make(map[string]*bufferedRecords)}
+	w := &windowState{index: make(map[string]*joinKey)}
 	grew := 0
 	for seq := range 1000 {
-		b := w.index["k"]
+		k := w.index["k"]
 		before := 0
-		if b != nil {
-			before = cap(b.recs)
+		if k != nil {
+			before = cap(w.records(k).recs)
 		}
-		w.addIndexed([]byte("k"), bufferedRecord{ts: int64(seq / 3), value: seq})
-		if cap(w.index["k"].recs) != before {
+		w.addIndexed([]byte("k"), bufferedRecord{ts: int64(seq / 3), value: seq}, nil)
+		if cap(w.records(w.index["k"]).recs) != before {
 			grew++
 		}
 	}
@@ -125,7 +125,7 @@ func TestJoinIndexAppendKeepsBacking(t *testing.T) {
 	if grew > 10 {
 		t.Fatalf("the backing array grew %d times for 1000 appends", grew)
 	}
-	b := w.index["k"]
+	b := w.records(w.index["k"])
 	c := cap(b.recs)
 	w.dropIndexed(300)
 	if len(b.recs) != 100 || b.recs[0].ts != 300 || cap(b.recs) != c {
@@ -144,7 +144,7 @@ func TestJoinIndexAppendKeepsBacking(t *testing.T) {
 // key's 50.
 func BenchmarkJoinIndex(b *testing.B) {
 	const keys, perKey = 10_000, 50
-	w := &windowState{index: make(map[string]*bufferedRecords)}
+	w := &windowState{index: make(map[string]*joinKey)}
 	inner := make([][]byte, keys)
 	for k := range inner {
 		inner[k] = []byte{byte(k >> 8), byte(k), 'k'}
@@ -156,9 +156,106 @@ func BenchmarkJoinIndex(b *testing.B) {
 			clear(w.index)
 		}
 		ts := int64(j)
-		w.addIndexed(inner[j%keys], bufferedRecord{ts: ts})
-		rs := w.index[string(inner[j%keys])]
+		w.addIndexed(inner[j%keys], bufferedRecord{ts: ts}, nil)
+		rs := w.records(w.index[string(inner[j%keys])])
 		matches = append(matches[:0], rs.between(ts-5_000, ts+5_000)...)
 	}
 	_ = matches
+}
+
+// TestJoinIndexPartners checks the invariant the join's probe relies on:
+// a side's slot of a key holds its records of the key when its index has
+// the key, and none when it does not, through expiry, a key coming back,
+// and an index replaced; and that the two sides' indexes share the key.
+func TestJoinIndexPartners(t *testing.T) {
+	newSide := func(side int) *windowState {
+		return &windowState{spec: windowSpec{kind: joinWindowKind, joinSide: side}, index: make(map[string]*joinKey)}
+	}
+	left, right := newSide(0), newSide(1)
+	k := []byte("k")
+	key := left.addIndexed(k, bufferedRecord{ts: 1, value: 1}, right)
+	if n := len(right.records(key).recs); n != 0 {
+		t.Fatalf("a key new to both buffers has %d right records", n)
+	}
+	if right.addIndexed(k, bufferedRecord{ts: 2, value: 2}, left) != key {
+		t.Fatal("the two buffers index one key apart")
+	}
+	sameRecords(t, "the left records", left.records(key).recs, []bufferedRecord{{ts: 1, value: 1}})
+	sameRecords(t, "the right records", right.records(key).recs, []bufferedRecord{{ts: 2, value: 2}})
+	left.dropIndexed(2)
+	if n := len(left.records(key).recs); n != 0 {
+		t.Fatalf("after the left records expired, the key holds %d left records", n)
+	}
+	if left.addIndexed(k, bufferedRecord{ts: 3, value: 3}, right) != key {
+		t.Fatal("a key back in the left buffer did not take the right buffer's")
+	}
+	sameRecords(t, "the left records back", left.records(key).recs, []bufferedRecord{{ts: 3, value: 3}})
+	sameRecords(t, "the right records", right.records(key).recs, []bufferedRecord{{ts: 2, value: 2}})
+	right.releaseIndex()
+	if n := len(right.records(key).recs); n != 0 {
+		t.Fatalf("after the right index was released, the key holds %d right records", n)
+	}
+	fresh := newSide(1)
+	if fresh.addIndexed(k, bufferedRecord{ts: 4, value: 4}, left) != key {
+		t.Fatal("a replaced right index's key did not take the left buffer's")
+	}
+	sameRecords(t, "the right records of the replaced index", fresh.records(key).recs, []bufferedRecord{{ts: 4, value: 4}})
+}
+
+// BenchmarkJoinIndexBothSides is BenchmarkJoinIndex with both buffers of
+// the join, as `braid bench join` feeds them: each key's left record, then
+// its right one a second later, each added to its side's index and
+// probing the partner records it was added beside, 10,000 keys with up
+// to 150 records each, as a task of the bench's 3,000,000 records holds.
+func BenchmarkJoinIndexBothSides(b *testing.B) {
+	const keys, perKey = 10_000, 150
+	sides := [2]*windowState{
+		{spec: windowSpec{kind: joinWindowKind, joinSide: 0}, index: make(map[string]*joinKey)},
+		{spec: windowSpec{kind: joinWindowKind, joinSide: 1}, index: make(map[string]*joinKey)},
+	}
+	inner := make([][]byte, keys)
+	for k := range inner {
+		inner[k] = []byte{byte(k >> 8), byte(k), 'k'}
+	}
+	var matches []bufferedRecord
+	for i := range b.N {
+		j := i % (2 * keys * perKey)
+		if j == 0 {
+			sides[0].releaseIndex()
+			sides[1].releaseIndex()
+		}
+		side := j % 2
+		ts := int64(j/2) + int64(side)*1_000
+		k := sides[side].addIndexed(inner[(j/2)%keys], bufferedRecord{ts: ts}, sides[1-side])
+		matches = append(matches[:0], sides[1-side].records(k).between(ts-5_000, ts+5_000)...)
+	}
+	_ = matches
+}
+
+// TestJoinIndexAfterNewestDropped checks a key's records after an abort
+// dropped the newest of them (undoBuffer), which leaves latest above the
+// records left: probes and appends still agree with the model.
+func TestJoinIndexAfterNewestDropped(t *testing.T) {
+	var b bufferedRecords
+	var model linearIndex
+	for seq := range 10 {
+		r := bufferedRecord{ts: int64(10 * seq), value: seq}
+		b.add(r)
+		model.add(r)
+	}
+	newest := func(r bufferedRecord) bool { return r.ts >= 60 }
+	b.recs = slices.DeleteFunc(b.recs, newest)
+	model = slices.DeleteFunc(model, newest)
+	for _, w := range [][2]int64{{55, 100}, {50, 50}, {0, 100}, {60, 90}} {
+		sameRecords(t, "probing after the abort", b.between(w[0], w[1]), model.between(w[0], w[1]))
+	}
+	for seq, ts := range []int64{70, 55, 80, 95, 90} {
+		r := bufferedRecord{ts: ts, value: 100 + seq}
+		b.add(r)
+		model.add(r)
+		sameRecords(t, "adding after the abort", b.recs, model)
+		for _, w := range [][2]int64{{55, 100}, {71, 79}, {0, 100}, {90, 90}, {96, 200}} {
+			sameRecords(t, "probing after adding", b.between(w[0], w[1]), model.between(w[0], w[1]))
+		}
+	}
 }

@@ -53,6 +53,11 @@ type taskStore struct {
 	// unmatched records.
 	win       *windowState
 	unmatched *unmatchedStore
+	// otherBuffer is a join buffer's partner, the other side's buffer of
+	// the join, which shares its index's allocations (bufferedRecords);
+	// set when the task makes the join's processors, before it loads
+	// either index.
+	otherBuffer *taskStore
 	// scratch is reused for pebble keys of windowed rows: pebble copies
 	// keys into its batch and reads them only during the call.
 	scratch []byte

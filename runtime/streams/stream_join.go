@@ -143,14 +143,14 @@ func (s *Stream) joinStream(op string, leftOuter, rightOuter bool, other *Stream
 		}
 	}
 	keySerde := orDefault(o.store.KeySerde, orDefault(left.keySerde, right.keySerde))
-	buffer := func(name string, valueSerde Serde) *storeSpec {
+	buffer := func(name string, valueSerde Serde, side int) *storeSpec {
 		return &storeSpec{
 			name: name, logged: !o.store.LoggingDisabled, keySerde: keySerde, valueSerde: valueSerde,
-			window:    &windowSpec{kind: joinWindowKind, size: ws.before + ws.after, grace: ws.grace},
+			window:    &windowSpec{kind: joinWindowKind, size: ws.before + ws.after, grace: ws.grace, joinSide: side},
 			retention: ws.before + ws.after + ws.grace + 1,
 		}
 	}
-	thisSpec, otherSpec := buffer(thisStore, left.valueSerde), buffer(otherStore, right.valueSerde)
+	thisSpec, otherSpec := buffer(thisStore, left.valueSerde, 0), buffer(otherStore, right.valueSerde, 1)
 
 	thisWin := b.addNode(thisWinName, processorNode)
 	otherWin := b.addNode(otherWinName, processorNode)
@@ -215,7 +215,7 @@ func (p *joinBufferProc) process(t *task, r record) error {
 	w := st.win
 	if r.key == nil {
 		// Never buffered: the join emits it alone if its side is outer.
-		w.last, w.lastValue = nil, nil
+		w.last, w.lastValue, w.lastAdded = nil, nil, nil
 		return forward(t, p.next, r)
 	}
 	inner, err := st.keySerde.Serialize(st.changelogOrName(), r.key)
@@ -241,7 +241,7 @@ func (p *joinBufferProc) process(t *task, r record) error {
 	buf = binary.BigEndian.AppendUint32(buf, w.seq)
 	kb := buf[:n:n]
 	w.seq++
-	w.last, w.lastValue = kb, vb
+	w.last, w.lastValue, w.lastAdded = kb, vb, nil
 	if r.timestamp < p.spec.visibleFrom(max(w.storedUpTo, r.timestamp)) {
 		// Past the buffer's retention: no record could find it there.
 		from, to := p.spec.partners(p.left, r.timestamp)
@@ -270,7 +270,7 @@ func (p *joinBufferProc) process(t *task, r record) error {
 			return t.processingError(p.name, fmt.Errorf("store %q: decoding value: %w", st.spec.name, err))
 		}
 	}
-	w.addIndexed(inner, bufferedRecord{kb: kb, ts: r.timestamp, value: v})
+	w.lastAdded = w.addIndexed(inner, bufferedRecord{kb: kb, ts: r.timestamp, value: v}, st.joinPartner())
 	return forward(t, p.next, r)
 }
 
@@ -308,6 +308,7 @@ type bufferedRecord struct {
 func streamJoinFactory(side streamJoinSide) processorFactory {
 	return func(name string, next []processor, t *task) processor {
 		p := &streamJoinProc{streamJoinSide: side, name: name, this: t.stores[side.this], other: t.stores[side.other], next: next}
+		p.this.otherBuffer = p.other
 		if side.shared != "" {
 			st := t.stores[side.shared]
 			if st.unmatched == nil {
@@ -345,7 +346,11 @@ func (p *streamJoinProc) process(t *task, r record) error {
 	inner := last[:len(last)-12]
 	from, to := p.spec.partners(p.left, r.timestamp)
 	from = max(from, p.spec.visibleFrom(p.other.win.storedUpTo))
-	p.matches = p.other.bufferedRecords(p.matches[:0], inner, from, to)
+	// Copied, so that nothing downstream can change them under the loop.
+	p.matches = p.matches[:0]
+	if theirs := p.partnerRecords(inner); theirs != nil {
+		p.matches = append(p.matches, theirs.between(from, to)...)
+	}
 	for _, m := range p.matches {
 		l, rv := r.value, m.value
 		if !p.left {
@@ -394,16 +399,28 @@ func (p *streamJoinProc) emitAlone(t *task, r record) error {
 	return forward(t, p.next, record{key: r.key, value: v, timestamp: r.timestamp, headers: r.headers})
 }
 
-// bufferedRecords appends the records of a join buffer under serialized
-// key inner with timestamps in [from, to] to dst: from the index, oldest
-// first (and in the order they were buffered at equal timestamps), as
-// Kafka Streams' window store fetches them.
-func (st *taskStore) bufferedRecords(dst []bufferedRecord, inner []byte, from, to int64) []bufferedRecord {
-	b := st.win.index[string(inner)]
-	if b == nil {
-		return dst
+// partnerRecords returns the other buffer's records under serialized key
+// inner, the key of the record just processed (nil if it has none): the
+// partner of the records the record was added to, or, when it was not
+// buffered, the other index's.
+func (p *streamJoinProc) partnerRecords(inner []byte) *bufferedRecords {
+	other := p.other.win
+	k := p.this.win.lastAdded
+	if k == nil {
+		if k = other.index[string(inner)]; k == nil {
+			return nil
+		}
 	}
-	return append(dst, b.between(from, to)...)
+	return other.records(k)
+}
+
+// joinPartner returns the window state of a join buffer's partner, nil if
+// it has none.
+func (st *taskStore) joinPartner() *windowState {
+	if st.otherBuffer == nil {
+		return nil
+	}
+	return st.otherBuffer.win
 }
 
 // scanBuffered is bufferedRecords reading pebble's committed data, oldest

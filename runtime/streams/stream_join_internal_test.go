@@ -15,8 +15,8 @@ import (
 func joinBufferRows(st *taskStore, committedOnly bool) []string {
 	w := st.win
 	var out []string
-	for _, b := range w.index {
-		for _, r := range b.recs {
+	for _, k := range w.index {
+		for _, r := range w.records(k).recs {
 			if committedOnly && w.mem != nil && uncommitted(r.kb, w.mem.committed.seq, w.seq) {
 				continue
 			}

@@ -6,7 +6,6 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
-	"slices"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -101,100 +100,16 @@ type windowState struct {
 	// the buffer's retention, and is rebuilt from pebble when the task
 	// starts or rolls back. The map holds pointers so that adding a
 	// record to a known key assigns nothing: an assignment would allocate
-	// the key's string again.
-	index map[string]*bufferedRecords
+	// the key's string again. A key's records share one allocation with
+	// the other buffer's of the same key (joinKey).
+	index map[string]*joinKey
+	// lastAdded is the key the record processed last was added to, nil
+	// if it was not buffered: the join after the buffer probes the other
+	// buffer's records of the key without looking the key up again.
+	lastAdded *joinKey
 	// mem is set while a logged join buffer of an active task lives in
 	// memory, pebble holding a snapshot only (see join_buffer.go).
 	mem *liveBuffer
-}
-
-// bufferedRecords are one key's records in a join buffer, oldest first,
-// and in the order they were buffered at equal timestamps: the order of
-// the buffer's pebble keys, which a restart rebuilds the index from. Being
-// sorted by timestamp, the records a join probes for are found by binary
-// search.
-type bufferedRecords struct{ recs []bufferedRecord }
-
-// bufferedCap is the capacity a key's records start with, so that its
-// first few appends do not each reallocate (1, 2, 4, as append grows).
-const bufferedCap = 4
-
-// addIndexed adds a record just buffered under serialized key inner.
-func (w *windowState) addIndexed(inner []byte, r bufferedRecord) {
-	if b, ok := w.index[string(inner)]; ok {
-		b.add(r)
-		return
-	}
-	b := &bufferedRecords{recs: make([]bufferedRecord, 1, bufferedCap)}
-	b.recs[0] = r
-	w.index[string(inner)] = b
-}
-
-// add puts r after every record not later than it. Most records come in
-// time order and are appended; one out of order goes where a binary
-// search puts it, after the records of its timestamp.
-func (b *bufferedRecords) add(r bufferedRecord) {
-	n := len(b.recs)
-	if n == 0 || b.recs[n-1].ts <= r.ts {
-		b.recs = append(b.recs, r)
-		return
-	}
-	b.recs = slices.Insert(b.recs, b.after(r.ts), r)
-}
-
-// from returns the index of the first record with a timestamp of at
-// least ts (len(recs) if there is none). It searches back from the end,
-// in steps that double, and then by bisection between the last two: a
-// join mostly probes for a window at the end of the buffer, which the
-// first step or two find among the records last added, in memory near
-// each other.
-func (b *bufferedRecords) from(ts int64) int {
-	// Every record from hi on is at least ts; lo is below hi.
-	lo, hi := len(b.recs)-1, len(b.recs)
-	for step := 1; lo >= 0 && b.recs[lo].ts >= ts; step *= 2 {
-		hi = lo
-		lo -= step
-	}
-	// Bisect (lo, hi): every record up to lo is below ts.
-	lo = max(lo+1, 0)
-	for lo < hi {
-		h := int(uint(lo+hi) >> 1)
-		if b.recs[h].ts < ts {
-			lo = h + 1
-		} else {
-			hi = h
-		}
-	}
-	return lo
-}
-
-// after returns the index of the first record later than ts.
-func (b *bufferedRecords) after(ts int64) int {
-	if ts == math.MaxInt64 {
-		return len(b.recs)
-	}
-	return b.from(ts + 1)
-}
-
-// between returns the records with timestamps in [from, to], in their
-// order: a slice of the index, valid until the key's records change.
-func (b *bufferedRecords) between(from, to int64) []bufferedRecord {
-	if to < from {
-		return nil
-	}
-	return b.recs[b.from(from):b.after(to)]
-}
-
-// dropBefore drops the records older than ts, keeping the backing array
-// for the records to come.
-func (b *bufferedRecords) dropBefore(ts int64) {
-	i := b.from(ts)
-	if i == 0 {
-		return
-	}
-	n := copy(b.recs, b.recs[i:])
-	clear(b.recs[n:])
-	b.recs = b.recs[:n]
 }
 
 type windowBounds struct{ start, end int64 }
@@ -253,7 +168,7 @@ func newWindowState(spec *storeSpec, inner Serde) *windowState {
 		w.tsBytes = 16
 	case joinWindowKind:
 		w.tsBytes = 12 // the timestamp and the sequence number
-		w.index = make(map[string]*bufferedRecords)
+		w.index = make(map[string]*joinKey)
 	}
 	// Kafka Streams' rule: half the retention, at least a minute, so that
 	// a store has few segments and drops one every half retention.
@@ -624,7 +539,7 @@ func (st *taskStore) loadOpenWindows(streamTime int64) error {
 				decodeErr = fmt.Errorf("store %q: decoding buffered value: %w", st.spec.name, err)
 				return false
 			}
-			w.addIndexed(kb[:len(kb)-12], bufferedRecord{kb: kb, ts: w.segmentTime(kb), value: v})
+			w.addIndexed(kb[:len(kb)-12], bufferedRecord{kb: kb, ts: w.segmentTime(kb), value: v}, st.joinPartner())
 			return true
 		}
 		k, err := st.keySerde.Deserialize(st.changelogOrName(), kb)
@@ -775,14 +690,4 @@ func prefixUpper(p []byte) []byte {
 		}
 	}
 	return nil
-}
-
-// dropIndexed drops the indexed records of a join buffer with segment
-// times below before, as expiry drops them from pebble.
-func (w *windowState) dropIndexed(before int64) {
-	for k, b := range w.index {
-		if b.dropBefore(before); len(b.recs) == 0 {
-			delete(w.index, k)
-		}
-	}
 }

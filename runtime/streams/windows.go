@@ -94,6 +94,9 @@ type windowSpec struct {
 	// size is the window length (the time difference of sliding windows,
 	// the inactivity gap of sessions); advance is for time windows only.
 	size, advance, grace int64
+	// joinSide is a join buffer's side, 0 the left and 1 the right: the
+	// slot of its records in each joinKey it shares with the other side.
+	joinSide int
 }
 
 // millis converts d to whole milliseconds, the resolution of record
