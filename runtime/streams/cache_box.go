@@ -48,7 +48,7 @@ func (e *cacheEntry) disown() {
 
 // setInt64 makes n the row's value, in the row's own box.
 func (e *cacheEntry) setInt64(n int64) {
-	if e.ownInt == nil {
+	if e.ownInt == nil || e.ownStamped != nil {
 		e.ownStamped = nil
 		e.ownInt = new(int64)
 		e.value = ifaceAt(int64Type, unsafe.Pointer(e.ownInt))
@@ -63,7 +63,33 @@ func (e *cacheEntry) setStamped(sv stamped) {
 		e.ownStamped = new(stamped)
 		e.value = ifaceAt(stampedType, unsafe.Pointer(e.ownStamped))
 	}
+	e.ownInt = nil // sv.value is not the row's count box any more
 	*e.ownStamped = sv
+}
+
+// stampedCount is a time window's count kept in boxes of the row's own,
+// one allocation: the stamped aggregate, whose value's interface points
+// at the count n. A row with both ownStamped and ownInt set holds its
+// value so.
+type stampedCount struct {
+	sv stamped
+	n  int64
+}
+
+// setStampedCount makes a window's count n, the latest of its records'
+// timestamps ts, the row's value: the next record of the window writes
+// two integers in the row's boxes and no pointer, where setStamped writes
+// the new count's interface (a pointer, which costs a write barrier while
+// the collector marks) and the aggregator made that interface.
+func (e *cacheEntry) setStampedCount(n, ts int64) {
+	if e.ownStamped == nil || e.ownInt == nil {
+		b := new(stampedCount)
+		b.sv.value = ifaceAt(int64Type, unsafe.Pointer(&b.n))
+		e.ownStamped, e.ownInt = &b.sv, &b.n
+		e.value = ifaceAt(stampedType, unsafe.Pointer(&b.sv))
+	}
+	*e.ownInt = n
+	e.ownStamped.ts = ts
 }
 
 // updateInt64 is update with the int64 n, written into the row's own box.
@@ -79,6 +105,15 @@ func (st *taskStore) updateInt64(t *task, e *cacheEntry, n, ts int64) error {
 func (st *taskStore) updateStamped(t *task, e *cacheEntry, sv stamped, ts int64) error {
 	st.markDirty(e)
 	e.setStamped(sv)
+	e.timestamp = ts
+	return st.refresh(t, e)
+}
+
+// updateStampedCount is updateStamped with a window's count n whose
+// records' latest timestamp is latest.
+func (st *taskStore) updateStampedCount(t *task, e *cacheEntry, n, latest, ts int64) error {
+	st.markDirty(e)
+	e.setStampedCount(n, latest)
 	e.timestamp = ts
 	return st.refresh(t, e)
 }

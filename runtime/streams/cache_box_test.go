@@ -22,6 +22,9 @@ func TestCachedValuesHandedOutStay(t *testing.T) {
 	in.GroupByKey().WindowedBy(streams.Tumbling(10*time.Second, time.Second)).
 		Count(streams.Materialized(streams.StoreOptions{Name: "windows"})).
 		ToStream().To("windows-out", streams.WithSerdes(streams.TimeWindowedSerde(streams.String, 10_000), streams.Int64))
+	in.GroupByKey().WindowedBy(streams.Tumbling(10*time.Second, time.Second)).Emit(streams.EmitOnWindowClose).
+		Count(streams.Materialized(streams.StoreOptions{Name: "final-windows"})).
+		ToStream().To("final-windows-out", streams.WithSerdes(streams.TimeWindowedSerde(streams.String, 10_000), streams.Int64))
 	b.Stream([]string{"probe"}, streams.WithSerdes(streams.String, streams.String)).
 		JoinTable(counts, func(_, _, n any) (any, error) { return n, nil }).
 		To("probe-out", streams.WithSerdes(streams.String, streams.Int64))

@@ -174,7 +174,8 @@ type cacheEntry struct {
 	stale bool
 	// ownInt or ownStamped, when set, is the box value's interface points
 	// into, which nobody but the row has seen: the next update rewrites it
-	// rather than allocating (cache_box.go).
+	// rather than allocating (cache_box.go). With both set, the value is
+	// a window's count: ownStamped, whose value points at ownInt.
 	ownInt     *int64
 	ownStamped *stamped
 }

@@ -95,6 +95,9 @@ type windowEntry struct {
 	cacheEntry
 	wk Windowed
 	sv stamped
+	// n is the box of an int64 aggregate, which sv's value points at: a
+	// Count's row starts with its count in a box of its own (stampedCount).
+	n int64
 }
 
 // windowEntryArena hands out a store's new window rows from chunks rather
@@ -145,6 +148,11 @@ func (st *taskStore) addWindowRow(t *task, kb []byte, wk Windowed, sv stamped, o
 	e.dirty, e.old, e.oldFound = true, old, oldFound
 	st.order = append(st.order, e.cacheKey)
 	e.ownStamped = &we.sv
+	if n, ok := sv.value.(int64); ok {
+		we.n = n
+		we.sv.value = ifaceAt(int64Type, unsafe.Pointer(&we.n))
+		e.ownInt = &we.n
+	}
 	e.value = ifaceAt(stampedType, unsafe.Pointer(e.ownStamped))
 	// Encoded at the flush; a stale row's valueBytes is not nil.
 	e.valueBytes, e.timestamp, e.stale = []byte{}, ts, true

@@ -59,7 +59,7 @@ func (w *WindowedStream) Count(opts ...Option) *Table {
 		w.g.stream.b.burnAnonymousStore(opts, "KSTREAM-AGGREGATE-")
 	}
 	return w.aggregate("Count", "KSTREAM-AGGREGATE-", opts, Int64,
-		aggregation{init: func() (any, error) { return int64(0), nil }, add: inc, merge: sum})
+		aggregation{init: func() (any, error) { return int64(0), nil }, add: inc, merge: sum, counts: true})
 }
 
 // Reduce combines each key's values per window with fn; the first value
@@ -95,6 +95,10 @@ type aggregation struct {
 	init  Initializer
 	add   Aggregator
 	merge Merger
+	// counts is set for Count, whose add adds one to an int64: a time
+	// window's cached count is incremented in place (updateStampedCount)
+	// rather than through add.
+	counts bool
 }
 
 // first returns the aggregate of a window holding only value.
@@ -207,6 +211,13 @@ func (p *windowProc) innerKey(t *task, key any) ([]byte, error) {
 func (p *timeWindowProc) updateCached(t *task, r record, e *cacheEntry) (bool, error) {
 	if e == nil || e.valueBytes == nil || !p.store.typed.decodesAs(e.value) {
 		return false, nil
+	}
+	if p.agg.counts {
+		if sv, ok := e.value.(stamped); ok {
+			if n, ok := sv.value.(int64); ok {
+				return true, p.store.updateStampedCount(t, e, n+1, max(sv.ts, r.timestamp), r.timestamp)
+			}
+		}
 	}
 	next, err := p.fold(r, e.value, true)
 	if err != nil {
