@@ -72,48 +72,54 @@ func TestAwaitCommitMarkersSkipsOpenTransactions(t *testing.T) {
 	if _, err := adm.CreateTopic(ctx, 2, 1, nil, topic); err != nil {
 		t.Fatal(err)
 	}
-	for _, step := range []struct {
-		cl     *kgo.Client
-		n      int
-		commit bool
-	}{{committed, 2, true}, {open, 1, false}} {
-		if err := step.cl.BeginTransaction(); err != nil {
-			t.Fatal(err)
-		}
-		for range step.n {
-			if err := step.cl.ProduceSync(ctx, &kgo.Record{Partition: 1, Value: []byte("v")}).FirstErr(); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if step.commit {
-			if err := step.cl.EndTransaction(ctx, kgo.TryCommit); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	// Two records and a commit marker before the open transaction's record.
-	// EndTransaction returns once the coordinator has decided; Apache
-	// Kafka writes the marker after that, so the LSO gets to 3 a moment
-	// later (the very race awaitCommitMarkers exists for).
-	var lsos kadm.ListedOffsets
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		var err error
-		lsos, err = adm.ListCommittedOffsets(ctx, topic)
+	listLSOs := func() kadm.ListedOffsets {
+		lsos, err := adm.ListCommittedOffsets(ctx, topic)
 		if err == nil {
 			err = lsos.Error()
 		}
 		if err != nil {
 			t.Fatal(err)
 		}
-		lso, _ := lsos.Lookup(topic, 1)
+		return lsos
+	}
+	// Two records and a commit marker first. EndTransaction returns once
+	// the coordinator has decided; Apache Kafka writes the marker after
+	// that (the very race awaitCommitMarkers exists for), so the test
+	// waits for the LSO to pass the marker before it opens the other
+	// transaction: a record of that one written before the marker would
+	// hold the LSO at 2 for good (seen on Kafka).
+	if err := committed.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if err := committed.ProduceSync(ctx, &kgo.Record{Partition: 1, Value: []byte("v")}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := committed.EndTransaction(ctx, kgo.TryCommit); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		lso, _ := listLSOs().Lookup(topic, 1)
 		if lso.Offset == 3 {
 			break
 		}
 		if lso.Offset > 3 || time.Now().After(deadline) {
-			t.Fatalf("LSO of %s/1 is %d, want 3", topic, lso.Offset)
+			t.Fatalf("LSO of %s/1 after the committed transaction is %d, want 3", topic, lso.Offset)
 		}
 		time.Sleep(markerPoll)
+	}
+	// Then the open transaction's record, at 3, which holds the LSO there.
+	if err := open.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	if err := open.ProduceSync(ctx, &kgo.Record{Partition: 1, Value: []byte("v")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	lsos := listLSOs()
+	if lso, _ := lsos.Lookup(topic, 1); lso.Offset != 3 {
+		t.Fatalf("LSO of %s/1 with a transaction open at 3 is %d, want 3", topic, lso.Offset)
 	}
 
 	held, behind, err := heldBack(ctx, adm, lsos, []string{"Ongoing"})
