@@ -172,12 +172,13 @@ func (d *detector) leave(ctx context.Context, memberID string, instanceID *strin
 }
 
 // retryRetriable calls try until it returns nil or an error that is not
-// retriable, or ctx ends, backing off from 10 ms to 250 ms.
+// retriable (retriableAnswer), or ctx ends, backing off from 10 ms to
+// 250 ms.
 func retryRetriable(ctx context.Context, try func() error) error {
 	backoff := 10 * time.Millisecond
 	for {
 		err := try()
-		if err == nil || !kerr.IsRetriable(err) {
+		if err == nil || !retriableAnswer(err) {
 			return err
 		}
 		select {
@@ -187,6 +188,18 @@ func retryRetriable(ctx context.Context, try func() error) error {
 		}
 		backoff = min(2*backoff, 250*time.Millisecond)
 	}
+}
+
+// retriableAnswer reports whether a coordinator's answer err is worth
+// asking again: what kerr marks retriable, and CONCURRENT_TRANSACTIONS,
+// which kerr does not. The transaction coordinator answers that while the
+// transaction is between states (a dead producer's commit or abort under
+// way, its markers being written), and it passes; Kafka's own clients
+// retry it too. Taken as final, it left a dead instance unfenced and its
+// open transaction holding read-committed readers up to the transaction
+// timeout (seen on Apache Kafka).
+func retriableAnswer(err error) bool {
+	return kerr.IsRetriable(err) || errors.Is(err, kerr.ConcurrentTransactions)
 }
 
 // noteMember records the group member id and generation cl has, when it
