@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -56,10 +57,10 @@ func runBrokerFaultOn(t *testing.T, k *brokertest.Kafka, fault string, g streams
 	defer cancel()
 	rep, err := chaos.RunFault(ctx, o)
 	if err != nil {
-		t.Fatalf("%s (%s, seed %d) failed: %v\n%s", fault, g, rep.Seed, err, chaos.TailLogs(o.Dir, 40))
+		failWithLogs(t, o.Dir, fmt.Errorf("%s (%s, seed %d) failed: %w", fault, g, rep.Seed, err))
 	}
 	t.Logf("%s (seed %d, %v)", rep.ResultLine(), rep.Seed, rep.Elapsed.Round(time.Millisecond))
 	if err := rep.Err(); err != nil {
-		t.Fatalf("%v\n%s", err, chaos.TailLogs(o.Dir, 40))
+		failWithLogs(t, o.Dir, err)
 	}
 }

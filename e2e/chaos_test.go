@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"strings"
 	"sync"
@@ -99,11 +100,11 @@ func runChaos(t *testing.T, o chaos.Options) {
 	defer cancel()
 	rep, err := chaos.Run(ctx, o)
 	if err != nil {
-		t.Fatalf("the run failed before its checks (seed %d): %v\n%s", rep.Seed, err, chaos.TailLogs(o.Dir, 40))
+		failWithLogs(t, o.Dir, fmt.Errorf("the run failed before its checks (seed %d): %w", rep.Seed, err))
 	}
 	t.Logf("%s (seed %d, %v)", rep.ResultLine(), rep.Seed, rep.Elapsed.Round(time.Millisecond))
 	if err := rep.Err(); err != nil {
-		t.Fatalf("%v\n%s", err, chaos.TailLogs(o.Dir, 40))
+		failWithLogs(t, o.Dir, err)
 	}
 	if rep.Kills < o.Kills || rep.Inputs != o.Records {
 		t.Fatalf("the run made %d kills over %d inputs, want %d over %d", rep.Kills, rep.Inputs, o.Kills, o.Records)
@@ -125,4 +126,13 @@ func skipShort(t *testing.T, why string) {
 	if testing.Short() {
 		t.Skip("long test (" + why + "): skipped with -short")
 	}
+}
+
+// failWithLogs fails t with err after the tail of the run's logs, so that
+// the error is the failure's last line: a CI log cut to its end still
+// shows why the run failed, not only what the workers logged last.
+func failWithLogs(t *testing.T, dir string, err error) {
+	t.Helper()
+	t.Logf("the run's logs (in %s) end:\n%s", dir, chaos.TailLogs(dir, 40))
+	t.Fatal(err)
 }
