@@ -41,6 +41,9 @@ type TestDriver struct {
 	// pending are the tasks with buffered records to process.
 	pending []*task
 	tempDir string
+	// partitioners partition the records by key, one per topic: making
+	// one seeds a random source, which cost more than processing a record.
+	partitioners map[string]kgo.TopicPartitioner
 }
 
 // Record is a record piped into or read from a TestDriver.
@@ -94,7 +97,8 @@ func NewTestDriver(topo *Topology, cfg DriverConfig) (*TestDriver, error) {
 	if topo == nil {
 		return nil, errors.New("creating test driver: topology is nil")
 	}
-	d := &TestDriver{partitions: make(map[string]int), written: make(map[string][]Record), read: make(map[string]int), next: make(map[TopicPartition]int64)}
+	d := &TestDriver{partitions: make(map[string]int), written: make(map[string][]Record), read: make(map[string]int), next: make(map[TopicPartition]int64),
+		partitioners: make(map[string]kgo.TopicPartitioner)}
 	if cfg.ApplicationID == "" {
 		cfg.ApplicationID = "test-driver"
 	}
@@ -354,7 +358,12 @@ func (d *TestDriver) capture(r *kgo.Record, promise func(*kgo.Record, error)) {
 // the partition of its key.
 func (d *TestDriver) append(r *kgo.Record, keepPartition bool) {
 	if !keepPartition {
-		r.Partition = int32(keyPartitioner.ForTopic(r.Topic).Partition(r, d.partitionsOf(r.Topic)))
+		p := d.partitioners[r.Topic]
+		if p == nil {
+			p = keyPartitioner.ForTopic(r.Topic)
+			d.partitioners[r.Topic] = p
+		}
+		r.Partition = int32(p.Partition(r, d.partitionsOf(r.Topic)))
 	}
 	tp := TopicPartition{r.Topic, r.Partition}
 	r.Offset = d.next[tp]
