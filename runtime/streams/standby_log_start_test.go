@@ -11,6 +11,12 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
+const (
+	logStartApp       = "standby-log-start"
+	logStartStore     = "users"
+	logStartChangelog = logStartApp + "-" + logStartStore + "-changelog"
+)
+
 // TestStandbyCheckpointBeforeLogStart restarts a standby whose checkpoint
 // is before its changelog's log start: the active deleted a row while the
 // standby was down, and the changelog's records up to past the tombstone
@@ -20,80 +26,106 @@ import (
 // restore does. It used to apply the log start's records on top of its
 // stale rows.
 func TestStandbyCheckpointBeforeLogStart(t *testing.T) {
-	const app, store = "standby-log-start", "users"
-	const changelog = app + "-" + store + "-changelog"
 	b := startBroker(t)
 	createTopic(t, b, "users", 1)
-	start := func(id, dir string) (*streams.App, func() error) {
-		builder := streams.NewBuilder()
-		builder.Table("users", streams.WithSerdes(streams.String, streams.String),
-			streams.Materialized(streams.StoreOptions{Name: store, CachingDisabled: true}))
-		topo, err := builder.Build()
-		if err != nil {
-			t.Fatal(err)
-		}
-		cfg := testConfig(b, app)
-		cfg.InstanceID, cfg.StateDir, cfg.StandbyReplicas = id, dir, 1
-		cfg.Logger = failureLog(t)
-		a, err := streams.New(topo, cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return a, runApp(t, a)
-	}
-	lookup := func(a *streams.App, key string) streams.KeyLookup {
-		res, err := a.LookupKey(store, key, true)
-		if err != nil {
-			return streams.KeyLookup{Lag: -1}
-		}
-		return res
-	}
-	// caughtUp: b keeps the standby, at lag 0, and it holds key.
-	caughtUp := func(bApp *streams.App, key string) func() bool {
-		return func() bool {
-			res := lookup(bApp, key)
-			return res.Standby && res.Lag == 0 && res.Found
-		}
-	}
-
-	aApp, _ := start("a", t.TempDir())
-	waitFor(t, 60*time.Second, "a running the task", func() bool {
-		st := aApp.Stats()
-		return st.State == streams.Running && len(st.Tasks) == 1
-	})
+	aApp, _ := startUsersTable(t, b, "a", t.TempDir())
+	waitFor(t, 60*time.Second, "a running the task", func() bool { return runsOneTask(aApp) })
 	bDir := t.TempDir()
-	bApp, stopB := start("b", bDir)
+	bApp, stopB := startUsersTable(t, b, "b", bDir)
 	produce(t, b, &kgo.Record{Topic: "users", Key: []byte("gone"), Value: []byte("v1")})
-	waitFor(t, 60*time.Second, "b's standby holding the row", caughtUp(bApp, "gone"))
+	waitFor(t, 60*time.Second, "b's standby holding the row", standbyHolds(bApp, "gone"))
 	if err := stopB(); err != nil {
 		t.Fatal(err)
 	}
 
-	// While b is down, the row is deleted and another written; then the
-	// changelog loses everything before the other row.
-	produce(t, b,
-		&kgo.Record{Topic: "users", Key: []byte("gone")},
-		&kgo.Record{Topic: "users", Key: []byte("other"), Value: []byte("v2")})
-	waitFor(t, 60*time.Second, "the tombstone and the other row in the changelog", func() bool {
-		return endOffsets(t, b, changelog)[0] == 3
-	})
-	deleteRecordsBefore(t, b, changelog, 2)
+	deleteRowAndLogStart(t, b)
 
-	bApp, _ = start("b", bDir)
-	waitFor(t, 60*time.Second, "b's standby back at lag 0 with the other row", caughtUp(bApp, "other"))
-	if res := lookup(bApp, "gone"); res.Found {
-		t.Fatalf("b's standby holds the row deleted at an offset before the log start: %+v", res)
+	bApp, _ = startUsersTable(t, b, "b", bDir)
+	waitFor(t, 60*time.Second, "b's standby back at lag 0 with the other row", standbyHolds(bApp, "other"))
+	if res, err := bApp.LookupKey(logStartStore, "gone", true); err != nil || res.Found {
+		t.Fatalf("b's standby answers %+v, %v for the row deleted before the log start; want not found", res, err)
 	}
 
 	// The failover: b's stores become the active's.
 	aApp.Close()
-	waitFor(t, 60*time.Second, "b running the task", func() bool {
-		st := bApp.Stats()
-		return st.State == streams.Running && len(st.Tasks) == 1 && !st.Tasks[0].Restoring
-	})
-	if v, found, err := bApp.Get(store, "gone"); err != nil || found {
+	waitFor(t, 60*time.Second, "b running the task", func() bool { return runsOneTask(bApp) })
+	if v, found, err := bApp.Get(logStartStore, "gone"); err != nil || found {
 		t.Fatalf("after the failover, b's store answers %v, %v, %v for the deleted row; want not found", v, found, err)
 	}
+}
+
+// TestStandbyFallingBehindLogStart is TestStandbyCheckpointBeforeLogStart
+// with a standby that keeps following but too slowly: its fetches stop
+// while the row is deleted and the changelog's records before the next
+// one are deleted. Its consumer is reset to the log start, and the
+// standby must empty its store rather than apply the log start's records
+// on top of its stale rows.
+func TestStandbyFallingBehindLogStart(t *testing.T) {
+	b := startBroker(t)
+	createTopic(t, b, "users", 1)
+	aApp, _ := startUsersTable(t, b, "a", t.TempDir())
+	waitFor(t, 60*time.Second, "a running the task", func() bool { return runsOneTask(aApp) })
+	bApp, _ := startUsersTable(t, b, "b", t.TempDir())
+	produce(t, b, &kgo.Record{Topic: "users", Key: []byte("gone"), Value: []byte("v1")})
+	waitFor(t, 60*time.Second, "b's standby holding the row", standbyHolds(bApp, "gone"))
+
+	streams.PauseStandbyFetches(bApp)
+	deleteRowAndLogStart(t, b)
+	streams.ResumeStandbyFetches(bApp)
+
+	waitFor(t, 60*time.Second, "b's standby at lag 0 with the other row", standbyHolds(bApp, "other"))
+	if res, err := bApp.LookupKey(logStartStore, "gone", true); err != nil || res.Found {
+		t.Fatalf("b's standby answers %+v, %v for the row deleted before the log start; want not found", res, err)
+	}
+}
+
+// startUsersTable runs instance id of an App that keeps topic users as a
+// table, with a standby of each task, its state in dir.
+func startUsersTable(t *testing.T, b *brokertest.Cluster, id, dir string) (*streams.App, func() error) {
+	t.Helper()
+	builder := streams.NewBuilder()
+	builder.Table("users", streams.WithSerdes(streams.String, streams.String),
+		streams.Materialized(streams.StoreOptions{Name: logStartStore, CachingDisabled: true}))
+	topo, err := builder.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := testConfig(b, logStartApp)
+	cfg.InstanceID, cfg.StateDir, cfg.StandbyReplicas = id, dir, 1
+	cfg.Logger = failureLog(t)
+	a, err := streams.New(topo, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a, runApp(t, a)
+}
+
+func runsOneTask(a *streams.App) bool {
+	st := a.Stats()
+	return st.State == streams.Running && len(st.Tasks) == 1 && !st.Tasks[0].Restoring
+}
+
+// standbyHolds reports whether a keeps the standby of key's task, at lag
+// 0, holding key.
+func standbyHolds(a *streams.App, key string) func() bool {
+	return func() bool {
+		res, err := a.LookupKey(logStartStore, key, true)
+		return err == nil && res.Standby && res.Lag == 0 && res.Found
+	}
+}
+
+// deleteRowAndLogStart deletes the row "gone" (offset 0 of the changelog)
+// and writes the row "other"; then the changelog loses everything before
+// the other row, the tombstone included.
+func deleteRowAndLogStart(t *testing.T, b *brokertest.Cluster) {
+	t.Helper()
+	produce(t, b,
+		&kgo.Record{Topic: "users", Key: []byte("gone")},
+		&kgo.Record{Topic: "users", Key: []byte("other"), Value: []byte("v2")})
+	waitFor(t, 60*time.Second, "the tombstone and the other row in the changelog", func() bool {
+		return endOffsets(t, b, logStartChangelog)[0] == 3
+	})
+	deleteRecordsBefore(t, b, logStartChangelog, 2)
 }
 
 // deleteRecordsBefore deletes the records of topic's partition 0 before
