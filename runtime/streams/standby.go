@@ -215,7 +215,10 @@ func (s *standbys) apply(fetches kgo.Fetches) {
 			end = p.LastStableOffset // what a read-committed reader can reach
 		}
 		f.end = max(f.end, end)
-		n, err := -1, f.passLogStart(s.app, p.LogStartOffset, "following")
+		// The fetch's log start is past the checkpoint once the
+		// follower fell behind the retention and was reset to it.
+		err := f.passLogStart(s.app, p.LogStartOffset, "following")
+		n := -1
 		if err == nil {
 			n, err = f.applyRecords(p.Records)
 		}
@@ -257,9 +260,9 @@ func (s *standbys) apply(fetches kgo.Fetches) {
 // in between are gone, a row's tombstone perhaps among them, so the store
 // is rebuilt from the log start, as a restore does (clearBeforeLogStart)
 // and as Kafka Streams does with a corrupted task. At the start the
-// follower lists the log start (addLocked); while following, a fetch
-// tells it, once the consumer fell behind the retention and was reset to
-// the log start (see startStandbys).
+// follower lists the log start (prepare); while following, each fetch
+// carries it (apply), and the consumer that fell behind it resumes there
+// (see startStandbys).
 func (f *followedStore) passLogStart(a *App, logStart int64, when string) error {
 	checkpoint := f.offset()
 	cleared, err := clearBeforeLogStart(f.task.id, f.store, logStart)
@@ -341,11 +344,9 @@ func (f *followedStore) expire(cp state.Checkpoint) error {
 }
 
 // addLocked starts following sb's logged stores from their checkpoints;
-// ends and starts hold their changelogs' end and start offsets. A store
-// whose checkpoint is past its changelog's end is rebuilt first, and one
-// whose checkpoint is before its log start emptied (passLogStart), as a
-// restore would. It returns the started events for the caller to report
-// once it unlocked mu, which it holds.
+// ends and starts hold their changelogs' end and start offsets. It
+// returns the started events for the caller to report once it unlocked
+// mu, which it holds.
 func (s *standbys) addLocked(sb *standbyTask, ends, starts kadm.ListedOffsets) ([]StandbyEvent, error) {
 	a := s.app
 	offsets := make(map[string]map[int32]kgo.Offset)
@@ -357,25 +358,9 @@ func (s *standbys) addLocked(sb *standbyTask, ends, starts kadm.ListedOffsets) (
 		if !ok {
 			return nil, fmt.Errorf("changelog %s has no partition %d for standby task %s", st.changelog, st.partition, sb.id)
 		}
-		if st.db.Checkpoint().ChangelogOffset > end.Offset {
-			if err := a.rebuildStore(sb.id, st); err != nil {
-				return nil, err
-			}
-		}
-		f := &followedStore{store: st, task: sb, end: end.Offset, lastTimestamp: -1}
-		// Fetched from the log start at the latest: a fetch before it
-		// is out of range, and the reset lists the start again.
-		from := f.offset()
-		if start, ok := starts.Lookup(st.changelog, st.partition); ok && start.Err == nil {
-			if err := f.passLogStart(a, start.Offset, "starting"); err != nil {
-				return nil, err
-			}
-			from = max(f.offset(), start.Offset)
-		}
-		if st.win != nil {
-			if err := st.loadSegments(); err != nil {
-				return nil, fmt.Errorf("standby task %s: %w", sb.id, err)
-			}
+		f, from, err := s.prepare(sb, st, end.Offset, starts)
+		if err != nil {
+			return nil, err
 		}
 		sb.logged = append(sb.logged, f)
 		offsets[st.changelog] = map[int32]kgo.Offset{st.partition: kgo.NewOffset().At(from)}
@@ -391,6 +376,35 @@ func (s *standbys) addLocked(sb *standbyTask, ends, starts kadm.ListedOffsets) (
 	}
 	a.log.Info("replica started", "task", sb.id.String(), "role", role)
 	return s.events(sb, ""), nil
+}
+
+// prepare readies store st of sb, whose changelog ends at end, to be
+// followed, and returns its progress and the offset to fetch from. A
+// store whose checkpoint is past its changelog's end is rebuilt first,
+// and one whose checkpoint is before its log start (in starts) emptied
+// (passLogStart), as a restore would.
+func (s *standbys) prepare(sb *standbyTask, st *taskStore, end int64, starts kadm.ListedOffsets) (*followedStore, int64, error) {
+	if st.db.Checkpoint().ChangelogOffset > end {
+		if err := s.app.rebuildStore(sb.id, st); err != nil {
+			return nil, 0, err
+		}
+	}
+	f := &followedStore{store: st, task: sb, end: end, lastTimestamp: -1}
+	// From the log start at the earliest: a fetch before it is out of
+	// range, and the reset lists the start again.
+	from := f.offset()
+	if start, ok := starts.Lookup(st.changelog, st.partition); ok && start.Err == nil {
+		if err := f.passLogStart(s.app, start.Offset, "starting"); err != nil {
+			return nil, 0, err
+		}
+		from = max(f.offset(), start.Offset)
+	}
+	if st.win != nil {
+		if err := st.loadSegments(); err != nil {
+			return nil, 0, fmt.Errorf("standby task %s: %w", sb.id, err)
+		}
+	}
+	return f, from, nil
 }
 
 func (s *standbys) events(sb *standbyTask, reason string) []StandbyEvent {
