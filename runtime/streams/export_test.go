@@ -70,3 +70,24 @@ func GroupGeneration(a *App) int32 {
 // HoldStoreOpens makes every store of a's tasks wait for release to close
 // before it opens. Call it before Run.
 func HoldStoreOpens(a *App, release <-chan struct{}) { a.beforeStoreOpen = func() { <-release } }
+
+// PauseStandbyFetches stops a's standby follower fetching the changelogs
+// of its replicas, as a follower the retention outruns: what it fetched
+// and has not applied yet is dropped, and fetched again once
+// ResumeStandbyFetches is called.
+func PauseStandbyFetches(a *App) {
+	s := a.standby
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	parts := make(map[string][]int32)
+	for tp := range s.byTP {
+		parts[tp.Topic] = append(parts[tp.Topic], tp.Partition)
+	}
+	s.client.PauseFetchPartitions(parts)
+}
+
+// ResumeStandbyFetches undoes PauseStandbyFetches.
+func ResumeStandbyFetches(a *App) {
+	s := a.standby
+	s.client.ResumeFetchPartitions(s.client.PauseFetchPartitions(nil))
+}

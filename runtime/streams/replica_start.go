@@ -3,6 +3,7 @@ package streams
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -107,7 +108,8 @@ func (s *standbys) startDue(ctx context.Context) {
 	}
 	// The follower's own client: the group client may be closed and
 	// replaced meanwhile (recover.go).
-	ends, err := a.changelogEnds(ctx, kadm.NewClient(s.client), nil, opened)
+	adm := kadm.NewClient(s.client)
+	ends, err := a.changelogEnds(ctx, adm, nil, opened)
 	if err != nil {
 		// Try again later, unless the App is going away.
 		s.pending = append(opened, s.pending...)
@@ -119,9 +121,11 @@ func (s *standbys) startDue(ctx context.Context) {
 		return
 	}
 	opened = s.loadSnapshotsLocked(ctx, opened, ends)
+	// Listed after the snapshots' downloads, the nearer the fetches.
+	starts := a.changelogStarts(ctx, adm, opened)
 	var events []StandbyEvent
 	for _, sb := range opened {
-		evs, err := s.addLocked(sb, ends)
+		evs, err := s.addLocked(sb, ends, starts)
 		if err != nil {
 			s.failedLocked(sb, err)
 			continue
@@ -142,4 +146,31 @@ func (s *standbys) failedLocked(sb *standbyTask, err error) {
 	s.app.log.Error("replica not started", "task", sb.id.String(), "err", err)
 	s.app.reportError(sb.id, err, false)
 	closeTaskStores(sb.stores)
+}
+
+// changelogStarts lists the log start offsets of the replicas'
+// changelogs, so that a store whose checkpoint is before its log start
+// is emptied and follows from there (passLogStart). Without them (the
+// listing failed) a replica starts from its checkpoint all the same: the
+// follower's fetches carry the log start too, and the store is emptied
+// at the first one.
+func (a *App) changelogStarts(ctx context.Context, adm *kadm.Client, replicas []*standbyTask) kadm.ListedOffsets {
+	var topics []string
+	for _, sb := range replicas {
+		for _, st := range sb.stores {
+			if st.changelog != "" && !slices.Contains(topics, st.changelog) {
+				topics = append(topics, st.changelog)
+			}
+		}
+	}
+	if len(topics) == 0 {
+		return nil
+	}
+	lctx, cancel := context.WithTimeout(ctx, a.brokerTimeout())
+	defer cancel()
+	starts, err := adm.ListStartOffsets(lctx, topics...)
+	if err != nil && ctx.Err() == nil {
+		a.log.Warn("listing the log starts of replicas' changelogs failed; their fetches will tell", "err", err)
+	}
+	return starts
 }

@@ -356,7 +356,7 @@ func (a *App) skipDeletedChangelog(ctx context.Context, adm *kadm.Client, t *tas
 		sr.next = min(start.Offset, sr.end)
 		a.log.Warn("changelog records before the log start were deleted (retention or compaction); restoring from the log start",
 			"task", t.id.String(), "store", sr.store.spec.name, "checkpoint", sr.start, "log_start", start.Offset, "changelog_end", sr.end)
-		if err := clearBeforeLogStart(t, sr, start.Offset); err != nil {
+		if _, err := clearBeforeLogStart(t.id, sr.store, start.Offset); err != nil {
 			return 0, err
 		}
 		if start.Offset < sr.end {
@@ -375,21 +375,25 @@ func (a *App) skipDeletedChangelog(ctx context.Context, adm *kadm.Client, t *tas
 	return remaining, nil
 }
 
-// clearBeforeLogStart empties a store whose checkpoint is behind its
-// changelog's log start, for a full restore from the log start: the
-// records in between are gone, deletes among them, so the data cannot be
-// brought forward from the checkpoint. A store without pebble's WAL comes
-// back from a crash at its last flush (state.Options.Logged), which is how
-// it may fall behind; an empty store has nothing to clear.
-func clearBeforeLogStart(t *task, sr *storeRestore, logStart int64) error {
-	if sr.start == 0 {
-		return nil
+// clearBeforeLogStart empties st when its checkpoint is behind logStart,
+// its changelog's log start, and sets its checkpoint there, for a full
+// restore from the log start: the records in between are gone, deletes
+// among them, so the data cannot be brought forward from the checkpoint.
+// A restore and a replica (standby.go) follow the one rule. A store
+// without pebble's WAL comes back from a crash at its last flush
+// (state.Options.Logged), which is how it may fall behind; a replica
+// falls behind when the retention outruns it. An empty store (checkpoint
+// 0) has nothing to clear. It reports whether it cleared the store.
+func clearBeforeLogStart(id TaskID, st *taskStore, logStart int64) (bool, error) {
+	cp := st.db.Checkpoint()
+	if cp.ChangelogOffset == 0 || cp.ChangelogOffset >= logStart {
+		return false, nil
 	}
-	cp := state.Checkpoint{ChangelogOffset: logStart, StreamTime: sr.store.db.Checkpoint().StreamTime}
-	if err := sr.store.db.Clear(cp); err != nil {
-		return fmt.Errorf("clearing store %q of task %s for a restore from the log start: %w", sr.store.spec.name, t.id, err)
+	cp.ChangelogOffset = logStart
+	if err := st.db.Clear(cp); err != nil {
+		return false, fmt.Errorf("clearing store %q of task %s for a restore from the log start: %w", st.spec.name, id, err)
 	}
-	return nil
+	return true, nil
 }
 
 // pollRestore polls a restore's client. Its stores are behind their

@@ -143,6 +143,10 @@ func (a *App) startStandbys() error {
 		kgo.FetchMaxBytes(64 << 20),
 		kgo.FetchMaxPartitionBytes(16 << 20),
 	}, a.cfg.ClientOptions...)
+	// A replica never skips a changelog record it can still read: one
+	// that fell behind the log start resumes there (and is emptied first:
+	// passLogStart), never at the end.
+	opts = append(opts, kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
 	opts = append(opts, a.readOptions()...)
 	opts = append(opts, a.reach.watch(a.log.With("client", "standby"))...)
 	opts = append(opts, kgo.SeedBrokers(a.cfg.Brokers...), kgo.WithContext(a.clientCtx))
@@ -211,7 +215,13 @@ func (s *standbys) apply(fetches kgo.Fetches) {
 			end = p.LastStableOffset // what a read-committed reader can reach
 		}
 		f.end = max(f.end, end)
-		n, err := f.applyRecords(p.Records)
+		// The fetch's log start is past the checkpoint once the
+		// follower fell behind the retention and was reset to it.
+		err := f.passLogStart(s.app, p.LogStartOffset, "following")
+		n := -1
+		if err == nil {
+			n, err = f.applyRecords(p.Records)
+		}
 		if err != nil {
 			s.app.log.Error("standby stopped", "task", f.task.id.String(), "err", err)
 			s.app.reportError(f.task.id, err, false)
@@ -243,6 +253,29 @@ func (s *standbys) apply(fetches kgo.Fetches) {
 			h.OnStandbyApplied(ev)
 		}
 	}
+}
+
+// passLogStart empties the store when its checkpoint is behind logStart,
+// its changelog's log start, and moves the checkpoint there: the records
+// in between are gone, a row's tombstone perhaps among them, so the store
+// is rebuilt from the log start, as a restore does (clearBeforeLogStart)
+// and as Kafka Streams does with a corrupted task. At the start the
+// follower lists the log start (prepare); while following, each fetch
+// carries it (apply), and the consumer that fell behind it resumes there
+// (see startStandbys).
+func (f *followedStore) passLogStart(a *App, logStart int64, when string) error {
+	checkpoint := f.offset()
+	cleared, err := clearBeforeLogStart(f.task.id, f.store, logStart)
+	if err != nil {
+		return fmt.Errorf("standby of task %s: %w", f.task.id, err)
+	}
+	if cleared {
+		a.log.Warn("changelog records before the log start were deleted (retention or compaction); emptying the standby's store and following from the log start",
+			"task", f.task.id.String(), "store", f.store.spec.name, "changelog", f.store.changelog, "partition", f.store.partition,
+			"checkpoint", checkpoint, "log_start", logStart, "when", when)
+		f.store.lastOffset.Store(logStart - 1)
+	}
+	return nil
 }
 
 // applyRecords applies the records past the store's checkpoint and
@@ -311,11 +344,10 @@ func (f *followedStore) expire(cp state.Checkpoint) error {
 }
 
 // addLocked starts following sb's logged stores from their checkpoints;
-// ends holds their changelogs' end offsets. A store whose checkpoint is
-// past its changelog's end is rebuilt first, as a restore would. It
+// ends and starts hold their changelogs' end and start offsets. It
 // returns the started events for the caller to report once it unlocked
 // mu, which it holds.
-func (s *standbys) addLocked(sb *standbyTask, ends kadm.ListedOffsets) ([]StandbyEvent, error) {
+func (s *standbys) addLocked(sb *standbyTask, ends, starts kadm.ListedOffsets) ([]StandbyEvent, error) {
 	a := s.app
 	offsets := make(map[string]map[int32]kgo.Offset)
 	for _, st := range sb.stores {
@@ -326,19 +358,12 @@ func (s *standbys) addLocked(sb *standbyTask, ends kadm.ListedOffsets) ([]Standb
 		if !ok {
 			return nil, fmt.Errorf("changelog %s has no partition %d for standby task %s", st.changelog, st.partition, sb.id)
 		}
-		if st.db.Checkpoint().ChangelogOffset > end.Offset {
-			if err := a.rebuildStore(sb.id, st); err != nil {
-				return nil, err
-			}
+		f, from, err := s.prepare(sb, st, end.Offset, starts)
+		if err != nil {
+			return nil, err
 		}
-		if st.win != nil {
-			if err := st.loadSegments(); err != nil {
-				return nil, fmt.Errorf("standby task %s: %w", sb.id, err)
-			}
-		}
-		f := &followedStore{store: st, task: sb, end: end.Offset, lastTimestamp: -1}
 		sb.logged = append(sb.logged, f)
-		offsets[st.changelog] = map[int32]kgo.Offset{st.partition: kgo.NewOffset().At(f.offset())}
+		offsets[st.changelog] = map[int32]kgo.Offset{st.partition: kgo.NewOffset().At(from)}
 	}
 	s.tasks[sb.id] = sb
 	for _, f := range sb.logged {
@@ -351,6 +376,35 @@ func (s *standbys) addLocked(sb *standbyTask, ends kadm.ListedOffsets) ([]Standb
 	}
 	a.log.Info("replica started", "task", sb.id.String(), "role", role)
 	return s.events(sb, ""), nil
+}
+
+// prepare readies store st of sb, whose changelog ends at end, to be
+// followed, and returns its progress and the offset to fetch from. A
+// store whose checkpoint is past its changelog's end is rebuilt first,
+// and one whose checkpoint is before its log start (in starts) emptied
+// (passLogStart), as a restore would.
+func (s *standbys) prepare(sb *standbyTask, st *taskStore, end int64, starts kadm.ListedOffsets) (*followedStore, int64, error) {
+	if st.db.Checkpoint().ChangelogOffset > end {
+		if err := s.app.rebuildStore(sb.id, st); err != nil {
+			return nil, 0, err
+		}
+	}
+	f := &followedStore{store: st, task: sb, end: end, lastTimestamp: -1}
+	// From the log start at the earliest: a fetch before it is out of
+	// range, and the reset lists the start again.
+	from := f.offset()
+	if start, ok := starts.Lookup(st.changelog, st.partition); ok && start.Err == nil {
+		if err := f.passLogStart(s.app, start.Offset, "starting"); err != nil {
+			return nil, 0, err
+		}
+		from = max(f.offset(), start.Offset)
+	}
+	if st.win != nil {
+		if err := st.loadSegments(); err != nil {
+			return nil, 0, fmt.Errorf("standby task %s: %w", sb.id, err)
+		}
+	}
+	return f, from, nil
 }
 
 func (s *standbys) events(sb *standbyTask, reason string) []StandbyEvent {
