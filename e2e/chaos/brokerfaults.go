@@ -599,11 +599,19 @@ func faultAndResume(ctx context.Context, o FaultOptions, inject func(context.Con
 	// A broker slow to come back (a JVM starting on a loaded machine took
 	// 33 s) may return after the last input was processed, when no worker
 	// has anything to commit: a record for every partition gives each
-	// one something.
-	if err := nudge(ctx); err != nil {
-		return fmt.Errorf("producing a record to every partition after %s: %w", o.Fault, err)
-	}
+	// one something. One is not enough: a worker that took another's
+	// partitions in a rebalance after the return, once the other
+	// committed their records, had nothing to commit (make test on Apache
+	// Kafka, stop-15s). So every partition gets one a second until every
+	// worker committed.
+	nctx, stopNudging := context.WithCancel(ctx)
+	nudged := make(chan error, 1)
+	go func() { nudged <- nudgeEvery(nctx, nudge, time.Second) }()
 	resumed, err := waitCommits(ctx, ws, returned, 1, o.ResumeWait, fmt.Sprintf("after %s (%s) the broker was back, but", o.Fault, o.Guarantee))
+	stopNudging()
+	if nerr := <-nudged; nerr != nil && err == nil {
+		return fmt.Errorf("producing a record to every partition after %s: %w", o.Fault, nerr)
+	}
 	gaveUp := time.Since(returned)
 	rep.Resume = make(map[string]time.Duration)
 	for i := range ws.procs {
@@ -663,6 +671,22 @@ func inputTruth(sent truth, recs []*kgo.Record) (held truth, lost, duplicated in
 		}
 	}
 	return held, lost, duplicated
+}
+
+// nudgeEvery calls nudge at once and then every interval until ctx ends.
+// It returns nudge's first error unless ctx ended.
+func nudgeEvery(ctx context.Context, nudge func(context.Context) error, interval time.Duration) error {
+	for {
+		if err := nudge(ctx); err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return err
+		}
+		if err := sleepCtx(ctx, interval); err != nil {
+			return nil
+		}
+	}
 }
 
 // nudge produces a record of a flush key, which the checks leave out, to
