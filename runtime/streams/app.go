@@ -76,6 +76,9 @@ type App struct {
 	// before the client starts.
 	client     atomic.Pointer[kgo.Client]
 	produceCtx context.Context
+	// givenUp is the group client recoverSession gave up, until it is
+	// closed: its callbacks take no assignment up (see recoverSession).
+	givenUp atomic.Pointer[kgo.Client]
 	// promise is onProduced as a func value made once: a method value
 	// built per record would allocate per record.
 	promise func(*kgo.Record, error)

@@ -48,6 +48,10 @@ import (
 // as if onAssigned had waited; the next callback, and the end of Run,
 // wait for it first (awaitArriving).
 func (a *App) onAssigned(ctx context.Context, cl *kgo.Client, assigned map[string][]int32) {
+	if cl == a.givenUp.Load() {
+		a.log.Debug("assignment of a group client given up, not taken up", "assigned", fmt.Sprint(assigned))
+		return
+	}
 	a.awaitArriving()
 	a.client.Store(cl)
 	a.noteMember(cl)

@@ -116,3 +116,46 @@ func TestTaskWithheldFromItsOwnerComesBackFromItsWarmupOnOpenStores(t *testing.T
 		t.Errorf("count %v after two clicks, want 2", n)
 	}
 }
+
+// TestGivenUpClientTakesNoAssignmentUp is the assignment that a group
+// client recoverSession gave up delivers as it leaves the group, after
+// its tasks were dropped: onAssigned must take nothing up. A worker took
+// such tasks up on Apache Kafka (TestChaosKafkaBrokerStop, stop-15s): their
+// restores ran on the closing client and ended unseen, and the next
+// session found the tasks there, restoring for good, and processed
+// nothing.
+func TestGivenUpClientTakesNoAssignmentUp(t *testing.T) {
+	const app, input = "given-up", "given-up-clicks"
+	b := brokertest.Start(t, broker.Config{})
+	cl, err := kgo.NewClient(append(b.ClientOptions(), kgo.SeedBrokers(b.Addrs()...))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx := context.Background()
+	for _, topic := range []string{input, "given-up-counts", changelogTopic(app, "counts")} {
+		if _, err := kadm.NewClient(cl).CreateTopic(ctx, 1, 1, nil, topic); err != nil {
+			t.Fatal(err)
+		}
+	}
+	builder := NewBuilder()
+	builder.Stream([]string{input}, WithSerdes(String, String)).GroupByKey().
+		Count(Materialized(StoreOptions{Name: "counts"})).To("given-up-counts", WithSerdes(String, Int64))
+	topo, err := builder.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := New(topo, Config{ApplicationID: app, Brokers: b.Addrs(), ClientOptions: b.ClientOptions(), StateDir: t.TempDir(),
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.givenUp.Store(cl)
+	a.onAssigned(ctx, cl, map[string][]int32{input: {0}})
+	a.awaitArriving()
+	a.tasksMu.Lock()
+	defer a.tasksMu.Unlock()
+	if len(a.tasks) != 0 {
+		t.Fatalf("the given-up client's assignment was taken up: %d tasks", len(a.tasks))
+	}
+}

@@ -235,6 +235,15 @@ func (a *App) recoverSession(ctx context.Context, cause error) error {
 	}
 	a.outageBegan(cause)
 	a.setState(Rebalancing)
+	// The client given up may still finish a join it had under way while
+	// it leaves the group, and call onAssigned after its tasks were
+	// dropped. Taken up, those tasks would outlive their session: their
+	// restores, started on the closing client, ended unseen (resetSession
+	// forgets finished restores), and the tasks stayed restoring for good
+	// under the next session, which found them already there (a worker
+	// processed nothing after a broker's SIGSTOP on Apache Kafka). Its
+	// callbacks take nothing up from here on.
+	a.givenUp.Store(a.kc())
 	a.dropTasks(false)
 	a.closeClient()
 	a.resetSession()
@@ -245,6 +254,7 @@ func (a *App) recoverSession(ctx context.Context, cause error) error {
 // transaction's state and its produce errors. The caller closed it, so
 // no callback of its can set them again.
 func (a *App) resetSession() {
+	a.givenUp.Store(nil) // closed: it calls nothing back any more
 	if t := a.txn; t != nil {
 		t.sess, t.failed = nil, nil
 		t.dirty.Store(false)
