@@ -31,30 +31,8 @@ import (
 // not started.
 func TestTaskWithheldFromItsOwnerComesBackFromItsWarmupOnOpenStores(t *testing.T) {
 	const app, input = "withheld", "withheld-clicks"
-	b := brokertest.Start(t, broker.Config{})
-	cl, err := kgo.NewClient(append(b.ClientOptions(), kgo.SeedBrokers(b.Addrs()...), kgo.ProducerLinger(0))...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
+	a, cl := newCountApp(t, app, input)
 	ctx := context.Background()
-	for _, topic := range []string{input, "withheld-counts", changelogTopic(app, "counts")} {
-		if _, err := kadm.NewClient(cl).CreateTopic(ctx, 1, 1, nil, topic); err != nil {
-			t.Fatal(err)
-		}
-	}
-	builder := NewBuilder()
-	builder.Stream([]string{input}, WithSerdes(String, String)).GroupByKey().
-		Count(Materialized(StoreOptions{Name: "counts"})).To("withheld-counts", WithSerdes(String, Int64))
-	topo, err := builder.Build()
-	if err != nil {
-		t.Fatal(err)
-	}
-	a, err := New(topo, Config{ApplicationID: app, Brokers: b.Addrs(), ClientOptions: b.ClientOptions(), StateDir: t.TempDir(),
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
 
 	id, task := TaskID{0, 0}, []assign.Task{{Subtopology: 0, Partition: 0}}
 	assigned := map[string][]int32{input: {0}}
@@ -126,21 +104,37 @@ func TestTaskWithheldFromItsOwnerComesBackFromItsWarmupOnOpenStores(t *testing.T
 // nothing.
 func TestGivenUpClientTakesNoAssignmentUp(t *testing.T) {
 	const app, input = "given-up", "given-up-clicks"
+	a, cl := newCountApp(t, app, input)
+	ctx := context.Background()
+	a.givenUp.Store(cl)
+	a.onAssigned(ctx, cl, map[string][]int32{input: {0}})
+	a.awaitArriving()
+	a.tasksMu.Lock()
+	defer a.tasksMu.Unlock()
+	if len(a.tasks) != 0 {
+		t.Fatalf("the given-up client's assignment was taken up: %d tasks", len(a.tasks))
+	}
+}
+
+// newCountApp makes an App, not running, that counts the clicks of topic
+// input by user into app+"-counts", on an embedded broker of its own that
+// holds the topics, and a client of that broker.
+func newCountApp(t *testing.T, app, input string) (*App, *kgo.Client) {
+	t.Helper()
 	b := brokertest.Start(t, broker.Config{})
-	cl, err := kgo.NewClient(append(b.ClientOptions(), kgo.SeedBrokers(b.Addrs()...))...)
+	cl, err := kgo.NewClient(append(b.ClientOptions(), kgo.SeedBrokers(b.Addrs()...), kgo.ProducerLinger(0))...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer cl.Close()
-	ctx := context.Background()
-	for _, topic := range []string{input, "given-up-counts", changelogTopic(app, "counts")} {
-		if _, err := kadm.NewClient(cl).CreateTopic(ctx, 1, 1, nil, topic); err != nil {
+	t.Cleanup(cl.Close)
+	for _, topic := range []string{input, app + "-counts", changelogTopic(app, "counts")} {
+		if _, err := kadm.NewClient(cl).CreateTopic(context.Background(), 1, 1, nil, topic); err != nil {
 			t.Fatal(err)
 		}
 	}
 	builder := NewBuilder()
 	builder.Stream([]string{input}, WithSerdes(String, String)).GroupByKey().
-		Count(Materialized(StoreOptions{Name: "counts"})).To("given-up-counts", WithSerdes(String, Int64))
+		Count(Materialized(StoreOptions{Name: "counts"})).To(app+"-counts", WithSerdes(String, Int64))
 	topo, err := builder.Build()
 	if err != nil {
 		t.Fatal(err)
@@ -150,12 +144,5 @@ func TestGivenUpClientTakesNoAssignmentUp(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a.givenUp.Store(cl)
-	a.onAssigned(ctx, cl, map[string][]int32{input: {0}})
-	a.awaitArriving()
-	a.tasksMu.Lock()
-	defer a.tasksMu.Unlock()
-	if len(a.tasks) != 0 {
-		t.Fatalf("the given-up client's assignment was taken up: %d tasks", len(a.tasks))
-	}
+	return a, cl
 }
