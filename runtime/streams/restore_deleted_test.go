@@ -1,12 +1,10 @@
 package streams_test
 
 import (
-	"context"
 	"testing"
 	"time"
 
 	"github.com/braidstream/braid/runtime/streams"
-	"github.com/twmb/franz-go/pkg/kadm"
 )
 
 // TestRestoreOfDeletedChangelog restores a store on a new instance after
@@ -36,25 +34,7 @@ func TestRestoreOfDeletedChangelog(t *testing.T) {
 	if end == 0 {
 		t.Fatalf("changelog %s is empty: nothing to delete", changelog)
 	}
-	// Kafka deletes records only from a topic with the delete policy, as
-	// a windowed store's changelog has (compact,delete).
-	alter, err := admin(t, b).AlterTopicConfigs(context.Background(),
-		[]kadm.AlterConfig{{Name: "cleanup.policy", Value: kadm.StringPtr("compact,delete")}}, changelog)
-	if err == nil {
-		_, err = alter.On(changelog, nil)
-	}
-	if err != nil {
-		t.Fatalf("setting %s's cleanup.policy to compact,delete: %v", changelog, err)
-	}
-	var to kadm.Offsets
-	to.Add(kadm.Offset{Topic: changelog, Partition: 0, At: end})
-	resp, err := admin(t, b).DeleteRecords(context.Background(), to)
-	if err == nil {
-		err = resp.Error()
-	}
-	if err != nil {
-		t.Fatalf("deleting the records of %s: %v", changelog, err)
-	}
+	deleteRecordsBefore(t, b, changelog, end)
 
 	rec := &recorder{}
 	cfg.StateDir = t.TempDir() // a new instance: no local state
