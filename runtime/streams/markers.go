@@ -60,7 +60,29 @@ const markerPoll = 50 * time.Millisecond
 // as they are and warns once.
 func (a *App) awaitCommitMarkers(ctx context.Context, adm *kadm.Client, ends kadm.ListedOffsets) (kadm.ListedOffsets, error) {
 	var waited time.Time
+	// passed is the offset each partition's LSO must be past: the start
+	// of a committing transaction seen holding it.
+	passed := make(map[TopicPartition]int64)
 	for {
+		if short := shortOf(ends, passed); len(short) > 0 {
+			// A committing transaction was seen holding these, and the
+			// LSOs listed since do not show its marker: no producer
+			// listing may end the wait before they do. After a broker
+			// stalled, the LSOs and the producers can be asked of two
+			// brokers, the one that led the partition still answering
+			// with its stale log (counts came out short on Apache Kafka
+			// after a node's SIGSTOP: the restore stopped before a
+			// transaction it had seen committing).
+			if err := sleepMarkerPoll(ctx, short); err != nil {
+				return nil, err
+			}
+			relisted, err := listStableOffsets(ctx, adm, ends)
+			if err != nil {
+				return nil, err
+			}
+			ends = relisted
+			continue
+		}
 		held, behind, err := heldBack(ctx, adm, ends, committingStates)
 		var ae *kadm.AuthError
 		if errors.As(err, &ae) || errors.Is(err, kerr.ClusterAuthorizationFailed) || errors.Is(err, kerr.TransactionalIDAuthorizationFailed) || errors.Is(err, kerr.TopicAuthorizationFailed) {
@@ -97,16 +119,41 @@ func (a *App) awaitCommitMarkers(ctx context.Context, adm *kadm.Client, ends kad
 			waited = time.Now()
 			a.log.Info("waiting for the commit markers of committed transactions before restoring", "held", fmt.Sprint(held))
 		}
-		select {
-		case <-ctx.Done():
-			return nil, fmt.Errorf("waiting for the commit markers of %s: %w", held, ctx.Err())
-		case <-time.After(markerPoll):
+		for _, h := range held {
+			tp := TopicPartition{h.Topic, h.Partition}
+			passed[tp] = max(passed[tp], h.TxnStart)
+		}
+		if err := sleepMarkerPoll(ctx, held); err != nil {
+			return nil, err
 		}
 		relisted, err := listStableOffsets(ctx, adm, ends)
 		if err != nil {
 			return nil, err
 		}
 		ends = relisted
+	}
+}
+
+// shortOf returns the partitions whose LSO in ends is not yet past the
+// offset passed holds for them.
+func shortOf(ends kadm.ListedOffsets, passed map[TopicPartition]int64) []TopicPartition {
+	var short []TopicPartition
+	for tp, start := range passed {
+		if o, ok := ends.Lookup(tp.Topic, tp.Partition); !ok || o.Offset <= start {
+			short = append(short, tp)
+		}
+	}
+	return short
+}
+
+// sleepMarkerPoll waits markerPoll, or until ctx ends, which it reports
+// with what was waited for.
+func sleepMarkerPoll[T any](ctx context.Context, waitingFor []T) error {
+	select {
+	case <-ctx.Done():
+		return fmt.Errorf("waiting for the commit markers of %v: %w", waitingFor, ctx.Err())
+	case <-time.After(markerPoll):
+		return nil
 	}
 }
 
@@ -138,6 +185,9 @@ type heldPartition struct {
 	Partition  int32
 	ProducerID int64
 	State      string
+	// TxnStart is the transaction's first offset on the partition: the
+	// LSO is past it once its marker is written.
+	TxnStart int64
 }
 
 func (h heldPartition) String() string {
@@ -183,7 +233,7 @@ func heldBack(ctx context.Context, adm *kadm.Client, lsos kadm.ListedOffsets, st
 			if !slices.Contains(ids, pr.ProducerID) {
 				ids = append(ids, pr.ProducerID)
 			}
-			open[pr.ProducerID] = append(open[pr.ProducerID], heldPartition{Topic: p.Topic, Partition: p.Partition, ProducerID: pr.ProducerID})
+			open[pr.ProducerID] = append(open[pr.ProducerID], heldPartition{Topic: p.Topic, Partition: p.Partition, ProducerID: pr.ProducerID, TxnStart: pr.CurrentTxnStartOffset})
 		}
 	})
 	if perr != nil {

@@ -47,3 +47,39 @@ func TestHeldBy(t *testing.T) {
 		})
 	}
 }
+
+// TestShortOf checks the rule that ends a wait for commit markers: every
+// partition a committing transaction was seen holding must list an LSO
+// past that transaction's start, whatever the producers' listing says
+// since (a stale leader may answer the LSO).
+func TestShortOf(t *testing.T) {
+	listed := func(offsets map[int32]int64) kadm.ListedOffsets {
+		l := kadm.ListedOffsets{}
+		for p, o := range offsets {
+			if l["cl"] == nil {
+				l["cl"] = map[int32]kadm.ListedOffset{}
+			}
+			l["cl"][p] = kadm.ListedOffset{Topic: "cl", Partition: p, Offset: o}
+		}
+		return l
+	}
+	for _, tc := range []struct {
+		name   string
+		ends   map[int32]int64
+		passed map[TopicPartition]int64
+		short  int
+	}{
+		{"nothing seen held", map[int32]int64{0: 5}, nil, 0},
+		{"the LSO at the transaction's start", map[int32]int64{0: 7}, map[TopicPartition]int64{{"cl", 0}: 7}, 1},
+		{"the LSO before it", map[int32]int64{0: 3}, map[TopicPartition]int64{{"cl", 0}: 7}, 1},
+		{"the LSO past it", map[int32]int64{0: 9}, map[TopicPartition]int64{{"cl", 0}: 7}, 0},
+		{"one of two past", map[int32]int64{0: 9, 1: 2}, map[TopicPartition]int64{{"cl", 0}: 7, {"cl", 1}: 2}, 1},
+		{"a partition not listed", map[int32]int64{0: 9}, map[TopicPartition]int64{{"cl", 1}: 0}, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := shortOf(listed(tc.ends), tc.passed); len(got) != tc.short {
+				t.Errorf("shortOf(%v, %v) = %v, want %d partitions", tc.ends, tc.passed, got, tc.short)
+			}
+		})
+	}
+}
