@@ -27,7 +27,8 @@
 //     measured until every record is committed to pebble and both stores
 //     checked (RestoreTarget).
 //   - RunWindowed, `braid bench windowed`: Braid's tumbling-window count
-//     against its plain count (WindowedTarget).
+//     against its plain count (WindowedTarget), and against its ceiling,
+//     WindowedCeiling (franz-go, each key's open windows in a map).
 //   - RunFailover, `braid bench failover`: one of several instances of a
 //     count crashed, with a standby and without: detection, recovery and
 //     downtime per task (FailoverTarget).

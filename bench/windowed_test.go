@@ -43,15 +43,21 @@ func TestBraidWindowed(t *testing.T) {
 	if rep.Windowed.Records != records || rep.Count.Records != records || rep.Count.OutRecords < keys || rep.Ratio <= 0 {
 		t.Errorf("windowed %+v, count %+v, ratio %v", rep.Windowed, rep.Count, rep.Ratio)
 	}
+	if rep.Ceiling.Records != records || rep.Ceiling.OutRecords != rep.Windows || rep.VsCeiling <= 0 || len(rep.CeilingRatios) != 2 {
+		t.Errorf("ceiling %+v, windowed/ceiling %v %v", rep.Ceiling, rep.VsCeiling, rep.CeilingRatios)
+	}
 	checkPhases(t, rep.Windowed)
 	checkPhases(t, rep.Count)
+	checkPhases(t, rep.Ceiling)
 	text := out.String()
 	for _, re := range []string{
 		`(?m)^bench windowed: 20000 records, 200 keys, 4 partitions, 500 records per second of event time, 5% out of order, tumbling 10s windows with 5s grace`,
 		`(?m)^braid windowed count \(tumbling, emit final\) +20000 records +\d+\.\d\ds +[\d,]+ rec/s  \(start-up \d+ ms, steady [\d,]+ rec/s( \(whole run\))?, final commit \d+ ms\)  \(\d+ output records\)$`,
 		`(?m)^braid groupByKey\.count \(record cache\) +20000 records +\d+\.\d\ds +[\d,]+ rec/s  \(start-up \d+ ms, steady [\d,]+ rec/s( \(whole run\))?, final commit \d+ ms\)  \(\d+ output records\)$`,
-		`(?m)^per-round ratios of windowed/count: \d+\.\d{3} \d+\.\d{3}$`,
-		`RESULT windowed ratio=\d+\.\d{3} windowed=\d+ count=\d+ windowed_startup_ms=\d+ count_startup_ms=\d+ windowed_final_commit_ms=\d+ count_final_commit_ms=\d+ whole_ratio=\d+\.\d{3}\n$`,
+		`(?m)^ceiling franz-go windowed count \(map\) +20000 records +\d+\.\d\ds +[\d,]+ rec/s  \(start-up \d+ ms, steady [\d,]+ rec/s( \(whole run\))?, final commit \d+ ms\)  \(\d+ output records\)$`,
+		`(?m)^per-round ratios of windowed/count: \d+\.\d{3} \d+\.\d{3} \(target >= 0\.8\)$`,
+		`(?m)^per-round ratios of windowed/ceiling: \d+\.\d{3} \d+\.\d{3}$`,
+		`RESULT windowed ratio=\d+\.\d{3} windowed=\d+ count=\d+ vs_ceiling=\d+\.\d{3} ceiling=\d+ windowed_startup_ms=\d+ count_startup_ms=\d+ windowed_final_commit_ms=\d+ count_final_commit_ms=\d+ whole_ratio=\d+\.\d{3}\n$`,
 	} {
 		if !regexp.MustCompile(re).MatchString(text) {
 			t.Errorf("output does not match %s", re)

@@ -18,7 +18,7 @@ func runBench(ctx context.Context, args []string, stdout io.Writer) error {
 		"  pipe      a hand-written franz-go pipe against a Braid Filter+MapValues topology\n" +
 		"  count     Braid's GroupByKey().Count() against its ceiling (franz-go, a map, each changed key written once per commit) and a naive franz-go + pebble count\n" +
 		"  restore   a plain consumer writing pebble batches against Braid restoring a store\n" +
-		"  windowed  Braid's tumbling-window count (emit final) against its plain Count()\n" +
+		"  windowed  Braid's tumbling-window count (emit final) against its plain Count(), and against its ceiling (franz-go, open windows in a map by key)\n" +
 		"  failover  crash one of 3 instances of a count (standby or none, cooperative or eager, exactly-once): detection, recovery, downtime, stayed tasks' gaps\n" +
 		"  eos       Braid's Count() exactly-once (a transaction every 100ms) against at-least-once, both committing every 100ms\n" +
 		"  join      Braid's stream-stream inner join of two halves of the records (5s windows) against a hand-written franz-go join (in-memory buffers, changelog per record), and its Count() of all of them\n" +
