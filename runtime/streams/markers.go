@@ -73,10 +73,7 @@ func (a *App) awaitCommitMarkers(ctx context.Context, adm *kadm.Client, ends kad
 			// with its stale log (counts came out short on Apache Kafka
 			// after a node's SIGSTOP: the restore stopped before a
 			// transaction it had seen committing).
-			if err := sleepMarkerPoll(ctx, short); err != nil {
-				return nil, err
-			}
-			relisted, err := listStableOffsets(ctx, adm, ends)
+			relisted, err := relistAfterPoll(ctx, adm, ends, short)
 			if err != nil {
 				return nil, err
 			}
@@ -123,10 +120,7 @@ func (a *App) awaitCommitMarkers(ctx context.Context, adm *kadm.Client, ends kad
 			tp := TopicPartition{h.Topic, h.Partition}
 			passed[tp] = max(passed[tp], h.TxnStart)
 		}
-		if err := sleepMarkerPoll(ctx, held); err != nil {
-			return nil, err
-		}
-		relisted, err := listStableOffsets(ctx, adm, ends)
+		relisted, err := relistAfterPoll(ctx, adm, ends, held)
 		if err != nil {
 			return nil, err
 		}
@@ -146,15 +140,16 @@ func shortOf(ends kadm.ListedOffsets, passed map[TopicPartition]int64) []TopicPa
 	return short
 }
 
-// sleepMarkerPoll waits markerPoll, or until ctx ends, which it reports
-// with what was waited for.
-func sleepMarkerPoll[T any](ctx context.Context, waitingFor []T) error {
+// relistAfterPoll lists the LSOs of the topics of ends again after
+// markerPoll, or reports, with the partitions waited for, that ctx ended
+// first.
+func relistAfterPoll(ctx context.Context, adm *kadm.Client, ends kadm.ListedOffsets, waitingFor any) (kadm.ListedOffsets, error) {
 	select {
 	case <-ctx.Done():
-		return fmt.Errorf("waiting for the commit markers of %v: %w", waitingFor, ctx.Err())
+		return nil, fmt.Errorf("waiting for the commit markers of %v: %w", waitingFor, ctx.Err())
 	case <-time.After(markerPoll):
-		return nil
 	}
+	return listStableOffsets(ctx, adm, ends)
 }
 
 // listStableOffsets lists the LSOs of the topics of ends again.
