@@ -2,10 +2,12 @@ package streams
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync/atomic"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -136,18 +138,84 @@ func (a *App) startTransactions(opts []kgo.Opt) (*kgo.Client, error) {
 		return nil, fmt.Errorf("creating transactional client: %w", err)
 	}
 	a.txn.sess = sess
-	ctx, cancel := context.WithTimeout(a.clientCtx, a.brokerTimeout())
-	defer cancel()
-	if _, _, err := sess.Client().ProducerID(ctx); err != nil {
-		a.sessionCancel() // the session never joined: nothing to leave
-		sess.Close()
-		return nil, brokerErr(fmt.Sprintf("initializing transactional id %q", a.transactionalID()), err)
+	if err := a.initProducerID(sess.Client()); err != nil {
+		a.abandonUnstarted(sess)
+		return nil, err
 	}
 	if err := sess.Begin(); err != nil {
-		sess.Close()
+		a.abandonUnstarted(sess)
 		return nil, fmt.Errorf("beginning a transaction: %w", err)
 	}
 	return sess.Client(), nil
+}
+
+// producerIDWindows is how many brokerTimeouts a new session waits for
+// its producer id before it gives up. The producer id comes once the
+// coordinator has aborted the transaction this instance's last session
+// left open, which takes a marker on every partition it touched: after a
+// node dies, only once the node is fenced (Kafka's
+// broker.session.timeout.ms, 9 s, counted again from a new controller's
+// election when the controller died with it) and its partitions have new
+// leaders. A session given up meanwhile has joined the group in the
+// background, so its members rebalance twice (seen on Apache Kafka: the
+// active controller killed, a worker's producer id came 10.5 s after it
+// asked, just past one brokerTimeout, and both workers lost their
+// transactions to the rejoin).
+const producerIDWindows = 2
+
+// initProducerID waits for the producer id of the App's transactional id
+// on cl, asking again each brokerTimeout while the broker's answer is one
+// a retry heals, for producerIDWindows brokerTimeouts at most.
+func (a *App) initProducerID(cl *kgo.Client) error {
+	for window := 1; ; window++ {
+		ctx, cancel := context.WithTimeout(a.clientCtx, a.brokerTimeout())
+		_, _, err := cl.ProducerID(ctx)
+		cancel()
+		if err == nil {
+			return nil
+		}
+		err = brokerErr(fmt.Sprintf("initializing transactional id %q", a.transactionalID()), err)
+		if window == producerIDWindows || a.clientCtx.Err() != nil || !retryHeals(err) {
+			return err
+		}
+		a.log.Info("the transactional id's producer id is late; asking again", "err", err)
+	}
+}
+
+// retryHeals reports whether asking the broker again may heal err: a
+// bound passed, a connection failed, or the broker answered with a
+// retriable error (a coordinator moving or loading, a transaction still
+// being aborted).
+func retryHeals(err error) bool {
+	if errors.Is(err, kgo.ErrClientClosed) {
+		return false
+	}
+	var ke *kerr.Error
+	if !errors.As(err, &ke) {
+		return true
+	}
+	return ke.Retriable
+}
+
+// abandonUnstarted gives up a transactional session that never started:
+// its group client may have joined the group and taken tasks up in the
+// background while the App waited for the producer id. As recoverSession
+// does with a running session, it drops those tasks (their restores ran
+// on this client), leaves the group, so that the other members rebalance
+// at once rather than at the session timeout, closes the client and
+// forgets the session.
+func (a *App) abandonUnstarted(sess *kgo.GroupTransactSession) {
+	cl := sess.Client()
+	a.givenUp.Store(cl)
+	a.dropTasks(false)
+	ctx, cancel := context.WithTimeout(a.clientCtx, a.brokerTimeout())
+	if err := cl.LeaveGroupContext(ctx); err != nil {
+		a.sessionCancel()
+	}
+	cancel()
+	sess.Close()
+	a.sessionCancel()
+	a.resetSession()
 }
 
 // commitTransaction is the exactly-once commit; see the steps above. It
