@@ -33,25 +33,11 @@ import (
 // memory until the call returns (one member never rebalances).
 func CachedCount(ctx context.Context, brokers []string, in, out, changelog, group string, records int, commitInterval time.Duration) (Result, error) {
 	start := time.Now()
-	if records <= 0 {
-		return Result{}, fmt.Errorf("cached count ceiling: records %d must be positive", records)
-	}
-	if commitInterval <= 0 {
-		return Result{}, fmt.Errorf("cached count ceiling: commit interval %v must be positive", commitInterval)
-	}
-	c, err := newALOSConsumer("cached count ceiling", brokers, in, group, kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	c, err := openCeiling(ctx, "cached count ceiling", brokers, in, changelog, group, records, commitInterval)
 	if err != nil {
 		return Result{}, err
 	}
 	defer c.close()
-	adm := kadm.NewClient(c.cl)
-	parts, err := partitionCount(ctx, adm, in)
-	if err != nil {
-		return Result{}, fmt.Errorf("cached count ceiling: %w", err)
-	}
-	if err := ensureCompactedTopic(ctx, adm, changelog, parts); err != nil {
-		return Result{}, fmt.Errorf("cached count ceiling: %w", err)
-	}
 
 	counts := map[int32]*partitionCounts{}
 	c.beforeCommit = func() {
@@ -70,6 +56,33 @@ func CachedCount(ctx context.Context, brokers []string, in, out, changelog, grou
 		}
 		return nil
 	})
+}
+
+// openCeiling checks the arguments of a ceiling named name that keeps a
+// changelog, and makes its consumer, whose records go to the partitions
+// they name, and changelog, if missing, compacted, with in's partition
+// count. The caller closes the consumer.
+func openCeiling(ctx context.Context, name string, brokers []string, in, changelog, group string, records int, commitInterval time.Duration) (*alosConsumer, error) {
+	if records <= 0 {
+		return nil, fmt.Errorf("%s: records %d must be positive", name, records)
+	}
+	if commitInterval <= 0 {
+		return nil, fmt.Errorf("%s: commit interval %v must be positive", name, commitInterval)
+	}
+	c, err := newALOSConsumer(name, brokers, in, group, kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		return nil, err
+	}
+	adm := kadm.NewClient(c.cl)
+	parts, err := partitionCount(ctx, adm, in)
+	if err == nil {
+		err = ensureCompactedTopic(ctx, adm, changelog, parts)
+	}
+	if err != nil {
+		c.close()
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	return c, nil
 }
 
 // partitionCounts are the counts of one input partition's keys, and those

@@ -3,10 +3,8 @@ package bench
 import (
 	"context"
 	"encoding/binary"
-	"fmt"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -45,25 +43,11 @@ const (
 // Result says. Cancel ctx to give up.
 func WindowedCeiling(ctx context.Context, brokers []string, in, out, changelog, group string, records int, commitInterval time.Duration) (Result, error) {
 	start := time.Now()
-	if records <= 0 {
-		return Result{}, fmt.Errorf("windowed count ceiling: records %d must be positive", records)
-	}
-	if commitInterval <= 0 {
-		return Result{}, fmt.Errorf("windowed count ceiling: commit interval %v must be positive", commitInterval)
-	}
-	c, err := newALOSConsumer("windowed count ceiling", brokers, in, group, kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	c, err := openCeiling(ctx, "windowed count ceiling", brokers, in, changelog, group, records, commitInterval)
 	if err != nil {
 		return Result{}, err
 	}
 	defer c.close()
-	adm := kadm.NewClient(c.cl)
-	parts, err := partitionCount(ctx, adm, in)
-	if err != nil {
-		return Result{}, fmt.Errorf("windowed count ceiling: %w", err)
-	}
-	if err := ensureCompactedTopic(ctx, adm, changelog, parts); err != nil {
-		return Result{}, fmt.Errorf("windowed count ceiling: %w", err)
-	}
 
 	windows := map[int32]*partitionWindows{}
 	c.beforeCommit = func() {
