@@ -44,7 +44,7 @@ func (s *sessionLosses) get() []error {
 // come only after a while, once the coordinator has aborted the
 // transaction the instance's last session left open (on Apache Kafka,
 // after a node's death, 10 s and more). Answered later than one
-// brokerTimeout (here 1 s), the App keeps the session, whose group client
+// brokerTimeout (here 2 s), the App keeps the session, whose group client
 // has joined meanwhile, and asks again, rather than giving it up and
 // joining the group a second time. Later than two, it gives the session
 // up, with the tasks its client took up, and starts another. Either way
@@ -55,8 +55,8 @@ func TestLateProducerID(t *testing.T) {
 		hold   time.Duration
 		losses bool
 	}{
-		{"within two bounds", 1500 * time.Millisecond, false},
-		{"past two bounds", 2500 * time.Millisecond, true},
+		{"within two bounds", 3 * time.Second, false},
+		{"past two bounds", 5 * time.Second, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) { testLateProducerID(t, tc.hold, tc.losses) })
 	}
@@ -73,14 +73,18 @@ func testLateProducerID(t *testing.T, hold time.Duration, wantLosses bool) {
 	brokers := c.ListenAddrs()
 
 	// The coordinator answers the App's InitProducerID as it does while
-	// it aborts an earlier transaction of the id: retry, for hold.
+	// it aborts an earlier transaction of the id: retry, for hold from
+	// the first request. The App's bound, brokerTimeout, is 2 s.
 	var holdUntil atomic.Int64
 	var held atomic.Int32
 	c.ControlKey(int16(kmsg.InitProducerID), func(kreq kmsg.Request) (kmsg.Response, error, bool) {
 		c.KeepControl()
 		req := kreq.(*kmsg.InitProducerIDRequest)
-		until := holdUntil.Load()
-		if req.TransactionalID == nil || !strings.HasPrefix(*req.TransactionalID, app) || until == 0 || time.Now().UnixNano() >= until {
+		if req.TransactionalID == nil || !strings.HasPrefix(*req.TransactionalID, app) {
+			return nil, nil, false
+		}
+		holdUntil.CompareAndSwap(0, time.Now().Add(hold).UnixNano())
+		if time.Now().UnixNano() >= holdUntil.Load() {
 			return nil, nil, false
 		}
 		held.Add(1)
@@ -102,9 +106,9 @@ func testLateProducerID(t *testing.T, hold time.Duration, wantLosses bool) {
 		ApplicationID: app, Brokers: brokers, StateDir: t.TempDir(),
 		ProcessingGuarantee: streams.ExactlyOnce,
 		CommitInterval:      100 * time.Millisecond,
-		SessionTimeout:      time.Second,
+		SessionTimeout:      2 * time.Second,
 		HeartbeatInterval:   200 * time.Millisecond,
-		TransactionTimeout:  time.Second,
+		TransactionTimeout:  2 * time.Second,
 		Hooks:               []streams.Hook{losses},
 		Logger:              slog.New(slog.NewTextHandler(io.Discard, nil)),
 	})
@@ -113,7 +117,6 @@ func testLateProducerID(t *testing.T, hold time.Duration, wantLosses bool) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	holdUntil.Store(time.Now().Add(hold).UnixNano())
 	runCtx, stop := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() { done <- a.Run(runCtx) }()
