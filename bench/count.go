@@ -269,10 +269,7 @@ func RunCount(ctx context.Context, opts CountOptions, braid CountFunc) (CountRep
 	rep.Ratios, rep.Ratio = roundRatios(braidSide.runs, ceilSide.runs, steadyRate)
 	rep.NaiveRatios, rep.NaiveRatio = roundRatios(braidSide.runs, handSide.runs, steadyRate)
 	_, rep.WholeRatio = roundRatios(braidSide.runs, ceilSide.runs, wholeRate)
-	fmt.Fprintf(w, "medians of %d rounds (steady state):\n", opts.Rounds)
-	for _, m := range []Run{rep.Handwritten, rep.Ceiling, rep.Braid} {
-		fmt.Fprintf(w, "  %-*s  %9s rec/s\n", width, m.Name, thousands(m.SteadyPerSecond()))
-	}
+	writeSteadyMedians(w, opts.Rounds, width, rep.Handwritten, rep.Ceiling, rep.Braid)
 	fmt.Fprintf(w, "per-round steady ratios of braid/ceiling: %s (target >= %.1f)\n", formatRatios(rep.Ratios), CountTarget)
 	fmt.Fprintf(w, "per-round steady ratios of braid/handwritten: %s\n", formatRatios(rep.NaiveRatios))
 	fmt.Fprintf(w, "RESULT count ratio=%.3f braid=%.0f ceiling=%.0f naive_ratio=%.3f handwritten=%.0f%s whole_ratio=%.3f\n",

@@ -225,10 +225,7 @@ func RunJoin(ctx context.Context, opts JoinOptions) (JoinReport, error) {
 	rep.Ratios, rep.Ratio = roundRatios(runs[1], runs[0], steadyRate)
 	rep.CountRatios, rep.VsCount = roundRatios(runs[1], runs[2], steadyRate)
 	_, rep.WholeRatio = roundRatios(runs[1], runs[0], wholeRate)
-	fmt.Fprintf(w, "medians of %d rounds (steady state):\n", opts.Rounds)
-	for _, m := range []Run{rep.Ceiling, rep.Join, rep.Count} {
-		fmt.Fprintf(w, "  %-*s  %9s rec/s\n", width, m.Name, thousands(m.SteadyPerSecond()))
-	}
+	writeSteadyMedians(w, opts.Rounds, width, rep.Ceiling, rep.Join, rep.Count)
 	fmt.Fprintf(w, "per-round steady ratios of join/ceiling: %s\n", formatRatios(rep.Ratios))
 	fmt.Fprintf(w, "per-round steady ratios of join/count: %s\n", formatRatios(rep.CountRatios))
 	fmt.Fprintf(w, "RESULT join ratio=%.3f join=%.0f ceiling=%.0f vs_count=%.3f%s whole_ratio=%.3f\n",

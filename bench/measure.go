@@ -197,6 +197,17 @@ func compareRounds(ctx context.Context, rounds int, warmUp *Run, num, den roundS
 	return c, nil
 }
 
+// writeSteadyMedians writes the steady records/s of each median run of
+// runs, a line each, under "medians of <rounds> rounds (steady state):":
+// the medians of the benchmarks that compare three sides by steady state
+// (count, join, windowed).
+func writeSteadyMedians(w io.Writer, rounds, width int, runs ...Run) {
+	fmt.Fprintf(w, "medians of %d rounds (steady state):\n", rounds)
+	for _, m := range runs {
+		fmt.Fprintf(w, "  %-*s  %9s rec/s\n", width, m.Name, thousands(m.SteadyPerSecond()))
+	}
+}
+
 // rotateRounds measures sides rounds times, every round running each side
 // once, in an order rotated by one each round (round r starts with side r
 // mod len(sides)), so that no side always runs first or after the same

@@ -252,10 +252,7 @@ func RunWindowed(ctx context.Context, opts WindowedOptions, windowed, count Coun
 	rep.Ratios, rep.Ratio = roundRatios(rounds[0], rounds[1], steadyRate)
 	rep.CeilingRatios, rep.VsCeiling = roundRatios(rounds[0], rounds[2], steadyRate)
 	_, rep.WholeRatio = roundRatios(rounds[0], rounds[1], wholeRate)
-	fmt.Fprintf(w, "medians of %d rounds (steady state):\n", opts.Rounds)
-	for _, m := range []Run{rep.Windowed, rep.Count, rep.Ceiling} {
-		fmt.Fprintf(w, "  %-*s  %9s rec/s\n", width, m.Name, thousands(m.SteadyPerSecond()))
-	}
+	writeSteadyMedians(w, opts.Rounds, width, rep.Windowed, rep.Count, rep.Ceiling)
 	fmt.Fprintf(w, "per-round ratios of windowed/count: %s (target >= %.1f)\n", formatRatios(rep.Ratios), WindowedTarget)
 	fmt.Fprintf(w, "per-round ratios of windowed/ceiling: %s\n", formatRatios(rep.CeilingRatios))
 	fmt.Fprintf(w, "RESULT windowed ratio=%.3f windowed=%.0f count=%.0f vs_ceiling=%.3f ceiling=%.0f%s whole_ratio=%.3f\n",
@@ -359,7 +356,6 @@ type windowedInput struct {
 // the grace; a window is closed, and its result emitted, once its
 // partition's stream time reaches that.
 func windowedTruth(ctx context.Context, brokers []string, topic string) (windowedInput, error) {
-	size, grace := WindowSize.Milliseconds(), WindowGrace.Milliseconds()
 	in := windowedInput{perKey: map[string]int64{}, windows: map[string]int64{}, minTs: -1}
 	streamTime := map[int32]int64{}
 	counts := map[int32]map[string]int64{}
@@ -379,8 +375,8 @@ func windowedTruth(ctx context.Context, brokers []string, topic string) (windowe
 			st = ts
 			streamTime[r.Partition] = st
 		}
-		start := ts - ((ts%size)+size)%size
-		if st >= start+size+grace {
+		start := windowStart(ts)
+		if windowClosed(st, start) {
 			in.late++
 			return nil
 		}
@@ -397,12 +393,25 @@ func windowedTruth(ctx context.Context, brokers []string, topic string) (windowe
 	for p, cs := range counts {
 		for k, n := range cs {
 			start := int64(binary.BigEndian.Uint64([]byte(k[len(k)-8:])))
-			if streamTime[p] >= start+size+grace {
+			if windowClosed(streamTime[p], start) {
 				in.windows[k] = n
 			}
 		}
 	}
 	return in, nil
+}
+
+// windowStart is the start of the tumbling WindowSize window that holds
+// timestamp ts, in milliseconds.
+func windowStart(ts int64) int64 {
+	size := WindowSize.Milliseconds()
+	return ts - ((ts%size)+size)%size
+}
+
+// windowClosed reports whether stream time st has closed the window
+// starting at start: reached its end plus WindowGrace.
+func windowClosed(st, start int64) bool {
+	return st >= start+WindowSize.Milliseconds()+WindowGrace.Milliseconds()
 }
 
 // checkWindowCounts reads topic, whose keys must be time-windowed keys

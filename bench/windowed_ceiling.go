@@ -105,11 +105,10 @@ type windowRow struct {
 }
 
 func (pw *partitionWindows) add(r *kgo.Record) {
-	size, grace := WindowSize.Milliseconds(), WindowGrace.Milliseconds()
 	ts := r.Timestamp.UnixMilli()
 	pw.streamTime = max(pw.streamTime, ts)
-	start := ts - ((ts%size)+size)%size
-	if pw.streamTime >= start+size+grace {
+	start := windowStart(ts)
+	if windowClosed(pw.streamTime, start) {
 		return // late: its window has closed
 	}
 	kw := pw.keys[string(r.Key)] // a lookup by string(b) does not allocate
@@ -172,8 +171,7 @@ func (pw *partitionWindows) window(start int64) *ceilingWindow {
 
 // closeWindows emits and forgets every window stream time has closed.
 func (pw *partitionWindows) closeWindows(ctx context.Context, c *alosConsumer, p int32, out string) {
-	size, grace := WindowSize.Milliseconds(), WindowGrace.Milliseconds()
-	for len(pw.open) > 0 && pw.streamTime >= pw.open[0].start+size+grace {
+	for len(pw.open) > 0 && windowClosed(pw.streamTime, pw.open[0].start) {
 		w := pw.open[0]
 		pw.open = pw.open[1:]
 		// One allocation for the keys and values and one for the

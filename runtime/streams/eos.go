@@ -139,11 +139,11 @@ func (a *App) startTransactions(opts []kgo.Opt) (*kgo.Client, error) {
 	}
 	a.txn.sess = sess
 	if err := a.initProducerID(sess.Client()); err != nil {
-		a.abandonUnstarted(sess)
+		a.abandonUnstarted(sess.Client())
 		return nil, err
 	}
 	if err := sess.Begin(); err != nil {
-		a.abandonUnstarted(sess)
+		a.abandonUnstarted(sess.Client())
 		return nil, fmt.Errorf("beginning a transaction: %w", err)
 	}
 	return sess.Client(), nil
@@ -197,24 +197,17 @@ func retryHeals(err error) bool {
 	return ke.Retriable
 }
 
-// abandonUnstarted gives up a transactional session that never started:
-// its group client may have joined the group and taken tasks up in the
-// background while the App waited for the producer id. As recoverSession
-// does with a running session, it drops those tasks (their restores ran
-// on this client), leaves the group, so that the other members rebalance
-// at once rather than at the session timeout, closes the client and
-// forgets the session.
-func (a *App) abandonUnstarted(sess *kgo.GroupTransactSession) {
-	cl := sess.Client()
+// abandonUnstarted gives up the group client cl of a transactional
+// session that never started: it may have joined the group and taken
+// tasks up in the background while the App waited for the producer id.
+// As recoverSession does with a running session, it drops those tasks
+// (their restores ran on cl), leaves the group, so that the other
+// members rebalance at once rather than at the session timeout, closes
+// cl and forgets the session.
+func (a *App) abandonUnstarted(cl *kgo.Client) {
 	a.givenUp.Store(cl)
 	a.dropTasks(false)
-	ctx, cancel := context.WithTimeout(a.clientCtx, a.brokerTimeout())
-	if err := cl.LeaveGroupContext(ctx); err != nil {
-		a.sessionCancel()
-	}
-	cancel()
-	sess.Close()
-	a.sessionCancel()
+	a.leaveAndClose(cl)
 	a.resetSession()
 }
 

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // Bounded waits and recovery.
@@ -307,15 +308,22 @@ func (a *App) tryConnect(ctx context.Context) error {
 	return a.startClient()
 }
 
-// closeClient closes the group client. It leaves the group first if the
-// broker answers within brokerTimeout, so that the group rebalances at
-// once; else it cuts the client's connections, and the group notices when
-// the session times out.
+// closeClient closes the group client (leaveAndClose).
 func (a *App) closeClient() {
 	cl := a.kc()
 	if cl == nil {
 		return
 	}
+	a.leaveAndClose(cl)
+	a.lister.running.Wait()
+	a.client.Store(nil)
+}
+
+// leaveAndClose closes the group client cl. It leaves the group first if
+// the broker answers within brokerTimeout, so that the group rebalances
+// at once; else it cuts the client's connections, and the group notices
+// when the session times out.
+func (a *App) leaveAndClose(cl *kgo.Client) {
 	cl.AllowRebalance()
 	ctx, cancel := context.WithTimeout(a.clientCtx, a.brokerTimeout())
 	err := cl.LeaveGroupContext(ctx)
@@ -325,8 +333,6 @@ func (a *App) closeClient() {
 	}
 	cl.Close()
 	a.sessionCancel()
-	a.lister.running.Wait()
-	a.client.Store(nil)
 }
 
 // outageBegan logs the start of an outage once, rather than a line per
