@@ -223,6 +223,13 @@ func (p *timeWindowProc) updateCached(t *task, r record, e *cacheEntry) (bool, e
 	if err != nil {
 		return true, t.processingError(p.name, err)
 	}
+	if next.value == nil {
+		// An aggregator that returns nil deletes the window's result:
+		// putWindowRow makes the row a deletion, where updateStamped
+		// would keep an empty value.
+		p.store.markDirty(e)
+		return true, p.store.putWindowRow(t, e, e.keyBytes, e.key.(Windowed), next, e.value, true, r.timestamp)
+	}
 	return true, p.store.updateStamped(t, e, next, r.timestamp)
 }
 
