@@ -313,6 +313,11 @@ func (st *taskStore) getBytes(kb []byte) (any, bool, error) {
 
 // getBytesStamped is getStamped with the key serialized.
 func (st *taskStore) getBytesStamped(kb []byte) (any, int64, bool, error) {
+	if st.win != nil && st.win.final != nil {
+		if v, ts, found, hit := st.win.final.getFinal(kb); hit {
+			return v, ts, found, nil
+		}
+	}
 	return st.getRow(st.row(keyView(kb)), kb)
 }
 
@@ -607,6 +612,9 @@ func (st *taskStore) writeRow(e *cacheEntry) error {
 // flush writes every dirty row, in the order rows became dirty; a
 // key-value store keeps them cached, clean.
 func (st *taskStore) flush(t *task) error {
+	if st.win != nil && st.win.final != nil {
+		return st.flushFinal(t)
+	}
 	return st.evict(t, len(st.order), st.win == nil)
 }
 

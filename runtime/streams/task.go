@@ -461,6 +461,12 @@ func (s *sourceProc) process(t *task, r record) error { return forward(t, s.next
 func (t *task) evictHalf() error {
 	t.current = nil
 	for _, st := range t.storeList {
+		if st.win != nil && st.win.final != nil {
+			if err := st.evictFinal(t); err != nil {
+				return err
+			}
+			continue
+		}
 		st.dropClean(t)
 		if err := st.evict(t, (len(st.order)+1)/2, false); err != nil {
 			return err

@@ -91,7 +91,11 @@ func (a *App) OpenWindows(store string) ([]OpenWindow, error) {
 		}
 		var mine []OpenWindow
 		for _, ow := range st.win.open {
-			mine = append(mine, OpenWindow{Task: t.id, Start: ow.start, End: ow.end, ClosesAt: ow.closesAt, Keys: len(ow.keys)})
+			keys := len(ow.keys)
+			if fr := st.win.final; fr != nil {
+				keys += fr.rowsIn(ow.start)
+			}
+			mine = append(mine, OpenWindow{Task: t.id, Start: ow.start, End: ow.end, ClosesAt: ow.closesAt, Keys: keys})
 		}
 		slices.SortFunc(mine, func(x, y OpenWindow) int {
 			if x.ClosesAt != y.ClosesAt {

@@ -13,9 +13,10 @@ import "unsafe"
 // emptied map is cleared (which drops its tombstones) and kept for the
 // next window, which then grows no map.
 //
-// Only time windows are kept so: their rows wait in the cache until their
-// flush or close. Sessions and sliding windows write through and keep
-// the store's one map.
+// Only time windows emitting every update are kept so: their rows wait in
+// the cache until their flush. Time windows emitting final results keep
+// their rows out of the cache (window_final.go), and sessions and sliding
+// windows write through and keep the store's one map.
 
 // windowRows are the cached rows of one window start, by grouping key
 // (the changelog key without its 8-byte start).

@@ -107,6 +107,10 @@ type windowState struct {
 	// if it was not buffered: the join after the buffer probes the other
 	// buffer's records of the key without looking the key up again.
 	lastAdded *joinKey
+	// final holds the open windows' rows of a cached time-window store
+	// that emits final results, instead of the record cache
+	// (window_final.go).
+	final *finalRows
 	// mem is set while a logged join buffer of an active task lives in
 	// memory, pebble holding a snapshot only (see join_buffer.go).
 	mem *liveBuffer
@@ -169,6 +173,9 @@ func newWindowState(spec *storeSpec, inner Serde) *windowState {
 	case joinWindowKind:
 		w.tsBytes = 12 // the timestamp and the sequence number
 		w.index = make(map[string]*joinKey)
+	}
+	if keepsFinalRows(spec) {
+		w.final = &finalRows{keys: make(map[string]*finalKey)}
 	}
 	// Kafka Streams' rule: half the retention, at least a minute, so that
 	// a store has few segments and drops one every half retention.
@@ -268,15 +275,9 @@ func (w *windowState) appendKey(kb, inner []byte, wk Windowed) []byte {
 // (a cached row's cacheKey costs no allocation). boxed is wk in an
 // interface, or nil to box it here if the key is new.
 func (w *windowState) track(k string, wk Windowed, boxed any) {
-	b := windowBounds{wk.Start, wk.End}
-	ow := w.lastOpen
-	if ow == nil || ow.windowBounds != b {
-		if ow = w.open[b]; ow == nil {
-			ow = &openWindow{windowBounds: b, closesAt: w.spec.closesAt(wk.Start, wk.End), keys: make(map[string]any, w.keysHint)}
-			w.open[b] = ow
-			heap.Push(&w.closing, closeItem{at: ow.closesAt, windowBounds: b})
-		}
-		w.lastOpen = ow
+	ow := w.openWindow(wk)
+	if ow.keys == nil {
+		ow.keys = make(map[string]any)
 	}
 	if boxed != nil {
 		// One map operation: a key already there keeps its string, and
@@ -378,7 +379,13 @@ func (st *taskStore) advanceWindows(t *task) error {
 // and reports the close.
 func (st *taskStore) closeWindow(t *task, ow *openWindow) error {
 	w := st.win
-	if w.emitFinal {
+	keys := len(ow.keys)
+	if w.final != nil {
+		var err error
+		if keys, err = st.closeFinal(t, ow); err != nil {
+			return err
+		}
+	} else if w.emitFinal {
 		for _, kb := range w.closingKeys(ow) {
 			// Most closing rows are in the cache: read the entry once, for
 			// the result and for flushing it.
@@ -419,7 +426,7 @@ func (st *taskStore) closeWindow(t *task, ow *openWindow) error {
 		ApplicationID: t.app.cfg.ApplicationID, InstanceID: t.app.cfg.InstanceID,
 		Task: t.id, Store: st.spec.name, Start: ow.start, End: ow.end,
 		Grace: time.Duration(w.spec.grace) * time.Millisecond, ClosesAt: ow.closesAt,
-		StreamTime: t.streamTime, Keys: len(ow.keys), Emitted: w.emitFinal,
+		StreamTime: t.streamTime, Keys: keys, Emitted: w.emitFinal,
 	}
 	for _, h := range t.app.hooks.closed {
 		h.OnWindowClosed(ev)

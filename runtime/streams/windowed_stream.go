@@ -271,6 +271,9 @@ func (p *timeWindowProc) process(t *task, r record) error {
 		return err
 	}
 	p.starts = p.spec.timeWindowStarts(p.starts[:0], r.timestamp)
+	if p.store.win.final != nil {
+		return p.processFinal(t, r, inner)
+	}
 	for _, start := range p.starts {
 		wk := Windowed{Key: r.key, Start: start, End: start + p.spec.size}
 		if p.closed(t, wk) {
