@@ -282,7 +282,6 @@ func (p *timeWindowProc) openFinalRow(t *task, fk *finalKey, wk Windowed) (*fina
 			if err != nil {
 				return nil, t.processingError(p.name, err)
 			}
-			delete(ow.keys, keyView(p.kbuf))
 			if found {
 				sv := old.(stamped)
 				row.has, row.stored, row.ts, row.logTS = true, true, sv.ts, sv.ts
@@ -295,6 +294,8 @@ func (p *timeWindowProc) openFinalRow(t *task, fk *finalKey, wk Windowed) (*fina
 					row.value, row.n = nil, n
 				}
 			}
+			// Memory holds the row from here on, not the open index.
+			delete(ow.keys, keyView(p.kbuf))
 		}
 	}
 	w.maxSegment = max(w.maxSegment, wk.Start/w.interval)
