@@ -1,7 +1,6 @@
 package streams
 
 import (
-	"container/heap"
 	"encoding/binary"
 	"fmt"
 	"slices"
@@ -349,27 +348,6 @@ func (p *timeWindowProc) foldFinal(t *task, row *finalRow, r record) error {
 	row.logTS = r.timestamp
 	fr.markDirty(row)
 	return nil
-}
-
-// openWindow returns the open index's entry of wk's window, adding it. A
-// store keeping finalRows lists in it only the stored rows memory does
-// not hold, so its keys are made when the first is.
-func (w *windowState) openWindow(wk Windowed) *openWindow {
-	b := windowBounds{wk.Start, wk.End}
-	if ow := w.lastOpen; ow != nil && ow.windowBounds == b {
-		return ow
-	}
-	ow := w.open[b]
-	if ow == nil {
-		ow = &openWindow{windowBounds: b, closesAt: w.spec.closesAt(wk.Start, wk.End)}
-		if w.final == nil {
-			ow.keys = make(map[string]any, w.keysHint)
-		}
-		w.open[b] = ow
-		heap.Push(&w.closing, closeItem{at: ow.closesAt, windowBounds: b})
-	}
-	w.lastOpen = ow
-	return ow
 }
 
 // writeFinal writes row to pebble's pending batch and the changelog. A

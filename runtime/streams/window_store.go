@@ -270,6 +270,27 @@ func (w *windowState) appendKey(kb, inner []byte, wk Windowed) []byte {
 	return binary.BigEndian.AppendUint64(kb, uint64(wk.Start))
 }
 
+// openWindow returns the open index's entry of wk's window, adding it. A
+// store keeping finalRows lists in it only the stored rows memory does
+// not hold, so its keys are made when the first is.
+func (w *windowState) openWindow(wk Windowed) *openWindow {
+	b := windowBounds{wk.Start, wk.End}
+	if ow := w.lastOpen; ow != nil && ow.windowBounds == b {
+		return ow
+	}
+	ow := w.open[b]
+	if ow == nil {
+		ow = &openWindow{windowBounds: b, closesAt: w.spec.closesAt(wk.Start, wk.End)}
+		if w.final == nil {
+			ow.keys = make(map[string]any, w.keysHint)
+		}
+		w.open[b] = ow
+		heap.Push(&w.closing, closeItem{at: ow.closesAt, windowBounds: b})
+	}
+	w.lastOpen = ow
+	return ow
+}
+
 // track adds a window a key has a result in to the open index: k is its
 // changelog key, which the index keeps, so a string that nothing writes
 // (a cached row's cacheKey costs no allocation). boxed is wk in an
