@@ -55,13 +55,17 @@ type recordArena struct {
 const recordChunk = 128
 
 // alloc returns a zeroed record.
-func (a *recordArena) alloc() *kgo.Record {
-	if len(a.free) == 0 {
-		a.free = make([]kgo.Record, recordChunk)
+func (a *recordArena) alloc() *kgo.Record { return nextOf(&a.free, recordChunk) }
+
+// nextOf takes the next zeroed element of the chunk *free, making a new
+// chunk of n when it is used up: what every arena here hands out from.
+func nextOf[T any](free *[]T, n int) *T {
+	if len(*free) == 0 {
+		*free = make([]T, n)
 	}
-	r := &a.free[0]
-	a.free = a.free[1:]
-	return r
+	p := &(*free)[0]
+	*free = (*free)[1:]
+	return p
 }
 
 // headerArena hands out the slice headers that a join buffer's values
@@ -82,11 +86,7 @@ func (a *headerArena) box(b []byte) any {
 	if b == nil {
 		return nil
 	}
-	if len(a.free) == 0 {
-		a.free = make([][]byte, headerChunk)
-	}
-	h := &a.free[0]
-	a.free = a.free[1:]
+	h := nextOf(&a.free, headerChunk)
 	*h = b
 	return bytebox.At(h)
 }

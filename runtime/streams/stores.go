@@ -314,8 +314,8 @@ func (st *taskStore) getBytes(kb []byte) (any, bool, error) {
 // getBytesStamped is getStamped with the key serialized.
 func (st *taskStore) getBytesStamped(kb []byte) (any, int64, bool, error) {
 	if st.win != nil && st.win.final != nil {
-		if v, ts, found, hit := st.win.final.getFinal(kb); hit {
-			return v, ts, found, nil
+		if v, found, hit := st.win.final.getFinal(kb); hit {
+			return v, 0, found, nil // a window store's rows carry no row timestamp
 		}
 	}
 	return st.getRow(st.row(keyView(kb)), kb)
@@ -436,26 +436,31 @@ func (st *taskStore) putBytes(t *task, kb []byte, key, value any, vb []byte, old
 func (st *taskStore) insert(t *task, kb []byte, key any) *cacheEntry {
 	e := &cacheEntry{keyBytes: append([]byte(nil), kb...)}
 	e.cacheKey = unsafe.String(unsafe.SliceData(e.keyBytes), len(e.keyBytes))
-	e.key = ownKey(e, key)
+	e.key = ownKey(&e.keyBytes, key)
 	st.addRow(e)
 	st.account(t, len(kb))
 	return e
 }
 
 // account counts a new row with a key of n bytes in the cache's size.
-func (st *taskStore) account(t *task, n int) {
-	st.cacheBytes += n + cacheEntryOverhead
-	t.cacheBytes += n + cacheEntryOverhead
+func (st *taskStore) account(t *task, n int) { st.charge(t, n+cacheEntryOverhead) }
+
+// charge adds n bytes (a negative n: takes them) to what the store's and
+// its task's caches are counted to hold.
+func (st *taskStore) charge(t *task, n int) {
+	st.cacheBytes += n
+	t.cacheBytes += n
 }
 
-// ownKey is the key the new row e keeps for key: a raw []byte key that
-// is its own serialization (the bytes serde) is taken over the row's copy
-// of the bytes. A fetched record's key lies in the batch it was fetched
-// in, which a row kept long (a key-value store's rows stay cached) would
-// otherwise keep alive, its record with it, outside the cache's budget.
-func ownKey(e *cacheEntry, key any) any {
-	if b, ok := key.([]byte); ok && len(b) > 0 && bytes.Equal(b, e.keyBytes) {
-		return bytebox.At(&e.keyBytes)
+// ownKey is the key a new row keeps for key, given the row's own copy of
+// the key's serialization, *kb: a raw []byte key that is its own
+// serialization (the bytes serde) is taken over the copy. A fetched
+// record's key lies in the batch it was fetched in, which a row kept long
+// (a key-value store's rows stay cached) would otherwise keep alive, its
+// record with it, outside the cache's budget.
+func ownKey(kb *[]byte, key any) any {
+	if b, ok := key.([]byte); ok && len(b) > 0 && bytes.Equal(b, *kb) {
+		return bytebox.At(kb)
 	}
 	return key
 }
@@ -654,8 +659,7 @@ func (st *taskStore) evict(t *task, n int, keep bool) error {
 // forget drops the row of key k from the cache.
 func (st *taskStore) forget(t *task, k string) {
 	st.dropRow(k)
-	st.cacheBytes -= len(k) + cacheEntryOverhead
-	t.cacheBytes -= len(k) + cacheEntryOverhead
+	st.charge(t, -(len(k) + cacheEntryOverhead))
 }
 
 // dropClean drops the clean rows from the cache, when it is over its

@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"slices"
 	"unsafe"
-
-	"github.com/braidstream/braid/runtime/internal/bytebox"
 )
 
 // A time-window store that emits final results keeps its open windows'
@@ -130,27 +128,14 @@ func (fr *finalRows) key(t *task, st *taskStore, inner []byte, key any) *finalKe
 	}
 	fk := &finalKey{innerBytes: append(t.keys.alloc(len(inner)), inner...)}
 	fk.inner = keyView(fk.innerBytes)
-	fk.key = key
-	// A raw []byte key that is its own serialization is taken over the
-	// entry's copy: the record's lies in the batch it was fetched in,
-	// which the entry would otherwise keep alive.
-	if b, ok := key.([]byte); ok && len(b) > 0 && string(b) == fk.inner {
-		fk.key = bytebox.At(&fk.innerBytes)
-	}
+	fk.key = ownKey(&fk.innerBytes, key)
 	fr.keys[fk.inner] = fk
 	st.charge(t, len(inner)+finalKeyOverhead)
 	return fk
 }
 
 // newRow returns a zeroed row.
-func (fr *finalRows) newRow() *finalRow {
-	if len(fr.rowArena) == 0 {
-		fr.rowArena = make([]finalRow, windowEntryChunk)
-	}
-	r := &fr.rowArena[0]
-	fr.rowArena = fr.rowArena[1:]
-	return r
-}
+func (fr *finalRows) newRow() *finalRow { return nextOf(&fr.rowArena, windowEntryChunk) }
 
 // window returns the open window starting at start, adding it.
 func (fr *finalRows) window(start int64) *finalWindow {
@@ -201,11 +186,7 @@ func (fr *finalRows) aggregate(row *finalRow, shared bool) any {
 // boxKey returns Windowed{key, start, end} in an interface, boxed in a
 // chunk of boxes rather than one allocation per result.
 func (fr *finalRows) boxKey(key any, start, end int64) any {
-	if len(fr.boxes) == 0 {
-		fr.boxes = make([]Windowed, windowEntryChunk)
-	}
-	b := &fr.boxes[0]
-	fr.boxes = fr.boxes[1:]
+	b := nextOf(&fr.boxes, windowEntryChunk)
 	*b = Windowed{Key: key, Start: start, End: end}
 	return ifaceAt(windowedType, unsafe.Pointer(b))
 }
@@ -431,13 +412,6 @@ func (st *taskStore) evictFinal(t *task) error {
 	return nil
 }
 
-// charge adds n bytes (a negative n: takes them) to what the store's and
-// its task's caches are counted to hold.
-func (st *taskStore) charge(t *task, n int) {
-	st.cacheBytes += n
-	t.cacheBytes += n
-}
-
 // sweepIdle drops the keys that the last close left without rows and
 // that have had none since.
 func (st *taskStore) sweepIdle(t *task) {
@@ -453,17 +427,17 @@ func (st *taskStore) sweepIdle(t *task) {
 	fr.emptied = fr.emptied[:0]
 }
 
-// getFinal is getBytesStamped for a row in memory: hit says memory holds
-// kb's row, whose value (a copy, stamped) and timestamp it returns.
-func (fr *finalRows) getFinal(kb []byte) (value any, ts int64, found, hit bool) {
+// getFinal is getBytes for a row in memory: hit says memory holds kb's
+// row, whose value (stamped, a count copied) it returns.
+func (fr *finalRows) getFinal(kb []byte) (value any, found, hit bool) {
 	row := fr.find(kb)
 	if row == nil {
-		return nil, 0, false, false
+		return nil, false, false
 	}
 	if !row.has {
-		return nil, 0, false, true
+		return nil, false, true
 	}
-	return stamped{value: fr.aggregate(row, true), ts: row.ts}, 0, true, true
+	return stamped{value: fr.aggregate(row, true), ts: row.ts}, true, true
 }
 
 // rowsIn counts the results in memory of the window starting at start.

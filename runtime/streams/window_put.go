@@ -114,14 +114,7 @@ type windowEntryArena struct {
 const windowEntryChunk = 64
 
 // alloc returns a zeroed row.
-func (a *windowEntryArena) alloc() *windowEntry {
-	if len(a.free) == 0 {
-		a.free = make([]windowEntry, windowEntryChunk)
-	}
-	we := &a.free[0]
-	a.free = a.free[1:]
-	return we
-}
+func (a *windowEntryArena) alloc() *windowEntry { return nextOf(&a.free, windowEntryChunk) }
 
 var windowedType = typeWord(Windowed{})
 
